@@ -1,0 +1,79 @@
+"""Hardware profiles load, carry their sources, and bad ones fail with file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import all_profiles, load_hardware, profiles_dir
+
+EXPECTED = {
+    "A100-SXM4-40GB",
+    "A100-SXM4-80GB",
+    "A100-PCIe-80GB",
+    "H100-SXM5-80GB",
+    "H100-PCIe-80GB",
+    "H200-SXM-141GB",
+    "L40S-48GB",
+    "CPU-host",
+}
+
+
+def test_all_required_profiles_exist() -> None:
+    assert {p.name for p in all_profiles()} >= EXPECTED
+
+
+def test_dense_not_sparse_peaks() -> None:
+    h100 = load_hardware("H100-SXM5-80GB")
+    assert h100.peak_flops.bf16 == 989e12  # 1,979 is the 2:4-sparse figure
+    assert load_hardware("a100-sxm4-80gb").peak_flops.fp8 is None
+    assert load_hardware("L40S").intra_node_link.kind == "pcie"
+
+
+def test_prefix_lookup_and_ambiguity() -> None:
+    assert load_hardware("h200").name == "H200-SXM-141GB"
+    with pytest.raises(InputError, match="ambiguous"):
+        load_hardware("a100")
+
+
+def _broken_profile(tmp_path: Path, edit: dict[str, object]) -> Path:
+    data = yaml.safe_load((profiles_dir() / "h100-sxm5-80gb.yaml").read_text())
+    data.update(edit)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_negative_bandwidth_names_file_and_field(tmp_path: Path) -> None:
+    path = _broken_profile(tmp_path, {"mem_bw_bytes_per_s": -1})
+    with pytest.raises(InputError) as info:
+        load_hardware(str(path))
+    assert info.value.source == str(path.resolve())
+    assert info.value.field == "mem_bw_bytes_per_s"
+
+
+def test_unknown_field_is_refused(tmp_path: Path) -> None:
+    path = _broken_profile(tmp_path, {"hbm_size": 3})
+    with pytest.raises(InputError, match="hbm_size: unknown field"):
+        load_hardware(str(path))
+
+
+def test_missing_source_is_refused(tmp_path: Path) -> None:
+    data = yaml.safe_load((profiles_dir() / "h100-sxm5-80gb.yaml").read_text())
+    del data["sources"]["peak_flops"]
+    path = tmp_path / "nosrc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(InputError, match="sources has no entry for peak_flops"):
+        load_hardware(str(path))
+
+
+def test_invalid_yaml_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(InputError) as info:
+        load_hardware(str(path))
+    assert "\n" not in info.value.one_line()
+    assert "not valid YAML" in info.value.one_line()

@@ -1,0 +1,53 @@
+"""Memory plan: vLLM's accounting, and refusals that quote the numbers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.model.catalog import load_model
+from ttftsim.perf.iteration import Deployment
+from ttftsim.perf.memory import DoesNotFitError, MemorySettings, plan_memory
+
+
+def _deployment(model: str, hw: str, tp: int, kv: str = "bf16") -> Deployment:
+    return Deployment(load_model(model), load_hardware(hw), tp, "bf16", kv)  # type: ignore[arg-type]
+
+
+def test_70b_bf16_on_one_h100_is_refused_with_numbers() -> None:
+    with pytest.raises(DoesNotFitError) as info:
+        plan_memory(_deployment("Llama-3.1-70B", "H100-SXM5-80GB", 1), MemorySettings())
+    assert str(info.value) == (
+        "Llama-3.1-70B in bf16 needs 141.1 GB of weights; TP=1 on H100-SXM5-80GB offers 77.0 GB "
+        "at gpu_memory_utilization 0.9"
+    )
+
+
+def test_components_add_up_and_blocks_follow_page_size() -> None:
+    deployment = _deployment("Llama-3.1-70B", "H100-SXM5-80GB", 4)
+    plan = plan_memory(deployment, MemorySettings(gpu_memory_utilization=0.9))
+    assert plan.requested_bytes == math.ceil(deployment.hardware.memory_bytes * 0.9)
+    assert plan.kv_cache_bytes == (
+        plan.requested_bytes - plan.weight_bytes - plan.activation_bytes - plan.non_torch_bytes - plan.cudagraph_bytes
+    )
+    assert plan.kv_bytes_per_token == 327_680 // 4
+    assert plan.num_blocks == plan.kv_cache_bytes // (16 * 81_920)
+
+
+def test_fp8_kv_doubles_the_tokens() -> None:
+    bf16 = plan_memory(_deployment("Llama-3.1-8B", "H100-SXM5-80GB", 1), MemorySettings())
+    fp8 = plan_memory(_deployment("Llama-3.1-8B", "H100-SXM5-80GB", 1, "fp8"), MemorySettings())
+    assert fp8.num_blocks in (2 * bf16.num_blocks, 2 * bf16.num_blocks + 1)
+
+
+def test_kv_heads_replicate_beyond_tp() -> None:
+    plan = plan_memory(_deployment("Llama-3.1-8B", "H100-SXM5-80GB", 16), MemorySettings())
+    assert plan.kv_bytes_per_token == 131_072 // 8  # 8 KV heads: each rank keeps at least one
+
+
+def test_max_model_len_that_cannot_fit_one_sequence_is_refused() -> None:
+    settings = MemorySettings(max_model_len=131_072, gpu_memory_utilization=0.95)
+    with pytest.raises(DoesNotFitError, match="max_model_len 131072 needs"):
+        plan_memory(_deployment("Llama-3.1-70B", "A100-SXM4-80GB", 2), settings)

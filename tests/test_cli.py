@@ -1,0 +1,63 @@
+"""The command line as a user meets it: help works, bad input is one line on stderr with exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ttftsim", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", [[], ["models"], ["hardware"], ["step"], ["memory"]])
+def test_help_works(command: list[str]) -> None:
+    result = run(*command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "Usage" in result.stdout
+
+
+def test_models_and_hardware_list() -> None:
+    assert "Llama-3.1-70B" in run("models").stdout
+    assert "H100-SXM5-80GB" in run("hardware").stdout
+
+
+def _assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_invalid_profile_file_names_file_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "gpu.yaml"
+    src = Path(__file__).resolve().parents[1] / "hwprofiles" / "h100-sxm5-80gb.yaml"
+    bad.write_text(src.read_text().replace("memory_bytes: 85520809984", "memory_bytes: lots"))
+    result = run("step", "--model", "Llama-3.1-8B", "--hardware", str(bad), "--prompt-tokens", "10")
+    _assert_one_line_error(result, str(bad), "memory_bytes")
+
+
+def test_invalid_model_file_names_file_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_text(
+        '{"model_type": "llama", "hidden_size": "wide", "intermediate_size": 10, '
+        '"num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 10}'
+    )
+    result = run("step", "--model", str(bad), "--hardware", "H100-SXM5-80GB", "--prompt-tokens", "10")
+    _assert_one_line_error(result, str(bad), "hidden_size")
+
+
+def test_model_that_does_not_fit_is_refused() -> None:
+    result = run("memory", "--model", "Llama-3.1-70B", "--hardware", "H100-SXM5-80GB")
+    _assert_one_line_error(result, "needs 141.1 GB of weights")
+
+
+def test_usage_error_exits_2() -> None:
+    result = run("step", "--model")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,3 @@
+from ttftsim.cli import main
+
+main()

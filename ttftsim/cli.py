@@ -1,0 +1,149 @@
+"""Command line: parse, load config, one library call, render. Exit 0 ok, 1 SLO/plan failure, 2 bad input."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ttftsim.config.dtypes import KvDtype, WeightDtype
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import all_profiles, load_hardware
+from ttftsim.model.catalog import load_model, preset_names
+from ttftsim.model.size import active_param_count, kv_bytes_per_token, param_count, weight_bytes
+from ttftsim.perf.batch import BatchShape
+from ttftsim.perf.iteration import Deployment, IterationModel
+from ttftsim.perf.memory import DoesNotFitError, MemorySettings, plan_memory
+
+app = typer.Typer(
+    name="ttftsim",
+    help="Predict the time-to-first-token distribution of an LLM serving deployment before it exists.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console() if sys.stdout.isatty() else Console(width=160)
+
+
+@app.command()
+def models() -> None:
+    """List the model presets (any path to a Hugging Face config.json works too)."""
+    table = Table("preset", "params", "active", "layers", "heads/kv", "KV B/token (bf16)", "bf16 weights")
+    for name in preset_names():
+        spec = load_model(name)
+        table.add_row(
+            spec.name,
+            f"{param_count(spec) / 1e9:.2f}B",
+            f"{active_param_count(spec) / 1e9:.2f}B",
+            str(spec.num_hidden_layers),
+            f"{spec.num_attention_heads}/{spec.num_key_value_heads}",
+            f"{kv_bytes_per_token(spec, 'bf16'):,}",
+            f"{weight_bytes(spec, 'bf16') / 1e9:.1f} GB",
+        )
+    console.print(table)
+
+
+@app.command()
+def hardware() -> None:
+    """List the hardware profiles in hwprofiles/."""
+    table = Table("profile", "memory", "bandwidth", "bf16 dense", "fp8 dense", "TP link", "$/GPU-h")
+    for hw in all_profiles():
+        fp8 = f"{hw.peak_flops.fp8 / 1e12:.0f} TF" if hw.peak_flops.fp8 else "-"
+        link = f"{hw.intra_node_link.kind} {hw.intra_node_link.bw_bytes_per_s / 1e9:.0f} GB/s"
+        table.add_row(
+            hw.name,
+            f"{hw.memory_bytes / 2**30:.1f} GiB",
+            f"{hw.mem_bw_bytes_per_s / 1e12:.2f} TB/s",
+            f"{hw.peak_flops.bf16 / 1e12:.0f} TF",
+            fp8,
+            link,
+            f"{hw.price_per_gpu_hour_usd:.2f}",
+        )
+    console.print(table)
+
+
+@app.command()
+def step(
+    model: Annotated[str, typer.Option(help="Preset name or path to config.json")],
+    gpu: Annotated[str, typer.Option("--hardware", help="Hardware profile name or YAML path")],
+    tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel size")] = 1,
+    prompt_tokens: Annotated[int, typer.Option(min=0, help="Tokens of one prefill in this step")] = 0,
+    decode_seqs: Annotated[int, typer.Option(min=0, help="Decoding sequences in this step")] = 0,
+    context_tokens: Annotated[int, typer.Option(min=0, help="KV context of each decoding sequence")] = 1024,
+    weight_dtype: Annotated[str, typer.Option(help="bf16, fp16, fp8, int8 or int4")] = "bf16",
+    kv_dtype: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
+) -> None:
+    """Time of one engine iteration and its breakdown by operator (the uncalibrated roofline)."""
+    deployment = _deployment(model, gpu, tp, weight_dtype, kv_dtype)
+    shape = BatchShape.from_sequences(
+        [prompt_tokens] * (prompt_tokens > 0) + [1] * decode_seqs,
+        [0] * (prompt_tokens > 0) + [context_tokens] * decode_seqs,
+    )
+    timing = IterationModel(deployment).timing(shape)
+    table = Table("operator", "ms", "share")
+    for name, seconds in sorted(timing.breakdown.items(), key=lambda item: -item[1]):
+        table.add_row(name, f"{seconds * 1e3:.3f}", f"{seconds / max(timing.total_s, 1e-12):.1%}")
+    table.add_row("total", f"{timing.total_s * 1e3:.3f}", "100%")
+    console.print(table)
+
+
+@app.command()
+def memory(
+    model: Annotated[str, typer.Option(help="Preset name or path to config.json")],
+    gpu: Annotated[str, typer.Option("--hardware", help="Hardware profile name or YAML path")],
+    tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel size")] = 1,
+    weight_dtype: Annotated[str, typer.Option(help="bf16, fp16, fp8, int8 or int4")] = "bf16",
+    kv_dtype: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
+    gpu_memory_utilization: Annotated[float, typer.Option(min=0.05, max=1.0)] = 0.9,
+    max_num_batched_tokens: Annotated[int, typer.Option(min=1)] = 2048,
+    max_num_seqs: Annotated[int, typer.Option(min=1)] = 256,
+    max_model_len: Annotated[int, typer.Option(min=1)] = 4096,
+) -> None:
+    """Per-GPU memory plan as vLLM computes it: weights, activations, reserves, KV blocks."""
+    deployment = _deployment(model, gpu, tp, weight_dtype, kv_dtype)
+    settings = MemorySettings(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, 16, max_model_len)
+    plan = plan_memory(deployment, settings)
+    table = Table("component (per GPU)", "GB")
+    for label, value in (
+        ("requested", plan.requested_bytes),
+        ("weights", plan.weight_bytes),
+        ("activation peak", plan.activation_bytes),
+        ("non-torch", plan.non_torch_bytes),
+        ("CUDA graphs", plan.cudagraph_bytes),
+        ("KV cache", plan.kv_cache_bytes),
+    ):
+        table.add_row(label, f"{value / 1e9:.2f}")
+    console.print(table)
+    console.print(f"{plan.num_blocks:,} blocks of {plan.block_size} tokens = {plan.kv_capacity_tokens:,} tokens")
+
+
+def _deployment(model: str, gpu: str, tp: int, weight_dtype: str, kv_dtype: str) -> Deployment:
+    from typing import get_args
+
+    if weight_dtype not in get_args(WeightDtype):
+        raise InputError("--weight-dtype", "", f"unknown weight dtype {weight_dtype!r}")
+    if kv_dtype not in get_args(KvDtype):
+        raise InputError("--kv-dtype", "", f"unknown KV dtype {kv_dtype!r}")
+    spec = load_model(model, "--model")
+    try:
+        return Deployment(spec, load_hardware(gpu, "--hardware"), tp, weight_dtype, kv_dtype)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise InputError("--tp", "", str(exc)) from None
+
+
+def _fail(line: str) -> None:
+    sys.stderr.write(line.replace("\n", " ") + "\n")
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit code 2 (usage errors too, via typer)."""
+    try:
+        app()
+    except InputError as exc:
+        _fail(f"error: {exc.one_line()}")
+        sys.exit(2)
+    except DoesNotFitError as exc:
+        _fail(f"error: does not fit: {exc}")
+        sys.exit(2)

@@ -1,0 +1,1 @@
+"""Schemas of every input file (pydantic, strict) and the loader that turns files into them."""

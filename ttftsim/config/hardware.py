@@ -1,0 +1,94 @@
+"""Schema of a hardware profile (hwprofiles/*.yaml): one accelerator, its node, and where each number comes from.
+
+Peak FLOP/s are the dense figures, never the 2:4-sparse ones. Bandwidths are per GPU and one direction.
+The `roofline` block holds the default efficiencies the iteration-time model uses before a calibration
+replaces them; `overhead` holds the engine's fixed per-iteration host time on this kind of host.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ttftsim.config.base import StrictModel
+
+
+class PeakFlops(StrictModel):
+    """Dense peak FLOP/s per number format (tensor cores for the low-precision formats)."""
+
+    bf16: float = Field(gt=0, description="Dense BF16 tensor FLOP/s")
+    fp16: float = Field(gt=0, description="Dense FP16 tensor FLOP/s")
+    fp32: float = Field(gt=0, description="FP32 (non-tensor) FLOP/s")
+    fp8: float | None = Field(default=None, gt=0, description="Dense FP8 FLOP/s; null where unsupported (A100)")
+    int8: float = Field(gt=0, description="Dense INT8 tensor OP/s")
+
+
+class Link(StrictModel):
+    """A GPU-to-GPU path: NVLink, PCIe, or the inter-node network."""
+
+    kind: Literal["nvlink", "pcie", "network", "shared_memory"] = Field(description="Kind of link")
+    bw_bytes_per_s: float = Field(gt=0, description="Unidirectional bandwidth per GPU, bytes/s")
+    latency_s: float = Field(ge=0, description="Per-message latency floor (software + wire), seconds")
+
+
+class RooflineDefaults(StrictModel):
+    """Efficiencies applied before calibration: achieved / peak, as functions of shape.
+
+    GEMM compute efficiency = gemm_max_efficiency x m / (m + gemm_half_tokens) for m tokens;
+    memory efficiency = mem_bw_efficiency x b / (b + mem_half_bytes) for a kernel moving b bytes.
+    """
+
+    gemm_max_efficiency: float = Field(gt=0, le=1, description="Large-GEMM fraction of dense peak")
+    gemm_half_tokens: float = Field(ge=0, description="Token count at which GEMM efficiency is half its maximum")
+    attention_efficiency: float = Field(gt=0, le=1, description="Prefill attention fraction of dense peak")
+    mem_bw_efficiency: float = Field(gt=0, le=1, description="Large-transfer fraction of memory bandwidth")
+    mem_half_bytes: float = Field(ge=0, description="Transfer size at which bandwidth efficiency is half")
+    link_efficiency: float = Field(gt=0, le=1, description="All-reduce bus bandwidth fraction of link bandwidth")
+
+
+class Overhead(StrictModel):
+    """Fixed host-side time per engine iteration (scheduling, sampling, kernel launches)."""
+
+    iteration_s: float = Field(ge=0, description="Per-iteration overhead of an eager (mixed or prefill) step")
+    decode_graph_iteration_s: float = Field(
+        ge=0, description="Per-iteration overhead of a decode-only step replayed from a CUDA graph"
+    )
+
+
+class HardwareProfile(StrictModel):
+    """One accelerator type. Invariant: every numeric figure has an entry in `sources`."""
+
+    name: str = Field(description="Profile name, e.g. H100-SXM5-80GB")
+    kind: Literal["gpu", "cpu"] = Field(description="gpu, or cpu for a CPU-only host")
+    memory_bytes: int = Field(gt=0, description="Device memory as the driver reports it, bytes")
+    mem_bw_bytes_per_s: float = Field(gt=0, description="Peak device-memory bandwidth, bytes/s")
+    l2_bytes: int = Field(ge=0, description="Last-level cache size, bytes")
+    peak_flops: PeakFlops = Field(description="Dense peak compute per number format")
+    intra_node_link: Link = Field(description="GPU-to-GPU link inside a node")
+    inter_node_link: Link = Field(description="Network between nodes, per GPU")
+    host_to_device_bw_bytes_per_s: float = Field(gt=0, description="Host-to-device copy bandwidth, bytes/s")
+    gpus_per_node: int = Field(ge=1, le=64, description="Accelerators per node")
+    price_per_gpu_hour_usd: float = Field(ge=0, description="Default price per GPU-hour; users override it")
+    roofline: RooflineDefaults = Field(description="Default efficiencies before calibration")
+    overhead: Overhead = Field(description="Fixed per-iteration host overhead")
+    sources: dict[str, str] = Field(description="Where each figure comes from, keyed by field name")
+
+    @model_validator(mode="after")
+    def _every_figure_sourced(self) -> HardwareProfile:
+        required = {
+            "memory_bytes",
+            "mem_bw_bytes_per_s",
+            "l2_bytes",
+            "peak_flops",
+            "intra_node_link",
+            "inter_node_link",
+            "host_to_device_bw_bytes_per_s",
+            "price_per_gpu_hour_usd",
+            "roofline",
+            "overhead",
+        }
+        missing = sorted(required - set(self.sources))
+        if missing:
+            raise ValueError(f"sources has no entry for {', '.join(missing)}")
+        return self

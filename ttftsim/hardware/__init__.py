@@ -1,0 +1,1 @@
+"""Hardware profiles: find and load hwprofiles/*.yaml."""

@@ -1,0 +1,56 @@
+"""Find hardware profiles by name or path.
+
+Profiles live in the repository's `hwprofiles/` folder (or `$TTFTSIM_HWPROFILES`); adding a GPU means
+adding a file there. Names match case-insensitively, and a unique prefix works (``H100-SXM5``).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+from ttftsim.config.hardware import HardwareProfile
+from ttftsim.config.loading import load_file
+from ttftsim.errors import InputError
+
+
+def profiles_dir() -> Path:
+    override = os.environ.get("TTFTSIM_HWPROFILES")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "hwprofiles"
+
+
+def profile_paths() -> dict[str, Path]:
+    """Profile file stem (lower case) to path."""
+    folder = profiles_dir()
+    if not folder.is_dir():
+        raise InputError(str(folder), "", "hardware profile folder not found (set TTFTSIM_HWPROFILES)")
+    return {path.stem.lower(): path for path in sorted(folder.glob("*.yaml"))}
+
+
+@cache
+def _load_path(path: Path) -> HardwareProfile:
+    return load_file(HardwareProfile, path)
+
+
+def all_profiles() -> list[HardwareProfile]:
+    return [_load_path(path) for path in profile_paths().values()]
+
+
+def load_hardware(ref: str, source: str = "hardware") -> HardwareProfile:
+    """A profile by name (``H100-SXM5-80GB``, or a unique prefix such as ``h200``) or by YAML path."""
+    path = Path(ref)
+    if path.suffix in (".yaml", ".yml"):
+        return _load_path(path.resolve())
+    paths = profile_paths()
+    key = ref.lower()
+    if key in paths:
+        return _load_path(paths[key])
+    matches = [stem for stem in paths if stem.startswith(key)]
+    if len(matches) == 1:
+        return _load_path(paths[matches[0]])
+    names = ", ".join(_load_path(p).name for p in paths.values())
+    reason = "ambiguous" if matches else "unknown"
+    raise InputError(source, "hardware", f"{reason} hardware {ref!r} (profiles: {names})")

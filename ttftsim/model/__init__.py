@@ -1,0 +1,1 @@
+"""Model architectures: specs read from Hugging Face config.json, presets, and derived sizes."""

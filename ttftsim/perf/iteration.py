@@ -1,0 +1,179 @@
+"""Iteration-time model: the time of one engine step on one replica, and its breakdown by operator.
+
+Per transformer layer on each TP rank: QKV and output projections, the MLP (dense, or MoE with the
+experts the batch actually hits), prefill attention (FlashAttention: no n x n matrix, cost in query-key
+pairs), decode attention (reads the KV cache), fused norm/residual/RoPE/activation kernels, and two TP
+all-reduces. Once per step: the LM head for the sampled sequences only, and a fixed host overhead that is
+smaller for decode-only steps replayed from a CUDA graph. Pipeline parallelism is not modelled.
+
+Everything that depends only on (tokens, sampled) is memoised: decode steps differ only in attention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ttftsim.config.dtypes import KvDtype, WeightDtype, gemm_compute_dtype, kv_bytes_per_element, weight_bytes_per_param
+from ttftsim.config.hardware import HardwareProfile, Link
+from ttftsim.model.spec import ModelSpec
+from ttftsim.perf.batch import BatchShape
+from ttftsim.perf.kernels import AttentionShape, KernelCosts, RooflineCosts
+
+ACTIVATION_BYTES = 2  # bf16 activations
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One replica's model on its GPUs. Invariant: tp divides the attention heads."""
+
+    model: ModelSpec
+    hardware: HardwareProfile
+    tp: int = 1
+    weight_dtype: WeightDtype = "bf16"
+    kv_dtype: KvDtype = "bf16"
+    cudagraph_max_seqs: int = 512  # decode batches up to this size replay a CUDA graph; 0 = eager only
+
+    def __post_init__(self) -> None:
+        if self.model.num_attention_heads % self.tp:
+            raise ValueError(
+                f"tensor parallel size {self.tp} does not divide {self.model.name}'s "
+                f"{self.model.num_attention_heads} attention heads"
+            )
+
+    @property
+    def tp_link(self) -> Link:
+        """The slowest hop of the TP group: inter-node once the group spans nodes."""
+        if self.tp > self.hardware.gpus_per_node:
+            return self.hardware.inter_node_link
+        return self.hardware.intra_node_link
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """One iteration's time and where it goes (seconds per operator class, summed over layers)."""
+
+    total_s: float
+    breakdown: Mapping[str, float] = field(default_factory=dict)
+
+
+class IterationModel:
+    """Iteration time for a deployment under a KernelCosts (roofline by default, calibrated when given)."""
+
+    def __init__(self, deployment: Deployment, costs: KernelCosts | None = None) -> None:
+        self.deployment = deployment
+        self.costs: KernelCosts = costs if costs is not None else RooflineCosts(deployment.hardware)
+        m, tp = deployment.model, deployment.tp
+        self._layers = m.num_hidden_layers
+        self._attn = AttentionShape(
+            q_heads=m.num_attention_heads // tp,
+            kv_heads=max(1, m.num_key_value_heads // tp),
+            head_dim=m.head_dim,
+            kv_bytes=kv_bytes_per_element(deployment.kv_dtype),
+        )
+        self._wbytes = weight_bytes_per_param(deployment.weight_dtype)
+        self._dtype = gemm_compute_dtype(deployment.weight_dtype)
+        self._inter = m.intermediate_size // tp
+        self._dense_cache: dict[tuple[int, int], dict[str, float]] = {}
+        self._dense_total: dict[tuple[int, int], float] = {}
+        overhead = deployment.hardware.overhead
+        self._eager_s = overhead.iteration_s
+        self._graph_s = overhead.decode_graph_iteration_s if deployment.cudagraph_max_seqs > 0 else overhead.iteration_s
+
+    # ---- parts that depend only on the token and sampled counts ----
+
+    def _gemm(self, m: int, n: int, k: int) -> float:
+        return self.costs.gemm_s(m, n, k, self._dtype, n * k * self._wbytes)
+
+    def _mlp_s(self, tokens: int) -> float:
+        spec, h, inter = self.deployment.model, self.deployment.model.hidden_size, self._inter
+        if not spec.is_moe:
+            return self._gemm(tokens, 2 * inter, h) + self._gemm(tokens, h, inter)
+        experts, top_k = spec.num_local_experts, spec.num_experts_per_tok
+        hit = experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+        per_expert = max(1, round(tokens * top_k / hit))
+        router = self.costs.gemm_s(tokens, experts, h, "bf16", experts * h * 2.0)
+        return router + hit * (self._gemm(per_expert, 2 * inter, h) + self._gemm(per_expert, h, inter))
+
+    def _elementwise_s(self, tokens: int) -> float:
+        a, h = self._attn, self.deployment.model.hidden_size
+        norm = 8.0 * tokens * h  # fused residual add + RMSNorm: read 2, write 2 vectors of h in bf16
+        rope_and_cache = tokens * (
+            4.0 * (a.q_heads + a.kv_heads) * a.head_dim + 2.0 * a.kv_heads * a.head_dim * a.kv_bytes
+        )
+        act = 6.0 * tokens * self._inter  # SiLU(gate) * up: read 2, write 1
+        return 2 * self.costs.memory_s(norm) + self.costs.memory_s(rope_and_cache) + self.costs.memory_s(act)
+
+    def _dense_parts(self, tokens: int, sampled: int) -> dict[str, float]:
+        key = (tokens, sampled)
+        cached = self._dense_cache.get(key)
+        if cached is not None:
+            return cached
+        spec, a, n_layers = self.deployment.model, self._attn, self._layers
+        h = spec.hidden_size
+        message = float(tokens * h * ACTIVATION_BYTES)
+        vocab_shard = spec.vocab_size // self.deployment.tp
+        parts = {
+            "qkv_proj": n_layers * self._gemm(tokens, (a.q_heads + 2 * a.kv_heads) * a.head_dim, h),
+            "o_proj": n_layers * self._gemm(tokens, h, a.q_heads * a.head_dim),
+            "moe" if spec.is_moe else "mlp": n_layers * self._mlp_s(tokens),
+            "norms_elementwise": n_layers * self._elementwise_s(tokens) + self.costs.memory_s(6.0 * tokens * h),
+            "allreduce": 2 * n_layers * self.costs.allreduce_s(message, self.deployment.tp, self.deployment.tp_link),
+            "lm_head": (
+                self.costs.gemm_s(sampled, vocab_shard, h, "bf16", vocab_shard * h * 2.0)
+                + self.costs.memory_s(8.0 * sampled * spec.vocab_size)  # fp32 logits: gather + sample
+                if sampled
+                else 0.0
+            ),
+        }
+        self._dense_cache[key] = parts
+        self._dense_total[key] = sum(parts.values())
+        return parts
+
+    def _dense_s(self, tokens: int, sampled: int) -> float:
+        total = self._dense_total.get((tokens, sampled))
+        if total is None:
+            self._dense_parts(tokens, sampled)
+            total = self._dense_total[(tokens, sampled)]
+        return total
+
+    # ---- public ----
+
+    def overhead_s(self, shape: BatchShape) -> float:
+        graphable = shape.is_decode_only and shape.num_decode_seqs <= self.deployment.cudagraph_max_seqs
+        return self._graph_s if graphable else self._eager_s
+
+    def _attention_parts(self, shape: BatchShape) -> tuple[float, float]:
+        prefill = self.costs.prefill_attention_s(
+            shape.prefill_tokens, shape.prefill_attn_pairs, shape.prefill_kv_tokens, self._attn
+        )
+        decode = self.costs.decode_attention_s(shape.num_decode_seqs, shape.decode_kv_tokens, self._attn)
+        return self._layers * prefill, self._layers * decode
+
+    def time_s(self, shape: BatchShape) -> float:
+        """Iteration time in seconds (the fast path the engine calls every step)."""
+        if shape.num_tokens == 0:
+            return 0.0
+        prefill, decode = self._attention_parts(shape)
+        return self._dense_s(shape.num_tokens, shape.num_sampled) + prefill + decode + self.overhead_s(shape)
+
+    def timing(self, shape: BatchShape) -> StepTiming:
+        """Iteration time with its breakdown by operator class."""
+        if shape.num_tokens == 0:
+            return StepTiming(0.0, {})
+        breakdown = dict(self._dense_parts(shape.num_tokens, shape.num_sampled))
+        breakdown["prefill_attention"], breakdown["decode_attention"] = self._attention_parts(shape)
+        breakdown["overhead"] = self.overhead_s(shape)
+        return StepTiming(sum(breakdown.values()), breakdown)
+
+    def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:
+        """Times of `steps` consecutive decode-only iterations of an unchanged batch of num_seqs sequences
+        whose KV context starts at kv_tokens (sum, including this step's token) and grows by num_seqs per
+        step. Equal, step by step, to calling time_s on each iteration's shape."""
+        shape = BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=kv_tokens, num_sampled=num_seqs)
+        fixed = self._dense_s(num_seqs, num_seqs) + self.overhead_s(shape)
+        contexts = kv_tokens + num_seqs * np.arange(steps, dtype=np.float64)
+        return fixed + self._layers * self.costs.decode_attention_many_s(num_seqs, contexts, self._attn)

@@ -1,0 +1,113 @@
+"""Memory plan of one replica, mirroring vLLM's accounting (serving-semantics.md, part 3.1 item 8).
+
+requested = ceil(device memory x gpu_memory_utilization); KV cache = requested - weights - peak
+activation of a profiling forward pass at max_num_batched_tokens - non-torch memory (CUDA context, NCCL
+buffers) - the CUDA-graph estimate; blocks = KV cache // (block_size x KV bytes per token on one GPU).
+The activation peak and the fixed reserves are estimates (documented below), not vLLM's profiler.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ttftsim.model.size import kv_bytes_per_token, weight_bytes
+from ttftsim.perf.iteration import Deployment
+
+GB = 1e9
+GIB = 2**30
+CUDA_CONTEXT_BYTES = int(0.5 * GIB)  # torch/CUDA context and allocator slack, seen in vLLM start-up logs
+NCCL_BYTES_BY_TP = {1: 0, 2: 358_612_992, 4: 411_041_792}  # AIConfigurator h100_sxm.system.yaml nccl_mem
+NCCL_BYTES_LARGE_TP = 411_041_792
+CUDAGRAPH_BYTES = int(0.75 * GIB)  # vLLM logs "Graph capturing ... took 0.3-1.5 GiB" for 7B-70B models
+SAMPLER_LOGIT_BYTES = 4  # the profiling run materialises fp32 logits for max_num_seqs sequences
+
+
+class DoesNotFitError(ValueError):
+    """The configuration cannot run: the message gives the numbers."""
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """The engine arguments that shape memory (vLLM names)."""
+
+    gpu_memory_utilization: float = 0.9
+    max_num_batched_tokens: int = 2048
+    max_num_seqs: int = 256
+    block_size: int = 16
+    max_model_len: int = 4096
+    enforce_eager: bool = False
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Per-GPU bytes of each component and the resulting KV-cache size in blocks and tokens."""
+
+    requested_bytes: int
+    weight_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    kv_cache_bytes: int
+    kv_bytes_per_token: int  # on one GPU (its shard of KV heads)
+    block_size: int
+    num_blocks: int
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        return self.num_blocks * self.block_size
+
+
+def kv_bytes_per_token_per_gpu(deployment: Deployment) -> int:
+    spec = deployment.model
+    kv_heads_local = max(1, spec.num_key_value_heads // deployment.tp)
+    full = kv_bytes_per_token(spec, deployment.kv_dtype)
+    return full * kv_heads_local // spec.num_key_value_heads
+
+
+def activation_peak_bytes(deployment: Deployment, settings: MemorySettings) -> int:
+    """Largest live activations of a forward pass over max_num_batched_tokens, plus the sampler's logits."""
+    spec, tp = deployment.model, deployment.tp
+    inter, heads = spec.intermediate_size // tp, spec.num_attention_heads // tp
+    kv_heads = max(1, spec.num_key_value_heads // tp)
+    per_token = 2 * (3 * inter + 4 * spec.hidden_size + (heads + 2 * kv_heads) * spec.head_dim)
+    logits = settings.max_num_seqs * spec.vocab_size * SAMPLER_LOGIT_BYTES
+    return settings.max_num_batched_tokens * per_token + logits
+
+
+def _gb(value: float) -> str:
+    return f"{value / GB:.1f} GB"
+
+
+def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
+    """The memory plan, or DoesNotFitError naming the numbers when the replica cannot start."""
+    hw, spec, tp = deployment.hardware, deployment.model, deployment.tp
+    requested = math.ceil(hw.memory_bytes * settings.gpu_memory_utilization)
+    weights = math.ceil(weight_bytes(spec, deployment.weight_dtype) / tp)
+    if weights >= requested:
+        raise DoesNotFitError(
+            f"{spec.name} in {deployment.weight_dtype} needs {_gb(weights * tp)} of weights; TP={tp} on {hw.name} "
+            f"offers {_gb(requested * tp)} at gpu_memory_utilization {settings.gpu_memory_utilization}"
+        )
+    activation = activation_peak_bytes(deployment, settings)
+    non_torch = CUDA_CONTEXT_BYTES + NCCL_BYTES_BY_TP.get(tp, NCCL_BYTES_LARGE_TP)
+    graphs = 0 if settings.enforce_eager or hw.kind == "cpu" else CUDAGRAPH_BYTES
+    kv_cache = requested - weights - activation - non_torch - graphs
+    per_token = kv_bytes_per_token_per_gpu(deployment)
+    num_blocks = max(0, kv_cache) // (settings.block_size * per_token)
+    if num_blocks == 0:
+        raise DoesNotFitError(
+            f"{spec.name} on TP={tp} x {hw.name} leaves no KV cache: {_gb(requested)} requested per GPU, "
+            f"weights {_gb(weights)}, activations {_gb(activation)} at max_num_batched_tokens "
+            f"{settings.max_num_batched_tokens}, reserves {_gb(non_torch + graphs)}"
+        )
+    plan = MemoryPlan(
+        requested, weights, activation, non_torch, graphs, kv_cache, per_token, settings.block_size, num_blocks
+    )
+    if plan.kv_capacity_tokens < settings.max_model_len:
+        raise DoesNotFitError(
+            f"max_model_len {settings.max_model_len} needs {_gb(settings.max_model_len * per_token)} of KV cache "
+            f"per GPU for one sequence, but {spec.name} on TP={tp} x {hw.name} has {_gb(kv_cache)} "
+            f"({plan.kv_capacity_tokens} tokens); lower max_model_len or raise tensor parallelism"
+        )
+    return plan
