@@ -1,0 +1,33 @@
+"""A scenario file: the model, the hardware, the engine arguments and the workload of one simulation."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ttftsim.config.base import StrictModel
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.workload import Workload
+
+
+class Slo(StrictModel):
+    """Targets a request must meet to count toward goodput."""
+
+    ttft_s: float | None = Field(default=None, gt=0, description="Per-request TTFT target, seconds")
+    tpot_s: float | None = Field(default=None, gt=0, description="Per-request TPOT target, seconds")
+    ttft_p99_s: float | None = Field(default=None, gt=0, description="P99 TTFT target for the run, seconds")
+
+
+class Scenario(StrictModel):
+    """What `ttftsim simulate` runs."""
+
+    name: str = Field(default="scenario", description="Label used in reports")
+    model: str = Field(description="Model preset or path to a Hugging Face config.json")
+    hardware: str = Field(description="Hardware profile name or path to a profile YAML")
+    engine: EngineArgs = Field(default_factory=EngineArgs, description="vLLM engine arguments")
+    workload: Workload = Field(description="Traffic")
+    horizon_s: float | None = Field(
+        default=None, gt=0, description="Stop the simulation at this time (default: when every request is done)"
+    )
+    seed: int = Field(default=0, ge=0, description="Random seed; same seed, same numbers")
+    slo: Slo = Field(default_factory=Slo, description="Targets for goodput and pass/fail")
+    metrics_window_s: float = Field(default=10.0, gt=0, description="Time-series window, seconds")

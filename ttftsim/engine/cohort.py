@@ -1,0 +1,110 @@
+"""The decode cohort: running requests that are decoding, advanced together without touching each one.
+
+Every decoding request gains one token per iteration in which the whole cohort is scheduled, so the
+cohort keeps a clock and each member's counters are exact as of its `sync_clock`:
+current = stored + (clock - sync_clock). Members are bucketed by num_computed mod block_size, so the ones
+that need a new KV block at a given clock are found without a scan, and a heap gives the clock at which
+the next one finishes. `sync` makes a member's counters exact before anyone reads them.
+
+Invariant: kv_tokens = sum over members of (current num_computed + 1), the next decode step's KV reads.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+
+from ttftsim.engine.state import RequestState
+
+
+class DecodeCohort:
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self.clock = 0
+        self.members: dict[int, RequestState] = {}
+        self.kv_tokens = 0
+        self._buckets: list[dict[int, RequestState]] = [{} for _ in range(block_size)]
+        self._finish: list[tuple[int, int, int]] = []
+        self._seqs: list[int] = []  # members' admit_seq, sorted
+
+    def count_before(self, admit_seq: int) -> int:
+        """Members ahead of a request in running order."""
+        return bisect.bisect_left(self._seqs, admit_seq)
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def _residue(self, state: RequestState) -> int:
+        return (state.num_computed - state.sync_clock) % self.block_size
+
+    def join(self, state: RequestState) -> None:
+        state.sync_clock = self.clock
+        self.members[state.rid] = state
+        self.kv_tokens += state.num_computed + 1
+        self._buckets[self._residue(state)][state.rid] = state
+        bisect.insort(self._seqs, state.admit_seq)
+        finish_clock = self.clock + state.req.output_tokens - state.num_output
+        heapq.heappush(self._finish, (finish_clock, state.admit_seq, state.rid))
+
+    def sync(self, state: RequestState) -> None:
+        delta = self.clock - state.sync_clock
+        state.num_computed += delta
+        state.num_output += delta
+        state.sync_clock = self.clock
+
+    def leave(self, state: RequestState) -> None:
+        self.sync(state)
+        del self.members[state.rid]
+        del self._buckets[self._residue(state)][state.rid]
+        del self._seqs[bisect.bisect_left(self._seqs, state.admit_seq)]
+        self.kv_tokens -= state.num_computed + 1
+
+    def dissolve(self) -> None:
+        """Sync and release every member (before a per-request scheduling step)."""
+        for state in self.members.values():
+            self.sync(state)
+        self.members.clear()
+        for bucket in self._buckets:
+            bucket.clear()
+        self._finish.clear()
+        self._seqs.clear()
+        self.kv_tokens = 0
+
+    def advance(self, steps: int) -> None:
+        self.clock += steps
+        self.kv_tokens += len(self.members) * steps
+
+    def due(self, clock: int) -> list[RequestState]:
+        """Members whose next token, at this clock, starts a new KV block (running order)."""
+        bucket = self._buckets[(-clock) % self.block_size]
+        return sorted(bucket.values(), key=_admit_order) if bucket else []
+
+    def due_count(self, clock: int) -> int:
+        return len(self._buckets[(-clock) % self.block_size])
+
+    def steps_to_next_finish(self) -> int:
+        heap = self._finish
+        while heap and not self._live(heap[0]):
+            heapq.heappop(heap)
+        return heap[0][0] - self.clock if heap else 1 << 30
+
+    def pop_finished(self) -> list[RequestState]:
+        """Members that have generated all their tokens by the current clock, in running order."""
+        done = []
+        heap = self._finish
+        while heap and heap[0][0] <= self.clock:
+            entry = heapq.heappop(heap)
+            if self._live(entry):
+                state = self.members[entry[2]]
+                self.leave(state)
+                done.append(state)
+        return done
+
+    def _live(self, entry: tuple[int, int, int]) -> bool:
+        state = self.members.get(entry[2])
+        return state is not None and state.admit_seq == entry[1]
+
+
+def _admit_order(state: RequestState) -> int:
+    return state.admit_seq

@@ -1,0 +1,202 @@
+"""The engine loop of one replica as a SimPy process: schedule, run the iteration, apply its results.
+
+A token sampled in an iteration is emitted at the iteration's end (vLLM: first_token_latency =
+iteration timestamp - arrival). Runs of decode-only iterations with an unchanged batch (every running
+request decoding, nothing admitted, no preemption) are computed in closed form: their times come from
+one vectorised call, block allocations are replayed in the order stepping would make them, and an
+arrival during the run cuts it after the iteration in progress. `closed_form_decode=False` steps every
+iteration instead; a test checks that both give the same results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from ttftsim.config.engine import ResolvedEngine
+from ttftsim.engine.scheduler import Scheduler, StepPlan
+from ttftsim.engine.state import RequestState
+from ttftsim.kvcache.manager import KVCacheManager
+from ttftsim.metrics.recorder import Recorder
+from ttftsim.perf.iteration import IterationModel
+from ttftsim.workload.request import Request
+
+MAX_RUN_STEPS = 4096
+
+
+class Engine:
+    """One replica. `submit` hands it a request; `done` callbacks fire when a request ends."""
+
+    def __init__(self, env: simpy.Environment, cfg: ResolvedEngine, perf: IterationModel, num_blocks: int,
+                 recorder: Recorder, replica: int = 0, closed_form_decode: bool = True) -> None:
+        self.env, self.cfg, self.perf, self.recorder, self.replica = env, cfg, perf, recorder, replica
+        self.kv = KVCacheManager(num_blocks, cfg.block_size, cfg.kv_cache_mode, cfg.enable_prefix_caching,
+                                 cfg.max_model_len)
+        self.closed_form_decode = closed_form_decode and cfg.kv_cache_mode != "none"
+        self.scheduler = Scheduler(cfg, self.kv, use_cohort=self.closed_form_decode)
+        self.num_blocks = num_blocks
+        self.busy_s = 0.0
+        self.num_steps = 0
+        self._wakeup = env.event()
+        self.process = env.process(self._loop())
+
+    # ---- requests in and out ----
+
+    def submit(self, req: Request, waiter: simpy.Event | None = None) -> RequestState:
+        state = RequestState(req)
+        state.waiter = waiter
+        self.recorder.arrived()
+        reason = self._rejection(req)
+        if reason:
+            state.status, state.rejected_reason = "rejected", reason
+            self._end(state, "rejected")
+            return state
+        self.scheduler.waiting.add(state)
+        if not self._wakeup.triggered:
+            self._wakeup.succeed()
+        return state
+
+    def _rejection(self, req: Request) -> str:
+        total = req.prompt_tokens + req.output_tokens
+        if total > self.cfg.max_model_len:
+            return f"prompt {req.prompt_tokens} + output {req.output_tokens} tokens exceed max_model_len {self.cfg.max_model_len}"
+        if self.cfg.kv_cache_mode == "paged" and -(-total // self.cfg.block_size) > self.num_blocks:
+            return f"{total} tokens exceed the KV cache ({self.num_blocks} blocks of {self.cfg.block_size})"
+        return ""
+
+    def _end(self, state: RequestState, status: str) -> None:
+        self.recorder.request(state, self.replica, status)
+        if isinstance(state.waiter, simpy.Event) and not state.waiter.triggered:
+            state.waiter.succeed(state)
+
+    def in_flight(self) -> list[RequestState]:
+        """Requests not yet ended (counters made exact), running first."""
+        self.scheduler.dissolve_cohort()
+        waiting = []
+        while len(self.scheduler.waiting):
+            waiting.append(self.scheduler.waiting.pop())
+        for state in waiting:
+            self.scheduler.waiting.add(state)
+        return [*self.scheduler.running, *waiting]
+
+    # ---- the loop ----
+
+    def _loop(self) -> Generator[simpy.Event, Any, None]:
+        while True:
+            plan = self.scheduler.schedule(self.env.now) if self.scheduler.has_work() else None
+            if plan is None or plan.is_empty:
+                self._wakeup = self.env.event()
+                yield self._wakeup
+                continue
+            run = self._run_length(plan)
+            if run > 1:
+                yield from self._decode_run(plan, run)
+            else:
+                yield from self._step(plan)
+
+    def _step(self, plan: StepPlan) -> Generator[simpy.Event, Any, None]:
+        start = self.env.now
+        duration = self.perf.time_s(plan.shape)
+        yield self.env.timeout(duration)
+        self._record_step(start, duration, plan.shape.num_tokens, 1)
+        for state in plan.preempted:
+            if state.first_preempt_s < 0:
+                state.first_preempt_s = start
+        if not plan.per_request:
+            self._advance_cohort(1, duration)
+        for state, new in plan.scheduled:
+            self._apply(state, new, duration)
+        if plan.per_request:
+            self.scheduler.rebuild_cohort()
+
+    def _record_step(self, start: float, duration: float, tokens: int, steps: int) -> None:
+        self.busy_s += duration
+        self.num_steps += steps
+        self.recorder.step((start, duration, self.replica, tokens, len(self.scheduler.running),
+                            len(self.scheduler.waiting), self.kv.usage(), steps))
+
+    def _apply(self, state: RequestState, new: int, duration: float) -> None:
+        """One request's share of a finished iteration (outside the cohort)."""
+        state.num_computed += new
+        if state.first_token_s < 0:
+            state.prefill_s += duration
+        if self.kv.caching:
+            self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
+        if state.num_computed < state.num_tokens:
+            return
+        end = self.env.now
+        if state.num_output == 0:
+            state.first_token_s = end
+        else:
+            self.recorder.itl(duration)
+        state.num_output += 1
+        if self.scheduler.recompute_all:
+            state.num_computed = 0
+        if state.num_output >= state.req.output_tokens:
+            self._finish(state)
+        elif state.is_decoding and self.scheduler.use_cohort and state in self.scheduler.prefilling:
+            self.scheduler.prefilling.remove(state)
+            self.scheduler.cohort.join(state)
+
+    def _advance_cohort(self, steps: int, duration: float) -> None:
+        cohort = self.scheduler.cohort
+        if cohort.size:
+            self.recorder.itl(duration, cohort.size) if steps == 1 else None
+            cohort.advance(steps)
+            for state in cohort.pop_finished():
+                self._finish(state)
+
+    def _finish(self, state: RequestState) -> None:
+        if self.kv.caching:
+            self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
+        self.scheduler.running.remove(state)
+        if state in self.scheduler.prefilling:
+            self.scheduler.prefilling.remove(state)
+        self.kv.free(state.rid)
+        self.kv.forget(state.rid)
+        state.status = "finished"
+        state.finish_s = self.env.now
+        self._end(state, "finished")
+
+    # ---- closed-form decode runs ----
+
+    def _run_length(self, plan: StepPlan) -> int:
+        """How many identical decode-only iterations follow from this plan (1 = just step)."""
+        if plan.per_request or plan.scheduled or not self.closed_form_decode:
+            return 1
+        cohort = self.scheduler.cohort
+        steps = min(MAX_RUN_STEPS, cohort.steps_to_next_finish())
+        if self.cfg.kv_cache_mode != "paged":
+            return steps
+        free = self.kv.pool.num_free
+        for step in range(2, steps + 1):
+            free -= cohort.due_count(cohort.clock + step - 1)
+            if free < 0:
+                return step - 1
+        return steps
+
+    def _decode_run(self, plan: StepPlan, steps: int) -> Generator[simpy.Event, Any, None]:
+        """Up to `steps` decode-only iterations in one timeout; an arrival cuts the run after the
+        iteration in progress."""
+        env, start, cohort = self.env, self.env.now, self.scheduler.cohort
+        durations = self.perf.decode_run_s(cohort.size, plan.shape.decode_kv_tokens, steps)
+        ends = np.cumsum(durations)
+        self._wakeup = env.event()
+        yield env.timeout(float(ends[-1])) | self._wakeup
+        done, elapsed = steps, env.now - start
+        if elapsed < ends[-1]:
+            done = int(np.searchsorted(ends, elapsed, side="right"))
+            if done == 0 or ends[done - 1] < elapsed:
+                yield env.timeout(float(ends[done]) - elapsed)
+                done += 1
+        self._record_step(start, float(ends[done - 1]), cohort.size * done, done)
+        if self.cfg.kv_cache_mode == "paged":
+            for step in range(2, done + 1):
+                clock = cohort.clock + step - 1
+                for member in cohort.due(clock):
+                    self.kv.append_block(member.rid)
+        self.recorder.itl_run(durations[:done], cohort.size)
+        self._advance_cohort(done, 0.0)

@@ -1,0 +1,266 @@
+"""One scheduling step with vLLM V1 semantics (serving-semantics.md 3.2).
+
+Core rule: running requests first, in order, each taking min(remaining, budget) tokens (1 for a decode,
+a chunk for a partial prefill); when KV blocks run out the policy's victim is preempted by recompute
+(blocks freed, progress reset, back to the front of the waiting queue); waiting requests are admitted,
+after a prefix-cache lookup, only if nothing was preempted this step, while fewer than max_num_seqs run
+and budget remains; the first one that does not fit stops admission (head-of-line, FCFS).
+
+Speed: decoding requests live in a DecodeCohort. When every running request gets its full ask within
+the budget and the free blocks cover every allocation, the outcome of the running loop is known without
+visiting each request: only prefilling requests and cohort members crossing a block boundary are
+touched, in running order. Otherwise the cohort is dissolved and the loop runs request by request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttftsim.config.engine import ResolvedEngine
+from ttftsim.engine.cohort import DecodeCohort
+from ttftsim.engine.queues import WaitingQueue, make_queue
+from ttftsim.engine.state import RequestState
+from ttftsim.kvcache.manager import NO_HIT, KVCacheManager
+from ttftsim.perf.batch import BatchShape
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    """What runs in one iteration: (request, new tokens) pairs outside the cohort, whether the decode
+    cohort steps too, who was preempted, and the cost shape."""
+
+    scheduled: tuple[tuple[RequestState, int], ...]
+    preempted: tuple[RequestState, ...]
+    shape: BatchShape
+    cohort_steps: bool = False
+    per_request: bool = True  # scheduled by the reference loop (the cohort was dissolved)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.scheduled and not self.cohort_steps
+
+
+class _ShapeBuilder:
+    """Accumulates a BatchShape without allocating one object per sequence."""
+
+    __slots__ = ("d_kv", "d_seqs", "p_kv", "p_pairs", "p_seqs", "p_tokens", "sampled")
+
+    def __init__(self) -> None:
+        self.p_seqs = self.p_tokens = self.p_pairs = self.p_kv = self.d_seqs = self.d_kv = self.sampled = 0
+
+    def add(self, new: int, ctx: int, samples: bool) -> None:
+        if new == 1 and ctx > 0:
+            self.d_seqs += 1
+            self.d_kv += ctx + 1
+        else:
+            self.p_seqs += 1
+            self.p_tokens += new
+            self.p_pairs += new * ctx + new * (new + 1) // 2
+            self.p_kv += ctx + new
+        self.sampled += samples
+
+    def add_decodes(self, seqs: int, kv_tokens: int) -> None:
+        self.d_seqs += seqs
+        self.d_kv += kv_tokens
+        self.sampled += seqs
+
+    def build(self) -> BatchShape:
+        return BatchShape(self.p_seqs, self.p_tokens, self.p_pairs, self.p_kv, self.d_seqs, self.d_kv, self.sampled)
+
+
+class Scheduler:
+    """Owns the running list, the waiting queue and the decode cohort; asks the KV manager for blocks."""
+
+    def __init__(self, engine: ResolvedEngine, kv: KVCacheManager, use_cohort: bool = True) -> None:
+        self.cfg = engine
+        self.kv = kv
+        self.running: list[RequestState] = []
+        self.waiting: WaitingQueue = make_queue(engine.scheduling_policy)
+        self.recompute_all = engine.kv_cache_mode == "none"
+        self.use_cohort = use_cohort and not self.recompute_all
+        self.cohort = DecodeCohort(engine.block_size)
+        self.prefilling: list[RequestState] = []  # running requests outside the cohort, in running order
+        self._seq = 0
+
+    def has_work(self) -> bool:
+        return bool(self.running) or len(self.waiting) > 0
+
+    def _chunk(self, remaining: int, budget: int) -> int:
+        if self.recompute_all or not self.cfg.enable_chunked_prefill:
+            return remaining if remaining <= budget else 0
+        if self.cfg.long_prefill_token_threshold:
+            remaining = min(remaining, self.cfg.long_prefill_token_threshold)
+        return min(remaining, budget)
+
+    def schedule(self, now: float) -> StepPlan:
+        shape = _ShapeBuilder()
+        scheduled: list[tuple[RequestState, int]] = []
+        preempted: list[RequestState] = []
+        budget = self._schedule_cohort_step(scheduled, preempted, shape) if self.use_cohort else -1
+        per_request = budget < 0
+        if per_request:
+            self.dissolve_cohort()
+            budget = self._schedule_running(self.cfg.max_num_batched_tokens, scheduled, preempted, shape)
+        if not preempted:
+            self._admit_waiting(now, budget, scheduled, shape)
+        cohort_steps = not per_request and self.cohort.size > 0
+        return StepPlan(tuple(scheduled), tuple(preempted), shape.build(), cohort_steps, per_request)
+
+    # ---- the fast path: the running loop's outcome without visiting every decode ----
+
+    def _prefill_asks(self, budget: int) -> list[tuple[RequestState, int]] | None:
+        """Tokens each prefilling request gets, walking running order with cohort members taking one
+        token each; None when some cohort member would get nothing (budget exhausted before it)."""
+        asks, used = [], 0
+        for state in self.prefilling:
+            left = budget - self.cohort.count_before(state.admit_seq) - used
+            new = self._chunk(state.num_tokens - state.num_computed, left) if left > 0 else 0
+            asks.append((state, new))
+            used += new
+        return asks if self.cohort.size + used <= budget else None
+
+    def _schedule_cohort_step(self, scheduled: list[tuple[RequestState, int]], preempted: list[RequestState],
+                              shape: _ShapeBuilder) -> int:
+        """Schedule every running request at once; -1 when only the per-request loop can decide."""
+        budget = self.cfg.max_num_batched_tokens
+        asks = self._prefill_asks(budget)
+        if asks is None:
+            return -1
+        # (running position, request, tokens after this step; 0 = a decode that needs exactly one block)
+        growth = [(state.admit_seq, state, state.num_computed + new) for state, new in asks if new]
+        if self.kv.mode == "paged":
+            due = self.cohort.due(self.cohort.clock)
+            needed = len(due) + sum(self.kv.blocks_needed(s.rid, tokens) for _, s, tokens in growth)
+            if needed > self.kv.pool.num_free and self.cfg.scheduling_policy != "fcfs":
+                return -1
+            growth += [(member.admit_seq, member, 0) for member in due]
+            growth.sort(key=_position)
+        gone: set[int] = set()
+        for _, state, tokens in growth:
+            if state.rid in gone:
+                continue
+            while not (self.kv.allocate(state.rid, tokens) if tokens else self.kv.append_block(state.rid)):
+                victim = self._preempt_tail()
+                gone.add(victim.rid)
+                preempted.append(victim)
+                if victim is state:
+                    break
+        for state, new in asks:
+            if new and state.rid not in gone:
+                scheduled.append((state, new))
+                shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
+        shape.add_decodes(self.cohort.size, self.cohort.kv_tokens)
+        return budget - self.cohort.size - sum(new for _, new in scheduled)
+
+    def _preempt_tail(self) -> RequestState:
+        """FCFS victim: the last running request, out of the cohort or the prefilling list."""
+        victim = self.running.pop()
+        if victim.rid in self.cohort.members:
+            self.cohort.leave(victim)
+        else:
+            self.prefilling.remove(victim)
+        self._preempt(victim)
+        return victim
+
+    def dissolve_cohort(self) -> None:
+        self.cohort.dissolve()
+        self.prefilling = []
+
+    def rebuild_cohort(self) -> None:
+        """After a per-request step: decoding requests rejoin the cohort, the rest are prefilling."""
+        if not self.use_cohort:
+            return
+        self.cohort.dissolve()
+        self.prefilling = []
+        for state in self.running:
+            if state.is_decoding:
+                self.cohort.join(state)
+            else:
+                self.prefilling.append(state)
+
+    # ---- the reference path: request by request ----
+
+    def _schedule_running(self, budget: int, scheduled: list[tuple[RequestState, int]],
+                          preempted: list[RequestState], shape: _ShapeBuilder) -> int:
+        running, kv, index = self.running, self.kv, 0
+        while index < len(running) and budget > 0:
+            state = running[index]
+            new = self._chunk(state.num_tokens - state.num_computed, budget)
+            if new == 0 and scheduled:
+                index += 1
+                continue
+            new = new or state.num_tokens - state.num_computed  # recompute-all: an oversized lone step
+            while not kv.allocate(state.rid, state.num_computed + new):
+                victim_at = self.waiting.victim_index(running)
+                victim = running.pop(victim_at)
+                budget += self._unschedule(victim, scheduled)
+                self._preempt(victim)
+                preempted.append(victim)
+                index -= victim_at < index
+                if victim is state:
+                    break
+            else:
+                scheduled.append((state, new))
+                budget -= new
+                index += 1
+        for state, new in scheduled:
+            shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
+        return budget
+
+    @staticmethod
+    def _unschedule(victim: RequestState, scheduled: list[tuple[RequestState, int]]) -> int:
+        for position, (state, new) in enumerate(scheduled):
+            if state is victim:
+                del scheduled[position]
+                return new
+        return 0
+
+    def _preempt(self, state: RequestState) -> None:
+        if self.kv.caching:
+            self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
+        self.kv.free(state.rid)
+        state.num_computed = 0
+        state.status = "preempted"
+        state.num_preemptions += 1
+        self.waiting.prepend(state)
+
+    # ---- admission ----
+
+    def _admit_waiting(self, now: float, budget: int, scheduled: list[tuple[RequestState, int]],
+                       shape: _ShapeBuilder) -> None:
+        kv, cfg = self.kv, self.cfg
+        while len(self.waiting) and budget > 0 and len(self.running) < cfg.max_num_seqs:
+            state = self.waiting.peek()
+            hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
+            new = self._chunk(state.num_tokens - hit.num_tokens, budget)
+            if new == 0:
+                break
+            reserve = state.num_tokens if cfg.reserve_full_prompt else 0
+            if not kv.allocate(state.rid, hit.num_tokens + new, hit, reserve):
+                break
+            self.waiting.pop()
+            kv.record_admission(state.num_tokens, hit.num_tokens)
+            self._admit(state, now, hit.num_tokens)
+            scheduled.append((state, new))
+            shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
+            budget -= new
+
+    def _admit(self, state: RequestState, now: float, cached: int) -> None:
+        self.running.append(state)
+        if self.use_cohort:
+            self.prefilling.append(state)
+        state.admit_seq = self._seq
+        self._seq += 1
+        state.status = "running"
+        state.num_computed = cached
+        if state.first_token_s < 0:  # re-admissions after the first token do not change TTFT's split
+            state.cached_tokens = cached
+            state.last_admit_s = now
+            state.prefill_s = 0.0
+        if state.first_scheduled_s < 0:
+            state.first_scheduled_s = now
+
+
+
+def _position(entry: tuple[int, RequestState, int]) -> int:
+    return entry[0]

@@ -1,0 +1,1 @@
+"""Paged KV cache: blocks, reference counts, chained prefix hashes, LRU eviction (vLLM V1 semantics)."""

@@ -1,0 +1,110 @@
+"""The pool of KV blocks: allocation, reference counts, prefix-cache map and LRU eviction.
+
+Mirrors vLLM V1's BlockPool and FreeKVCacheBlockQueue: free blocks sit in one queue, least recently used
+at the front; allocation pops from the front and evicts the popped block's cached hash; a freed request's
+blocks are appended in reverse order, so the tail of a chain is evicted before its head; a cache hit on a
+free block takes it out of the queue ("touch"). Block ids run 0..num_blocks-1 and start in id order.
+
+Invariant: a block is in the free queue iff its ref count is 0; num_free + blocks held == num_blocks.
+The hash map is cleaned lazily: an entry hash -> block counts only while block_hash[block] == hash, so
+evicting a block is one store (its hash set to None) rather than a map deletion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import islice
+
+
+class BlockPool:
+    """Blocks with reference counts and an optional prefix-cache map (hash -> block id)."""
+
+    def __init__(self, num_blocks: int, enable_caching: bool = True) -> None:
+        self.num_blocks = num_blocks
+        self.enable_caching = enable_caching
+        self.ref_counts = [0] * num_blocks
+        self.block_hash: list[int | None] = [None] * num_blocks
+        self.cached: dict[int, int] = {}
+        self._free: dict[int, None] = dict.fromkeys(range(num_blocks))  # insertion-ordered: LRU first
+        self.num_evictions = 0
+
+    @property
+    def num_free(self) -> int:
+        return len(self._free)
+
+    def free_order(self) -> list[int]:
+        """Free block ids, next to be evicted first (for tests and debugging)."""
+        return list(self._free)
+
+    def usage(self) -> float:
+        return 1.0 - len(self._free) / self.num_blocks if self.num_blocks else 0.0
+
+    def allocate(self, count: int) -> list[int]:
+        """Take `count` blocks from the front of the free queue, evicting their cached hashes."""
+        free = self._free
+        if count > len(free):
+            raise RuntimeError(f"allocate({count}) with {len(free)} free blocks")
+        blocks = list(islice(free, count))
+        hashes, refs = self.block_hash, self.ref_counts
+        for block in blocks:
+            del free[block]
+            refs[block] = 1
+            if hashes[block] is not None:  # evicted: its map entry goes stale (see class docstring)
+                hashes[block] = None
+                self.num_evictions += 1
+        return blocks
+
+    def allocate_one(self) -> int:
+        """allocate(1) without building a list (a decode crossing into a new block)."""
+        free = self._free
+        for block in free:
+            break
+        else:
+            raise RuntimeError("allocate(1) with no free blocks")
+        del free[block]
+        self.ref_counts[block] = 1
+        if self.block_hash[block] is not None:
+            self.block_hash[block] = None
+            self.num_evictions += 1
+        return block
+
+    def touch(self, blocks: Iterable[int]) -> None:
+        """Take a reference on cache-hit blocks, removing free ones from the free queue."""
+        for block in blocks:
+            if self.ref_counts[block] == 0:
+                del self._free[block]
+            self.ref_counts[block] += 1
+
+    def free(self, blocks: Sequence[int]) -> None:
+        """Drop one reference on each block; blocks reaching 0 join the queue tail, last block first."""
+        for block in reversed(blocks):
+            self.ref_counts[block] -= 1
+            if self.ref_counts[block] == 0:
+                self._free[block] = None
+
+    def cache_blocks(self, blocks: Sequence[int], hashes: Sequence[int], start: int, end: int) -> None:
+        """Record the hashes of blocks[start:end], which just became full."""
+        if not self.enable_caching:
+            return
+        owner, cached = self.block_hash, self.cached
+        for index in range(start, end):
+            block, block_hash = blocks[index], hashes[index]
+            if owner[block] is None:
+                owner[block] = block_hash
+                current = cached.get(block_hash)
+                if current is None or owner[current] != block_hash:
+                    cached[block_hash] = block
+
+    def lookup(self, hashes: Sequence[int]) -> list[int]:
+        """Blocks of the longest cached prefix of `hashes`."""
+        hits = []
+        owner, cached = self.block_hash, self.cached
+        for block_hash in hashes:
+            block = cached.get(block_hash)
+            if block is None or owner[block] != block_hash:
+                break
+            hits.append(block)
+        return hits
+
+    def count_free_among(self, blocks: Iterable[int]) -> int:
+        return sum(1 for block in blocks if self.ref_counts[block] == 0)

@@ -1,0 +1,1 @@
+"""Per-request records, summaries, time series, exports (Parquet/CSV/JSON) and Prometheus exposition."""

@@ -1,0 +1,90 @@
+"""Collects what the engine does: one row per request, one row per iteration, inter-token latencies.
+
+Columns are plain lists appended in simulation order (cheap in the hot loop); `frame()` turns them into
+pandas at the end. Rows for requests still in flight are added by `close()` at the horizon.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from ttftsim.engine.state import RequestState
+
+REQUEST_COLUMNS = (
+    "request_id", "replica", "status", "reason", "arrival_s", "first_scheduled_s", "first_token_s", "finish_s",
+    "prompt_tokens", "output_tokens", "generated_tokens", "cached_tokens", "num_preemptions", "first_preempt_s",
+    "ttft_s", "queue_s", "recompute_s", "prefill_s", "waiting_s", "frontend_s", "tpot_s", "e2e_s", "priority",
+)
+STEP_COLUMNS = ("time_s", "duration_s", "replica", "num_tokens", "running", "waiting", "kv_usage", "num_steps")
+
+
+class Recorder:
+    """Sink for engine events of one or many replicas."""
+
+    def __init__(self, frontend_overhead_s: float = 0.0) -> None:
+        self.frontend_s = frontend_overhead_s
+        self.rows: list[tuple[Any, ...]] = []
+        self.steps: list[tuple[float, float, int, int, int, int, float, int]] = []
+        self.itl_values: list[NDArray[np.float64]] = []
+        self.itl_weights: list[NDArray[np.float64]] = []
+        self._itl_scalar: list[float] = []
+        self._itl_scalar_weight: list[float] = []
+        self.num_arrived = 0
+
+    def arrived(self) -> None:
+        self.num_arrived += 1
+
+    def step(self, row: tuple[float, float, int, int, int, int, float, int]) -> None:
+        self.steps.append(row)
+
+    def itl(self, seconds: float, weight: int = 1) -> None:
+        """An inter-token gap of `seconds` seen by `weight` requests."""
+        self._itl_scalar.append(seconds)
+        self._itl_scalar_weight.append(weight)
+
+    def itl_run(self, durations: NDArray[np.float64], weight: int) -> None:
+        self.itl_values.append(durations)
+        self.itl_weights.append(np.full(len(durations), float(weight)))
+
+    def request(self, state: RequestState, replica: int, status: str | None = None) -> None:
+        """Record a request that finished, was rejected, or is still in flight (status given)."""
+        req = state.req
+        has_token = state.first_token_s >= 0
+        ttft = state.first_token_s - req.arrival_s + self.frontend_s if has_token else np.nan
+        queue = recompute = prefill = waiting = np.nan
+        if has_token:
+            queue = state.first_scheduled_s - req.arrival_s
+            recompute = state.last_admit_s - state.first_scheduled_s
+            prefill = state.prefill_s
+            waiting = state.first_token_s - state.last_admit_s - prefill
+        finished = state.finish_s >= 0
+        tpot = (state.finish_s - state.first_token_s) / (state.num_output - 1) if finished and state.num_output > 1 else np.nan
+        self.rows.append((
+            req.request_id, replica, status or state.status, state.rejected_reason, req.arrival_s,
+            _or_nan(state.first_scheduled_s), _or_nan(state.first_token_s), _or_nan(state.finish_s),
+            req.prompt_tokens, req.output_tokens, state.num_output, state.cached_tokens, state.num_preemptions,
+            _or_nan(state.first_preempt_s), ttft, queue, recompute, prefill, waiting,
+            self.frontend_s if has_token else np.nan, tpot,
+            state.finish_s - req.arrival_s + self.frontend_s if finished else np.nan, req.priority,
+        ))
+
+    def requests_frame(self) -> pd.DataFrame:
+        frame = pd.DataFrame.from_records(self.rows, columns=list(REQUEST_COLUMNS))
+        return frame.sort_values("request_id", kind="stable").reset_index(drop=True)
+
+    def steps_frame(self) -> pd.DataFrame:
+        return pd.DataFrame.from_records(self.steps, columns=list(STEP_COLUMNS))
+
+    def itl_samples(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(values, weights) of every inter-token gap."""
+        values = [*self.itl_values, np.asarray(self._itl_scalar, dtype=np.float64)]
+        weights = [*self.itl_weights, np.asarray(self._itl_scalar_weight, dtype=np.float64)]
+        return np.concatenate(values), np.concatenate(weights)
+
+
+def _or_nan(value: float) -> float:
+    return value if value >= 0 else float("nan")

@@ -1,0 +1,108 @@
+"""Run one scenario: build the replica from the model, hardware and engine arguments, drive it with the
+workload, and return per-request records, per-iteration records and inter-token latencies."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import simpy
+from numpy.typing import NDArray
+
+from ttftsim.config.engine import ResolvedEngine, resolve_engine
+from ttftsim.config.loading import load_file
+from ttftsim.config.scenario import Scenario
+from ttftsim.engine.engine import Engine
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.metrics.recorder import Recorder
+from ttftsim.model.catalog import load_model
+from ttftsim.perf.iteration import Deployment, IterationModel
+from ttftsim.perf.memory import MemoryPlan, MemorySettings, plan_memory
+from ttftsim.workload.sources import WorkloadContext, start_workload
+
+Progress = Callable[[float], None]
+
+
+@dataclass(frozen=True)
+class Replica:
+    """Everything needed to start one engine: resolved arguments, cost model, KV blocks."""
+
+    engine: ResolvedEngine
+    perf: IterationModel
+    memory: MemoryPlan | None
+    num_blocks: int
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    scenario: Scenario
+    replica: Replica
+    requests: pd.DataFrame
+    steps: pd.DataFrame
+    itl_values: NDArray[np.float64]
+    itl_weights: NDArray[np.float64]
+    prefix_query_tokens: int
+    prefix_hit_tokens: int
+    sim_end_s: float
+    wall_s: float
+
+
+def _resolve_ref(ref: str, base: Path) -> str:
+    """Paths in a scenario are relative to its file; names (presets, profiles) pass through."""
+    candidate = base / ref
+    return str(candidate) if ("/" in ref or ref.endswith((".json", ".yaml", ".yml"))) and candidate.exists() else ref
+
+
+def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> Replica:
+    model = load_model(_resolve_ref(scenario.model, base), source)
+    hardware = load_hardware(_resolve_ref(scenario.hardware, base), source)
+    try:
+        engine = resolve_engine(scenario.engine, hardware, model.max_position_embeddings, model.native_dtype)
+        deployment = Deployment(model, hardware, engine.tp, engine.weight_dtype, engine.kv_dtype,
+                                engine.cudagraph_max_seqs)
+    except ValueError as exc:
+        raise InputError(source, "engine", str(exc)) from None
+    settings = MemorySettings(engine.gpu_memory_utilization, engine.max_num_batched_tokens, engine.max_num_seqs,
+                              engine.block_size, engine.max_model_len, engine.enforce_eager)
+    memory = plan_memory(deployment, settings)
+    blocks = engine.num_gpu_blocks_override or memory.num_blocks
+    return Replica(engine, IterationModel(deployment), memory, blocks)
+
+
+def load_scenario(path: Path) -> Scenario:
+    return load_file(Scenario, path)
+
+
+def simulate(scenario: Scenario, base: Path = Path(), seed: int | None = None, *, closed_form_decode: bool = True,
+             progress: Progress | None = None, source: str = "scenario") -> SimulationResult:
+    """Simulate one replica under the scenario's workload; same scenario and seed, same numbers."""
+    started = time.perf_counter()
+    replica = build_replica(scenario, base, source)
+    env = simpy.Environment()
+    recorder = Recorder(replica.engine.frontend_overhead_s)
+    engine = Engine(env, replica.engine, replica.perf, replica.num_blocks, recorder,
+                    closed_form_decode=closed_form_decode)
+    rng = np.random.default_rng(scenario.seed if seed is None else seed)
+    start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit)
+    if progress is not None and scenario.horizon_s:
+        env.process(_ticker(env, scenario.horizon_s, progress))
+    env.run(until=scenario.horizon_s)
+    for state in engine.in_flight():
+        recorder.request(state, 0, "in_flight")
+    itl_values, itl_weights = recorder.itl_samples()
+    return SimulationResult(
+        scenario, replica, recorder.requests_frame(), recorder.steps_frame(), itl_values, itl_weights,
+        engine.kv.query_tokens, engine.kv.hit_tokens, env.now, time.perf_counter() - started,
+    )
+
+
+def _ticker(env: simpy.Environment, horizon: float, progress: Progress):  # type: ignore[no-untyped-def]
+    step = horizon / 100
+    while True:
+        yield env.timeout(step)
+        progress(env.now / horizon)

@@ -1,0 +1,1 @@
+"""Traffic: requests, arrival processes, length distributions, prefix sharing, traces."""

@@ -1,0 +1,100 @@
+"""Open-loop arrival times: Poisson, constant, Gamma and Weibull renewal processes with a given CV, rate
+stages one after another, and Poisson with a piecewise-linear rate curve (by thinning)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import optimize, special
+
+from ttftsim.config.workload import (
+    ConstantArrivals,
+    GammaArrivals,
+    OpenArrivals,
+    PoissonArrivals,
+    RateCurveArrivals,
+    StagedArrivals,
+    WeibullArrivals,
+)
+
+Times = NDArray[np.float64]
+
+
+def weibull_shape_for_cv(cv: float) -> float:
+    """Weibull shape k whose coefficient of variation is cv: cv^2 = G(1+2/k)/G(1+1/k)^2 - 1."""
+
+    def gap(k: float) -> float:
+        return math.sqrt(special.gamma(1 + 2 / k) / special.gamma(1 + 1 / k) ** 2 - 1) - cv
+
+    return float(optimize.brentq(gap, 0.05, 100.0))
+
+
+def _renewal(draw: Callable[[int], Times], rng: np.random.Generator, limit_s: float, count: int | None) -> Times:
+    """Cumulative sums of i.i.d. gaps until limit_s or count arrivals; the first arrival is one gap in."""
+    if count is not None:
+        times = np.cumsum(draw(count))
+        return times[times < limit_s] if math.isfinite(limit_s) else times
+    chunks, now = [], 0.0
+    while now < limit_s:
+        chunk = now + np.cumsum(draw(4096))
+        chunks.append(chunk)
+        now = float(chunk[-1])
+    times = np.concatenate(chunks)
+    return times[times < limit_s]
+
+
+def _staged(spec: StagedArrivals, rng: np.random.Generator) -> Times:
+    parts, start = [], 0.0
+    for stage in spec.stages:
+        if spec.process == "constant":
+            count = math.ceil(stage.rate * stage.duration_s - 1e-9)
+            times = start + np.arange(count) / stage.rate
+        else:
+            times = start + _renewal(lambda n, r=stage.rate: rng.exponential(1 / r, n), rng, stage.duration_s, None)
+        parts.append(times[times < start + stage.duration_s])
+        start += stage.duration_s
+    return np.concatenate(parts)
+
+
+def _rate_curve(spec: RateCurveArrivals, rng: np.random.Generator, limit_s: float, count: int | None) -> Times:
+    points = np.asarray(spec.points, dtype=np.float64)
+    period = float(points[-1, 0])
+    peak = float(points[:, 1].max())
+    horizon = limit_s if math.isfinite(limit_s) else (period if not spec.repeat else float("inf"))
+    candidates = _renewal(lambda n: rng.exponential(1 / peak, n), rng, horizon,
+                          None if math.isfinite(horizon) else 4 * (count or 1))
+    phase = np.mod(candidates, period) if spec.repeat else np.minimum(candidates, period)
+    rates = np.interp(phase, points[:, 0], points[:, 1])
+    kept = candidates[rng.random(len(candidates)) * peak < rates]
+    if not spec.repeat:
+        kept = kept[kept < period]
+    return kept[:count] if count is not None else kept
+
+
+def arrival_times(spec: OpenArrivals, rng: np.random.Generator, duration_s: float | None,
+                  num_requests: int | None) -> Times:
+    """Arrival times in seconds from 0, at most num_requests of them and all before duration_s."""
+    limit = duration_s if duration_s is not None else float("inf")
+    if isinstance(spec, StagedArrivals):
+        times = _staged(spec, rng)
+        times = times[times < limit]
+    elif isinstance(spec, RateCurveArrivals):
+        times = _rate_curve(spec, rng, limit, num_requests)
+    elif isinstance(spec, ConstantArrivals):
+        count = num_requests if num_requests is not None else math.ceil(spec.rate * limit - 1e-9)
+        times = np.arange(count) / spec.rate
+        times = times[times < limit]
+    elif isinstance(spec, PoissonArrivals):
+        times = _renewal(lambda n: rng.exponential(1 / spec.rate, n), rng, limit, num_requests)
+    elif isinstance(spec, GammaArrivals):
+        shape = 1 / spec.cv**2
+        times = _renewal(lambda n: rng.gamma(shape, 1 / (spec.rate * shape), n), rng, limit, num_requests)
+    else:
+        assert isinstance(spec, WeibullArrivals)
+        k = weibull_shape_for_cv(spec.cv)
+        scale = 1 / (spec.rate * special.gamma(1 + 1 / k))
+        times = _renewal(lambda n: scale * rng.weibull(k, n), rng, limit, num_requests)
+    return times[:num_requests] if num_requests is not None else times

@@ -1,0 +1,151 @@
+"""Workload drivers as SimPy processes: an open-loop source replaying arrival times, closed-loop clients,
+and multi-turn conversations that resend their history. Each hands requests to `submit` (an engine or a
+router) and, when it needs to know, waits on an event that fires when the request ends."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import simpy
+
+from ttftsim.config.workload import (
+    ClosedLoop,
+    ConversationWorkload,
+    SharedPrefixWorkload,
+    SyntheticWorkload,
+    TraceWorkload,
+    Workload,
+)
+from ttftsim.kvcache.hashing import Segment
+from ttftsim.workload.arrivals import arrival_times
+from ttftsim.workload.lengths import sample_lengths
+from ttftsim.workload.request import ContentIds, Request
+from ttftsim.workload.traces import load_trace
+
+Submit = Callable[[Request, simpy.Event | None], object]
+
+
+class WorkloadContext:
+    """What every generator shares in one run: the seeded RNG, request and content ids, the base folder."""
+
+    def __init__(self, rng: np.random.Generator, base: Path) -> None:
+        self.rng = rng
+        self.base = base
+        self.content = ContentIds()
+        self.request_ids: Iterator[int] = itertools.count()
+
+
+def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext) -> list[Request]:
+    assert not isinstance(spec.arrivals, ClosedLoop)
+    times = arrival_times(spec.arrivals, ctx.rng, spec.duration_s, spec.num_requests)
+    prompts = sample_lengths(spec.prompt_tokens, ctx.rng, len(times), ctx.base)
+    outputs = sample_lengths(spec.output_tokens, ctx.rng, len(times), ctx.base)
+    priorities = ctx.rng.integers(0, spec.priority_levels, len(times))
+    shared = ((ctx.content.new(), spec.shared_prefix_tokens),) if spec.shared_prefix_tokens else ()
+    return [
+        Request(next(ctx.request_ids), float(t), spec.shared_prefix_tokens + int(p), int(o),
+                (*shared, (ctx.content.new(), int(p))), int(prio))
+        for t, p, o, prio in zip(times, prompts, outputs, priorities, strict=True)
+    ]
+
+
+def _shared_prefix_requests(spec: SharedPrefixWorkload, ctx: WorkloadContext) -> list[Request]:
+    prompts: list[tuple[Segment, ...]] = []
+    for _ in range(spec.num_groups):
+        system: tuple[Segment, ...] = ((ctx.content.new(), spec.system_prompt_len),) if spec.system_prompt_len else ()
+        prompts += [(*system, (ctx.content.new(), spec.question_len)) for _ in range(spec.num_prompts_per_group)]
+    order = ctx.rng.permutation(len(prompts))
+    prompts = [prompts[i] for i in order]
+    times = arrival_times(spec.arrivals, ctx.rng, spec.duration_s, spec.num_requests)
+    length = spec.system_prompt_len + spec.question_len
+    return [Request(next(ctx.request_ids), float(t), length, spec.output_len, prompts[i % len(prompts)])
+            for i, t in enumerate(times)]
+
+
+def open_loop_requests(workload: Workload, ctx: WorkloadContext) -> list[Request]:
+    """Every request of an open-loop workload, in arrival order."""
+    if isinstance(workload, SyntheticWorkload):
+        return _synthetic_requests(workload, ctx)
+    if isinstance(workload, SharedPrefixWorkload):
+        return _shared_prefix_requests(workload, ctx)
+    assert isinstance(workload, TraceWorkload)
+    requests = load_trace(workload, ctx.base, ctx.rng, ctx.content)
+    for _ in requests:
+        next(ctx.request_ids)
+    return requests
+
+
+def open_loop_source(env: simpy.Environment, requests: list[Request], submit: Submit
+                     ) -> Generator[simpy.Event, Any, None]:
+    for req in requests:
+        if req.arrival_s > env.now:
+            yield env.timeout(req.arrival_s - env.now)
+        submit(req, None)
+
+
+def closed_loop_client(env: simpy.Environment, spec: SyntheticWorkload, ctx: WorkloadContext, submit: Submit,
+                       budget: list[int], shared: tuple[Segment, ...]) -> Generator[simpy.Event, Any, None]:
+    """One client: send, wait for the answer, think, repeat; stops at duration_s or when budget runs out."""
+    loop = spec.arrivals
+    assert isinstance(loop, ClosedLoop)
+    while (spec.duration_s is None or env.now < spec.duration_s) and budget[0] > 0:
+        budget[0] -= 1
+        prompt = int(sample_lengths(spec.prompt_tokens, ctx.rng, 1, ctx.base)[0])
+        output = int(sample_lengths(spec.output_tokens, ctx.rng, 1, ctx.base)[0])
+        segments = (*shared, (ctx.content.new(), prompt))
+        done = env.event()
+        submit(Request(next(ctx.request_ids), env.now, spec.shared_prefix_tokens + prompt, output, segments), done)
+        yield done
+        if loop.think_time_s:
+            yield env.timeout(loop.think_time_s)
+
+
+def conversation(env: simpy.Environment, spec: ConversationWorkload, ctx: WorkloadContext, submit: Submit,
+                 session: int, system: tuple[Segment, ...]) -> Generator[simpy.Event, Any, None]:
+    """One chat: each turn's prompt is the whole history so far plus a new user message."""
+    turns = int(sample_lengths(spec.turns, ctx.rng, 1, ctx.base)[0])
+    history: list[Segment] = list(system)
+    for turn in range(turns):
+        user = int(sample_lengths(spec.user_tokens, ctx.rng, 1, ctx.base)[0])
+        output = int(sample_lengths(spec.output_tokens, ctx.rng, 1, ctx.base)[0])
+        history.append((ctx.content.new(), user))
+        prompt = sum(length for _, length in history)
+        answer = ctx.content.new()
+        done = env.event()
+        submit(Request(next(ctx.request_ids), env.now, prompt, output, tuple(history), session_id=session,
+                       output_content_id=answer), done)
+        yield done
+        history.append((answer, output))
+        if turn + 1 < turns:
+            yield env.timeout(spec.think_time_s)
+
+
+def conversation_starter(env: simpy.Environment, spec: ConversationWorkload, ctx: WorkloadContext,
+                         submit: Submit) -> Generator[simpy.Event, Any, None]:
+    starts = arrival_times(spec.arrivals, ctx.rng, spec.duration_s, spec.num_requests)
+    system: tuple[Segment, ...] = ((ctx.content.new(), spec.system_prompt_tokens),) if spec.system_prompt_tokens else ()
+    for session, start in enumerate(starts):
+        if start > env.now:
+            yield env.timeout(float(start) - env.now)
+        env.process(conversation(env, spec, ctx, submit, session, system))
+
+
+def start_workload(env: simpy.Environment, workload: Workload, ctx: WorkloadContext, submit: Submit) -> int | None:
+    """Start the workload's processes; returns the number of open-loop requests (None when not known ahead)."""
+    if isinstance(workload, ConversationWorkload):
+        env.process(conversation_starter(env, workload, ctx, submit))
+        return None
+    if isinstance(workload, SyntheticWorkload) and isinstance(workload.arrivals, ClosedLoop):
+        budget = [workload.num_requests if workload.num_requests is not None else 1 << 62]
+        tokens = workload.shared_prefix_tokens
+        shared: tuple[Segment, ...] = ((ctx.content.new(), tokens),) if tokens else ()
+        for _ in range(workload.arrivals.clients):
+            env.process(closed_loop_client(env, workload, ctx, submit, budget, shared))
+        return None
+    requests = open_loop_requests(workload, ctx)
+    env.process(open_loop_source(env, requests, submit))
+    return len(requests)
