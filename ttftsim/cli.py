@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -17,6 +21,7 @@ from ttftsim.model.size import active_param_count, kv_bytes_per_token, param_cou
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.iteration import Deployment, IterationModel
 from ttftsim.perf.memory import DoesNotFitError, MemorySettings, plan_memory
+from ttftsim.render import render_summary
 
 app = typer.Typer(
     name="ttftsim",
@@ -117,6 +122,45 @@ def memory(
         table.add_row(label, f"{value / 1e9:.2f}")
     console.print(table)
     console.print(f"{plan.num_blocks:,} blocks of {plan.block_size} tokens = {plan.kv_capacity_tokens:,} tokens")
+
+
+@app.command()
+def simulate(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML: model, hardware, engine, workload")],
+    seed: Annotated[int | None, typer.Option(help="Random seed (default: the scenario's)")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write requests, iterations, time series, summary here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout")] = False,
+) -> None:
+    """Simulate one replica under a workload. Exit 1 when the scenario's slo.ttft_p99_s is not met."""
+    from ttftsim.metrics.export import write_results
+    from ttftsim.simulate import load_scenario
+    from ttftsim.simulate import simulate as run
+
+    spec = load_scenario(scenario)
+    with _progress(enabled=not as_json) as report:
+        result = run(spec, scenario.parent, seed, progress=report, source=str(scenario))
+    summary = result.summary()
+    if out is not None:
+        write_results(out, result.requests, result.steps, result.time_series(), summary, result.prometheus())
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    else:
+        render_summary(console, summary)
+    if summary.get("slo", {}).get("met") is False:
+        raise typer.Exit(1)
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[float], None] | None]:
+    """A progress bar on stderr for long runs (only on a terminal)."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("simulating", total=1.0)
+        yield lambda fraction: bar.update(task, completed=fraction)
 
 
 def _deployment(model: str, gpu: str, tp: int, weight_dtype: str, kv_dtype: str) -> Deployment:

@@ -4,9 +4,10 @@ workload, and return per-request records, per-iteration records and inter-token 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Generator
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,10 +17,14 @@ from numpy.typing import NDArray
 from ttftsim.config.engine import ResolvedEngine, resolve_engine
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
+from ttftsim.config.workload import StagedArrivals
 from ttftsim.engine.engine import Engine
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
+from ttftsim.metrics.prometheus import exposition
 from ttftsim.metrics.recorder import Recorder
+from ttftsim.metrics.summary import summarize
+from ttftsim.metrics.timeseries import time_series
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.iteration import Deployment, IterationModel
 from ttftsim.perf.memory import MemoryPlan, MemorySettings, plan_memory
@@ -41,6 +46,7 @@ class Replica:
 @dataclass(frozen=True)
 class SimulationResult:
     scenario: Scenario
+    seed: int
     replica: Replica
     requests: pd.DataFrame
     steps: pd.DataFrame
@@ -50,6 +56,46 @@ class SimulationResult:
     prefix_hit_tokens: int
     sim_end_s: float
     wall_s: float
+    final_gauges: dict[str, float]
+
+    def summary(self) -> dict[str, Any]:
+        """Summary with the configuration that produced it."""
+        engine, memory = self.replica.engine, self.replica.memory
+        summary = summarize(
+            self.requests,
+            (self.itl_values, self.itl_weights),
+            self.scenario.slo,
+            (self.prefix_query_tokens, self.prefix_hit_tokens),
+            self.sim_end_s,
+        )
+        summary["config"] = {
+            "scenario": self.scenario.name,
+            "model": self.replica.perf.deployment.model.name,
+            "hardware": self.replica.perf.deployment.hardware.name,
+            "engine": asdict(engine),
+            "num_gpu_blocks": self.replica.num_blocks,
+            "kv_capacity_tokens": self.replica.num_blocks * engine.block_size,
+            "memory_plan_bytes": asdict(memory) if memory else None,
+            "seed": self.seed,
+        }
+        summary["simulation"] = {
+            "sim_end_s": self.sim_end_s,
+            "wall_s": self.wall_s,
+            "iterations": int(self.steps["num_steps"].sum()) if len(self.steps) else 0,
+        }
+        return summary
+
+    def time_series(self) -> pd.DataFrame:
+        return time_series(self.requests, self.steps, self.scenario.metrics_window_s)
+
+    def prometheus(self) -> str:
+        return exposition(
+            self.requests,
+            (self.itl_values, self.itl_weights),
+            self.final_gauges,
+            (self.prefix_query_tokens, self.prefix_hit_tokens),
+            self.scenario.model,
+        )
 
 
 def _resolve_ref(ref: str, base: Path) -> str:
@@ -63,12 +109,19 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     hardware = load_hardware(_resolve_ref(scenario.hardware, base), source)
     try:
         engine = resolve_engine(scenario.engine, hardware, model.max_position_embeddings, model.native_dtype)
-        deployment = Deployment(model, hardware, engine.tp, engine.weight_dtype, engine.kv_dtype,
-                                engine.cudagraph_max_seqs)
+        deployment = Deployment(
+            model, hardware, engine.tp, engine.weight_dtype, engine.kv_dtype, engine.cudagraph_max_seqs
+        )
     except ValueError as exc:
         raise InputError(source, "engine", str(exc)) from None
-    settings = MemorySettings(engine.gpu_memory_utilization, engine.max_num_batched_tokens, engine.max_num_seqs,
-                              engine.block_size, engine.max_model_len, engine.enforce_eager)
+    settings = MemorySettings(
+        engine.gpu_memory_utilization,
+        engine.max_num_batched_tokens,
+        engine.max_num_seqs,
+        engine.block_size,
+        engine.max_model_len,
+        engine.enforce_eager,
+    )
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
     return Replica(engine, IterationModel(deployment), memory, blocks)
@@ -78,31 +131,65 @@ def load_scenario(path: Path) -> Scenario:
     return load_file(Scenario, path)
 
 
-def simulate(scenario: Scenario, base: Path = Path(), seed: int | None = None, *, closed_form_decode: bool = True,
-             progress: Progress | None = None, source: str = "scenario") -> SimulationResult:
+def simulate(
+    scenario: Scenario,
+    base: Path = Path(),
+    seed: int | None = None,
+    *,
+    closed_form_decode: bool = True,
+    progress: Progress | None = None,
+    source: str = "scenario",
+) -> SimulationResult:
     """Simulate one replica under the scenario's workload; same scenario and seed, same numbers."""
     started = time.perf_counter()
     replica = build_replica(scenario, base, source)
     env = simpy.Environment()
     recorder = Recorder(replica.engine.frontend_overhead_s)
-    engine = Engine(env, replica.engine, replica.perf, replica.num_blocks, recorder,
-                    closed_form_decode=closed_form_decode)
-    rng = np.random.default_rng(scenario.seed if seed is None else seed)
+    engine = Engine(
+        env, replica.engine, replica.perf, replica.num_blocks, recorder, closed_form_decode=closed_form_decode
+    )
+    run_seed = scenario.seed if seed is None else seed
+    rng = np.random.default_rng(run_seed)
     start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit)
-    if progress is not None and scenario.horizon_s:
-        env.process(_ticker(env, scenario.horizon_s, progress))
+    expected = scenario.horizon_s or expected_duration(scenario)
+    if progress is not None and expected:
+        env.process(_ticker(env, expected, progress))
     env.run(until=scenario.horizon_s)
+    gauges = {
+        "num_requests_running": float(len(engine.scheduler.running)),
+        "num_requests_waiting": float(len(engine.scheduler.waiting)),
+        "kv_cache_usage_perc": engine.kv.usage(),
+    }
     for state in engine.in_flight():
         recorder.request(state, 0, "in_flight")
     itl_values, itl_weights = recorder.itl_samples()
     return SimulationResult(
-        scenario, replica, recorder.requests_frame(), recorder.steps_frame(), itl_values, itl_weights,
-        engine.kv.query_tokens, engine.kv.hit_tokens, env.now, time.perf_counter() - started,
+        scenario,
+        run_seed,
+        replica,
+        recorder.requests_frame(),
+        recorder.steps_frame(),
+        itl_values,
+        itl_weights,
+        engine.kv.query_tokens,
+        engine.kv.hit_tokens,
+        env.now,
+        time.perf_counter() - started,
+        gauges,
     )
 
 
-def _ticker(env: simpy.Environment, horizon: float, progress: Progress):  # type: ignore[no-untyped-def]
-    step = horizon / 100
-    while True:
+def expected_duration(scenario: Scenario) -> float | None:
+    """How long the traffic lasts, when the scenario says (for a progress bar)."""
+    workload = scenario.workload
+    arrivals = getattr(workload, "arrivals", None)
+    if isinstance(arrivals, StagedArrivals):
+        return sum(stage.duration_s for stage in arrivals.stages)
+    return workload.duration_s
+
+
+def _ticker(env: simpy.Environment, expected: float, progress: Progress) -> Generator[simpy.Event, Any, None]:
+    step = expected / 100
+    while env.now < expected:
         yield env.timeout(step)
-        progress(env.now / horizon)
+        progress(min(1.0, env.now / expected))

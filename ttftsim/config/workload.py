@@ -5,6 +5,7 @@ Variants are discriminated unions on `type`. Rates are requests per second; leng
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -101,7 +102,7 @@ class RateCurveArrivals(StrictModel):
     @model_validator(mode="after")
     def _increasing(self) -> RateCurveArrivals:
         times = [t for t, _ in self.points]
-        if any(b <= a for a, b in zip(times, times[1:], strict=False)) or times[0] != 0:
+        if any(b <= a for a, b in itertools.pairwise(times)) or times[0] != 0:
             raise ValueError(f"point times must start at 0 and increase, got {times}")
         if any(r < 0 for _, r in self.points) or max(r for _, r in self.points) <= 0:
             raise ValueError("rates must be >= 0 and not all 0")

@@ -21,7 +21,7 @@ from ttftsim.engine.scheduler import Scheduler, StepPlan
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import KVCacheManager
 from ttftsim.metrics.recorder import Recorder
-from ttftsim.perf.iteration import IterationModel
+from ttftsim.perf.linear import StepCostModel
 from ttftsim.workload.request import Request
 
 MAX_RUN_STEPS = 4096
@@ -30,17 +30,27 @@ MAX_RUN_STEPS = 4096
 class Engine:
     """One replica. `submit` hands it a request; `done` callbacks fire when a request ends."""
 
-    def __init__(self, env: simpy.Environment, cfg: ResolvedEngine, perf: IterationModel, num_blocks: int,
-                 recorder: Recorder, replica: int = 0, closed_form_decode: bool = True) -> None:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        cfg: ResolvedEngine,
+        perf: StepCostModel,
+        num_blocks: int,
+        recorder: Recorder,
+        replica: int = 0,
+        closed_form_decode: bool = True,
+    ) -> None:
         self.env, self.cfg, self.perf, self.recorder, self.replica = env, cfg, perf, recorder, replica
-        self.kv = KVCacheManager(num_blocks, cfg.block_size, cfg.kv_cache_mode, cfg.enable_prefix_caching,
-                                 cfg.max_model_len)
+        self.kv = KVCacheManager(
+            num_blocks, cfg.block_size, cfg.kv_cache_mode, cfg.enable_prefix_caching, cfg.max_model_len
+        )
         self.closed_form_decode = closed_form_decode and cfg.kv_cache_mode != "none"
         self.scheduler = Scheduler(cfg, self.kv, use_cohort=self.closed_form_decode)
         self.num_blocks = num_blocks
         self.busy_s = 0.0
         self.num_steps = 0
         self._wakeup = env.event()
+        self._run: tuple[float, Any, Any] | None = None  # (start, cumulative ends, durations) of a decode run
         self.process = env.process(self._loop())
 
     # ---- requests in and out ----
@@ -62,9 +72,18 @@ class Engine:
     def _rejection(self, req: Request) -> str:
         total = req.prompt_tokens + req.output_tokens
         if total > self.cfg.max_model_len:
-            return f"prompt {req.prompt_tokens} + output {req.output_tokens} tokens exceed max_model_len {self.cfg.max_model_len}"
-        if self.cfg.kv_cache_mode == "paged" and -(-total // self.cfg.block_size) > self.num_blocks:
-            return f"{total} tokens exceed the KV cache ({self.num_blocks} blocks of {self.cfg.block_size})"
+            return (
+                f"prompt {req.prompt_tokens} + output {req.output_tokens} tokens exceed max_model_len "
+                f"{self.cfg.max_model_len}"
+            )
+        size = self.cfg.block_size
+        if self.cfg.kv_cache_mode == "paged" and -(-total // size) > self.num_blocks:
+            return f"{total} tokens exceed the KV cache ({self.num_blocks} blocks of {size})"
+        if self.cfg.kv_cache_mode == "static" and -(-self.cfg.max_model_len // size) > self.num_blocks:
+            return (
+                f"a static reservation of max_model_len {self.cfg.max_model_len} tokens exceeds the KV cache "
+                f"({self.num_blocks} blocks of {size})"
+            )
         return ""
 
     def _end(self, state: RequestState, status: str) -> None:
@@ -74,6 +93,7 @@ class Engine:
 
     def in_flight(self) -> list[RequestState]:
         """Requests not yet ended (counters made exact), running first."""
+        self.settle()
         self.scheduler.dissolve_cohort()
         waiting = []
         while len(self.scheduler.waiting):
@@ -115,8 +135,18 @@ class Engine:
     def _record_step(self, start: float, duration: float, tokens: int, steps: int) -> None:
         self.busy_s += duration
         self.num_steps += steps
-        self.recorder.step((start, duration, self.replica, tokens, len(self.scheduler.running),
-                            len(self.scheduler.waiting), self.kv.usage(), steps))
+        self.recorder.step(
+            (
+                start,
+                duration,
+                self.replica,
+                tokens,
+                len(self.scheduler.running),
+                len(self.scheduler.waiting),
+                self.kv.usage(),
+                steps,
+            )
+        )
 
     def _apply(self, state: RequestState, new: int, duration: float) -> None:
         """One request's share of a finished iteration (outside the cohort)."""
@@ -165,7 +195,7 @@ class Engine:
 
     def _run_length(self, plan: StepPlan) -> int:
         """How many identical decode-only iterations follow from this plan (1 = just step)."""
-        if plan.per_request or plan.scheduled or not self.closed_form_decode:
+        if plan.per_request or plan.scheduled or plan.preempted or not self.closed_form_decode:
             return 1
         cohort = self.scheduler.cohort
         steps = min(MAX_RUN_STEPS, cohort.steps_to_next_finish())
@@ -184,6 +214,7 @@ class Engine:
         env, start, cohort = self.env, self.env.now, self.scheduler.cohort
         durations = self.perf.decode_run_s(cohort.size, plan.shape.decode_kv_tokens, steps)
         ends = np.cumsum(durations)
+        self._run = (start, ends, durations)
         self._wakeup = env.event()
         yield env.timeout(float(ends[-1])) | self._wakeup
         done, elapsed = steps, env.now - start
@@ -192,11 +223,32 @@ class Engine:
             if done == 0 or ends[done - 1] < elapsed:
                 yield env.timeout(float(ends[done]) - elapsed)
                 done += 1
+        self._run = None
+        self._apply_run(start, ends, durations, done)
+
+    def _apply_run(self, start: float, ends: Any, durations: Any, done: int) -> None:
+        """The first `done` iterations of a decode run: blocks in stepping order, then tokens."""
+        cohort = self.scheduler.cohort
         self._record_step(start, float(ends[done - 1]), cohort.size * done, done)
         if self.cfg.kv_cache_mode == "paged":
             for step in range(2, done + 1):
-                clock = cohort.clock + step - 1
-                for member in cohort.due(clock):
+                for member in cohort.due(cohort.clock + step - 1):
                     self.kv.append_block(member.rid)
         self.recorder.itl_run(durations[:done], cohort.size)
         self._advance_cohort(done, 0.0)
+
+    def settle(self) -> None:
+        """At the horizon: apply the iterations of an unfinished decode run that have already ended (an
+        iteration ending exactly at the horizon has not, as with stepping); the one in progress has its
+        blocks, as a stepped iteration gets them when scheduled."""
+        if self._run is None:
+            return
+        start, ends, durations = self._run
+        self._run = None
+        done = int(np.searchsorted(ends, self.env.now - start, side="left"))
+        if done:
+            self._apply_run(start, ends, durations, done)
+        if 0 < done < len(ends) and self.cfg.kv_cache_mode == "paged":  # step 1 got its blocks when scheduled
+            cohort = self.scheduler.cohort
+            for member in cohort.due(cohort.clock):
+                self.kv.append_block(member.rid)

@@ -119,8 +119,9 @@ class Scheduler:
             used += new
         return asks if self.cohort.size + used <= budget else None
 
-    def _schedule_cohort_step(self, scheduled: list[tuple[RequestState, int]], preempted: list[RequestState],
-                              shape: _ShapeBuilder) -> int:
+    def _schedule_cohort_step(
+        self, scheduled: list[tuple[RequestState, int]], preempted: list[RequestState], shape: _ShapeBuilder
+    ) -> int:
         """Schedule every running request at once; -1 when only the per-request loop can decide."""
         budget = self.cfg.max_num_batched_tokens
         asks = self._prefill_asks(budget)
@@ -180,8 +181,13 @@ class Scheduler:
 
     # ---- the reference path: request by request ----
 
-    def _schedule_running(self, budget: int, scheduled: list[tuple[RequestState, int]],
-                          preempted: list[RequestState], shape: _ShapeBuilder) -> int:
+    def _schedule_running(
+        self,
+        budget: int,
+        scheduled: list[tuple[RequestState, int]],
+        preempted: list[RequestState],
+        shape: _ShapeBuilder,
+    ) -> int:
         running, kv, index = self.running, self.kv, 0
         while index < len(running) and budget > 0:
             state = running[index]
@@ -226,8 +232,9 @@ class Scheduler:
 
     # ---- admission ----
 
-    def _admit_waiting(self, now: float, budget: int, scheduled: list[tuple[RequestState, int]],
-                       shape: _ShapeBuilder) -> None:
+    def _admit_waiting(
+        self, now: float, budget: int, scheduled: list[tuple[RequestState, int]], shape: _ShapeBuilder
+    ) -> None:
         kv, cfg = self.kv, self.cfg
         while len(self.waiting) and budget > 0 and len(self.running) < cfg.max_num_seqs:
             state = self.waiting.peek()
@@ -259,7 +266,6 @@ class Scheduler:
             state.prefill_s = 0.0
         if state.first_scheduled_s < 0:
             state.first_scheduled_s = now
-
 
 
 def _position(entry: tuple[int, RequestState, int]) -> int:

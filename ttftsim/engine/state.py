@@ -18,10 +18,23 @@ class RequestState:
     waiting behind other chunks (the rest, while running but not scheduled)."""
 
     __slots__ = (
-        "admit_seq", "sync_clock",
-        "cached_tokens", "finish_s", "first_preempt_s", "first_scheduled_s", "first_token_s", "last_admit_s",
-        "num_computed", "num_output", "num_preemptions", "prefill_s", "rejected_reason", "req", "rid",
-        "status", "waiter",
+        "admit_seq",
+        "cached_tokens",
+        "finish_s",
+        "first_preempt_s",
+        "first_scheduled_s",
+        "first_token_s",
+        "last_admit_s",
+        "num_computed",
+        "num_output",
+        "num_preemptions",
+        "prefill_s",
+        "rejected_reason",
+        "req",
+        "rid",
+        "status",
+        "sync_clock",
+        "waiter",
     )
 
     def __init__(self, req: Request) -> None:

@@ -57,10 +57,9 @@ class BlockPool:
     def allocate_one(self) -> int:
         """allocate(1) without building a list (a decode crossing into a new block)."""
         free = self._free
-        for block in free:
-            break
-        else:
+        if not free:
             raise RuntimeError("allocate(1) with no free blocks")
+        block = next(iter(free))
         del free[block]
         self.ref_counts[block] = 1
         if self.block_hash[block] is not None:
@@ -105,6 +104,13 @@ class BlockPool:
                 break
             hits.append(block)
         return hits
+
+    def check(self) -> None:
+        """Raise if the invariants do not hold (used by property tests)."""
+        free = set(self._free)
+        for block, refs in enumerate(self.ref_counts):
+            if refs < 0 or (refs == 0) != (block in free):
+                raise AssertionError(f"block {block}: ref count {refs}, in free queue {block in free}")
 
     def count_free_among(self, blocks: Iterable[int]) -> int:
         return sum(1 for block in blocks if self.ref_counts[block] == 0)

@@ -33,8 +33,9 @@ NO_HIT = CacheHit()
 class KVCacheManager:
     """Block tables by request id. Invariant: the blocks of all live requests are exactly the held blocks."""
 
-    def __init__(self, num_blocks: int, block_size: int, mode: str = "paged", enable_caching: bool = True,
-                 max_model_len: int = 0) -> None:
+    def __init__(
+        self, num_blocks: int, block_size: int, mode: str = "paged", enable_caching: bool = True, max_model_len: int = 0
+    ) -> None:
         self.block_size = block_size
         self.mode = mode
         self.pool = BlockPool(num_blocks, enable_caching and mode == "paged")
@@ -68,8 +69,7 @@ class KVCacheManager:
             self.query_tokens += num_tokens
             self.hit_tokens += hit_tokens
 
-    def allocate(self, request_id: int, num_tokens_after: int, hit: CacheHit = NO_HIT,
-                 reserve_tokens: int = 0) -> bool:
+    def allocate(self, request_id: int, num_tokens_after: int, hit: CacheHit = NO_HIT, reserve_tokens: int = 0) -> bool:
         """Give a request blocks for num_tokens_after tokens (hit blocks first); False, changing nothing,
         when the free queue cannot supply them (or cannot cover reserve_tokens, for full-prompt admission)."""
         if self.mode == "none":

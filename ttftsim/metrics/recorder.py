@@ -15,10 +15,43 @@ from numpy.typing import NDArray
 from ttftsim.engine.state import RequestState
 
 REQUEST_COLUMNS = (
-    "request_id", "replica", "status", "reason", "arrival_s", "first_scheduled_s", "first_token_s", "finish_s",
-    "prompt_tokens", "output_tokens", "generated_tokens", "cached_tokens", "num_preemptions", "first_preempt_s",
-    "ttft_s", "queue_s", "recompute_s", "prefill_s", "waiting_s", "frontend_s", "tpot_s", "e2e_s", "priority",
+    "request_id",
+    "replica",
+    "status",
+    "reason",
+    "arrival_s",
+    "first_scheduled_s",
+    "first_token_s",
+    "finish_s",
+    "prompt_tokens",
+    "output_tokens",
+    "generated_tokens",
+    "cached_tokens",
+    "num_preemptions",
+    "first_preempt_s",
+    "ttft_s",
+    "queue_s",
+    "recompute_s",
+    "prefill_s",
+    "waiting_s",
+    "frontend_s",
+    "tpot_s",
+    "e2e_s",
+    "priority",
 )
+_INT_COLUMNS = (
+    "request_id",
+    "replica",
+    "prompt_tokens",
+    "output_tokens",
+    "generated_tokens",
+    "cached_tokens",
+    "num_preemptions",
+    "priority",
+)
+_REQUEST_DTYPES = {
+    c: ("int64" if c in _INT_COLUMNS else "object" if c in ("status", "reason") else "float64") for c in REQUEST_COLUMNS
+}
 STEP_COLUMNS = ("time_s", "duration_s", "replica", "num_tokens", "running", "waiting", "kv_usage", "num_steps")
 
 
@@ -62,18 +95,41 @@ class Recorder:
             prefill = state.prefill_s
             waiting = state.first_token_s - state.last_admit_s - prefill
         finished = state.finish_s >= 0
-        tpot = (state.finish_s - state.first_token_s) / (state.num_output - 1) if finished and state.num_output > 1 else np.nan
-        self.rows.append((
-            req.request_id, replica, status or state.status, state.rejected_reason, req.arrival_s,
-            _or_nan(state.first_scheduled_s), _or_nan(state.first_token_s), _or_nan(state.finish_s),
-            req.prompt_tokens, req.output_tokens, state.num_output, state.cached_tokens, state.num_preemptions,
-            _or_nan(state.first_preempt_s), ttft, queue, recompute, prefill, waiting,
-            self.frontend_s if has_token else np.nan, tpot,
-            state.finish_s - req.arrival_s + self.frontend_s if finished else np.nan, req.priority,
-        ))
+        tpot = (
+            (state.finish_s - state.first_token_s) / (state.num_output - 1)
+            if finished and state.num_output > 1
+            else np.nan
+        )
+        self.rows.append(
+            (
+                req.request_id,
+                replica,
+                status or state.status,
+                state.rejected_reason,
+                req.arrival_s,
+                _or_nan(state.first_scheduled_s),
+                _or_nan(state.first_token_s),
+                _or_nan(state.finish_s),
+                req.prompt_tokens,
+                req.output_tokens,
+                state.num_output,
+                state.cached_tokens,
+                state.num_preemptions,
+                _or_nan(state.first_preempt_s),
+                ttft,
+                queue,
+                recompute,
+                prefill,
+                waiting,
+                self.frontend_s if has_token else np.nan,
+                tpot,
+                state.finish_s - req.arrival_s + self.frontend_s if finished else np.nan,
+                req.priority,
+            )
+        )
 
     def requests_frame(self) -> pd.DataFrame:
-        frame = pd.DataFrame.from_records(self.rows, columns=list(REQUEST_COLUMNS))
+        frame = pd.DataFrame.from_records(self.rows, columns=list(REQUEST_COLUMNS)).astype(_REQUEST_DTYPES)
         return frame.sort_values("request_id", kind="stable").reset_index(drop=True)
 
     def steps_frame(self) -> pd.DataFrame:

@@ -46,6 +46,13 @@ def _renewal(draw: Callable[[int], Times], rng: np.random.Generator, limit_s: fl
     return times[times < limit_s]
 
 
+def _exponential(rng: np.random.Generator, rate: float) -> Callable[[int], Times]:
+    def draw(count: int) -> Times:
+        return rng.exponential(1 / rate, count)
+
+    return draw
+
+
 def _staged(spec: StagedArrivals, rng: np.random.Generator) -> Times:
     parts, start = [], 0.0
     for stage in spec.stages:
@@ -53,7 +60,7 @@ def _staged(spec: StagedArrivals, rng: np.random.Generator) -> Times:
             count = math.ceil(stage.rate * stage.duration_s - 1e-9)
             times = start + np.arange(count) / stage.rate
         else:
-            times = start + _renewal(lambda n, r=stage.rate: rng.exponential(1 / r, n), rng, stage.duration_s, None)
+            times = start + _renewal(_exponential(rng, stage.rate), rng, stage.duration_s, None)
         parts.append(times[times < start + stage.duration_s])
         start += stage.duration_s
     return np.concatenate(parts)
@@ -64,8 +71,9 @@ def _rate_curve(spec: RateCurveArrivals, rng: np.random.Generator, limit_s: floa
     period = float(points[-1, 0])
     peak = float(points[:, 1].max())
     horizon = limit_s if math.isfinite(limit_s) else (period if not spec.repeat else float("inf"))
-    candidates = _renewal(lambda n: rng.exponential(1 / peak, n), rng, horizon,
-                          None if math.isfinite(horizon) else 4 * (count or 1))
+    candidates = _renewal(
+        lambda n: rng.exponential(1 / peak, n), rng, horizon, None if math.isfinite(horizon) else 4 * (count or 1)
+    )
     phase = np.mod(candidates, period) if spec.repeat else np.minimum(candidates, period)
     rates = np.interp(phase, points[:, 0], points[:, 1])
     kept = candidates[rng.random(len(candidates)) * peak < rates]
@@ -74,8 +82,9 @@ def _rate_curve(spec: RateCurveArrivals, rng: np.random.Generator, limit_s: floa
     return kept[:count] if count is not None else kept
 
 
-def arrival_times(spec: OpenArrivals, rng: np.random.Generator, duration_s: float | None,
-                  num_requests: int | None) -> Times:
+def arrival_times(
+    spec: OpenArrivals, rng: np.random.Generator, duration_s: float | None, num_requests: int | None
+) -> Times:
     """Arrival times in seconds from 0, at most num_requests of them and all before duration_s."""
     limit = duration_s if duration_s is not None else float("inf")
     if isinstance(spec, StagedArrivals):

@@ -47,8 +47,14 @@ def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext) -> list[R
     priorities = ctx.rng.integers(0, spec.priority_levels, len(times))
     shared = ((ctx.content.new(), spec.shared_prefix_tokens),) if spec.shared_prefix_tokens else ()
     return [
-        Request(next(ctx.request_ids), float(t), spec.shared_prefix_tokens + int(p), int(o),
-                (*shared, (ctx.content.new(), int(p))), int(prio))
+        Request(
+            next(ctx.request_ids),
+            float(t),
+            spec.shared_prefix_tokens + int(p),
+            int(o),
+            (*shared, (ctx.content.new(), int(p))),
+            int(prio),
+        )
         for t, p, o, prio in zip(times, prompts, outputs, priorities, strict=True)
     ]
 
@@ -62,8 +68,10 @@ def _shared_prefix_requests(spec: SharedPrefixWorkload, ctx: WorkloadContext) ->
     prompts = [prompts[i] for i in order]
     times = arrival_times(spec.arrivals, ctx.rng, spec.duration_s, spec.num_requests)
     length = spec.system_prompt_len + spec.question_len
-    return [Request(next(ctx.request_ids), float(t), length, spec.output_len, prompts[i % len(prompts)])
-            for i, t in enumerate(times)]
+    return [
+        Request(next(ctx.request_ids), float(t), length, spec.output_len, prompts[i % len(prompts)])
+        for i, t in enumerate(times)
+    ]
 
 
 def open_loop_requests(workload: Workload, ctx: WorkloadContext) -> list[Request]:
@@ -79,16 +87,23 @@ def open_loop_requests(workload: Workload, ctx: WorkloadContext) -> list[Request
     return requests
 
 
-def open_loop_source(env: simpy.Environment, requests: list[Request], submit: Submit
-                     ) -> Generator[simpy.Event, Any, None]:
+def open_loop_source(
+    env: simpy.Environment, requests: list[Request], submit: Submit
+) -> Generator[simpy.Event, Any, None]:
     for req in requests:
         if req.arrival_s > env.now:
             yield env.timeout(req.arrival_s - env.now)
         submit(req, None)
 
 
-def closed_loop_client(env: simpy.Environment, spec: SyntheticWorkload, ctx: WorkloadContext, submit: Submit,
-                       budget: list[int], shared: tuple[Segment, ...]) -> Generator[simpy.Event, Any, None]:
+def closed_loop_client(
+    env: simpy.Environment,
+    spec: SyntheticWorkload,
+    ctx: WorkloadContext,
+    submit: Submit,
+    budget: list[int],
+    shared: tuple[Segment, ...],
+) -> Generator[simpy.Event, Any, None]:
     """One client: send, wait for the answer, think, repeat; stops at duration_s or when budget runs out."""
     loop = spec.arrivals
     assert isinstance(loop, ClosedLoop)
@@ -104,8 +119,14 @@ def closed_loop_client(env: simpy.Environment, spec: SyntheticWorkload, ctx: Wor
             yield env.timeout(loop.think_time_s)
 
 
-def conversation(env: simpy.Environment, spec: ConversationWorkload, ctx: WorkloadContext, submit: Submit,
-                 session: int, system: tuple[Segment, ...]) -> Generator[simpy.Event, Any, None]:
+def conversation(
+    env: simpy.Environment,
+    spec: ConversationWorkload,
+    ctx: WorkloadContext,
+    submit: Submit,
+    session: int,
+    system: tuple[Segment, ...],
+) -> Generator[simpy.Event, Any, None]:
     """One chat: each turn's prompt is the whole history so far plus a new user message."""
     turns = int(sample_lengths(spec.turns, ctx.rng, 1, ctx.base)[0])
     history: list[Segment] = list(system)
@@ -116,16 +137,27 @@ def conversation(env: simpy.Environment, spec: ConversationWorkload, ctx: Worklo
         prompt = sum(length for _, length in history)
         answer = ctx.content.new()
         done = env.event()
-        submit(Request(next(ctx.request_ids), env.now, prompt, output, tuple(history), session_id=session,
-                       output_content_id=answer), done)
+        submit(
+            Request(
+                next(ctx.request_ids),
+                env.now,
+                prompt,
+                output,
+                tuple(history),
+                session_id=session,
+                output_content_id=answer,
+            ),
+            done,
+        )
         yield done
         history.append((answer, output))
         if turn + 1 < turns:
             yield env.timeout(spec.think_time_s)
 
 
-def conversation_starter(env: simpy.Environment, spec: ConversationWorkload, ctx: WorkloadContext,
-                         submit: Submit) -> Generator[simpy.Event, Any, None]:
+def conversation_starter(
+    env: simpy.Environment, spec: ConversationWorkload, ctx: WorkloadContext, submit: Submit
+) -> Generator[simpy.Event, Any, None]:
     starts = arrival_times(spec.arrivals, ctx.rng, spec.duration_s, spec.num_requests)
     system: tuple[Segment, ...] = ((ctx.content.new(), spec.system_prompt_tokens),) if spec.system_prompt_tokens else ()
     for session, start in enumerate(starts):

@@ -25,15 +25,21 @@ def _read_table(path: Path, fmt: str) -> pd.DataFrame:
         _need(frame, path, ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
         stamps = pd.to_datetime(frame["TIMESTAMP"], format="mixed", utc=True)
         seconds = (stamps - stamps.min()).dt.total_seconds()
-        return pd.DataFrame({"arrival_s": seconds, "input_tokens": frame["ContextTokens"],
-                             "output_tokens": frame["GeneratedTokens"]})
+        return pd.DataFrame(
+            {"arrival_s": seconds, "input_tokens": frame["ContextTokens"], "output_tokens": frame["GeneratedTokens"]}
+        )
     if fmt == "mooncake":
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         frame = pd.DataFrame(rows)
         _need(frame, path, ("timestamp", "input_length", "output_length", "hash_ids"))
-        return pd.DataFrame({"arrival_s": (frame["timestamp"] - frame["timestamp"].min()) / 1000.0,
-                             "input_tokens": frame["input_length"], "output_tokens": frame["output_length"],
-                             "hash_ids": frame["hash_ids"]})
+        return pd.DataFrame(
+            {
+                "arrival_s": (frame["timestamp"] - frame["timestamp"].min()) / 1000.0,
+                "input_tokens": frame["input_length"],
+                "output_tokens": frame["output_length"],
+                "hash_ids": frame["hash_ids"],
+            }
+        )
     frame = pd.read_csv(path)
     _need(frame, path, ("arrival_s", "input_tokens", "output_tokens"))
     return frame

@@ -1,0 +1,106 @@
+"""Invariants on hundreds of random small scenarios (hypothesis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.factories import feed, make_engine
+from ttftsim.perf.linear import LinearStepModel
+from ttftsim.workload.request import Request
+
+COST = LinearStepModel(0.005, 0.0002, 0.00001)
+
+
+@st.composite
+def scenarios(draw: Any) -> dict[str, Any]:
+    count = draw(st.integers(1, 25))
+    arrivals = sorted(draw(st.lists(st.floats(0, 2.0), min_size=count, max_size=count)))
+    prompts = draw(st.lists(st.integers(1, 300), min_size=count, max_size=count))
+    outputs = draw(st.lists(st.integers(1, 60), min_size=count, max_size=count))
+    contents = draw(st.lists(st.integers(0, 3), min_size=count, max_size=count))
+    shared = draw(st.booleans())
+    requests = [
+        Request(i, t, p, o, ((c, p),) if shared else ((100 + i, p),), i % 3)
+        for i, (t, p, o, c) in enumerate(zip(arrivals, prompts, outputs, contents, strict=True))
+    ]
+    chunked = draw(st.booleans())
+    return {
+        "requests": requests,
+        "num_blocks": draw(st.integers(24, 120)),
+        "engine": {
+            "block_size": draw(st.sampled_from([8, 16, 32])),
+            "max_num_batched_tokens": draw(st.integers(64, 512)) if chunked else 512,
+            "max_num_seqs": draw(st.integers(1, 12)),
+            "enable_chunked_prefill": chunked,
+            "enable_prefix_caching": draw(st.booleans()),
+            "scheduling_policy": draw(st.sampled_from(["fcfs", "priority"])),
+            "kv_cache_mode": draw(st.sampled_from(["paged", "paged", "paged", "static"])),
+            "max_model_len": 512,
+        },
+        "horizon": draw(st.one_of(st.none(), st.floats(0.1, 3.0))),
+    }
+
+
+def run(spec: dict[str, Any], closed_form: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
+    env, engine, recorder = make_engine(spec["num_blocks"], COST, closed_form, **spec["engine"])
+    feed(env, engine, spec["requests"])
+    env.run(until=spec["horizon"])
+    for state in engine.in_flight():
+        recorder.request(state, 0, "in_flight")
+    return recorder.requests_frame(), recorder.steps_frame(), engine
+
+
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(scenarios())
+def test_every_request_is_accounted_for_and_kv_never_leaks(spec: dict[str, Any]) -> None:
+    requests, _, engine = run(spec)
+    horizon = spec["horizon"] if spec["horizon"] is not None else float("inf")
+    assert sorted(requests["request_id"]) == [r.request_id for r in spec["requests"] if r.arrival_s < horizon]
+    assert set(requests["status"]) <= {"finished", "rejected", "in_flight"}
+    assert (requests[requests["status"] == "rejected"]["reason"] != "").all()
+    if spec["horizon"] is None:
+        assert (requests["status"] != "in_flight").all()
+        assert engine.kv.pool.num_free == spec["num_blocks"]
+    engine.kv.pool.check()
+    finished = requests[requests["status"] == "finished"]
+    assert (finished["generated_tokens"] == finished["output_tokens"]).all()
+    assert (finished["ttft_s"] > 0).all()
+    parts = finished[["queue_s", "recompute_s", "prefill_s", "waiting_s"]].sum(axis=1)
+    assert np.allclose(parts, finished["ttft_s"], atol=1e-9)
+
+
+@FAST
+@given(scenarios())
+def test_budgets_are_never_exceeded(spec: dict[str, Any]) -> None:
+    _, steps, _ = run(spec)
+    if len(steps):
+        per_step = steps["num_tokens"] / steps["num_steps"]
+        assert (per_step <= spec["engine"]["max_num_batched_tokens"]).all()
+        assert (steps["running"] <= spec["engine"]["max_num_seqs"]).all()
+        assert ((steps["kv_usage"] >= 0) & (steps["kv_usage"] <= 1)).all()
+
+
+@FAST
+@given(scenarios())
+def test_closed_form_decode_runs_equal_stepping_every_iteration(spec: dict[str, Any]) -> None:
+    fast, _, fast_engine = run(spec, closed_form=True)
+    slow, _, slow_engine = run(spec, closed_form=False)
+    pd.testing.assert_frame_equal(fast, slow, check_exact=False, rtol=1e-9, atol=1e-12)
+    assert fast_engine.kv.hit_tokens == slow_engine.kv.hit_tokens
+    assert fast_engine.kv.pool.num_evictions == slow_engine.kv.pool.num_evictions
+
+
+@settings(max_examples=30, deadline=None)
+@given(scenarios())
+def test_same_input_same_output(spec: dict[str, Any]) -> None:
+    first, _, _ = run(spec)
+    second, _, _ = run(spec)
+    pd.testing.assert_frame_equal(first, second)

@@ -1,0 +1,109 @@
+"""Prometheus text exposition of a run with vLLM's own metric names and histogram buckets
+(serving-semantics.md part 5): what a scrape of the engine would have returned at the end of the run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680)
+
+
+def histogram_lines(
+    name: str,
+    labels: str,
+    values: NDArray[np.float64],
+    buckets: Sequence[float],
+    weights: NDArray[np.float64] | None = None,
+) -> list[str]:
+    weights = np.ones(len(values)) if weights is None else weights
+    lines = [f"# TYPE {name} histogram"]
+    for bound in buckets:
+        count = float(weights[values <= bound].sum())
+        lines.append(f'{name}_bucket{{{labels},le="{bound}"}} {count:g}')
+    lines.append(f'{name}_bucket{{{labels},le="+Inf"}} {float(weights.sum()):g}')
+    lines.append(f"{name}_sum{{{labels}}} {float((values * weights).sum()):.6f}")
+    lines.append(f"{name}_count{{{labels}}} {float(weights.sum()):g}")
+    return lines
+
+
+def exposition(
+    requests: pd.DataFrame,
+    itl: tuple[NDArray[np.float64], NDArray[np.float64]],
+    gauges: dict[str, float],
+    prefix: tuple[int, int],
+    model_name: str,
+    engine: int = 0,
+) -> str:
+    labels = f'model_name="{model_name}",engine="{engine}"'
+    served = requests[requests["ttft_s"].notna()]
+    finished = requests[requests["status"] == "finished"]
+    lines: list[str] = []
+    lines += histogram_lines("vllm:time_to_first_token_seconds", labels, served["ttft_s"].to_numpy(), TTFT_BUCKETS)
+    lines += histogram_lines("vllm:inter_token_latency_seconds", labels, itl[0], ITL_BUCKETS, itl[1])
+    lines += histogram_lines("vllm:e2e_request_latency_seconds", labels, finished["e2e_s"].to_numpy(), REQUEST_BUCKETS)
+    lines += histogram_lines("vllm:request_queue_time_seconds", labels, served["queue_s"].to_numpy(), REQUEST_BUCKETS)
+    for name, value in gauges.items():
+        lines += [f"# TYPE vllm:{name} gauge", f"vllm:{name}{{{labels}}} {value:g}"]
+    counters = {
+        "prompt_tokens": float(served["prompt_tokens"].sum()),
+        "generation_tokens": float(requests["generated_tokens"].sum()),
+        "num_preemptions": float(requests["num_preemptions"].sum()),
+        "prefix_cache_queries": float(prefix[0]),
+        "prefix_cache_hits": float(prefix[1]),
+    }
+    for name, value in counters.items():
+        lines += [f"# TYPE vllm:{name} counter", f"vllm:{name}_total{{{labels}}} {value:g}"]
+    lines += [
+        "# TYPE vllm:request_success counter",
+        f'vllm:request_success_total{{{labels},finished_reason="length"}} {len(finished)}',
+    ]
+    return "\n".join(lines) + "\n"

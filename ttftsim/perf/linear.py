@@ -1,0 +1,42 @@
+"""A step-cost model linear in the work of an iteration: fixed + per scheduled token + per KV token read.
+
+Used where iteration times are measured rather than derived (a CPU host timed by a microbenchmark), and
+in tests that need service times known in closed form. Satisfies the same `StepCostModel` protocol as the
+roofline IterationModel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ttftsim.perf.batch import BatchShape
+
+
+class StepCostModel(Protocol):
+    """What the engine asks: the time of one iteration, and of a run of decode-only iterations."""
+
+    def time_s(self, shape: BatchShape) -> float: ...
+
+    def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]: ...
+
+
+@dataclass(frozen=True)
+class LinearStepModel:
+    fixed_s: float
+    per_token_s: float = 0.0
+    per_kv_token_s: float = 0.0
+
+    def time_s(self, shape: BatchShape) -> float:
+        if shape.num_tokens == 0:
+            return 0.0
+        kv = shape.prefill_kv_tokens + shape.decode_kv_tokens
+        return self.fixed_s + self.per_token_s * shape.num_tokens + self.per_kv_token_s * kv
+
+    def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:
+        kv = kv_tokens + num_seqs * np.arange(steps, dtype=np.float64)
+        result: NDArray[np.float64] = self.fixed_s + self.per_token_s * num_seqs + self.per_kv_token_s * kv
+        return result

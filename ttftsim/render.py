@@ -1,0 +1,46 @@
+"""Terminal rendering of a run summary (rich tables)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:,.1f}"
+
+
+def render_summary(console: Console, summary: dict[str, Any]) -> None:
+    config, counts = summary["config"], summary["requests"]
+    console.print(
+        f"[bold]{config['scenario']}[/]: {config['model']} on {config['engine']['tp']} x {config['hardware']}, "
+        f"{config['num_gpu_blocks']:,} KV blocks ({config['kv_capacity_tokens']:,} tokens)"
+    )
+    console.print(
+        f"requests: {counts['arrived']:,} arrived, {counts['finished']:,} finished, {counts['rejected']:,} rejected, "
+        f"{counts['in_flight']:,} in flight; {counts['preemptions']:,} preemptions"
+    )
+    table = Table("metric (ms)", "mean", "P50", "P90", "P99", "P99.9")
+    for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
+        dist = summary[key]
+        table.add_row(label, *(_ms(dist[name]) for name in ("mean", "p50", "p90", "p99", "p999")))
+    console.print(table)
+    breakdown = summary["ttft_breakdown_mean_s"]
+    console.print(
+        "TTFT breakdown (mean ms): " + ", ".join(f"{k.removesuffix('_s')} {_ms(v)}" for k, v in breakdown.items())
+    )
+    rate = summary["throughput"]
+    console.print(
+        f"throughput: {rate['requests_per_s']:.2f} req/s, {rate['output_tokens_per_s']:,.0f} output tok/s; "
+        f"goodput {rate['goodput_requests_per_s']:.2f} req/s; prefix-cache hit rate "
+        f"{summary['prefix_cache']['hit_rate']:.1%}"
+    )
+    if "slo" in summary:
+        verdict = "[green]met[/]" if summary["slo"]["met"] else "[red]NOT met[/]"
+        console.print(f"SLO TTFT P99 <= {summary['slo']['ttft_p99_s'] * 1e3:.0f} ms: {verdict}")
+    sim = summary["simulation"]
+    console.print(
+        f"[dim]simulated {sim['sim_end_s']:.1f} s ({sim['iterations']:,} iterations) in {sim['wall_s']:.2f} s[/]"
+    )
