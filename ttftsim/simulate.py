@@ -28,7 +28,7 @@ from ttftsim.metrics.timeseries import time_series
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.iteration import Deployment, IterationModel
 from ttftsim.perf.memory import MemoryPlan, MemorySettings, plan_memory
-from ttftsim.workload.sources import WorkloadContext, start_workload
+from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
 
 Progress = Callable[[float], None]
 
@@ -137,10 +137,13 @@ def simulate(
     seed: int | None = None,
     *,
     closed_form_decode: bool = True,
+    push_arrivals: bool = False,
     progress: Progress | None = None,
     source: str = "scenario",
 ) -> SimulationResult:
-    """Simulate one replica under the scenario's workload; same scenario and seed, same numbers."""
+    """Simulate one replica under the scenario's workload; same scenario and seed, same numbers.
+    closed_form_decode=False steps every iteration and push_arrivals=True delivers open-loop arrivals
+    through a source process: both are reference paths that must give the same results."""
     started = time.perf_counter()
     replica = build_replica(scenario, base, source)
     env = simpy.Environment()
@@ -150,7 +153,11 @@ def simulate(
     )
     run_seed = scenario.seed if seed is None else seed
     rng = np.random.default_rng(run_seed)
-    start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit)
+    requests = start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit)
+    if requests is not None and push_arrivals:
+        env.process(open_loop_source(env, requests, engine.submit))
+    elif requests is not None:
+        engine.attach_feed(requests)
     expected = scenario.horizon_s or expected_duration(scenario)
     if progress is not None and expected:
         env.process(_ticker(env, expected, progress))

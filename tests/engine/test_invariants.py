@@ -46,13 +46,25 @@ def scenarios(draw: Any) -> dict[str, Any]:
     }
 
 
-def run(spec: dict[str, Any], closed_form: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
+def run(spec: dict[str, Any], closed_form: bool = True, pull: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
     env, engine, recorder = make_engine(spec["num_blocks"], COST, closed_form, **spec["engine"])
-    feed(env, engine, spec["requests"])
+    if pull:
+        engine.attach_feed(spec["requests"])
+    else:
+        feed(env, engine, spec["requests"])
     env.run(until=spec["horizon"])
     for state in engine.in_flight():
         recorder.request(state, 0, "in_flight")
+    engine.itl = recorder.itl_samples()
     return recorder.requests_frame(), recorder.steps_frame(), engine
+
+
+def _same_itl(first: Any, second: Any) -> None:
+    """Same multiset of inter-token gaps (runs and single steps record them differently)."""
+    (v1, w1), (v2, w2) = first.itl, second.itl
+    assert w1.sum() == w2.sum()
+    assert np.isclose((v1 * w1).sum(), (v2 * w2).sum(), rtol=1e-9, atol=1e-12)
+    assert np.allclose(np.sort(np.repeat(v1, w1.astype(int))), np.sort(np.repeat(v2, w2.astype(int))), atol=1e-12)
 
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -96,6 +108,18 @@ def test_closed_form_decode_runs_equal_stepping_every_iteration(spec: dict[str, 
     pd.testing.assert_frame_equal(fast, slow, check_exact=False, rtol=1e-9, atol=1e-12)
     assert fast_engine.kv.hit_tokens == slow_engine.kv.hit_tokens
     assert fast_engine.kv.pool.num_evictions == slow_engine.kv.pool.num_evictions
+    assert fast_engine.kv.pool.free_order() == slow_engine.kv.pool.free_order()
+    _same_itl(fast_engine, slow_engine)
+
+
+@FAST
+@given(scenarios())
+def test_pulled_arrivals_equal_pushed_arrivals(spec: dict[str, Any]) -> None:
+    pulled, _, pulled_engine = run(spec, pull=True)
+    pushed, _, pushed_engine = run(spec, pull=False)
+    pd.testing.assert_frame_equal(pulled, pushed, check_exact=False, rtol=1e-9, atol=1e-12)
+    assert pulled_engine.kv.pool.free_order() == pushed_engine.kv.pool.free_order()
+    _same_itl(pulled_engine, pushed_engine)
 
 
 @settings(max_examples=30, deadline=None)

@@ -10,6 +10,7 @@ iteration instead; a test checks that both give the same results.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Generator
 from typing import Any
 
@@ -51,6 +52,7 @@ class Engine:
         self.num_steps = 0
         self._wakeup = env.event()
         self._run: tuple[float, Any, Any] | None = None  # (start, cumulative ends, durations) of a decode run
+        self._feed: deque[Request] = deque()  # open-loop arrivals the engine pulls itself, in time order
         self.process = env.process(self._loop())
 
     # ---- requests in and out ----
@@ -68,6 +70,19 @@ class Engine:
         if not self._wakeup.triggered:
             self._wakeup.succeed()
         return state
+
+    def attach_feed(self, requests: list[Request]) -> None:
+        """Known future arrivals (open loop): the engine admits each at its arrival time itself, so a
+        decode run is cut at the next arrival without a wake-up event. Same results as submitting them."""
+        self._feed.extend(requests)
+
+    def _pull_arrivals(self) -> None:
+        feed, now = self._feed, self.env.now
+        while feed and feed[0].arrival_s <= now:
+            self.submit(feed.popleft())
+
+    def _next_arrival_in(self) -> float | None:
+        return self._feed[0].arrival_s - self.env.now if self._feed else None
 
     def _rejection(self, req: Request) -> str:
         total = req.prompt_tokens + req.output_tokens
@@ -106,10 +121,12 @@ class Engine:
 
     def _loop(self) -> Generator[simpy.Event, Any, None]:
         while True:
+            self._pull_arrivals()
             plan = self.scheduler.schedule(self.env.now) if self.scheduler.has_work() else None
             if plan is None or plan.is_empty:
                 self._wakeup = self.env.event()
-                yield self._wakeup
+                gap = self._next_arrival_in()
+                yield self._wakeup if gap is None else self.env.timeout(gap) | self._wakeup
                 continue
             run = self._run_length(plan)
             if run > 1:
@@ -125,8 +142,9 @@ class Engine:
         for state in plan.preempted:
             if state.first_preempt_s < 0:
                 state.first_preempt_s = start
-        if not plan.per_request:
-            self._advance_cohort(1, duration)
+        if not plan.per_request and self.scheduler.cohort.size:
+            self.recorder.itl(duration, self.scheduler.cohort.size)
+            self._advance_cohort(1)
         for state, new in plan.scheduled:
             self._apply(state, new, duration)
         if plan.per_request:
@@ -171,10 +189,9 @@ class Engine:
             self.scheduler.prefilling.remove(state)
             self.scheduler.cohort.join(state)
 
-    def _advance_cohort(self, steps: int, duration: float) -> None:
+    def _advance_cohort(self, steps: int) -> None:
         cohort = self.scheduler.cohort
         if cohort.size:
-            self.recorder.itl(duration, cohort.size) if steps == 1 else None
             cohort.advance(steps)
             for state in cohort.pop_finished():
                 self._finish(state)
@@ -214,6 +231,11 @@ class Engine:
         env, start, cohort = self.env, self.env.now, self.scheduler.cohort
         durations = self.perf.decode_run_s(cohort.size, plan.shape.decode_kv_tokens, steps)
         ends = np.cumsum(durations)
+        gap = self._next_arrival_in()
+        if gap is not None:  # stop after the iteration in progress when the next request arrives
+            cut = int(np.searchsorted(ends, gap, side="left")) + 1
+            if cut < steps:
+                steps, ends, durations = cut, ends[:cut], durations[:cut]
         self._run = (start, ends, durations)
         self._wakeup = env.event()
         yield env.timeout(float(ends[-1])) | self._wakeup
@@ -235,12 +257,16 @@ class Engine:
                 for member in cohort.due(cohort.clock + step - 1):
                     self.kv.append_block(member.rid)
         self.recorder.itl_run(durations[:done], cohort.size)
-        self._advance_cohort(done, 0.0)
+        self._advance_cohort(done)
 
     def settle(self) -> None:
-        """At the horizon: apply the iterations of an unfinished decode run that have already ended (an
+        """At the horizon: take in requests that have arrived, and apply the iterations of an unfinished
+        decode run that have already ended (an
         iteration ending exactly at the horizon has not, as with stepping); the one in progress has its
         blocks, as a stepped iteration gets them when scheduled."""
+        feed = self._feed
+        while feed and feed[0].arrival_s < self.env.now:  # arrived, not yet pulled by the busy engine
+            self.submit(feed.popleft())
         if self._run is None:
             return
         start, ends, durations = self._run

@@ -12,8 +12,8 @@ evicting a block is one store (its hash set to None) rather than a map deletion.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from itertools import islice
 
 
 class BlockPool:
@@ -25,7 +25,8 @@ class BlockPool:
         self.ref_counts = [0] * num_blocks
         self.block_hash: list[int | None] = [None] * num_blocks
         self.cached: dict[int, int] = {}
-        self._free: dict[int, None] = dict.fromkeys(range(num_blocks))  # insertion-ordered: LRU first
+        # a doubly linked list in C: O(1) pop from the front, append, and removal of any block
+        self._free: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))
         self.num_evictions = 0
 
     @property
@@ -44,23 +45,19 @@ class BlockPool:
         free = self._free
         if count > len(free):
             raise RuntimeError(f"allocate({count}) with {len(free)} free blocks")
-        blocks = list(islice(free, count))
-        hashes, refs = self.block_hash, self.ref_counts
+        pop = free.popitem
+        blocks = [pop(last=False)[0] for _ in range(count)]
+        refs, owner = self.ref_counts, self.block_hash
         for block in blocks:
-            del free[block]
             refs[block] = 1
-            if hashes[block] is not None:  # evicted: its map entry goes stale (see class docstring)
-                hashes[block] = None
+            if owner[block] is not None:  # evicted: its map entry goes stale (see class docstring)
+                owner[block] = None
                 self.num_evictions += 1
         return blocks
 
     def allocate_one(self) -> int:
         """allocate(1) without building a list (a decode crossing into a new block)."""
-        free = self._free
-        if not free:
-            raise RuntimeError("allocate(1) with no free blocks")
-        block = next(iter(free))
-        del free[block]
+        block = self._free.popitem(last=False)[0]
         self.ref_counts[block] = 1
         if self.block_hash[block] is not None:
             self.block_hash[block] = None
@@ -76,10 +73,11 @@ class BlockPool:
 
     def free(self, blocks: Sequence[int]) -> None:
         """Drop one reference on each block; blocks reaching 0 join the queue tail, last block first."""
+        refs, free = self.ref_counts, self._free
         for block in reversed(blocks):
-            self.ref_counts[block] -= 1
-            if self.ref_counts[block] == 0:
-                self._free[block] = None
+            refs[block] -= 1
+            if not refs[block]:
+                free[block] = None
 
     def cache_blocks(self, blocks: Sequence[int], hashes: Sequence[int], start: int, end: int) -> None:
         """Record the hashes of blocks[start:end], which just became full."""
@@ -94,11 +92,11 @@ class BlockPool:
                 if current is None or owner[current] != block_hash:
                     cached[block_hash] = block
 
-    def lookup(self, hashes: Sequence[int]) -> list[int]:
-        """Blocks of the longest cached prefix of `hashes`."""
+    def lookup(self, hashes: Sequence[int], limit: int | None = None) -> list[int]:
+        """Blocks of the longest cached prefix of `hashes` (of its first `limit` entries)."""
         hits = []
         owner, cached = self.block_hash, self.cached
-        for block_hash in hashes:
+        for block_hash in hashes[:limit] if limit is not None and limit < len(hashes) else hashes:
             block = cached.get(block_hash)
             if block is None or owner[block] != block_hash:
                 break

@@ -17,12 +17,15 @@ NONE_HASH = 0
 
 def block_hashes(segments: Sequence[Segment], block_size: int, num_blocks: int, start: Sequence[int] = ()) -> list[int]:
     """Hashes of the first `num_blocks` full blocks; `start` holds hashes already computed (a prefix)."""
-    hashes = list(start[:num_blocks])
+    return extend_block_hashes(list(start[:num_blocks]), segments, block_size, num_blocks)
+
+
+def extend_block_hashes(hashes: list[int], segments: Sequence[Segment], block_size: int, num_blocks: int) -> list[int]:
+    """Append to `hashes` (a correct prefix) until it holds at least num_blocks hashes; returns it."""
     if len(hashes) >= num_blocks:
         return hashes
     parent = hashes[-1] if hashes else NONE_HASH
-    first_token = len(hashes) * block_size
-    seg_index, seg_offset = _locate(segments, first_token)
+    seg_index, seg_offset = _locate(segments, len(hashes) * block_size)
     for _ in range(len(hashes), num_blocks):
         content, length = segments[seg_index]
         if length - seg_offset >= block_size:  # the common case: the block lies in one segment

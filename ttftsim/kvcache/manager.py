@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ttftsim.kvcache.block_pool import BlockPool
-from ttftsim.kvcache.hashing import Segment, block_hashes
+from ttftsim.kvcache.hashing import Segment, extend_block_hashes
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +58,8 @@ class KVCacheManager:
         if not self.caching:
             return NO_HIT
         usable = (num_tokens - 1) // self.block_size
-        hashes = block_hashes(segments, self.block_size, usable, self._hashes.get(request_id, ()))
-        self._hashes[request_id] = hashes
-        hits = self.pool.lookup(hashes)
+        hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, usable)
+        hits = self.pool.lookup(hashes, usable)
         return CacheHit(tuple(hits), len(hits) * self.block_size) if hits else NO_HIT
 
     def record_admission(self, num_tokens: int, hit_tokens: int) -> None:
@@ -118,8 +117,7 @@ class KVCacheManager:
         done = self._num_hashed.get(request_id, 0)
         if full <= done:
             return
-        hashes = block_hashes(segments, self.block_size, full, self._hashes.get(request_id, ()))
-        self._hashes[request_id] = hashes
+        hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, full)
         self.pool.cache_blocks(self.blocks[request_id], hashes, done, full)
         self._num_hashed[request_id] = full
 

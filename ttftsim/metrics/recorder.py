@@ -93,7 +93,7 @@ class Recorder:
             queue = state.first_scheduled_s - req.arrival_s
             recompute = state.last_admit_s - state.first_scheduled_s
             prefill = state.prefill_s
-            waiting = state.first_token_s - state.last_admit_s - prefill
+            waiting = max(0.0, state.first_token_s - state.last_admit_s - prefill)  # float noise only
         finished = state.finish_s >= 0
         tpot = (
             (state.finish_s - state.first_token_s) / (state.num_output - 1)

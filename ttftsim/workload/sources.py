@@ -166,8 +166,11 @@ def conversation_starter(
         env.process(conversation(env, spec, ctx, submit, session, system))
 
 
-def start_workload(env: simpy.Environment, workload: Workload, ctx: WorkloadContext, submit: Submit) -> int | None:
-    """Start the workload's processes; returns the number of open-loop requests (None when not known ahead)."""
+def start_workload(
+    env: simpy.Environment, workload: Workload, ctx: WorkloadContext, submit: Submit
+) -> list[Request] | None:
+    """Start the processes of a closed-loop or conversation workload (returns None); for an open-loop
+    workload return its requests, which the caller feeds (a source process, or the engine itself)."""
     if isinstance(workload, ConversationWorkload):
         env.process(conversation_starter(env, workload, ctx, submit))
         return None
@@ -178,6 +181,4 @@ def start_workload(env: simpy.Environment, workload: Workload, ctx: WorkloadCont
         for _ in range(workload.arrivals.clients):
             env.process(closed_loop_client(env, workload, ctx, submit, budget, shared))
         return None
-    requests = open_loop_requests(workload, ctx)
-    env.process(open_loop_source(env, requests, submit))
-    return len(requests)
+    return open_loop_requests(workload, ctx)

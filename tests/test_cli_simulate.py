@@ -1,0 +1,71 @@
+"""`ttftsim simulate` as a user runs it: outputs, exit codes, and one-line errors for bad scenario files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import _assert_one_line_error, run
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "llama31-8b-h100.yaml"
+
+
+def test_simulate_json_and_outputs(tmp_path: Path) -> None:
+    result = run("simulate", str(EXAMPLE), "--json", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["requests"]["finished"] > 900 and summary["slo"]["met"] is True
+    for name in ("requests.parquet", "requests.csv", "steps.parquet", "timeseries.csv", "summary.json", "metrics.prom"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    assert "vllm:time_to_first_token_seconds_bucket" in (tmp_path / "metrics.prom").read_text()
+
+
+def test_same_seed_same_numbers_and_seed_changes_them() -> None:
+    first = json.loads(run("simulate", str(EXAMPLE), "--json").stdout)
+    second = json.loads(run("simulate", str(EXAMPLE), "--json").stdout)
+    other = json.loads(run("simulate", str(EXAMPLE), "--json", "--seed", "9").stdout)
+    first.pop("simulation"), second.pop("simulation"), other.pop("simulation")
+    assert first == second
+    assert first["ttft_s"] != other["ttft_s"]
+
+
+def test_unmet_slo_exits_1(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(EXAMPLE.read_text().replace("ttft_p99_s: 0.5", "ttft_p99_s: 0.01"))
+    result = run("simulate", str(scenario))
+    assert result.returncode == 1
+    assert "NOT met" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (("rate: 8", "rate: -8"), "workload.synthetic.arrivals.poisson.rate"),
+        (("engine:", "engine:\n  max_num_seqz: 4"), "engine.max_num_seqz"),
+        (("hardware: H100-SXM5-80GB", "hardware: TPU-v9"), "hardware"),
+        (("model: Llama-3.1-8B", "model: GPT-9"), "model"),
+        (("duration_s: 120", "duration_s: soon"), "workload.synthetic.duration_s"),
+        (("type: poisson", "type: bursty"), "workload.synthetic.arrivals"),
+        (('vllm_version: "0.15.1"', 'vllm_version: "0.2.0"'), "engine"),
+        (("slo:", "slo:\n  ttft_s: 0"), "slo.ttft_s"),
+    ],
+)
+def test_bad_scenario_is_one_line_naming_file_and_field(tmp_path: Path, edit: tuple[str, str], field: str) -> None:
+    scenario = tmp_path / "bad.yaml"
+    scenario.write_text(EXAMPLE.read_text().replace(*edit))
+    _assert_one_line_error(run("simulate", str(scenario)), str(scenario), field)
+
+
+def test_missing_and_unparsable_scenario(tmp_path: Path) -> None:
+    _assert_one_line_error(run("simulate", str(tmp_path / "none.yaml")), "file not found")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("model: [\n")
+    _assert_one_line_error(run("simulate", str(broken)), "not valid YAML")
+
+
+def test_model_that_does_not_fit_is_refused(tmp_path: Path) -> None:
+    scenario = tmp_path / "big.yaml"
+    scenario.write_text(EXAMPLE.read_text().replace("model: Llama-3.1-8B", "model: Llama-3.1-70B"))
+    _assert_one_line_error(run("simulate", str(scenario)), "needs 141.1 GB of weights")

@@ -1,0 +1,141 @@
+"""Arrival processes, length distributions, shared prefixes, traces and conversations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ttftsim.config.workload import (
+    ConstantArrivals,
+    EmpiricalLength,
+    GammaArrivals,
+    LognormalLength,
+    NormalLength,
+    PoissonArrivals,
+    RateCurveArrivals,
+    SharedPrefixWorkload,
+    Stage,
+    StagedArrivals,
+    TraceWorkload,
+    UniformLength,
+    WeibullArrivals,
+)
+from ttftsim.errors import InputError
+from ttftsim.workload.arrivals import arrival_times, weibull_shape_for_cv
+from ttftsim.workload.lengths import sample_lengths
+from ttftsim.workload.request import ContentIds
+from ttftsim.workload.sources import WorkloadContext, open_loop_requests
+from ttftsim.workload.traces import load_trace
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _cv(times: np.ndarray) -> float:
+    gaps = np.diff(times)
+    return float(gaps.std() / gaps.mean())
+
+
+def test_poisson_rate_and_cv() -> None:
+    times = arrival_times(PoissonArrivals(type="poisson", rate=10), rng(), 2000.0, None)
+    assert len(times) / 2000 == pytest.approx(10, rel=0.02)
+    assert _cv(times) == pytest.approx(1.0, rel=0.03)
+
+
+def test_constant_interval_is_exact() -> None:
+    times = arrival_times(ConstantArrivals(type="constant", rate=4), rng(), 10.0, None)
+    assert list(times) == [i / 4 for i in range(40)]
+
+
+@pytest.mark.parametrize("cv", [0.5, 2.0, 4.0])
+def test_gamma_and_weibull_hit_the_requested_cv(cv: float) -> None:
+    gamma = arrival_times(GammaArrivals(type="gamma", rate=5, cv=cv), rng(1), None, 200_000)
+    weibull = arrival_times(WeibullArrivals(type="weibull", rate=5, cv=cv), rng(2), None, 200_000)
+    for times in (gamma, weibull):
+        assert _cv(times) == pytest.approx(cv, rel=0.05)
+        assert len(times) / times[-1] == pytest.approx(5, rel=0.03)
+    assert weibull_shape_for_cv(1.0) == pytest.approx(1.0, rel=1e-6)  # Weibull k=1 is exponential
+
+
+def test_stages_run_one_after_another() -> None:
+    spec = StagedArrivals(
+        type="stages", process="constant", stages=[Stage(rate=2, duration_s=5), Stage(rate=10, duration_s=2)]
+    )
+    times = arrival_times(spec, rng(), None, None)
+    assert len(times) == 10 + 20
+    assert times[10] == 5.0 and times[-1] == pytest.approx(6.9)
+
+
+def test_rate_curve_follows_the_curve() -> None:
+    spec = RateCurveArrivals(type="rate_curve", points=[(0, 2.0), (100, 20.0), (200, 2.0)], repeat=True)
+    times = arrival_times(spec, rng(), 20_000.0, None)
+    assert len(times) / 20_000 == pytest.approx(11.0, rel=0.03)  # mean of the triangle
+    phase = np.mod(times, 200)
+    assert ((phase > 90) & (phase < 110)).sum() > 5 * ((phase < 10) | (phase > 190)).sum()
+
+
+def test_length_distributions() -> None:
+    uniform = sample_lengths(UniformLength(type="uniform", low=3, high=5), rng(), 10_000)
+    assert set(uniform) == {3, 4, 5}
+    lognormal = sample_lengths(LognormalLength(type="lognormal", mean=500, std=300), rng(), 200_000)
+    assert lognormal.mean() == pytest.approx(500, rel=0.02)
+    assert lognormal.std() == pytest.approx(300, rel=0.05)
+    normal = sample_lengths(NormalLength(type="normal", mean=100, std=80, low=50, high=120), rng(), 10_000)
+    assert normal.min() == 50 and normal.max() == 120
+
+
+def test_empirical_lengths_from_file(tmp_path: Path) -> None:
+    (tmp_path / "lengths.csv").write_text("tokens\n10\n20\n30\n")
+    values = sample_lengths(EmpiricalLength(type="empirical", path="lengths.csv"), rng(), 1000, tmp_path)
+    assert set(values) == {10, 20, 30}
+    with pytest.raises(InputError, match="length file not found"):
+        sample_lengths(EmpiricalLength(type="empirical", path="nope.csv"), rng(), 10, tmp_path)
+
+
+def test_shared_prefix_is_inference_perf_semantics() -> None:
+    spec = SharedPrefixWorkload(
+        type="shared_prefix",
+        arrivals=ConstantArrivals(type="constant", rate=10),
+        num_groups=4,
+        num_prompts_per_group=5,
+        system_prompt_len=100,
+        question_len=20,
+        output_len=8,
+        num_requests=60,
+    )
+    requests = open_loop_requests(spec, WorkloadContext(rng(), Path()))
+    assert len(requests) == 60
+    assert all(r.prompt_tokens == 120 and r.output_tokens == 8 for r in requests)
+    first_round = [r.segments for r in requests[:20]]
+    assert len(set(first_round)) == 20  # 20 distinct prompts, shuffled once
+    assert all(requests[i].segments == requests[i % 20].segments for i in range(60))  # request i sends prompt i % 20
+    systems = {segments[0] for segments in first_round}
+    assert len(systems) == 4 and all(length == 100 for _, length in systems)
+
+
+def test_azure_trace_loads(shared: Path) -> None:
+    spec = TraceWorkload(type="trace", format="azure", path="AzureLLMInferenceTrace_conv.csv")
+    requests = load_trace(spec, shared / "data/traces/azure2023", rng(), ContentIds())
+    assert len(requests) == 19_366
+    assert requests[0].arrival_s == 0.0 and requests[0].prompt_tokens == 374
+    assert requests[-1].arrival_s == pytest.approx(3502, abs=5)
+
+
+def test_mooncake_hash_ids_become_shared_segments(shared: Path) -> None:
+    spec = TraceWorkload(type="trace", format="mooncake", path="conversation_trace.jsonl", num_requests=50)
+    requests = load_trace(spec, shared / "data/traces/mooncake", rng(), ContentIds())
+    first_blocks = {r.segments[0] for r in requests}
+    assert len(first_blocks) == 1  # every request starts with hash id 0 (one 512-token system prefix)
+    assert all(sum(length for _, length in r.segments) == r.prompt_tokens for r in requests)
+
+
+def test_plain_csv_trace_and_missing_column(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("arrival_s,input_tokens,output_tokens\n0.5,100,10\n0.1,50,5\n")
+    requests = load_trace(TraceWorkload(type="trace", format="csv", path="t.csv"), tmp_path, rng(), ContentIds())
+    assert [(r.arrival_s, r.prompt_tokens) for r in requests] == [(0.1, 50), (0.5, 100)]
+    (tmp_path / "bad.csv").write_text("time,in,out\n0,1,1\n")
+    with pytest.raises(InputError, match="arrival_s"):
+        load_trace(TraceWorkload(type="trace", format="csv", path="bad.csv"), tmp_path, rng(), ContentIds())
