@@ -26,7 +26,11 @@ def engine_config(**overrides: Any) -> Any:
 
 
 def make_engine(
-    num_blocks: int = 1000, cost: StepCostModel | None = None, closed_form: bool = True, **overrides: Any
+    num_blocks: int = 1000,
+    cost: StepCostModel | None = None,
+    closed_form: bool = True,
+    first_visible_token: int = 1,
+    **overrides: Any,
 ) -> tuple[simpy.Environment, Engine, Recorder]:
     env = simpy.Environment()
     recorder = Recorder(0.0)
@@ -37,6 +41,7 @@ def make_engine(
         num_blocks,
         recorder,
         closed_form_decode=closed_form,
+        first_visible_token=first_visible_token,
     )
     return env, engine, recorder
 

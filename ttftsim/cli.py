@@ -150,6 +150,25 @@ def simulate(
         raise typer.Exit(1)
 
 
+@app.command()
+def accuracy(
+    ground_truth: Annotated[Path, typer.Argument(help="Measured runs: open-loop JSON or closed-loop CSV")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print results and summary as JSON")] = False,
+) -> None:
+    """Simulate measured deployments and compare predicted with measured TTFT (and TPOT)."""
+    from ttftsim.accuracy.ground_truth import read_ground_truth
+    from ttftsim.accuracy.harness import as_json as to_json
+    from ttftsim.accuracy.harness import run_case, summarize
+    from ttftsim.render import render_accuracy
+
+    results = [stage for case in read_ground_truth(ground_truth) for stage in run_case(case)]
+    summary = summarize(results)
+    if as_json:
+        sys.stdout.write(json.dumps(to_json(results, summary), indent=2, sort_keys=True) + "\n")
+    else:
+        render_accuracy(console, results, summary)
+
+
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[float], None] | None]:
     """A progress bar on stderr for long runs (only on a terminal)."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from ttftsim.accuracy.harness import StageResult
 
 
 def _ms(value: float | None) -> str:
@@ -44,3 +47,33 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
     console.print(
         f"[dim]simulated {sim['sim_end_s']:.1f} s ({sim['iterations']:,} iterations) in {sim['wall_s']:.2f} s[/]"
     )
+
+
+def _pair(result: StageResult, key: str) -> str:
+    measured, predicted = result.measured.get(key), result.predicted.get(key)
+    if measured is None or predicted is None:
+        return "-"
+    return f"{measured * 1e3:,.1f} / {predicted * 1e3:,.1f}"
+
+
+def render_accuracy(console: Console, results: list[StageResult], summary: dict[str, Any]) -> None:
+    table = Table(
+        "case", "stage", "TTFT mean", "P50", "P90", "P99", "TPOT", "overload", title="measured / predicted (ms)"
+    )
+    for r in results:
+        tpot = "tpot_p50" if "tpot_p50" in r.measured else "tpot_mean"
+        flag = ("yes" if r.measured_overloaded else "no") + "/" + ("yes" if r.predicted_overloaded else "no")
+        table.add_row(
+            r.case, r.stage, *(_pair(r, k) for k in ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", tpot)), flag
+        )
+    console.print(table)
+    for metric, stats in summary["metrics"].items():
+        console.print(
+            f"{metric}: median APE {stats['median_ape']:.1%}, P90 {stats['p90_ape']:.1%} over {stats['stages']} stages"
+        )
+    console.print(
+        f"overloaded stages predicted overloaded: {summary['overloaded_predicted_overloaded']}"
+        f"/{summary['overloaded_stages']}; false overloads: {summary['false_overload']}"
+    )
+    agreement = ", ".join(f"{k} {v['agree']}/{v['stages']}" for k, v in summary["p99_slo_agreement"].items())
+    console.print(f"P99 TTFT on the same side of the SLO: {agreement}")

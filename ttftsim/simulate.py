@@ -149,7 +149,14 @@ def simulate(
     env = simpy.Environment()
     recorder = Recorder(replica.engine.frontend_overhead_s)
     engine = Engine(
-        env, replica.engine, replica.perf, replica.num_blocks, recorder, closed_form_decode=closed_form_decode
+        env,
+        replica.engine,
+        replica.perf,
+        replica.num_blocks,
+        recorder,
+        closed_form_decode=closed_form_decode,
+        client_timeout_s=scenario.client_timeout_s,
+        first_visible_token=scenario.first_visible_token,
     )
     run_seed = scenario.seed if seed is None else seed
     rng = np.random.default_rng(run_seed)

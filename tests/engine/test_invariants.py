@@ -43,11 +43,14 @@ def scenarios(draw: Any) -> dict[str, Any]:
             "max_model_len": 512,
         },
         "horizon": draw(st.one_of(st.none(), st.floats(0.1, 3.0))),
+        "first_visible_token": draw(st.sampled_from([1, 1, 2, 3])),
     }
 
 
 def run(spec: dict[str, Any], closed_form: bool = True, pull: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
-    env, engine, recorder = make_engine(spec["num_blocks"], COST, closed_form, **spec["engine"])
+    env, engine, recorder = make_engine(
+        spec["num_blocks"], COST, closed_form, spec.get("first_visible_token", 1), **spec["engine"]
+    )
     if pull:
         engine.attach_feed(spec["requests"])
     else:
@@ -85,7 +88,7 @@ def test_every_request_is_accounted_for_and_kv_never_leaks(spec: dict[str, Any])
     finished = requests[requests["status"] == "finished"]
     assert (finished["generated_tokens"] == finished["output_tokens"]).all()
     assert (finished["ttft_s"] > 0).all()
-    parts = finished[["queue_s", "recompute_s", "prefill_s", "waiting_s"]].sum(axis=1)
+    parts = finished[["queue_s", "recompute_s", "prefill_s", "waiting_s", "stream_s"]].sum(axis=1)
     assert np.allclose(parts, finished["ttft_s"], atol=1e-9)
 
 

@@ -125,3 +125,16 @@ def test_no_kv_cache_recomputes_the_whole_context_every_step() -> None:
     feed(env, engine, [request(0, 0.0, 100, 3)])
     env.run()
     assert list(recorder.steps_frame()["num_tokens"]) == [100, 101, 102]
+
+
+def test_first_visible_token_delays_client_ttft_by_whole_iterations() -> None:
+    cost = LinearStepModel(0.01, 0.001)
+    env, engine, recorder = make_engine(cost=cost, first_visible_token=3)
+    feed(env, engine, [request(0, 0.0, 100, 5), request(1, 0.0, 100, 2)])
+    env.run()
+    rows = _rows(recorder)
+    prefill = 0.01 + 0.001 * 200  # both prompts in one iteration
+    both, alone = 0.01 + 0.001 * 2, 0.01 + 0.001  # decode steps with 2, then 1 sequence (request 1 ends)
+    assert rows[0]["ttft_s"] == pytest.approx(prefill + both + alone)  # third token, two decode steps later
+    assert rows[0]["stream_s"] == pytest.approx(both + alone)
+    assert rows[1]["ttft_s"] == pytest.approx(prefill + both)  # only 2 tokens: the client sees the end

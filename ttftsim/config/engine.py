@@ -62,7 +62,7 @@ class VersionDefaults:
 
 VERSIONS: dict[str, VersionDefaults] = {
     "0.11": VersionDefaults(0.9, 0.004, (8192, 1024), (2048, 256), (2048, 128), False),
-    "0.15": VersionDefaults(0.9, 0.004, (8192, 1024), (2048, 256), (2048, 128), False),
+    "0.15": VersionDefaults(0.9, 0.003, (8192, 1024), (2048, 256), (2048, 128), False),
     "0.32": VersionDefaults(0.92, 0.004, (8192, 1024), (2048, 256), (2048, 128), True),
     "0.33": VersionDefaults(0.92, 0.004, (8192, 1024), (2048, 256), (2048, 128), True),
 }

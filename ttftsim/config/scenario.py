@@ -29,5 +29,15 @@ class Scenario(StrictModel):
         default=None, gt=0, description="Stop the simulation at this time (default: when every request is done)"
     )
     seed: int = Field(default=0, ge=0, description="Random seed; same seed, same numbers")
+    first_visible_token: int = Field(
+        default=1,
+        ge=1,
+        le=16,
+        description="The client sees its first content with this generated token (2 when the first token "
+        "detokenizes to nothing, as random-token benchmark prompts often do)",
+    )
+    client_timeout_s: float | None = Field(
+        default=None, gt=0, description="Clients abort requests not finished this long after sending them"
+    )
     slo: Slo = Field(default_factory=Slo, description="Targets for goodput and pass/fail")
     metrics_window_s: float = Field(default=10.0, gt=0, description="Time-series window, seconds")

@@ -113,6 +113,9 @@ class ClosedLoop(StrictModel):
     type: Literal["closed_loop"] = Field(description="N clients, each sending its next request when one finishes")
     clients: int = Field(ge=1, le=100_000, description="Concurrent clients")
     think_time_s: float = Field(default=0.0, ge=0, description="Pause between a response and the next request")
+    ramp_up_s: float = Field(
+        default=0.0, ge=0, description="Clients send their first request at uniform random times within this window"
+    )
 
 
 OpenArrivals = Annotated[

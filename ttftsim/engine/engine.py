@@ -26,6 +26,7 @@ from ttftsim.perf.linear import StepCostModel
 from ttftsim.workload.request import Request
 
 MAX_RUN_STEPS = 4096
+EXPIRY_CHECK_S = 1.0  # how often client timeouts are enforced (simulated seconds)
 
 
 class Engine:
@@ -40,6 +41,8 @@ class Engine:
         recorder: Recorder,
         replica: int = 0,
         closed_form_decode: bool = True,
+        client_timeout_s: float | None = None,
+        first_visible_token: int = 1,
     ) -> None:
         self.env, self.cfg, self.perf, self.recorder, self.replica = env, cfg, perf, recorder, replica
         self.kv = KVCacheManager(
@@ -53,6 +56,10 @@ class Engine:
         self._wakeup = env.event()
         self._run: tuple[float, Any, Any] | None = None  # (start, cumulative ends, durations) of a decode run
         self._feed: deque[Request] = deque()  # open-loop arrivals the engine pulls itself, in time order
+        self.client_timeout_s = client_timeout_s
+        self._next_expiry = 0.0
+        self.first_visible_token = first_visible_token  # the client sees content with this token
+        self._awaiting_visible: list[RequestState] = []  # cohort members whose visible token is still ahead
         self.process = env.process(self._loop())
 
     # ---- requests in and out ----
@@ -82,7 +89,43 @@ class Engine:
             self.submit(feed.popleft())
 
     def _next_arrival_in(self) -> float | None:
-        return self._feed[0].arrival_s - self.env.now if self._feed else None
+        """Time until the engine must look up: the next pulled arrival or timeout check."""
+        gaps = [self._feed[0].arrival_s - self.env.now] if self._feed else []
+        if self.client_timeout_s is not None and self.scheduler.has_work():
+            gaps.append(max(0.0, self._next_expiry - self.env.now))
+        return min(gaps) if gaps else None
+
+    def _expire(self) -> None:
+        """Abort requests whose client gave up (sent more than client_timeout_s ago), freeing their KV."""
+        now, timeout = self.env.now, self.client_timeout_s
+        if timeout is None or now < self._next_expiry:
+            return
+        self._next_expiry = now + EXPIRY_CHECK_S
+        cutoff = now - timeout
+        sched = self.scheduler
+        for state in [s for s in sched.running if s.req.arrival_s <= cutoff]:
+            if state.rid in sched.cohort.members:
+                sched.cohort.leave(state)
+            elif state in sched.prefilling:
+                sched.prefilling.remove(state)
+            sched.running.remove(state)
+            self.kv.free(state.rid)
+            self.kv.forget(state.rid)
+            self._abort(state)
+        kept = []
+        while len(sched.waiting):
+            state = sched.waiting.pop()
+            if state.req.arrival_s <= cutoff:
+                self.kv.forget(state.rid)
+                self._abort(state)
+            else:
+                kept.append(state)
+        for state in kept:
+            sched.waiting.add(state)
+
+    def _abort(self, state: RequestState) -> None:
+        state.status, state.rejected_reason = "aborted", f"client timeout after {self.client_timeout_s:g} s"
+        self._end(state, "aborted")
 
     def _rejection(self, req: Request) -> str:
         total = req.prompt_tokens + req.output_tokens
@@ -122,6 +165,7 @@ class Engine:
     def _loop(self) -> Generator[simpy.Event, Any, None]:
         while True:
             self._pull_arrivals()
+            self._expire()
             plan = self.scheduler.schedule(self.env.now) if self.scheduler.has_work() else None
             if plan is None or plan.is_empty:
                 self._wakeup = self.env.event()
@@ -144,6 +188,8 @@ class Engine:
                 state.first_preempt_s = start
         if not plan.per_request and self.scheduler.cohort.size:
             self.recorder.itl(duration, self.scheduler.cohort.size)
+            if self._awaiting_visible:
+                self._mark_visible((self.env.now,))
             self._advance_cohort(1)
         for state, new in plan.scheduled:
             self._apply(state, new, duration)
@@ -181,6 +227,8 @@ class Engine:
         else:
             self.recorder.itl(duration)
         state.num_output += 1
+        if state.num_output == self.first_visible_token:
+            state.visible_s = end
         if self.scheduler.recompute_all:
             state.num_computed = 0
         if state.num_output >= state.req.output_tokens:
@@ -188,6 +236,22 @@ class Engine:
         elif state.is_decoding and self.scheduler.use_cohort and state in self.scheduler.prefilling:
             self.scheduler.prefilling.remove(state)
             self.scheduler.cohort.join(state)
+            if state.visible_s < 0:
+                self._awaiting_visible.append(state)
+
+    def _mark_visible(self, step_ends: Any) -> None:
+        """Before the cohort advances over iterations ending at step_ends: members reaching their first
+        visible token get its time."""
+        cohort, waiting = self.scheduler.cohort, []
+        for state in self._awaiting_visible:
+            if state.visible_s >= 0 or state.rid not in cohort.members:
+                continue
+            ahead = self.first_visible_token - (state.num_output + cohort.clock - state.sync_clock)
+            if ahead <= len(step_ends):
+                state.visible_s = float(step_ends[ahead - 1])
+            else:
+                waiting.append(state)
+        self._awaiting_visible = waiting
 
     def _advance_cohort(self, steps: int) -> None:
         cohort = self.scheduler.cohort
@@ -206,6 +270,8 @@ class Engine:
         self.kv.forget(state.rid)
         state.status = "finished"
         state.finish_s = self.env.now
+        if state.visible_s < 0:  # fewer tokens than the first visible one: the client sees the end
+            state.visible_s = state.finish_s
         self._end(state, "finished")
 
     # ---- closed-form decode runs ----
@@ -257,6 +323,8 @@ class Engine:
                 for member in cohort.due(cohort.clock + step - 1):
                     self.kv.append_block(member.rid)
         self.recorder.itl_run(durations[:done], cohort.size)
+        if self._awaiting_visible:
+            self._mark_visible(start + ends[:done])
         self._advance_cohort(done)
 
     def settle(self) -> None:

@@ -7,7 +7,7 @@ from typing import Literal
 from ttftsim.kvcache.hashing import Segment
 from ttftsim.workload.request import Request
 
-Status = Literal["waiting", "running", "preempted", "finished", "rejected"]
+Status = Literal["waiting", "running", "preempted", "finished", "rejected", "aborted"]
 
 
 class RequestState:
@@ -34,6 +34,7 @@ class RequestState:
         "rid",
         "status",
         "sync_clock",
+        "visible_s",
         "waiter",
     )
 
@@ -55,6 +56,7 @@ class RequestState:
         self.waiter: object | None = None  # a simpy Event a closed-loop client waits on
         self.admit_seq = -1  # running-list order: admissions append, so order = admission sequence
         self.sync_clock = 0  # decode-cohort clock at which num_computed/num_output were last exact
+        self.visible_s = -1.0  # when the client sees the first content (the first_visible_token-th token)
 
     @property
     def num_tokens(self) -> int:

@@ -34,6 +34,7 @@ REQUEST_COLUMNS = (
     "recompute_s",
     "prefill_s",
     "waiting_s",
+    "stream_s",
     "frontend_s",
     "tpot_s",
     "e2e_s",
@@ -86,14 +87,15 @@ class Recorder:
     def request(self, state: RequestState, replica: int, status: str | None = None) -> None:
         """Record a request that finished, was rejected, or is still in flight (status given)."""
         req = state.req
-        has_token = state.first_token_s >= 0
-        ttft = state.first_token_s - req.arrival_s + self.frontend_s if has_token else np.nan
-        queue = recompute = prefill = waiting = np.nan
+        has_token = state.visible_s >= 0  # TTFT as the client sees it
+        ttft = state.visible_s - req.arrival_s + self.frontend_s if has_token else np.nan
+        queue = recompute = prefill = waiting = stream = np.nan
         if has_token:
             queue = state.first_scheduled_s - req.arrival_s
             recompute = state.last_admit_s - state.first_scheduled_s
             prefill = state.prefill_s
             waiting = max(0.0, state.first_token_s - state.last_admit_s - prefill)  # float noise only
+            stream = state.visible_s - state.first_token_s
         finished = state.finish_s >= 0
         tpot = (
             (state.finish_s - state.first_token_s) / (state.num_output - 1)
@@ -121,6 +123,7 @@ class Recorder:
                 recompute,
                 prefill,
                 waiting,
+                stream,
                 self.frontend_s if has_token else np.nan,
                 tpot,
                 state.finish_s - req.arrival_s + self.frontend_s if finished else np.nan,

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from ttftsim.config.scenario import Slo
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
-BREAKDOWN = ("queue_s", "recompute_s", "prefill_s", "waiting_s", "frontend_s")
+BREAKDOWN = ("queue_s", "recompute_s", "prefill_s", "waiting_s", "stream_s", "frontend_s")
 
 
 def distribution(values: NDArray[np.float64]) -> dict[str, float | None]:
@@ -67,6 +67,7 @@ def summarize(
             "finished": int(status.get("finished", 0)),
             "rejected": int(status.get("rejected", 0)),
             "in_flight": int(status.get("in_flight", 0)),
+            "aborted": int(status.get("aborted", 0)),
             "preemptions": int(requests["num_preemptions"].sum()),
         },
         "ttft_s": ttft,

@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize, special
 
 from ttftsim.config.workload import (
     ConstantArrivals,
@@ -25,6 +24,7 @@ Times = NDArray[np.float64]
 
 def weibull_shape_for_cv(cv: float) -> float:
     """Weibull shape k whose coefficient of variation is cv: cv^2 = G(1+2/k)/G(1+1/k)^2 - 1."""
+    from scipy import optimize, special  # imported here: scipy costs ~0.5 s at start-up
 
     def gap(k: float) -> float:
         return math.sqrt(special.gamma(1 + 2 / k) / special.gamma(1 + 1 / k) ** 2 - 1) - cv
@@ -104,6 +104,6 @@ def arrival_times(
     else:
         assert isinstance(spec, WeibullArrivals)
         k = weibull_shape_for_cv(spec.cv)
-        scale = 1 / (spec.rate * special.gamma(1 + 1 / k))
+        scale = 1 / (spec.rate * math.gamma(1 + 1 / k))
         times = _renewal(lambda n: scale * rng.weibull(k, n), rng, limit, num_requests)
     return times[:num_requests] if num_requests is not None else times

@@ -107,6 +107,8 @@ def closed_loop_client(
     """One client: send, wait for the answer, think, repeat; stops at duration_s or when budget runs out."""
     loop = spec.arrivals
     assert isinstance(loop, ClosedLoop)
+    if loop.ramp_up_s:
+        yield env.timeout(float(ctx.rng.uniform(0.0, loop.ramp_up_s)))
     while (spec.duration_s is None or env.now < spec.duration_s) and budget[0] > 0:
         budget[0] -= 1
         prompt = int(sample_lengths(spec.prompt_tokens, ctx.rng, 1, ctx.base)[0])

@@ -1,0 +1,1 @@
+"""Accuracy against measured ground truth: readers for its formats, the harness, the report."""
