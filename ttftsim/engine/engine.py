@@ -229,6 +229,8 @@ class Engine:
         state.num_output += 1
         if state.num_output == self.first_visible_token:
             state.visible_s = end
+        elif state.num_output == 1:  # its visible token comes later, possibly inside the cohort
+            self._awaiting_visible.append(state)
         if self.scheduler.recompute_all:
             state.num_computed = 0
         if state.num_output >= state.req.output_tokens:
@@ -236,15 +238,16 @@ class Engine:
         elif state.is_decoding and self.scheduler.use_cohort and state in self.scheduler.prefilling:
             self.scheduler.prefilling.remove(state)
             self.scheduler.cohort.join(state)
-            if state.visible_s < 0:
-                self._awaiting_visible.append(state)
 
     def _mark_visible(self, step_ends: Any) -> None:
         """Before the cohort advances over iterations ending at step_ends: members reaching their first
         visible token get its time."""
         cohort, waiting = self.scheduler.cohort, []
         for state in self._awaiting_visible:
-            if state.visible_s >= 0 or state.rid not in cohort.members:
+            if state.visible_s >= 0 or state.status in ("finished", "aborted"):
+                continue
+            if state.rid not in cohort.members:  # stepping alone for now: _apply will see its token
+                waiting.append(state)
                 continue
             ahead = self.first_visible_token - (state.num_output + cohort.clock - state.sync_clock)
             if ahead <= len(step_ends):
