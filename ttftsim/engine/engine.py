@@ -58,6 +58,7 @@ class Engine:
         self._feed: deque[Request] = deque()  # open-loop arrivals the engine pulls itself, in time order
         self.client_timeout_s = client_timeout_s
         self._next_expiry = 0.0
+        self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
         self.first_visible_token = first_visible_token  # the client sees content with this token
         self._awaiting_visible: list[RequestState] = []  # cohort members whose visible token is still ahead
         self.process = env.process(self._loop())
@@ -82,6 +83,7 @@ class Engine:
         """Known future arrivals (open loop): the engine admits each at its arrival time itself, so a
         decode run is cut at the next arrival without a wake-up event. Same results as submitting them."""
         self._feed.extend(requests)
+        self.accepts_pushes = False
 
     def _pull_arrivals(self) -> None:
         feed, now = self._feed, self.env.now
@@ -177,6 +179,8 @@ class Engine:
                 yield from self._decode_run(plan, run)
             else:
                 yield from self._step(plan)
+            if self.accepts_pushes:
+                yield self.env.timeout(0)  # requests pushed at this very instant are seen by the next schedule
 
     def _step(self, plan: StepPlan) -> Generator[simpy.Event, Any, None]:
         start = self.env.now
