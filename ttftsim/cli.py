@@ -169,6 +169,34 @@ def accuracy(
         render_accuracy(console, results, summary)
 
 
+@app.command()
+def calibrate(
+    source: Annotated[Path, typer.Option("--from", help="Folder of AIConfigurator kernel tables (per-GPU folders)")],
+    out: Annotated[Path | None, typer.Option(help="Where fits go (default: calibration/fits/)")] = None,
+) -> None:
+    """Fit per-operator cost curves to measured kernel tables and write calibration/fits/<gpu>.json.
+    (The on-GPU Triton sweep, --device, is not available in this build.)"""
+    from ttftsim.calibration.costs import FITS_DIR
+    from ttftsim.calibration.fit import calibrate as fit_all
+    from ttftsim.calibration.tables import import_aiconfigurator
+
+    folder = out or FITS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    for gpu, table in import_aiconfigurator(source).items():
+        fits = fit_all(table, load_hardware(gpu))
+        path = folder / f"{gpu.lower()}.json"
+        provenance = {
+            "source": "AIConfigurator kernel tables (Apache-2.0)",
+            "tables": str(source),
+            "hold_out": "every 5th shape of each table",
+        }
+        path.write_text(
+            json.dumps({"gpu": gpu, "provenance": provenance, "fits": fits}, indent=1, sort_keys=True) + "\n",
+            encoding="utf-8",
+        )
+        console.print(f"{gpu}: {len(fits)} curves -> {path}")
+
+
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[float], None] | None]:
     """A progress bar on stderr for long runs (only on a terminal)."""

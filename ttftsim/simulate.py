@@ -15,6 +15,7 @@ import simpy
 from numpy.typing import NDArray
 
 from ttftsim.config.engine import ResolvedEngine, resolve_engine
+from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import StagedArrivals
@@ -27,6 +28,8 @@ from ttftsim.metrics.summary import summarize
 from ttftsim.metrics.timeseries import time_series
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.iteration import Deployment, IterationModel
+from ttftsim.perf.kernels import KernelCosts
+from ttftsim.perf.linear import LinearStepModel, StepCostModel
 from ttftsim.perf.memory import MemoryPlan, MemorySettings, plan_memory
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
 
@@ -41,6 +44,7 @@ class Replica:
     perf: IterationModel
     memory: MemoryPlan | None
     num_blocks: int
+    cost: StepCostModel  # what the engine is timed with: the roofline model, or measured costs
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,31 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     )
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
-    return Replica(engine, IterationModel(deployment), memory, blocks)
+    perf = IterationModel(deployment, _kernel_costs(scenario, hardware, source))
+    measured = scenario.measured_step_cost
+    cost: StepCostModel = (
+        perf
+        if measured is None
+        else LinearStepModel(measured.fixed_s, measured.per_token_s, measured.per_kv_token_s, measured.per_attn_pair_s)
+    )
+    return Replica(engine, perf, memory, blocks, cost)
+
+
+def _kernel_costs(scenario: Scenario, hardware: HardwareProfile, source: str) -> KernelCosts | None:
+    """The calibrated costs when asked for; None means the roofline default."""
+    if scenario.kernel_costs == "roofline":
+        return None
+    from ttftsim.calibration.costs import CalibratedCosts, fit_path
+
+    costs = CalibratedCosts.load(hardware)
+    if costs is None:
+        raise InputError(
+            source,
+            "kernel_costs",
+            f"no calibration for {hardware.name} ({fit_path(hardware.name)}); "
+            "run `ttftsim calibrate --from ...` or use kernel_costs: roofline",
+        )
+    return costs
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -151,7 +179,7 @@ def simulate(
     engine = Engine(
         env,
         replica.engine,
-        replica.perf,
+        replica.cost,
         replica.num_blocks,
         recorder,
         closed_form_decode=closed_form_decode,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from ttftsim.config.base import StrictModel
@@ -15,6 +17,17 @@ class Slo(StrictModel):
     ttft_s: float | None = Field(default=None, gt=0, description="Per-request TTFT target, seconds")
     tpot_s: float | None = Field(default=None, gt=0, description="Per-request TPOT target, seconds")
     ttft_p99_s: float | None = Field(default=None, gt=0, description="P99 TTFT target for the run, seconds")
+
+
+class MeasuredStepCost(StrictModel):
+    """Iteration cost measured on the target (e.g. a CPU host timed by a microbenchmark), used instead of
+    the roofline: fixed + per scheduled token + per KV token read + per causal-attention query-key pair."""
+
+    fixed_s: float = Field(ge=0, description="Per-iteration fixed time, seconds")
+    per_token_s: float = Field(ge=0, description="Seconds per token scheduled in the iteration")
+    per_kv_token_s: float = Field(default=0.0, ge=0, description="Seconds per cached token read by attention")
+    per_attn_pair_s: float = Field(default=0.0, ge=0, description="Seconds per prefill query-key pair")
+    source: str = Field(description="Where the coefficients were measured")
 
 
 class Scenario(StrictModel):
@@ -40,4 +53,12 @@ class Scenario(StrictModel):
         default=None, gt=0, description="Clients abort requests not finished this long after sending them"
     )
     slo: Slo = Field(default_factory=Slo, description="Targets for goodput and pass/fail")
+    kernel_costs: Literal["roofline", "calibrated"] = Field(
+        default="roofline",
+        description="Operator costs: the roofline with the profile's default efficiencies, or curves fitted to "
+        "measured kernel tables (calibration/fits/<gpu>.json; roofline where a class has no fit)",
+    )
+    measured_step_cost: MeasuredStepCost | None = Field(
+        default=None, description="Use measured iteration costs instead of the roofline model"
+    )
     metrics_window_s: float = Field(default=10.0, gt=0, description="Time-series window, seconds")

@@ -29,12 +29,18 @@ class LinearStepModel:
     fixed_s: float
     per_token_s: float = 0.0
     per_kv_token_s: float = 0.0
+    per_attn_pair_s: float = 0.0
 
     def time_s(self, shape: BatchShape) -> float:
         if shape.num_tokens == 0:
             return 0.0
         kv = shape.prefill_kv_tokens + shape.decode_kv_tokens
-        return self.fixed_s + self.per_token_s * shape.num_tokens + self.per_kv_token_s * kv
+        return (
+            self.fixed_s
+            + self.per_token_s * shape.num_tokens
+            + self.per_kv_token_s * kv
+            + self.per_attn_pair_s * shape.prefill_attn_pairs
+        )
 
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:
         kv = kv_tokens + num_seqs * np.arange(steps, dtype=np.float64)

@@ -1,0 +1,70 @@
+"""Calibration: a fit recovers known curves, held-out points stay out, calibrated costs plug into the model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ttftsim.calibration import curves
+from ttftsim.calibration.costs import CalibratedCosts
+from ttftsim.calibration.fit import calibrate, held_out_mask
+from ttftsim.calibration.tables import import_aiconfigurator
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.model.catalog import load_model
+from ttftsim.perf.batch import BatchShape
+from ttftsim.perf.iteration import Deployment, IterationModel
+
+
+def _synthetic_gemm_table(params: list[float]) -> pd.DataFrame:
+    hw = load_hardware("H100-SXM5-80GB")
+    m, n, k = np.meshgrid([1, 8, 64, 256, 1024, 4096], [1024, 4096, 14336], [1024, 4096, 8192])
+    m, n, k = (a.ravel().astype(float) for a in (m, n, k))
+    seconds = curves.gemm(np.asarray(params), hw.peak_flops.bf16, hw.mem_bw_bytes_per_s, m, n, k, 2.0)
+    return pd.DataFrame({"op": "gemm", "dtype": "bf16", "m": m, "n": n, "k": k, "seconds": seconds})
+
+
+def test_fit_recovers_known_gemm_curve_on_held_out_points() -> None:
+    truth = [0.72, 200.0, 0.85, 6e-6]
+    table = _synthetic_gemm_table(truth)
+    fits = calibrate(table, load_hardware("H100-SXM5-80GB"))
+    fit = fits["gemm/bf16"]
+    assert fit["held_out"] == int(held_out_mask(table).sum()) == len(table) // 5
+    assert fit["held_out_ape"]["median"] < 1e-3
+    assert fit["params"] == pytest.approx(truth, rel=0.02)
+    assert fit["range"]["m"] == [1.0, 4096.0]
+
+
+def test_calibrated_costs_replace_the_roofline_where_fitted(tmp_path: Path) -> None:
+    hw = load_hardware("H100-SXM5-80GB")
+    fits = calibrate(_synthetic_gemm_table([0.5, 300.0, 0.6, 1e-5]), hw)
+    costs = CalibratedCosts(hw, fits, "test")
+    model = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw), costs)  # warns: k=14336 beyond the fit
+    roofline = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw))
+    shape = BatchShape.from_sequences([2048], [0])
+    with pytest.warns(UserWarning, match="outside the calibrated range"):
+        assert model.timing(shape).breakdown["mlp"] > roofline.timing(shape).breakdown["mlp"]  # slower curve
+    assert model.timing(shape).breakdown["allreduce"] == roofline.timing(shape).breakdown["allreduce"]
+    fresh = CalibratedCosts(hw, fits, "test")
+    fresh.gemm_s(64, 1024, 1024, "bf16", 2.0 * 1024 * 1024)  # inside the fitted range: silent
+    with pytest.warns(UserWarning, match="gemm/bf16: m=100000 outside the calibrated range"):
+        fresh.gemm_s(100_000, 1024, 1024, "bf16", 2.0 * 1024 * 1024)
+
+
+def test_missing_tables_are_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no kernel tables found"):
+        import_aiconfigurator(tmp_path)
+
+
+def test_public_tables_import_and_beat_the_roofline_on_attention(shared: Path) -> None:
+    tables = import_aiconfigurator(shared / "data" / "kernels" / "aiconfigurator")
+    assert {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "L40S-48GB"} <= set(tables)
+    h100 = tables["H100-SXM5-80GB"]
+    fits = calibrate(h100[h100["op"] == "decode_attention"].head(3000), load_hardware("H100-SXM5-80GB"))
+    fit = fits["decode_attention/bf16"]
+    assert fit["held_out_ape"]["median"] < fit["roofline_ape"]["median"]
+    json.dumps(fits)  # what calibrate writes must serialise

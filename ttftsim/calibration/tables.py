@@ -1,0 +1,114 @@
+"""Importers for public measured kernel tables, converted to one format: a row per measured kernel with
+`op` (gemm, prefill_attention, decode_attention, allreduce), the shape columns that op uses, and seconds.
+
+AIConfigurator (../shared/data/kernels/aiconfigurator/<gpu>/<op>/<engine>-<version>/*.parquet, Apache-2.0):
+GEMM (m, n, k, dtype), context attention (batch, isl, heads, kv heads, head_dim), generation attention
+(batch, isl + step cached tokens), custom all-reduce (GPUs, message bytes; CUDA-graph backend). Latencies
+are in milliseconds there. The raw files are never copied into the project: only fitted coefficients.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ttftsim.errors import InputError
+
+GPU_DIRS = {
+    "a100_sxm": "A100-SXM4-80GB",
+    "h100_sxm": "H100-SXM5-80GB",
+    "h200_sxm": "H200-SXM-141GB",
+    "l40s": "L40S-48GB",
+}
+GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
+KV_BYTES = {"bfloat16": 2, "fp8": 1}
+
+
+def _read(folder: Path, name: str) -> pd.DataFrame | None:
+    files = sorted(folder.glob(f"*/{name}"))
+    return pd.read_parquet(files[-1]) if files else None
+
+
+def _gemm(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame[frame["gemm_dtype"].isin(list(GEMM_DTYPES))]
+    if "kernel_source" in frame.columns and frame["kernel_source"].nunique() > 1:  # one kernel per dtype
+        frame = frame[frame["kernel_source"].str.contains("torch|default")]
+    return pd.DataFrame(
+        {
+            "op": "gemm",
+            "dtype": frame["gemm_dtype"].map(GEMM_DTYPES),
+            "m": frame["m"],
+            "n": frame["n"],
+            "k": frame["k"],
+            "seconds": frame["latency"] / 1e3,
+        }
+    )
+
+
+def _attention(frame: pd.DataFrame, op: str) -> pd.DataFrame:
+    keep = frame["attn_dtype"] == "bfloat16"
+    for column, plain in (("window_size", 0), ("beam_width", 1)):  # older tables lack these columns
+        if column in frame.columns:
+            keep &= frame[column] == plain
+    frame = frame[keep]
+    if frame["kernel_source"].nunique() > 1:
+        frame = frame[frame["kernel_source"] == sorted(frame["kernel_source"].unique())[0]]
+    step = frame["step"] if "step" in frame.columns else 0
+    cached = frame["isl"] + step if op == "decode_attention" else frame["isl"]
+    return pd.DataFrame(
+        {
+            "op": op,
+            "dtype": frame["kv_cache_dtype"].map(lambda d: "fp8" if d == "fp8" else "bf16"),
+            "batch": frame["batch_size"],
+            "isl": cached,
+            "heads": frame["num_heads"],
+            "kv_heads": frame["num_key_value_heads"],
+            "head_dim": frame["head_dim"],
+            "kv_bytes": frame["kv_cache_dtype"].map(lambda d: KV_BYTES.get(d, 2)),
+            "seconds": frame["latency"] / 1e3,
+        }
+    )
+
+
+def _allreduce(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame[frame["backend"].str.contains("graph")]
+    return pd.DataFrame(
+        {
+            "op": "allreduce",
+            "dtype": "bf16",
+            "ranks": frame["num_gpus"].astype(int),
+            "message_bytes": frame["message_size"] * 2,
+            "seconds": frame["latency"] / 1e3,
+        }
+    )
+
+
+def import_aiconfigurator(root: Path) -> dict[str, pd.DataFrame]:
+    """GPU profile name -> normalized measurements, for every GPU folder found under root."""
+    if not root.is_dir():
+        raise InputError(str(root), "", "AIConfigurator table folder not found")
+    tables = {}
+    for folder, gpu in GPU_DIRS.items():
+        base = root / folder
+        if not base.is_dir():
+            continue
+        parts = []
+        for kind, name, convert in (
+            ("gemm", "gemm_perf.parquet", _gemm),
+            ("attention", "context_attention_perf.parquet", lambda f: _attention(f, "prefill_attention")),
+            ("attention", "generation_attention_perf.parquet", lambda f: _attention(f, "decode_attention")),
+            ("comm", "custom_allreduce_perf.parquet", _allreduce),
+        ):
+            raw = _read(base / kind, name)
+            if raw is None:
+                continue
+            try:
+                parts.append(convert(raw))
+            except KeyError as exc:
+                raise InputError(str(base / kind), str(exc.args[0]), "column missing from kernel table") from None
+        if parts:
+            tables[gpu] = pd.concat(parts, ignore_index=True)
+    if not tables:
+        raise InputError(str(root), "", f"no kernel tables found (expected folders {', '.join(GPU_DIRS)})")
+    return tables
