@@ -158,15 +158,19 @@ def accuracy(
     """Simulate measured deployments and compare predicted with measured TTFT (and TPOT)."""
     from ttftsim.accuracy.ground_truth import read_ground_truth
     from ttftsim.accuracy.harness import as_json as to_json
-    from ttftsim.accuracy.harness import run_case, summarize
+    from ttftsim.accuracy.harness import run_all, summarize
     from ttftsim.render import render_accuracy
 
-    results = [stage for case in read_ground_truth(ground_truth) for stage in run_case(case)]
+    results, skipped = run_all(read_ground_truth(ground_truth))
     summary = summarize(results)
     if as_json:
-        sys.stdout.write(json.dumps(to_json(results, summary), indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps(to_json(results, summary, skipped), indent=2, sort_keys=True) + "\n")
     else:
         render_accuracy(console, results, summary)
+        for name, reason in skipped:
+            console.print(f"[yellow]skipped[/] {name}: {reason}", markup=True, highlight=False)
+    if not results:
+        raise typer.Exit(1)
 
 
 @app.command()

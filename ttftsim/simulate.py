@@ -114,7 +114,14 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     try:
         engine = resolve_engine(scenario.engine, hardware, model.max_position_embeddings, model.native_dtype)
         deployment = Deployment(
-            model, hardware, engine.tp, engine.weight_dtype, engine.kv_dtype, engine.cudagraph_max_seqs
+            model,
+            hardware,
+            engine.tp,
+            engine.weight_dtype,
+            engine.kv_dtype,
+            engine.cudagraph_max_seqs,
+            engine.iteration_overhead_s,
+            engine.decode_graph_iteration_s,
         )
     except ValueError as exc:
         raise InputError(source, "engine", str(exc)) from None

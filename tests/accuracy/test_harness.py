@@ -80,7 +80,7 @@ def test_cli_json_and_bad_files(tmp_path: Path) -> None:
     path.write_text(json.dumps([RUN]))
     result = run("accuracy", str(path), "--json")
     assert result.returncode == 0, result.stderr
-    assert set(json.loads(result.stdout)) == {"stages", "summary"}
+    assert set(json.loads(result.stdout)) == {"stages", "summary", "skipped"}
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps([{"run": "x", "engine": {}}]))
     _assert_one_line_error(run("accuracy", str(broken)), str(broken))
@@ -99,3 +99,18 @@ def test_fidelity_on_h100_vllm_runs(shared: Path) -> None:
     assert metrics["ttft_p99"]["median_ape"] <= 0.15
     assert summary["overloaded_predicted_overloaded"] == summary["overloaded_stages"] > 0
     assert summary["false_overload"] == 0
+
+
+def test_unknown_model_and_newer_version_are_handled_per_case(tmp_path: Path) -> None:
+    unknown = json.loads(json.dumps(RUN))
+    unknown["run"], unknown["engine"]["model"] = "unknown-model", "acme/Frontier-9000"
+    newer = json.loads(json.dumps(RUN))
+    newer["run"], newer["engine"]["version"] = "newer-version", "0.19.2"  # uses the nearest modelled profile
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([unknown, newer]))
+    result = run("accuracy", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [s["case"] for s in data["skipped"]] == ["unknown-model"]
+    assert "Frontier-9000" in data["skipped"][0]["reason"]
+    assert {s["case"] for s in data["stages"]} == {"newer-version"}

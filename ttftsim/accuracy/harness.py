@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ttftsim.accuracy.ground_truth import Case, StageTruth
+from ttftsim.errors import InputError
+from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.simulate import simulate
 
 SLOS_S = (0.2, 0.5, 1.0, 2.0)
@@ -85,6 +87,18 @@ def run_case(case: Case, base: Path = Path()) -> list[StageResult]:
     return results
 
 
+def run_all(cases: list[Case], base: Path = Path()) -> tuple[list[StageResult], list[tuple[str, str]]]:
+    """Every case's stages; a case that cannot be simulated (unknown model, does not fit, ...) is listed
+    with its reason instead of stopping the others."""
+    results, skipped = [], []
+    for case in cases:
+        try:
+            results += run_case(case, base)
+        except (InputError, DoesNotFitError) as exc:
+            skipped.append((case.name, str(exc)))
+    return results, skipped
+
+
 def summarize(results: list[StageResult]) -> dict[str, Any]:
     """Median and P90 absolute percentage error per metric over non-overloaded stages, overload
     detection, and SLO-side agreement of P99 TTFT."""
@@ -115,5 +129,9 @@ def summarize(results: list[StageResult]) -> dict[str, Any]:
     }
 
 
-def as_json(results: list[StageResult], summary: dict[str, Any]) -> dict[str, Any]:
-    return {"stages": [asdict(r) | {"errors": r.errors()} for r in results], "summary": summary}
+def as_json(results: list[StageResult], summary: dict[str, Any], skipped: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "stages": [asdict(r) | {"errors": r.errors()} for r in results],
+        "summary": summary,
+        "skipped": [{"case": name, "reason": reason} for name, reason in skipped],
+    }

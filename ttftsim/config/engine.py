@@ -9,13 +9,17 @@ chunked prefill on, FCFS, preemption by recompute of the last running request.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from typing import Literal
 
+import yaml
 from pydantic import Field
 
 from ttftsim.config.base import StrictModel
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.hardware import HardwareProfile
+from ttftsim.config.loading import parse_mapping
 
 KvMode = Literal["paged", "static", "none"]
 
@@ -48,31 +52,45 @@ class EngineArgs(StrictModel):
     )
 
 
-@dataclass(frozen=True)
-class VersionDefaults:
-    """What one vLLM version does when an argument is left unset."""
+class VersionDefaults(StrictModel):
+    """What one vLLM version does when an argument is left unset (ttftsim/config/engine_versions.yaml)."""
 
-    gpu_memory_utilization: float
-    frontend_overhead_s: float
-    big_gpu_tier: tuple[int, int]  # (max_num_batched_tokens, max_num_seqs) on >= 70 GiB non-A100 GPUs
-    small_gpu_tier: tuple[int, int]
-    cpu_tier: tuple[int, int]
-    reserve_full_prompt: bool  # 0.33: admission checks that the whole prompt fits in KV
+    gpu_memory_utilization: float = Field(gt=0, le=1, description="Default fraction of device memory")
+    frontend_overhead_s: float = Field(ge=0, description="API server + tokenisation time added to TTFT")
+    big_gpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on >= 70 GiB GPUs except A100")
+    small_gpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on other GPUs")
+    cpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on CPU")
+    reserve_full_prompt: bool = Field(description="Admission checks that the whole prompt fits in KV")
+    iteration_overhead_s: float | None = Field(description="Per-iteration host overhead (null: hardware's)")
+    decode_graph_iteration_s: float | None = Field(description="Same for CUDA-graph decode steps (null: hardware's)")
 
 
-VERSIONS: dict[str, VersionDefaults] = {
-    "0.11": VersionDefaults(0.9, 0.004, (8192, 1024), (2048, 256), (2048, 128), False),
-    "0.15": VersionDefaults(0.9, 0.003, (8192, 1024), (2048, 256), (2048, 128), False),
-    "0.32": VersionDefaults(0.92, 0.004, (8192, 1024), (2048, 256), (2048, 128), True),
-    "0.33": VersionDefaults(0.92, 0.004, (8192, 1024), (2048, 256), (2048, 128), True),
-}
+class VersionTable(StrictModel):
+    versions: dict[str, VersionDefaults] = Field(description="Profiles by major.minor version")
+
+
+@cache
+def version_table() -> dict[str, VersionDefaults]:
+    text = (resources.files("ttftsim.config") / "engine_versions.yaml").read_text(encoding="utf-8")
+    return parse_mapping(VersionTable, yaml.safe_load(text), "engine_versions.yaml").versions
+
+
+def _minor(version: str) -> tuple[int, int]:
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        raise ValueError(f"vLLM version {version!r} is not a version number") from None
 
 
 def version_defaults(version: str) -> VersionDefaults:
-    minor = ".".join(version.split(".")[:2])
-    if minor not in VERSIONS:
-        raise ValueError(f"vLLM version {version!r} is not modelled (modelled: {', '.join(VERSIONS)})")
-    return VERSIONS[minor]
+    """The profile of this version, or of the nearest modelled version below it."""
+    table = version_table()
+    wanted = _minor(version)
+    older = [key for key in table if _minor(key) <= wanted]
+    if not older:
+        raise ValueError(f"vLLM version {version!r} is older than every modelled version ({', '.join(table)})")
+    return table[max(older, key=_minor)]
 
 
 @dataclass(frozen=True)
@@ -96,6 +114,8 @@ class ResolvedEngine:
     kv_cache_mode: KvMode
     frontend_overhead_s: float
     reserve_full_prompt: bool
+    iteration_overhead_s: float | None = None
+    decode_graph_iteration_s: float | None = None
 
     @property
     def cudagraph_max_seqs(self) -> int:
@@ -147,4 +167,6 @@ def resolve_engine(
             args.frontend_overhead_s if args.frontend_overhead_s is not None else defaults.frontend_overhead_s
         ),
         reserve_full_prompt=defaults.reserve_full_prompt,
+        iteration_overhead_s=defaults.iteration_overhead_s,
+        decode_graph_iteration_s=defaults.decode_graph_iteration_s,
     )

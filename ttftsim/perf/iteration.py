@@ -36,6 +36,8 @@ class Deployment:
     weight_dtype: WeightDtype = "bf16"
     kv_dtype: KvDtype = "bf16"
     cudagraph_max_seqs: int = 512  # decode batches up to this size replay a CUDA graph; 0 = eager only
+    iteration_overhead_s: float | None = None  # engine-version override of the hardware's host overhead
+    decode_graph_iteration_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.model.num_attention_heads % self.tp:
@@ -80,8 +82,12 @@ class IterationModel:
         self._dense_cache: dict[tuple[int, int], dict[str, float]] = {}
         self._dense_total: dict[tuple[int, int], float] = {}
         overhead = deployment.hardware.overhead
-        self._eager_s = overhead.iteration_s
-        self._graph_s = overhead.decode_graph_iteration_s if deployment.cudagraph_max_seqs > 0 else overhead.iteration_s
+        eager = deployment.iteration_overhead_s
+        graph = deployment.decode_graph_iteration_s
+        self._eager_s = overhead.iteration_s if eager is None else eager
+        self._graph_s = overhead.decode_graph_iteration_s if graph is None else graph
+        if deployment.cudagraph_max_seqs == 0:
+            self._graph_s = self._eager_s
 
     # ---- parts that depend only on the token and sampled counts ----
 
