@@ -68,3 +68,18 @@ def test_public_tables_import_and_beat_the_roofline_on_attention(shared: Path) -
     fit = fits["decode_attention/bf16"]
     assert fit["held_out_ape"]["median"] < fit["roofline_ape"]["median"]
     json.dumps(fits)  # what calibrate writes must serialise
+
+
+def test_calibrated_costs_evaluate_every_operator_class(shared: Path) -> None:
+    """The curves fitted from the public tables plug into a full iteration (all classes, TP 2)."""
+    hw = load_hardware("H100-SXM5-80GB")
+    tables = import_aiconfigurator(shared / "data" / "kernels" / "aiconfigurator")
+    h100 = tables["H100-SXM5-80GB"]
+    sample = pd.concat([frame.head(400) for _, frame in h100.groupby(["op", "dtype"])], ignore_index=True)
+    costs = CalibratedCosts(hw, calibrate(sample, hw), "sample")
+    model = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw, 2), costs)
+    with pytest.warns(UserWarning):
+        timing = model.timing(BatchShape.from_sequences([512, 1, 1], [0, 700, 900]))
+    assert all(np.isfinite(v) and v >= 0 for v in timing.breakdown.values())
+    run = model.decode_run_s(4, 4 * 1000, 5)
+    assert np.allclose(run, [model.time_s(BatchShape(0, 0, 0, 0, 4, 4000 + 4 * j, 4)) for j in range(5)])

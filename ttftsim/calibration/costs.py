@@ -63,9 +63,8 @@ class CalibratedCosts(RooflineCosts):
         if params is None:
             return super().gemm_s(m, n, k, dtype, weight_bytes)
         peak = float(getattr(self.hw.peak_flops, dtype) or self.hw.peak_flops.bf16)
-        a, h, e, latency = params
-        compute = 2.0 * m * n * k / (peak * a * m / (m + h))
-        return float(max(compute, (weight_bytes + 2.0 * m * (n + k)) / (self.hw.mem_bw_bytes_per_s * e) + latency))
+        bytes_per_weight = weight_bytes / (n * k)
+        return float(curves.gemm(params, peak, self.hw.mem_bw_bytes_per_s, _a(m), _a(n), _a(k), bytes_per_weight)[0])
 
     def prefill_attention_s(self, tokens: int, pairs: int, kv_tokens: int, shape: AttentionShape) -> float:
         per_seq = 2.0 * pairs / tokens if tokens else 0.0  # pairs ~ s^2/2 per sequence of s tokens
@@ -73,36 +72,44 @@ class CalibratedCosts(RooflineCosts):
         params = self._curve(key, {"isl": per_seq}) if tokens else None
         if params is None:
             return super().prefill_attention_s(tokens, pairs, kv_tokens, shape)
-        a, h, e, latency = params
-        compute = 4.0 * shape.q_width * pairs / (self.hw.peak_flops.bf16 * a * per_seq / (per_seq + h))
-        memory = (4.0 * tokens * shape.q_width + kv_tokens * shape.kv_bytes_per_token) / (
-            self.hw.mem_bw_bytes_per_s * e
+        return float(
+            curves.prefill_attention(
+                params,
+                self.hw.peak_flops.bf16,
+                self.hw.mem_bw_bytes_per_s,
+                _a(tokens / per_seq),
+                _a(per_seq),
+                _a(shape.q_heads),
+                _a(shape.kv_heads),
+                _a(shape.head_dim),
+                _a(shape.kv_bytes),
+            )[0]
         )
-        return float(max(compute, memory) + latency)
-
-    def _decode_params(self, shape: AttentionShape) -> np.ndarray | None:
-        return self._curve(f"decode_attention/{'fp8' if shape.kv_bytes == 1 else 'bf16'}", {})
 
     def decode_attention_s(self, seqs: int, kv_tokens: int, shape: AttentionShape) -> float:
-        params = self._decode_params(shape) if seqs else None
-        if params is None:
-            return super().decode_attention_s(seqs, kv_tokens, shape)
-        e, latency, per_seq = params
-        return float(latency + per_seq * seqs + kv_tokens * shape.kv_bytes_per_token / (self.hw.mem_bw_bytes_per_s * e))
+        return float(self.decode_attention_many_s(seqs, _a(kv_tokens), shape)[0]) if seqs else 0.0
 
     def decode_attention_many_s(self, seqs: int, kv_tokens: Array, shape: AttentionShape) -> Array:
-        params = self._decode_params(shape)
+        params = self._curve(f"decode_attention/{'fp8' if shape.kv_bytes == 1 else 'bf16'}", {})
         if params is None:
             return super().decode_attention_many_s(seqs, kv_tokens, shape)
-        e, latency, per_seq = params
-        result: Array = (
-            latency + per_seq * seqs + kv_tokens * shape.kv_bytes_per_token / (self.hw.mem_bw_bytes_per_s * e)
+        # the curve is linear in batch x context, so the batch's total context stands in for it
+        return curves.decode_attention(
+            params,
+            self.hw.mem_bw_bytes_per_s,
+            _a(seqs),
+            kv_tokens / seqs,
+            _a(shape.kv_heads),
+            _a(shape.head_dim),
+            _a(shape.kv_bytes),
         )
-        return result
 
     def allreduce_s(self, message_bytes: float, ranks: int, link: Link) -> float:
         params = self._curve(f"allreduce/bf16/{ranks}", {"message_bytes": message_bytes}) if ranks > 1 else None
         if params is None or link.kind == "network":
             return super().allreduce_s(message_bytes, ranks, link)
-        latency, bus_bw = params
-        return float(latency + 2.0 * (ranks - 1) / ranks * message_bytes / bus_bw)
+        return float(curves.allreduce(params, _a(ranks), _a(message_bytes))[0])
+
+
+def _a(value: float) -> Array:
+    return np.asarray([value], dtype=np.float64)
