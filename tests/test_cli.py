@@ -13,7 +13,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ttftsim", *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("command", [[], ["models"], ["hardware"], ["step"], ["memory"]])
+@pytest.mark.parametrize(
+    "command", [[], ["models"], ["hardware"], ["step"], ["memory"], ["simulate"], ["accuracy"], ["calibrate"]]
+)
 def test_help_works(command: list[str]) -> None:
     result = run(*command, "--help")
     assert result.returncode == 0, result.stderr
