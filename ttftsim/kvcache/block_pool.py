@@ -6,8 +6,8 @@ blocks are appended in reverse order, so the tail of a chain is evicted before i
 free block takes it out of the queue ("touch"). Block ids run 0..num_blocks-1 and start in id order.
 
 Invariant: a block is in the free queue iff its ref count is 0; num_free + blocks held == num_blocks.
-The hash map is cleaned lazily: an entry hash -> block counts only while block_hash[block] == hash, so
-evicting a block is one store (its hash set to None) rather than a map deletion.
+The hash map holds at most one block per hash and only blocks that still carry that hash (eviction
+removes the entry), so it never grows beyond the pool.
 """
 
 from __future__ import annotations
@@ -50,9 +50,8 @@ class BlockPool:
         refs, owner = self.ref_counts, self.block_hash
         for block in blocks:
             refs[block] = 1
-            if owner[block] is not None:  # evicted: its map entry goes stale (see class docstring)
-                owner[block] = None
-                self.num_evictions += 1
+            if owner[block] is not None:
+                self._evict(block)
         return blocks
 
     def allocate_one(self) -> int:
@@ -60,9 +59,16 @@ class BlockPool:
         block = self._free.popitem(last=False)[0]
         self.ref_counts[block] = 1
         if self.block_hash[block] is not None:
-            self.block_hash[block] = None
-            self.num_evictions += 1
+            self._evict(block)
         return block
+
+    def _evict(self, block: int) -> None:
+        """Drop a reallocated block's hash from the map (only if the map points at this block)."""
+        old = self.block_hash[block]
+        self.block_hash[block] = None
+        if self.cached.get(old) == block:  # type: ignore[arg-type]
+            del self.cached[old]  # type: ignore[arg-type]
+        self.num_evictions += 1
 
     def touch(self, blocks: Iterable[int]) -> None:
         """Take a reference on cache-hit blocks, removing free ones from the free queue."""
