@@ -131,6 +131,3 @@ class KVCacheManager:
     def forget(self, request_id: int) -> None:
         """Drop a finished request's memoised hashes."""
         self._hashes.pop(request_id, None)
-
-    def held_blocks(self) -> int:
-        return sum(len(blocks) for blocks in self.blocks.values())
