@@ -10,6 +10,7 @@ iteration instead; a test checks that both give the same results.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Generator
 from typing import Any
@@ -302,9 +303,11 @@ class Engine:
         """Up to `steps` decode-only iterations in one timeout; an arrival cuts the run after the
         iteration in progress."""
         env, start, cohort = self.env, self.env.now, self.scheduler.cohort
+        gap = self._next_arrival_in()
+        if gap is not None:  # iterations only get longer in a run: the first bounds how many fit before gap
+            steps = min(steps, math.ceil(gap / self.perf.time_s(plan.shape)) + 1)
         durations = self.perf.decode_run_s(cohort.size, plan.shape.decode_kv_tokens, steps)
         ends = np.cumsum(durations)
-        gap = self._next_arrival_in()
         if gap is not None:  # stop after the iteration in progress when the next request arrives
             cut = int(np.searchsorted(ends, gap, side="left")) + 1
             if cut < steps:
