@@ -61,8 +61,10 @@ def _cpu_section() -> list[str]:
         "A random-weight 27 M-parameter Llama (6 layers, width 512) served by the real vLLM V1 engine in-process",
         "(`LLMEngine`, one thread, block 32, 512-token budget, 32 sequences), replaying exactly the requests",
         "ttftsim generates. ttftsim's iteration cost is fitted by non-negative least squares to a microbenchmark",
-        "of isolated prefills and decode batches on the same engine, never to the TTFTs below: fixed "
-        f"{cost['fixed_s'] * 1e3:.2f} ms, {cost['per_token_s'] * 1e6:.1f} us per token, "
+        "of the same engine's iterations (isolated prefills, decode batches, and prompts joining decode batches),",
+        "never to the TTFTs below: fixed "
+        f"{cost['fixed_s'] * 1e3:.2f} ms, {cost['per_token_s'] * 1e6:.1f} us per prefill token, "
+        f"{cost.get('per_decode_token_s', cost['per_token_s']) * 1e6:.1f} us per decode token, "
         f"{cost['per_kv_token_s'] * 1e9:.1f} ns per KV token read, {cost['per_attn_pair_s'] * 1e9:.2f} ns per "
         "attention pair. KV blocks: the engine's own count.",
         "",
@@ -78,15 +80,28 @@ def _cpu_section() -> list[str]:
         )
     lines += ["", "| TTFT | median APE | max APE |", "|---|---|---|"]
     lines += [f"| {q.upper()} | {s['median_ape']:.1%} | {s['max_ape']:.1%} |" for q, s in data["summary"].items()]
+    lines += [
+        "",
+        "Every run so far (same method; the machine is shared and its speed drifts between runs):",
+        "",
+        "| run | P50 median APE | P90 median APE | P99 median APE |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {run['date']} | "
+        + " | ".join(f"{run['summary'][q]['median_ape']:.1%}" for q in ("p50", "p90", "p99"))
+        + " |"
+        for run in data.get("runs", [])
+    ]
     return [
         *lines,
         "",
-        "One run per workload on a shared 2-core machine: timing noise is part of the error. The preemption",
-        "workload (40 KV blocks of 32 tokens) is the one that fails. Its preemptions agree (vLLM's own counter:",
-        "13; ttftsim: 14; no prefix hits on either side), and vLLM 0.32's admission and preemption code reads as",
-        "ttftsim's rules; yet ttftsim's iterations run slower there (the first request's decode steps average",
-        "9.3 ms simulated against 7.2 ms measured) and queues build. With 60 blocks ttftsim would give",
-        "81 / 725 / 937 ms. The cause is not found yet; nothing was tuned to hide it.",
+        "One replay per workload per run. Measured TTFTs of identical requests move 10-25% between runs on this",
+        "shared VM (poisson-low P50: 82, 89, 101 ms in three runs), so the errors above are at the noise level;",
+        "a sound figure needs repeated runs and medians, which is not done yet. An earlier run, before mixed",
+        "iterations were added to the microbenchmark, gave 0.9% / 4.0% / 3.1%. The small-KV preemption workload",
+        "is chaotic on the real engine (measured P50 104 ms, 434 ms with another process running, 2,143 ms,",
+        "671 ms in successive runs); vLLM's own counter showed 13 preemptions where ttftsim had 14.",
         "",
     ]
 

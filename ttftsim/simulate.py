@@ -140,7 +140,13 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     cost: StepCostModel = (
         perf
         if measured is None
-        else LinearStepModel(measured.fixed_s, measured.per_token_s, measured.per_kv_token_s, measured.per_attn_pair_s)
+        else LinearStepModel(
+            measured.fixed_s,
+            measured.per_token_s,
+            measured.per_kv_token_s,
+            measured.per_attn_pair_s,
+            measured.per_decode_token_s,
+        )
     )
     return Replica(engine, perf, memory, blocks, cost)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -148,15 +149,20 @@ def token_ids(req: Request, workload_index: int) -> list[int]:
 
 
 def fit_step_cost(points: list[dict[str, float]]) -> dict[str, float]:
+    """fixed + prefill tokens + decode tokens + KV tokens read + prefill attention pairs, by NNLS."""
     rows, times = [], []
     for p in points:
-        tokens = p["prefill_tokens"] + p["decode_seqs"]
-        kv = p["prefill_tokens"] + p["decode_kv"]
         pairs = p["prefill_tokens"] * (p["prefill_tokens"] + 1) / 2
-        rows.append([1.0, tokens, kv, pairs])
+        rows.append([1.0, p["prefill_tokens"], p["decode_seqs"], p["prefill_tokens"] + p["decode_kv"], pairs])
         times.append(p["seconds"])
     coef, _ = nnls(np.asarray(rows), np.asarray(times))
-    return {"fixed_s": coef[0], "per_token_s": coef[1], "per_kv_token_s": coef[2], "per_attn_pair_s": coef[3]}
+    return {
+        "fixed_s": coef[0],
+        "per_token_s": coef[1],
+        "per_decode_token_s": coef[2],
+        "per_kv_token_s": coef[3],
+        "per_attn_pair_s": coef[4],
+    }
 
 
 def run_real_engine(model_dir: Path) -> dict[str, Any]:
@@ -221,9 +227,12 @@ def main() -> int:
     for q in ("p50", "p90", "p99"):
         errors = [abs(r["predicted"][q] - r["measured"][q]) / r["measured"][q] for r in rows]
         summary[q] = {"median_ape": float(np.median(errors)), "max_ape": float(max(errors))}
+    history = json.loads(RESULTS.read_text()).get("runs", []) if RESULTS.exists() else []
+    history.append({"date": time.strftime("%Y-%m-%d %H:%M"), "summary": summary})
     RESULTS.write_text(
         json.dumps(
             {
+                "runs": history,
                 "step_cost": cost,
                 "engines": {k: v["num_gpu_blocks"] for k, v in measured["engines"].items()},
                 "workloads": rows,

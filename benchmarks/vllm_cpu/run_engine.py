@@ -83,6 +83,44 @@ def microbenchmark(engine: Any, tag: str) -> list[dict[str, float]]:
                 )
             engine.abort_request(ids)
             drain(engine)
+    points += _mixed_steps(engine, tag, uid)
+    return points
+
+
+def _mixed_steps(engine: Any, tag: str, uid: int) -> list[dict[str, float]]:
+    """Iterations that run a new prompt alongside B decoding requests (what loaded workloads run)."""
+    points = []
+    for batch in (2, 8):
+        for length in (64, 256, 512):
+            for _repeat in range(2):
+                ids = []
+                for _ in range(batch):
+                    uid += 1
+                    ids.append(f"{tag}-m{uid}")
+                    engine.add_request(
+                        ids[-1], {"prompt_token_ids": [(uid * 7907 + i) % 8000 + 100 for i in range(256)]}, _params(400)
+                    )
+                decoding: set[str] = set()
+                while len(decoding) < batch:
+                    decoding |= {o.request_id for o in engine.step() if o.outputs[0].token_ids}
+                engine.step()  # every one decoding now
+                uid += 1
+                ids.append(f"{tag}-m{uid}")
+                engine.add_request(
+                    ids[-1], {"prompt_token_ids": [(uid * 7907 + i) % 8000 + 100 for i in range(length)]}, _params(4)
+                )
+                started = time.perf_counter()
+                engine.step()
+                points.append(
+                    {
+                        "prefill_tokens": length,
+                        "decode_seqs": batch,
+                        "decode_kv": batch * (256 + 3),
+                        "seconds": time.perf_counter() - started,
+                    }
+                )
+                engine.abort_request(ids)
+                drain(engine)
     return points
 
 

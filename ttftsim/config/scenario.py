@@ -27,6 +27,9 @@ class MeasuredStepCost(StrictModel):
     per_token_s: float = Field(ge=0, description="Seconds per token scheduled in the iteration")
     per_kv_token_s: float = Field(default=0.0, ge=0, description="Seconds per cached token read by attention")
     per_attn_pair_s: float = Field(default=0.0, ge=0, description="Seconds per prefill query-key pair")
+    per_decode_token_s: float | None = Field(
+        default=None, ge=0, description="Seconds per decoding sequence's token (default: per_token_s)"
+    )
     source: str = Field(description="Where the coefficients were measured")
 
 

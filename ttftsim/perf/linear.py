@@ -27,9 +27,14 @@ class StepCostModel(Protocol):
 @dataclass(frozen=True)
 class LinearStepModel:
     fixed_s: float
-    per_token_s: float = 0.0
+    per_token_s: float = 0.0  # per prefill token (and per decode token unless per_decode_token_s is set)
     per_kv_token_s: float = 0.0
     per_attn_pair_s: float = 0.0
+    per_decode_token_s: float | None = None
+
+    @property
+    def _decode_s(self) -> float:
+        return self.per_token_s if self.per_decode_token_s is None else self.per_decode_token_s
 
     def time_s(self, shape: BatchShape) -> float:
         if shape.num_tokens == 0:
@@ -37,12 +42,13 @@ class LinearStepModel:
         kv = shape.prefill_kv_tokens + shape.decode_kv_tokens
         return (
             self.fixed_s
-            + self.per_token_s * shape.num_tokens
+            + self.per_token_s * shape.prefill_tokens
+            + self._decode_s * shape.num_decode_seqs
             + self.per_kv_token_s * kv
             + self.per_attn_pair_s * shape.prefill_attn_pairs
         )
 
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:
         kv = kv_tokens + num_seqs * np.arange(steps, dtype=np.float64)
-        result: NDArray[np.float64] = self.fixed_s + self.per_token_s * num_seqs + self.per_kv_token_s * kv
+        result: NDArray[np.float64] = self.fixed_s + self._decode_s * num_seqs + self.per_kv_token_s * kv
         return result
