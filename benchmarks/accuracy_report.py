@@ -68,6 +68,8 @@ def _cpu_section() -> list[str]:
         f"{cost['per_kv_token_s'] * 1e9:.1f} ns per KV token read, {cost['per_attn_pair_s'] * 1e9:.2f} ns per "
         "attention pair. KV blocks: the engine's own count.",
         "",
+        "Latest run (three replays pooled):",
+        "",
         "| workload | requests | measured P50 / P90 / P99 ms | predicted P50 / P90 / P99 ms |",
         "|---|---|---|---|",
     ]
@@ -96,12 +98,13 @@ def _cpu_section() -> list[str]:
     return [
         *lines,
         "",
-        "One replay per workload per run. Measured TTFTs of identical requests move 10-25% between runs on this",
-        "shared VM (poisson-low P50: 82, 89, 101 ms in three runs), so the errors above are at the noise level;",
-        "a sound figure needs repeated runs and medians, which is not done yet. An earlier run, before mixed",
-        "iterations were added to the microbenchmark, gave 0.9% / 4.0% / 3.1%. The small-KV preemption workload",
-        "is chaotic on the real engine (measured P50 104 ms, 434 ms with another process running, 2,143 ms,",
-        "671 ms in successive runs); vLLM's own counter showed 13 preemptions where ttftsim had 14.",
+        "Measured TTFTs of identical requests move 10-25% between runs on this shared VM (poisson-low P50: 82,",
+        "89, 101 ms in single replays), so the latest run replays each workload three times (prompts salted per",
+        "replay, so no replay hits another's cache), pools them, and times the microbenchmark before and after",
+        "the replays. Single-replay runs above straddled the bar; an earlier run, before mixed iterations were",
+        "added to the microbenchmark, gave 0.9% / 4.0% / 3.1%. The small-KV preemption workload stays the",
+        "outlier and is unstable on the real engine itself (single-replay P50 104, 2,143, 671 ms); vLLM's own",
+        "counter showed 13 preemptions in one replay where ttftsim has 14.",
         "",
     ]
 

@@ -34,6 +34,7 @@ ROOT = HERE.parents[1]
 WORK = ROOT / ".venv-vllm-cpu" / "ttftsim-work"
 VLLM_PYTHON = ROOT / ".venv-vllm-cpu" / "bin" / "python"
 RESULTS = HERE / "results.json"
+REPEATS = 3  # replays of each workload, pooled: the machine's speed drifts from run to run
 
 ENGINES = {
     "main": {"block_size": 32, "max_num_batched_tokens": 512, "max_num_seqs": 32, "max_model_len": 2048},
@@ -171,21 +172,22 @@ def run_real_engine(model_dir: Path) -> dict[str, Any]:
         requests = open_loop_requests(
             scenario(name, model_dir).workload, WorkloadContext(np.random.default_rng(7), ROOT)
         )
-        plan["workloads"].append(
-            {
-                "name": name,
-                "engine": WORKLOADS[name][0],
-                "requests": [
-                    {
-                        "id": r.request_id,
-                        "arrival_s": r.arrival_s,
-                        "prompt": token_ids(r, index),
-                        "output_tokens": r.output_tokens,
-                    }
-                    for r in requests
-                ],
-            }
-        )
+        for repeat in range(REPEATS):  # salted ids: a repeat never hits the cache of an earlier one
+            plan["workloads"].append(
+                {
+                    "name": f"{name}#{repeat}",
+                    "engine": WORKLOADS[name][0],
+                    "requests": [
+                        {
+                            "id": r.request_id,
+                            "arrival_s": r.arrival_s,
+                            "prompt": token_ids(r, index + 100 * repeat),
+                            "output_tokens": r.output_tokens,
+                        }
+                        for r in requests
+                    ],
+                }
+            )
     (WORK / "plan.json").write_text(json.dumps(plan))
     subprocess.run(
         [str(VLLM_PYTHON), str(HERE / "run_engine.py"), str(WORK / "plan.json"), str(WORK / "measured.json")],
@@ -209,7 +211,7 @@ def main() -> int:
     cost = fit_step_cost(measured["engines"]["main"]["microbenchmark"])
     rows = []
     for name, (engine_name, _) in WORKLOADS.items():
-        real = [r for r in measured["workloads"][name] if "first_token_s" in r]
+        real = [r for k in range(REPEATS) for r in measured["workloads"][f"{name}#{k}"] if "first_token_s" in r]
         real_ttft = np.array([r["first_token_s"] - r["arrival_s"] for r in real])
         blocks = measured["engines"][engine_name]["num_gpu_blocks"]
         sim = simulate(scenario(name, model_dir, blocks, cost)).requests
