@@ -84,7 +84,7 @@ def _cpu_section() -> list[str]:
     lines += [f"| {q.upper()} | {s['median_ape']:.1%} | {s['max_ape']:.1%} |" for q, s in data["summary"].items()]
     lines += [
         "",
-        "Every run so far (same method; the machine is shared and its speed drifts between runs):",
+        "Every run so far (the 12:18 and 12:26 runs replayed each workload once):",
         "",
         "| run | P50 median APE | P90 median APE | P99 median APE |",
         "|---|---|---|---|",
