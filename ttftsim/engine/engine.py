@@ -52,8 +52,6 @@ class Engine:
         self.closed_form_decode = closed_form_decode and cfg.kv_cache_mode != "none"
         self.scheduler = Scheduler(cfg, self.kv, use_cohort=self.closed_form_decode)
         self.num_blocks = num_blocks
-        self.busy_s = 0.0
-        self.num_steps = 0
         self._wakeup = env.event()
         self._run: tuple[float, Any, Any] | None = None  # (start, cumulative ends, durations) of a decode run
         self._feed: deque[Request] = deque()  # open-loop arrivals the engine pulls itself, in time order
@@ -69,7 +67,6 @@ class Engine:
     def submit(self, req: Request, waiter: simpy.Event | None = None) -> RequestState:
         state = RequestState(req)
         state.waiter = waiter
-        self.recorder.arrived()
         reason = self._rejection(req)
         if reason:
             state.status, state.rejected_reason = "rejected", reason
@@ -202,8 +199,6 @@ class Engine:
             self.scheduler.rebuild_cohort()
 
     def _record_step(self, start: float, duration: float, tokens: int, steps: int) -> None:
-        self.busy_s += duration
-        self.num_steps += steps
         self.recorder.step(
             (
                 start,

@@ -21,7 +21,7 @@ from ttftsim.engine.cohort import DecodeCohort
 from ttftsim.engine.queues import WaitingQueue, make_queue
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import NO_HIT, KVCacheManager
-from ttftsim.perf.batch import BatchShape
+from ttftsim.perf.batch import BatchShape, BatchShapeBuilder
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,34 +38,6 @@ class StepPlan:
     @property
     def is_empty(self) -> bool:
         return not self.scheduled and not self.cohort_steps
-
-
-class _ShapeBuilder:
-    """Accumulates a BatchShape without allocating one object per sequence."""
-
-    __slots__ = ("d_kv", "d_seqs", "p_kv", "p_pairs", "p_seqs", "p_tokens", "sampled")
-
-    def __init__(self) -> None:
-        self.p_seqs = self.p_tokens = self.p_pairs = self.p_kv = self.d_seqs = self.d_kv = self.sampled = 0
-
-    def add(self, new: int, ctx: int, samples: bool) -> None:
-        if new == 1 and ctx > 0:
-            self.d_seqs += 1
-            self.d_kv += ctx + 1
-        else:
-            self.p_seqs += 1
-            self.p_tokens += new
-            self.p_pairs += new * ctx + new * (new + 1) // 2
-            self.p_kv += ctx + new
-        self.sampled += samples
-
-    def add_decodes(self, seqs: int, kv_tokens: int) -> None:
-        self.d_seqs += seqs
-        self.d_kv += kv_tokens
-        self.sampled += seqs
-
-    def build(self) -> BatchShape:
-        return BatchShape(self.p_seqs, self.p_tokens, self.p_pairs, self.p_kv, self.d_seqs, self.d_kv, self.sampled)
 
 
 class Scheduler:
@@ -93,7 +65,7 @@ class Scheduler:
         return min(remaining, budget)
 
     def schedule(self, now: float) -> StepPlan:
-        shape = _ShapeBuilder()
+        shape = BatchShapeBuilder()
         scheduled: list[tuple[RequestState, int]] = []
         preempted: list[RequestState] = []
         budget = self._schedule_cohort_step(scheduled, preempted, shape) if self.use_cohort else -1
@@ -120,7 +92,7 @@ class Scheduler:
         return asks if self.cohort.size + used <= budget else None
 
     def _schedule_cohort_step(
-        self, scheduled: list[tuple[RequestState, int]], preempted: list[RequestState], shape: _ShapeBuilder
+        self, scheduled: list[tuple[RequestState, int]], preempted: list[RequestState], shape: BatchShapeBuilder
     ) -> int:
         """Schedule every running request at once; -1 when only the per-request loop can decide."""
         budget = self.cfg.max_num_batched_tokens
@@ -186,7 +158,7 @@ class Scheduler:
         budget: int,
         scheduled: list[tuple[RequestState, int]],
         preempted: list[RequestState],
-        shape: _ShapeBuilder,
+        shape: BatchShapeBuilder,
     ) -> int:
         running, kv, index = self.running, self.kv, 0
         while index < len(running) and budget > 0:
@@ -233,7 +205,7 @@ class Scheduler:
     # ---- admission ----
 
     def _admit_waiting(
-        self, now: float, budget: int, scheduled: list[tuple[RequestState, int]], shape: _ShapeBuilder
+        self, now: float, budget: int, scheduled: list[tuple[RequestState, int]], shape: BatchShapeBuilder
     ) -> None:
         kv, cfg = self.kv, self.cfg
         while len(self.waiting) and budget > 0 and len(self.running) < cfg.max_num_seqs:

@@ -67,10 +67,6 @@ class Recorder:
         self.itl_weights: list[NDArray[np.float64]] = []
         self._itl_scalar: list[float] = []
         self._itl_scalar_weight: list[float] = []
-        self.num_arrived = 0
-
-    def arrived(self) -> None:
-        self.num_arrived += 1
 
     def step(self, row: tuple[float, float, int, int, int, int, float, int]) -> None:
         self.steps.append(row)

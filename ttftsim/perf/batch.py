@@ -37,41 +37,37 @@ class BatchShape:
     ) -> BatchShape:
         """Build from per-sequence counts. By default every sequence samples a token (a final chunk or
         a decode); pass num_sampled for batches with partial prefill chunks."""
-        shape = cls()
+        builder = BatchShapeBuilder()
         for new, ctx in zip(new_tokens, context_tokens, strict=True):
-            shape = shape.plus(new, ctx)
-        sampled = len(new_tokens) if num_sampled is None else num_sampled
-        return shape.with_sampled(sampled)
+            builder.add(new, ctx, samples=False)
+        builder.sampled = len(new_tokens) if num_sampled is None else num_sampled
+        return builder.build()
 
-    def plus(self, new: int, ctx: int) -> BatchShape:
-        """This batch with one more sequence of `new` tokens after `ctx` cached ones."""
+
+class BatchShapeBuilder:
+    """Accumulates a BatchShape sequence by sequence without allocating one object per sequence."""
+
+    __slots__ = ("d_kv", "d_seqs", "p_kv", "p_pairs", "p_seqs", "p_tokens", "sampled")
+
+    def __init__(self) -> None:
+        self.p_seqs = self.p_tokens = self.p_pairs = self.p_kv = self.d_seqs = self.d_kv = self.sampled = 0
+
+    def add(self, new: int, ctx: int, samples: bool) -> None:
+        """One sequence with `new` tokens after `ctx` cached ones; one new token after a context is a decode."""
         if new == 1 and ctx > 0:
-            return BatchShape(
-                self.num_prefill_seqs,
-                self.prefill_tokens,
-                self.prefill_attn_pairs,
-                self.prefill_kv_tokens,
-                self.num_decode_seqs + 1,
-                self.decode_kv_tokens + ctx + 1,
-                self.num_sampled,
-            )
-        return BatchShape(
-            self.num_prefill_seqs + 1,
-            self.prefill_tokens + new,
-            self.prefill_attn_pairs + new * ctx + new * (new + 1) // 2,
-            self.prefill_kv_tokens + ctx + new,
-            self.num_decode_seqs,
-            self.decode_kv_tokens,
-            self.num_sampled,
-        )
+            self.d_seqs += 1
+            self.d_kv += ctx + 1
+        else:
+            self.p_seqs += 1
+            self.p_tokens += new
+            self.p_pairs += new * ctx + new * (new + 1) // 2
+            self.p_kv += ctx + new
+        self.sampled += samples
 
-    def with_sampled(self, num_sampled: int) -> BatchShape:
-        return BatchShape(
-            self.num_prefill_seqs,
-            self.prefill_tokens,
-            self.prefill_attn_pairs,
-            self.prefill_kv_tokens,
-            self.num_decode_seqs,
-            self.decode_kv_tokens,
-            num_sampled,
-        )
+    def add_decodes(self, seqs: int, kv_tokens: int) -> None:
+        self.d_seqs += seqs
+        self.d_kv += kv_tokens
+        self.sampled += seqs
+
+    def build(self) -> BatchShape:
+        return BatchShape(self.p_seqs, self.p_tokens, self.p_pairs, self.p_kv, self.d_seqs, self.d_kv, self.sampled)
