@@ -6,8 +6,8 @@ blocks are appended in reverse order, so the tail of a chain is evicted before i
 free block takes it out of the queue ("touch"). Block ids run 0..num_blocks-1 and start in id order.
 
 Invariant: a block is in the free queue iff its ref count is 0; num_free + blocks held == num_blocks.
-The hash map holds at most one block per hash and only blocks that still carry that hash (eviction
-removes the entry), so it never grows beyond the pool.
+The hash map holds at most one block per hash, and cached[h] == b implies block_hash[b] == h (eviction
+removes the entry), so every entry is a valid hit and the map never grows beyond the pool.
 """
 
 from __future__ import annotations
@@ -94,17 +94,15 @@ class BlockPool:
             block, block_hash = blocks[index], hashes[index]
             if owner[block] is None:
                 owner[block] = block_hash
-                current = cached.get(block_hash)
-                if current is None or owner[current] != block_hash:
-                    cached[block_hash] = block
+                cached.setdefault(block_hash, block)  # a duplicate of a cached block stays unmapped
 
     def lookup(self, hashes: Sequence[int], limit: int | None = None) -> list[int]:
         """Blocks of the longest cached prefix of `hashes` (of its first `limit` entries)."""
         hits = []
-        owner, cached = self.block_hash, self.cached
+        cached = self.cached
         for block_hash in hashes[:limit] if limit is not None and limit < len(hashes) else hashes:
             block = cached.get(block_hash)
-            if block is None or owner[block] != block_hash:
+            if block is None:
                 break
             hits.append(block)
         return hits
@@ -115,6 +113,9 @@ class BlockPool:
         for block, refs in enumerate(self.ref_counts):
             if refs < 0 or (refs == 0) != (block in free):
                 raise AssertionError(f"block {block}: ref count {refs}, in free queue {block in free}")
+        for block_hash, block in self.cached.items():
+            if self.block_hash[block] != block_hash:
+                raise AssertionError(f"hash map points at block {block}, which no longer holds that hash")
 
     def count_free_among(self, blocks: Iterable[int]) -> int:
         return sum(1 for block in blocks if self.ref_counts[block] == 0)
