@@ -12,14 +12,15 @@ def test_allocation_takes_lowest_free_ids_first() -> None:
     assert pool.allocate(2) == [0, 1]
     assert pool.allocate(3) == [2, 3, 4]
     assert pool.num_free == 1
-    assert pool.ref_counts == [1, 1, 1, 1, 1, 0]
+    assert pool.ref_counts == [1, 1, 1, 1, 1]  # ids are minted as blocks leave the initial run
+    assert pool.free_order() == [-1]
 
 
 def test_freed_chain_is_appended_tail_first_so_its_tail_is_evicted_first() -> None:
     pool = BlockPool(5)
     chain = pool.allocate(3)  # [0, 1, 2]
     pool.free(chain)
-    assert pool.free_order() == [3, 4, 2, 1, 0]
+    assert pool.free_order() == [-1, -1, 2, 1, 0]  # blocks 3 and 4 never had an id yet
     assert pool.allocate(3) == [3, 4, 2]
 
 
@@ -31,7 +32,7 @@ def test_touch_removes_cached_free_block_from_queue_and_counts_refs() -> None:
     assert pool.lookup([111, 222, 333]) == [0, 1]
     pool.touch([0, 1])
     assert pool.ref_counts[:2] == [1, 1]
-    assert pool.free_order() == [2, 3]
+    assert pool.free_order() == [-1, -1]
     pool.touch([0])
     assert pool.ref_counts[0] == 2
 
@@ -76,16 +77,16 @@ def test_allocate_refuses_without_side_effects_and_counts_free_hit_blocks() -> N
     hit = kv.find_cached(2, [(5, 48)], 48)
     assert hit.blocks == (0, 1)
     assert not kv.allocate(2, 48 + 48, hit)  # 2 hit blocks (free, so they count) + 4 new > 4
-    assert kv.pool.num_free == 4 and kv.pool.ref_counts == [0, 0, 0, 0]
+    assert kv.pool.num_free == 4 and kv.pool.ref_counts == [0, 0]
     assert kv.allocate(2, 48, hit)
-    # free queue was [2, 3, 1, 0]; touching the hits leaves [2, 3]: the new block is 2
+    # free queue was [anonymous x2, 1, 0]; touching the hits leaves the two: the new block is 2
     assert kv.blocks[2] == [0, 1, 2]
 
 
 def test_static_mode_reserves_max_model_len() -> None:
     kv = KVCacheManager(num_blocks=10, block_size=16, mode="static", max_model_len=64)
     assert kv.allocate(1, 5)
-    assert len(kv.blocks[1]) == 4
+    assert kv.num_held(1) == 4 and kv.blocks[1] == []  # no caching: anonymous blocks
     assert kv.allocate(2, 5)
     assert not kv.allocate(3, 5)  # 2 left < 4
     kv.free(1)

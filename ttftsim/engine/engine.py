@@ -72,6 +72,8 @@ class Engine:
             state.status, state.rejected_reason = "rejected", reason
             self._end(state, "rejected")
             return state
+        if req.private:
+            self.kv.mark_private(req.request_id)
         self.scheduler.waiting.add(state)
         if not self._wakeup.triggered:
             self._wakeup.succeed()
@@ -217,7 +219,7 @@ class Engine:
         state.num_computed += new
         if state.first_token_s < 0:
             state.prefill_s += duration
-        if self.kv.caching:
+        if self.kv.caching and not state.req.private:
             self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
         if state.num_computed < state.num_tokens:
             return
@@ -264,7 +266,7 @@ class Engine:
                 self._finish(state)
 
     def _finish(self, state: RequestState) -> None:
-        if self.kv.caching:
+        if self.kv.caching and not state.req.private:
             self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
         self.scheduler.running.remove(state)
         if state in self.scheduler.prefilling:
@@ -325,8 +327,7 @@ class Engine:
         self._record_step(start, float(ends[done - 1]), cohort.size * done, done)
         if self.cfg.kv_cache_mode == "paged":
             for step in range(2, done + 1):
-                for member in cohort.due(cohort.clock + step - 1):
-                    self.kv.append_block(member.rid)
+                self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
         self.recorder.itl_run(durations[:done], cohort.size)
         if self._awaiting_visible:
             self._mark_visible(start + ends[:done])
@@ -349,5 +350,4 @@ class Engine:
             self._apply_run(start, ends, durations, done)
         if 0 < done < len(ends) and self.cfg.kv_cache_mode == "paged":  # step 1 got its blocks when scheduled
             cohort = self.scheduler.cohort
-            for member in cohort.due(cohort.clock):
-                self.kv.append_block(member.rid)
+            self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock)])

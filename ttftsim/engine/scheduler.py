@@ -108,6 +108,22 @@ class Scheduler:
                 return -1
             growth += [(member.admit_seq, member, 0) for member in due]
             growth.sort(key=_position)
+            if needed <= self.kv.pool.num_free:  # every allocation succeeds: no preemption to decide
+                self._allocate_all(growth)
+                growth = []
+        gone = self._allocate_or_preempt(growth, preempted)
+        for state, new in asks:
+            if new and state.rid not in gone:
+                scheduled.append((state, new))
+                shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
+        shape.add_decodes(self.cohort.size, self.cohort.kv_tokens)
+        return budget - self.cohort.size - sum(new for _, new in scheduled)
+
+    def _allocate_or_preempt(
+        self, growth: list[tuple[int, RequestState, int]], preempted: list[RequestState]
+    ) -> set[int]:
+        """Blocks for each entry in running order, preempting from the tail when they run out; the ids of
+        the preempted."""
         gone: set[int] = set()
         for _, state, tokens in growth:
             if state.rid in gone:
@@ -118,12 +134,19 @@ class Scheduler:
                 preempted.append(victim)
                 if victim is state:
                     break
-        for state, new in asks:
-            if new and state.rid not in gone:
-                scheduled.append((state, new))
-                shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
-        shape.add_decodes(self.cohort.size, self.cohort.kv_tokens)
-        return budget - self.cohort.size - sum(new for _, new in scheduled)
+        return gone
+
+    def _allocate_all(self, growth: list[tuple[int, RequestState, int]]) -> None:
+        """Blocks for every entry in running order, known to fit: decodes in bulk between prefills."""
+        decodes: list[int] = []
+        for _, state, tokens in growth:
+            if not tokens:
+                decodes.append(state.rid)
+                continue
+            self.kv.append_blocks(decodes)
+            decodes = []
+            self.kv.allocate(state.rid, tokens)
+        self.kv.append_blocks(decodes)
 
     def _preempt_tail(self) -> RequestState:
         """FCFS victim: the last running request, out of the cohort or the prefilling list."""
@@ -195,7 +218,7 @@ class Scheduler:
 
     def _preempt(self, state: RequestState) -> None:
         if self.kv.caching:
-            self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
+            self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed, preempting=True)
         self.kv.free(state.rid)
         state.num_computed = 0
         state.status = "preempted"

@@ -31,7 +31,13 @@ NO_HIT = CacheHit()
 
 
 class KVCacheManager:
-    """Block tables by request id. Invariant: the blocks of all live requests are exactly the held blocks."""
+    """Block tables by request id: identified blocks (ids, a prefix of the table) then anonymous ones (a
+    count; see block_pool). Invariant: the blocks of all live requests are exactly the held blocks.
+
+    A private request (mark_private: no other request can share its content) takes anonymous blocks and
+    is not hashed as it runs: nothing but itself could ever hit its blocks, and only after it is
+    preempted, so its full blocks get ids and hashes then (cache_full_blocks(..., preempting=True)). Its
+    re-admission finds them exactly as vLLM, which hashes every block as it fills, would."""
 
     def __init__(
         self, num_blocks: int, block_size: int, mode: str = "paged", enable_caching: bool = True, max_model_len: int = 0
@@ -41,6 +47,8 @@ class KVCacheManager:
         self.pool = BlockPool(num_blocks, enable_caching and mode == "paged")
         self._static_blocks = -(-max_model_len // block_size)
         self.blocks: dict[int, list[int]] = {}
+        self.anonymous: dict[int, int] = {}
+        self._private: set[int] = set()
         self._hashes: dict[int, list[int]] = {}
         self._num_hashed: dict[int, int] = {}
         self.query_tokens = 0
@@ -53,9 +61,19 @@ class KVCacheManager:
     def usage(self) -> float:
         return self.pool.usage()
 
+    def mark_private(self, request_id: int) -> None:
+        """No other request can share this one's content (its first content id is its own)."""
+        self._private.add(request_id)
+
+    def _is_anonymous(self, request_id: int) -> bool:
+        return not self.caching or request_id in self._private
+
+    def num_held(self, request_id: int) -> int:
+        return len(self.blocks.get(request_id, ())) + self.anonymous.get(request_id, 0)
+
     def find_cached(self, request_id: int, segments: Sequence[Segment], num_tokens: int) -> CacheHit:
         """Longest cached prefix of a request about to be admitted (at most num_tokens - 1 tokens)."""
-        if not self.caching:
+        if not self.caching or (request_id in self._private and request_id not in self._hashes):
             return NO_HIT
         usable = (num_tokens - 1) // self.block_size
         hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, usable)
@@ -73,20 +91,27 @@ class KVCacheManager:
         when the free queue cannot supply them (or cannot cover reserve_tokens, for full-prompt admission)."""
         if self.mode == "none":
             return True
-        held = self.blocks.get(request_id)
+        live = request_id in self.blocks
         if self.mode == "static":
-            return held is not None or self._allocate_new(request_id, self._static_blocks, hit)
-        have = len(held) if held is not None else len(hit.blocks)
+            return live or self._allocate_new(request_id, self._static_blocks, hit)
+        have = self.num_held(request_id) if live else len(hit.blocks)
         needed = -(-num_tokens_after // self.block_size) - have
         reserve = -(-reserve_tokens // self.block_size) - have
-        available = self.pool.num_free - (self.pool.count_free_among(hit.blocks) if held is None else 0)
+        available = self.pool.num_free - (0 if live else self.pool.count_free_among(hit.blocks))
         if max(needed, reserve) > available:
             return False
-        if held is None:
+        if not live:
             return self._allocate_new(request_id, max(needed, 0), hit)
         if needed > 0:
-            held.extend(self.pool.allocate(needed))
+            self._grow(request_id, needed)
         return True
+
+    def _grow(self, request_id: int, count: int) -> None:
+        if self._is_anonymous(request_id):
+            self.pool.take_anonymous(count)
+            self.anonymous[request_id] += count
+        else:
+            self.blocks[request_id].extend(self.pool.allocate(count))
 
     def append_block(self, request_id: int) -> bool:
         """One more block for a running request whose next token starts a new block; False if none free."""
@@ -94,40 +119,70 @@ class KVCacheManager:
             return True
         if not self.pool.num_free:
             return False
-        self.blocks[request_id].append(self.pool.allocate_one())
+        self._grow(request_id, 1)
         return True
+
+    def append_blocks(self, request_ids: list[int]) -> None:
+        """append_block for each request in order, when the free queue is known to cover them all; a
+        stretch of anonymous requests takes its blocks in one go."""
+        if self.mode != "paged":
+            return
+        private, anonymous, pending = self._private, self.anonymous, 0
+        for request_id in request_ids:
+            if request_id in private or not self.caching:
+                anonymous[request_id] += 1
+                pending += 1
+                continue
+            if pending:
+                self.pool.take_anonymous(pending)
+                pending = 0
+            self.blocks[request_id].extend(self.pool.allocate(1))
+        if pending:
+            self.pool.take_anonymous(pending)
 
     def blocks_needed(self, request_id: int, num_tokens_after: int) -> int:
         """New blocks a running request needs to hold num_tokens_after tokens (paged mode)."""
-        return max(0, -(-num_tokens_after // self.block_size) - len(self.blocks.get(request_id, ())))
+        return max(0, -(-num_tokens_after // self.block_size) - self.num_held(request_id))
 
     def _allocate_new(self, request_id: int, count: int, hit: CacheHit) -> bool:
         if count > self.pool.num_free - self.pool.count_free_among(hit.blocks):
             return False
         self.pool.touch(hit.blocks)
-        self.blocks[request_id] = [*hit.blocks, *self.pool.allocate(count)]
+        self.blocks[request_id] = list(hit.blocks)
+        self.anonymous[request_id] = 0
+        self._grow(request_id, count)
         self._num_hashed[request_id] = len(hit.blocks)
         return True
 
-    def cache_full_blocks(self, request_id: int, segments: Sequence[Segment], num_computed: int) -> None:
-        """Hash and register the request's blocks that are full after num_computed tokens."""
-        if not self.caching:
+    def cache_full_blocks(
+        self, request_id: int, segments: Sequence[Segment], num_computed: int, preempting: bool = False
+    ) -> None:
+        """Hash and register the request's blocks that are full after num_computed tokens (a private
+        request's only when it is being preempted)."""
+        if not self.caching or (request_id in self._private and not preempting):
             return
         full = num_computed // self.block_size
         done = self._num_hashed.get(request_id, 0)
         if full <= done:
             return
+        ids = self.blocks[request_id]
+        if full > len(ids):  # a private request's anonymous full blocks get ids
+            count = full - len(ids)
+            ids.extend(self.pool.identify(count))
+            self.anonymous[request_id] -= count
         hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, full)
-        self.pool.cache_blocks(self.blocks[request_id], hashes, done, full)
+        self.pool.cache_blocks(ids, hashes, done, full)
         self._num_hashed[request_id] = full
 
     def free(self, request_id: int) -> None:
-        """Release a finished or preempted request's blocks (they stay cached until evicted)."""
+        """Release a finished or preempted request's blocks, last first (they stay cached until evicted)."""
         held = self.blocks.pop(request_id, None)
         if held is not None:
+            self.pool.free_anonymous(self.anonymous.pop(request_id))
             self.pool.free(held)
         self._num_hashed.pop(request_id, None)
 
     def forget(self, request_id: int) -> None:
         """Drop a finished request's memoised hashes."""
         self._hashes.pop(request_id, None)
+        self._private.discard(request_id)

@@ -54,6 +54,7 @@ def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext) -> list[R
             int(o),
             (*shared, (ctx.content.new(), int(p))),
             int(prio),
+            private=not shared,
         )
         for t, p, o, prio in zip(times, prompts, outputs, priorities, strict=True)
     ]
@@ -115,7 +116,10 @@ def closed_loop_client(
         output = int(sample_lengths(spec.output_tokens, ctx.rng, 1, ctx.base)[0])
         segments = (*shared, (ctx.content.new(), prompt))
         done = env.event()
-        submit(Request(next(ctx.request_ids), env.now, spec.shared_prefix_tokens + prompt, output, segments), done)
+        request = Request(
+            next(ctx.request_ids), env.now, spec.shared_prefix_tokens + prompt, output, segments, private=not shared
+        )
+        submit(request, done)
         yield done
         if loop.think_time_s:
             yield env.timeout(loop.think_time_s)

@@ -95,5 +95,5 @@ def load_trace(spec: TraceWorkload, base: Path, rng: np.random.Generator, conten
             segments = tuple(_mooncake_segments(list(hash_lists[i]), prompt, shared_ids, content))
         else:
             segments = ((content.new(), prompt),)
-        requests.append(Request(i, float(arrivals[i]), prompt, int(outputs[i]), segments))
+        requests.append(Request(i, float(arrivals[i]), prompt, int(outputs[i]), segments, private=hash_lists is None))
     return requests
