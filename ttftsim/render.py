@@ -23,7 +23,8 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
     )
     console.print(
         f"requests: {counts['arrived']:,} arrived, {counts['finished']:,} finished, {counts['rejected']:,} rejected, "
-        f"{counts['in_flight']:,} in flight; {counts['preemptions']:,} preemptions"
+        f"{counts['failed']:,} failed, {counts['aborted']:,} aborted, {counts['in_flight']:,} in flight; "
+        f"{counts['preemptions']:,} preemptions"
     )
     table = Table("metric (ms)", "mean", "P50", "P90", "P99", "P99.9")
     for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
@@ -43,9 +44,29 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
     if "slo" in summary:
         verdict = "[green]met[/]" if summary["slo"]["met"] else "[red]NOT met[/]"
         console.print(f"SLO TTFT P99 <= {summary['slo']['ttft_p99_s'] * 1e3:.0f} ms: {verdict}")
+    if "cluster" in summary:
+        _render_cluster(console, summary["cluster"])
     sim = summary["simulation"]
     console.print(
         f"[dim]simulated {sim['sim_end_s']:.1f} s ({sim['iterations']:,} iterations) in {sim['wall_s']:.2f} s[/]"
+    )
+
+
+def _render_cluster(console: Console, cluster: dict[str, Any]) -> None:
+    cold = cluster["cold_start_s"]
+    cold_text = f"{cold['count']} cold starts (median {cold['median']:.0f} s)" if cold["count"] else "no cold starts"
+    per_million = cluster["cost_per_million_output_tokens_usd"]
+    console.print(
+        f"cluster: up to {cluster['max_ready_replicas']} ready replicas, {cluster['pods_created']} pods created, "
+        f"{cold_text}, {cluster['scale_events']} HPA scale events; "
+        f"{cluster['retried_requests']:,} requests retried, {cluster['failed_requests']:,} failed"
+    )
+    violation = cluster["slo_violation_minutes"]
+    console.print(
+        f"cost: ${cluster['cost_usd']:,.2f} ({cluster['gpu_hours']:.2f} GPU-hours"
+        + (f", ${per_million:.2f} per million output tokens" if per_million is not None else "")
+        + ")"
+        + (f"; SLO-violation minutes: {violation:.1f}" if violation is not None else "")
     )
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
+from ttftsim.cluster.run import ClusterReport, cluster_report, run_cluster
 from ttftsim.config.engine import ResolvedEngine, resolve_engine
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.loading import load_file
@@ -61,6 +62,7 @@ class SimulationResult:
     sim_end_s: float
     wall_s: float
     final_gauges: dict[str, float]
+    cluster: ClusterReport | None = None
 
     def summary(self) -> dict[str, Any]:
         """Summary with the configuration that produced it."""
@@ -82,6 +84,8 @@ class SimulationResult:
             "memory_plan_bytes": asdict(memory) if memory else None,
             "seed": self.seed,
         }
+        if self.cluster is not None:
+            summary["cluster"] = self._cluster_summary(self.cluster)
         summary["simulation"] = {
             "sim_end_s": self.sim_end_s,
             "wall_s": self.wall_s,
@@ -89,8 +93,40 @@ class SimulationResult:
         }
         return summary
 
+    def _cluster_summary(self, report: ClusterReport) -> dict[str, Any]:
+        spec = self.scenario.cluster
+        assert spec is not None
+        pods = report.pods
+        cold = pods[(pods["created_s"] > 0) & pods["ready_s"].notna()]
+        output_tokens = float(self.requests["generated_tokens"].sum())
+        target = self.scenario.slo.ttft_p99_s or self.scenario.slo.ttft_s
+        return {
+            **report.cost,
+            "cost_per_million_output_tokens_usd": report.cost["cost_usd"] / output_tokens * 1e6
+            if output_tokens
+            else None,
+            "slo_violation_minutes": (
+                report.slo_violation_minutes(self.requests, target, spec.slo_window_s) if target else None
+            ),
+            "pods_created": len(pods),
+            "cold_start_s": {
+                "count": len(cold),
+                "median": float((cold["ready_s"] - cold["created_s"]).median()) if len(cold) else None,
+                "max": float((cold["ready_s"] - cold["created_s"]).max()) if len(cold) else None,
+            },
+            "max_ready_replicas": int(report.series["pods_ready"].max()) if len(report.series) else 0,
+            "scale_events": int((report.hpa["desired"] != report.hpa["current"]).sum()) if len(report.hpa) else 0,
+            "retried_requests": int((self.requests["attempts"] > 1).sum()),
+            "failed_requests": int((self.requests["status"] == "failed").sum()),
+            "faults": report.faults,
+        }
+
     def time_series(self) -> pd.DataFrame:
-        return time_series(self.requests, self.steps, self.scenario.metrics_window_s)
+        frame = time_series(self.requests, self.steps, self.scenario.metrics_window_s)
+        if self.cluster is None or not len(self.cluster.series):
+            return frame
+        series = self.cluster.series.rename(columns={"time_s": "window_start_s"})
+        return frame.merge(series, on="window_start_s", how="outer").sort_values("window_start_s")
 
     def prometheus(self) -> str:
         return exposition(
@@ -187,6 +223,8 @@ def simulate(
     through a source process: both are reference paths that must give the same results."""
     started = time.perf_counter()
     replica = build_replica(scenario, base, source)
+    if scenario.cluster is not None:
+        return _simulate_cluster(scenario, base, seed, replica, source, started)
     env = simpy.Environment()
     recorder = Recorder(replica.engine.frontend_overhead_s)
     engine = Engine(
@@ -248,3 +286,40 @@ def _ticker(env: simpy.Environment, expected: float, progress: Progress) -> Gene
     while env.now < expected:
         yield env.timeout(step)
         progress(min(1.0, env.now / expected))
+
+
+def _simulate_cluster(
+    scenario: Scenario, base: Path, seed: int | None, replica: Replica, source: str, started: float
+) -> SimulationResult:
+    run_seed = scenario.seed if seed is None else seed
+    recorder = Recorder(replica.engine.frontend_overhead_s)
+    cluster, end = run_cluster(scenario, base, run_seed, recorder, source)
+    requests = recorder.requests_frame()
+    requests["attempts"] = requests["request_id"].map(cluster.attempts).fillna(1).astype("int64")
+    if scenario.cluster is not None and scenario.cluster.disaggregation is not None:
+        requests["prefill_done_s"] = requests["request_id"].map(cluster.prefill_done_s).astype("float64")
+        requests["kv_transfer_s"] = requests["request_id"].map(cluster.kv_transfer_s).astype("float64")
+    engines = [pod.engine for pod in cluster.pods if pod.engine is not None]
+    itl_values, itl_weights = recorder.itl_samples()
+    live = [e for pod, e in ((p, p.engine) for p in cluster.pods) if e is not None and pod.state == "ready"]
+    gauges = {
+        "num_requests_running": float(sum(len(e.scheduler.running) for e in live)),
+        "num_requests_waiting": float(sum(len(e.scheduler.waiting) for e in live)),
+        "kv_cache_usage_perc": float(np.mean([e.kv.usage() for e in live])) if live else 0.0,
+    }
+    steps = pd.concat([recorder.steps_frame(), cluster.prefill_recorder.steps_frame()], ignore_index=True)
+    return SimulationResult(
+        scenario,
+        run_seed,
+        replica,
+        requests,
+        steps.sort_values("time_s", kind="stable").reset_index(drop=True),
+        itl_values,
+        itl_weights,
+        sum(e.kv.query_tokens for e in engines),
+        sum(e.kv.hit_tokens for e in engines),
+        end,
+        time.perf_counter() - started,
+        gauges,
+        cluster_report(cluster),
+    )

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ttftsim.config.base import StrictModel
+from ttftsim.config.cluster import Cluster
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.workload import Workload
 
@@ -65,3 +66,6 @@ class Scenario(StrictModel):
         default=None, description="Use measured iteration costs instead of the roofline model"
     )
     metrics_window_s: float = Field(default=10.0, gt=0, description="Time-series window, seconds")
+    cluster: Cluster | None = Field(
+        default=None, description="Node pools, pods, autoscaling, routing and faults; None = one replica"
+    )

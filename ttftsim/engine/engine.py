@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,8 @@ class Engine:
         self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
         self.first_visible_token = first_visible_token  # the client sees content with this token
         self._awaiting_visible: list[RequestState] = []  # cohort members whose visible token is still ahead
+        self.on_end: Callable[[RequestState, str], None] | None = None  # cluster: a request left this engine
+        self.on_first_token: Callable[[RequestState], None] | None = None  # cluster: the TTFT histogram
         self.process = env.process(self._loop())
 
     # ---- requests in and out ----
@@ -67,6 +69,7 @@ class Engine:
     def submit(self, req: Request, waiter: simpy.Event | None = None) -> RequestState:
         state = RequestState(req)
         state.waiter = waiter
+        state.submitted_s = self.env.now
         reason = self._rejection(req)
         if reason:
             state.status, state.rejected_reason = "rejected", reason
@@ -148,6 +151,8 @@ class Engine:
 
     def _end(self, state: RequestState, status: str) -> None:
         self.recorder.request(state, self.replica, status)
+        if self.on_end is not None:
+            self.on_end(state, status)
         if isinstance(state.waiter, simpy.Event) and not state.waiter.triggered:
             state.waiter.succeed(state)
 
@@ -162,9 +167,30 @@ class Engine:
             self.scheduler.waiting.add(state)
         return [*self.scheduler.running, *waiting]
 
+    def fail_all(self) -> list[RequestState]:
+        """The replica dies: stop its loop and hand back every request not yet ended (nothing recorded;
+        the caller retries or records them)."""
+        if self.process.is_alive:
+            self.process.interrupt("replica lost")
+        self._run = None
+        self._feed.clear()
+        sched = self.scheduler
+        sched.dissolve_cohort()
+        lost = list(sched.running)
+        while len(sched.waiting):
+            lost.append(sched.waiting.pop())
+        sched.running.clear()
+        return lost
+
     # ---- the loop ----
 
     def _loop(self) -> Generator[simpy.Event, Any, None]:
+        try:
+            yield from self._serve()
+        except simpy.Interrupt:  # fail_all: the replica is gone
+            return
+
+    def _serve(self) -> Generator[simpy.Event, Any, None]:
         while True:
             self._pull_arrivals()
             self._expire()
@@ -223,16 +249,7 @@ class Engine:
             self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
         if state.num_computed < state.num_tokens:
             return
-        end = self.env.now
-        if state.num_output == 0:
-            state.first_token_s = end
-        else:
-            self.recorder.itl(duration)
-        state.num_output += 1
-        if state.num_output == self.first_visible_token:
-            state.visible_s = end
-        elif state.num_output == 1:  # its visible token comes later, possibly inside the cohort
-            self._awaiting_visible.append(state)
+        self._emit_token(state, duration)
         if self.scheduler.recompute_all:
             state.num_computed = 0
         if state.num_output >= state.req.output_tokens:
@@ -240,6 +257,21 @@ class Engine:
         elif state.is_decoding and self.scheduler.use_cohort and state in self.scheduler.prefilling:
             self.scheduler.prefilling.remove(state)
             self.scheduler.cohort.join(state)
+
+    def _emit_token(self, state: RequestState, duration: float) -> None:
+        """A token sampled at the end of this iteration (the first, or one more of a stepping request)."""
+        end = self.env.now
+        if state.num_output == 0:
+            state.first_token_s = end
+            if self.on_first_token is not None:
+                self.on_first_token(state)
+        else:
+            self.recorder.itl(duration)
+        state.num_output += 1
+        if state.num_output == self.first_visible_token:
+            state.visible_s = end
+        elif state.num_output == 1:  # its visible token comes later, possibly inside the cohort
+            self._awaiting_visible.append(state)
 
     def _mark_visible(self, step_ends: Any) -> None:
         """Before the cohort advances over iterations ending at step_ends: members reaching their first

@@ -234,15 +234,18 @@ class Scheduler:
         while len(self.waiting) and budget > 0 and len(self.running) < cfg.max_num_seqs:
             state = self.waiting.peek()
             hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
-            new = self._chunk(state.num_tokens - hit.num_tokens, budget)
+            start = hit.num_tokens
+            if state.req.preloaded_tokens > start and state.num_preemptions == 0:  # KV sent by a prefill pod
+                hit, start = NO_HIT, state.req.preloaded_tokens
+            new = self._chunk(state.num_tokens - start, budget)
             if new == 0:
                 break
             reserve = state.num_tokens if cfg.reserve_full_prompt else 0
-            if not kv.allocate(state.rid, hit.num_tokens + new, hit, reserve):
+            if not kv.allocate(state.rid, start + new, hit, reserve):
                 break
             self.waiting.pop()
             kv.record_admission(state.num_tokens, hit.num_tokens)
-            self._admit(state, now, hit.num_tokens)
+            self._admit(state, now, start)
             scheduled.append((state, new))
             shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
             budget -= new

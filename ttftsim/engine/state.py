@@ -7,7 +7,7 @@ from typing import Literal
 from ttftsim.kvcache.hashing import Segment
 from ttftsim.workload.request import Request
 
-Status = Literal["waiting", "running", "preempted", "finished", "rejected", "aborted"]
+Status = Literal["waiting", "running", "preempted", "finished", "rejected", "aborted", "failed"]
 
 
 class RequestState:
@@ -33,6 +33,7 @@ class RequestState:
         "req",
         "rid",
         "status",
+        "submitted_s",
         "sync_clock",
         "visible_s",
         "waiter",
@@ -57,6 +58,7 @@ class RequestState:
         self.admit_seq = -1  # running-list order: admissions append, so order = admission sequence
         self.sync_clock = 0  # decode-cohort clock at which num_computed/num_output were last exact
         self.visible_s = -1.0  # when the client sees the first content (the first_visible_token-th token)
+        self.submitted_s = req.arrival_s  # when this engine got it (later than arrival after routing delays)
 
     @property
     def num_tokens(self) -> int:

@@ -68,6 +68,7 @@ def summarize(
             "rejected": int(status.get("rejected", 0)),
             "in_flight": int(status.get("in_flight", 0)),
             "aborted": int(status.get("aborted", 0)),
+            "failed": int(status.get("failed", 0)),
             "preemptions": int(requests["num_preemptions"].sum()),
         },
         "ttft_s": ttft,

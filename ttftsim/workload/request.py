@@ -21,6 +21,7 @@ class Request:
     session_id: int = -1
     output_content_id: int = -1  # content id of the generated tokens (a later turn's history reuses it)
     private: bool = False  # no other request shares its first content id, so none can share any block
+    preloaded_tokens: int = 0  # prompt tokens whose KV arrives from a prefill pod (disaggregated serving)
 
     def __post_init__(self) -> None:
         if self.output_content_id == -1:

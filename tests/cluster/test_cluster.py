@@ -1,0 +1,287 @@
+"""The cluster end to end with a known step cost: conservation under faults (hypothesis), a scale-out's
+cold-start timeline, the warm pool, the gateway holding requests while no replica is ready."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.factories import engine_config, request
+from ttftsim.cluster.cluster import ClusterSim, ReplicaBuild, Wrap
+from ttftsim.config.cluster import Cluster
+from ttftsim.engine.engine import Engine
+from ttftsim.metrics.recorder import Recorder
+from ttftsim.perf.linear import LinearStepModel
+from ttftsim.workload.request import Request
+from ttftsim.workload.sources import open_loop_source
+
+COST = LinearStepModel(0.005, 0.0002, 0.00001)
+NUM_BLOCKS = 200
+KV_BYTES_PER_TOKEN = 131072.0  # Llama-3-8B in bf16
+
+
+def builds(hardware: str) -> ReplicaBuild:
+    cfg = engine_config(max_num_seqs=8, max_num_batched_tokens=256)
+
+    def make(env: simpy.Environment, recorder: Recorder, index: int, wrap: Wrap | None) -> Engine:
+        return Engine(env, cfg, COST if wrap is None else wrap(COST), NUM_BLOCKS, recorder, replica=index)
+
+    return ReplicaBuild(make, 16e9, 1, False, "", KV_BYTES_PER_TOKEN)
+
+
+def run(spec: dict[str, Any], requests: list[Request], horizon: float | None, seed: int = 0) -> tuple[ClusterSim, Any]:
+    env = simpy.Environment()
+    recorder = Recorder(0.0)
+    cluster = ClusterSim(env, Cluster.model_validate(spec), builds, recorder, np.random.default_rng(seed), 10.0, 1)
+    feeder = env.process(open_loop_source(env, requests, cluster.route))
+    if horizon is not None:
+        env.run(until=horizon)
+    else:
+        while not (feeder.triggered and cluster.idle()):
+            env.run(until=env.now + 30)
+    cluster.close()
+    return cluster, recorder.requests_frame()
+
+
+FAST_POD = {"container_start_s": 1, "compile_s": 1, "compile_cached_s": 1, "graph_capture_s": 1, "warmup_s": 0}
+
+
+@st.composite
+def cluster_cases(draw: Any) -> dict[str, Any]:
+    count = draw(st.integers(1, 50))
+    times = sorted(draw(st.lists(st.floats(0, 60), min_size=count, max_size=count)))
+    requests = [
+        request(i, t + 1e-7 * np.pi, draw(st.integers(1, 300)), draw(st.integers(1, 40))) for i, t in enumerate(times)
+    ]
+    faults = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {"at_s": st.floats(0, 70), "kind": st.sampled_from(["node", "pod"]), "index": st.integers(0, 3)}
+            ),
+            max_size=3,
+        )
+    )
+    spec: dict[str, Any] = {
+        "node_pools": [
+            {
+                "name": "gpu",
+                "hardware": "H100-SXM5-80GB",
+                "gpus_per_node": draw(st.integers(1, 4)),
+                "initial_nodes": draw(st.integers(0, 2)),
+                "max_nodes": 3,
+                "provision_s": draw(st.sampled_from([0.0, 5.0, 30.0])),
+            }
+        ],
+        "pod": FAST_POD,
+        "replicas": draw(st.integers(1, 4)),
+        "router": {
+            "type": draw(
+                st.sampled_from(["round_robin", "least_outstanding", "power_of_two", "prefix_aware", "kv_aware"])
+            )
+        },
+        "faults": faults,
+        "retry": {"max_attempts": draw(st.integers(1, 3)), "retry_started": draw(st.booleans())},
+        "start_warm": draw(st.booleans()),
+    }
+    if draw(st.booleans()):
+        spec["autoscaling"] = {"max_replicas": 4, "metrics": [{"name": "num_requests_waiting", "target": 2}]}
+    if draw(st.booleans()):
+        spec["disaggregation"] = {"prefill_replicas": draw(st.integers(1, 2))}
+    if draw(st.booleans()):
+        spec["interference"] = {"pods_per_gpu": 2, "node_penalty": 0.1}
+    return {"spec": spec, "requests": requests, "horizon": draw(st.one_of(st.none(), st.floats(5, 80)))}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_cases())
+def test_every_request_is_accounted_for_under_faults(case: dict[str, Any]) -> None:
+    cluster, frame = run(case["spec"], case["requests"], case["horizon"])
+    horizon = case["horizon"] if case["horizon"] is not None else float("inf")
+    arrived = [r.request_id for r in case["requests"] if r.arrival_s < horizon]
+    assert sorted(frame["request_id"]) == arrived  # each exactly once
+    assert set(frame["status"]) <= {"finished", "rejected", "failed", "in_flight"}
+    failed = frame[frame["status"] == "failed"]
+    assert (failed["reason"].str.contains("failure|scaled down")).all()
+    assert all(n <= case["spec"]["retry"]["max_attempts"] for n in cluster.attempts.values())
+    if case["horizon"] is None:
+        assert (frame["status"] != "in_flight").all()
+        for pod in cluster.pods:
+            if pod.engine is not None and pod.state == "ready":
+                assert pod.engine.kv.pool.num_free == NUM_BLOCKS
+    for node in cluster.nodes:  # GPUs held = live pods bound there
+        assert node.used_gpus == sum(
+            1 for p in cluster.pods if p.node is node and p.state in ("starting", "ready", "crashloop", "draining")
+        )
+        assert node.used_gpus <= node.gpus * node.slots_per_gpu  # GPU slots (time-slicing replicas)
+
+
+def test_scale_out_on_a_new_node_follows_the_cold_start_pipeline() -> None:
+    spec = {
+        "node_pools": [
+            {
+                "name": "gpu",
+                "hardware": "H100-SXM5-80GB",
+                "gpus_per_node": 1,
+                "initial_nodes": 1,
+                "max_nodes": 2,
+                "provision_s": 100,
+            }
+        ],
+        "pod": {"image_bytes": 10e9, "registry_bytes_per_s": 1e9, "weights_source": "local_nvme"},
+        "replicas": 2,
+    }
+    cluster, _ = run(spec, [request(0, 1.0, 100, 5)], horizon=400.0)
+    pods = {p.index: p for p in cluster.pods}
+    assert pods[0].ready_s == 0.0  # the running deployment
+    second = pods[1]
+    # pending until the node is ready: Karpenter batch 1 s + 100 s provisioning
+    assert second.bound_s == pytest.approx(101.0)
+    assert [name for name, _, _ in second.phases] == [
+        "pending",
+        "image_pull",
+        "container_start",
+        "weight_load",
+        "distributed_init",
+        "compile",
+        "graph_capture",
+        "warmup",
+    ]
+    durations = {name: stop - start for name, start, stop in second.phases}
+    assert durations["image_pull"] == pytest.approx(10.0)
+    assert durations["weight_load"] == pytest.approx(16e9 / 2e9)
+    assert second.ready_s == pytest.approx(101 + 10 + 15 + 8 + 0 + 20 + 10 + 2)
+
+
+def test_gateway_holds_requests_until_a_replica_is_ready_and_they_pay_for_it() -> None:
+    spec = {
+        "node_pools": [{"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": 1, "initial_nodes": 1}],
+        "pod": {**FAST_POD, "image_bytes": 1e9, "registry_bytes_per_s": 1e9},
+        "start_warm": False,
+    }
+    cluster, frame = run(spec, [request(0, 0.5, 100, 5)], horizon=None)
+    ready = cluster.pods[0].ready_s
+    assert ready == pytest.approx(1 + 1 + 16e9 / 1.05e9 + 1 + 1 + 0)
+    row = frame.iloc[0]
+    assert row["status"] == "finished"
+    assert row["queue_s"] == pytest.approx(ready - 0.5)  # waited at the gateway for the cold start
+
+
+def test_warm_pool_pod_takes_traffic_at_once_and_is_replaced() -> None:
+    spec = {
+        "node_pools": [{"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": 4, "initial_nodes": 1}],
+        "pod": FAST_POD,
+        "warm_pool": 1,
+    }
+    env = simpy.Environment()
+    cluster = ClusterSim(env, Cluster.model_validate(spec), builds, Recorder(0.0), np.random.default_rng(0), 10.0, 1)
+    env.run(until=5.0)
+    cluster.scale_to(2)
+    assert len(cluster._routable) == 2  # the warm pod serves immediately
+    env.run(until=60.0)
+    warm = [p for p in cluster.pods if p.role == "warm" and p.state == "ready"]
+    assert len(warm) == 1 and warm[0].created_s == 5.0  # a new warm pod refilled the pool
+
+
+def test_node_failure_retries_unstarted_requests_and_fails_started_ones() -> None:
+    gpu = {"hardware": "H100-SXM5-80GB", "gpus_per_node": 1, "initial_nodes": 1, "max_nodes": 1}
+    spec = {
+        "node_pools": [{"name": "a", **gpu}, {"name": "b", **gpu}],
+        "pod": {**FAST_POD, "node_affinity": {"preferred": [{"weight": 10, "labels": {"pool": "a"}}]}},
+        "replicas": 2,
+        "router": {"type": "round_robin"},
+        "faults": [{"at_s": 1.0, "kind": "node", "index": 0}],
+    }
+    # round robin: request 0 -> pod 0 (node a, first token at 0.525 s), request 1 -> pod 1 (node b),
+    # request 2 -> pod 0 again at 0.99 s (300-token prefill: no token before the node dies at 1.0 s)
+    requests = [request(0, 0.5, 100, 200), request(1, 0.6, 100, 5), request(2, 0.99, 300, 5)]
+    cluster, frame = run(spec, requests, horizon=None)
+    assert cluster.pods[0].node is not None and cluster.pods[0].node.pool.name == "a"
+    assert cluster.log.faults[0]["pods"] == [0]
+    rows = frame.set_index("request_id")
+    assert rows.loc[0, "status"] == "failed"  # it had streamed tokens: not retried by default
+    assert "node failure" in rows.loc[0, "reason"]
+    assert rows.loc[2, "status"] == "finished" and cluster.attempts[2] == 2
+    assert rows.loc[2, "replica"] == 1 and rows.loc[2, "first_scheduled_s"] >= 1.0
+    assert rows.loc[2, "ttft_s"] > 1.0 - 0.99  # the lost time counts
+    assert 1 not in cluster.attempts and rows.loc[1, "status"] == "finished"
+    assert cluster.pods[0].state == "failed" and cluster.pods[2].role == "serving"  # the replacement
+
+
+@pytest.mark.parametrize(
+    ("sharing", "gpus", "penalty", "factor"),
+    [
+        ("time_slicing", 1, 0.0, 2.0),  # two busy pods time-slice one GPU: each iteration takes twice as long
+        ("mps", 1, 0.0, 1.5),  # MPS overlap 0.5
+        ("time_slicing", 2, 0.25, 1.25),  # separate GPUs, node contention only
+        ("time_slicing", 2, 0.0, 1.0),  # alone on its GPU
+    ],
+)
+def test_co_located_busy_pods_slow_each_other_by_the_configured_model(
+    sharing: str, gpus: int, penalty: float, factor: float
+) -> None:
+    spec = {
+        "node_pools": [{"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": gpus, "initial_nodes": 1}],
+        "pod": FAST_POD,
+        "replicas": 2,
+        "router": {"type": "round_robin"},
+        "interference": {"pods_per_gpu": 3 - gpus, "sharing": sharing, "node_penalty": penalty},
+    }
+    busy, probe = request(0, 0.1, 50, 400), request(1, 1.0, 100, 1)
+    _, frame = run(spec, [busy, probe], horizon=None)
+    solo = COST.time_s(_prefill_shape(100))
+    assert frame.set_index("request_id").loc[1, "ttft_s"] == pytest.approx(solo * factor)
+
+
+def _prefill_shape(tokens: int) -> Any:
+    from ttftsim.perf.batch import BatchShapeBuilder
+
+    shape = BatchShapeBuilder()
+    shape.add(tokens, 0, True)
+    return shape.build()
+
+
+def test_disaggregated_ttft_is_prefill_then_transfer_then_one_decode_step() -> None:
+    spec = {
+        "node_pools": [{"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": 2, "initial_nodes": 1}],
+        "pod": FAST_POD,
+        "disaggregation": {"prefill_replicas": 1, "transfer": "tcp"},
+    }
+    cluster, frame = run(spec, [request(0, 1.0, 200, 3)], horizon=None)
+    prefill = COST.time_s(_prefill_shape(200))
+    transfer = 0.005 + 200 * KV_BYTES_PER_TOKEN / 10e9  # TCP: 5 ms setup, 10 GB/s
+    decode_first = COST.time_s(_shape(1, 199))  # the last prompt token again, over 199 transferred tokens
+    row = frame.iloc[0]
+    assert row["status"] == "finished" and row["generated_tokens"] == 3
+    assert row["ttft_s"] == pytest.approx(prefill + transfer + decode_first)
+    assert cluster.kv_transfer_s[0] == pytest.approx(transfer)
+    assert row["replica"] != cluster.pods[-1].index or cluster.pods[-1].role != "prefill"
+
+
+def test_disaggregated_requests_survive_a_prefill_pod_failure() -> None:
+    spec = {
+        "node_pools": [{"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": 4, "initial_nodes": 1}],
+        "pod": FAST_POD,
+        "disaggregation": {"prefill_replicas": 1},
+        "faults": [{"at_s": 1.0, "kind": "pod", "index": 1}],  # pods: 0 decode, 1 prefill
+    }
+    requests = [request(i, 0.99 + 0.001 * i, 300, 4) for i in range(5)]
+    cluster, frame = run(spec, requests, horizon=None)
+    assert cluster.log.faults[0]["pods"] == [1]
+    assert (frame["status"] == "finished").all() and len(frame) == 5
+    assert max(cluster.attempts.values()) == 2  # prefilled again on the replacement prefill pod
+    replacement = cluster.pods[2]
+    assert replacement.role == "prefill" and replacement.created_s == 1.0
+    assert (frame["first_token_s"] > replacement.ready_s).all()  # waited for the replacement's cold start
+
+
+def _shape(tokens: int, computed: int) -> Any:
+    from ttftsim.perf.batch import BatchShapeBuilder
+
+    shape = BatchShapeBuilder()
+    shape.add(tokens, computed, True)
+    return shape.build()

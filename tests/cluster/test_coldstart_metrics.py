@@ -1,0 +1,41 @@
+"""One cold start's timeline; Prometheus' histogram_quantile; the routers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
+from ttftsim.cluster.metrics import histogram_quantile
+from ttftsim.config.cluster import PodSpec
+
+
+def test_cold_start_phases_on_a_bare_node_and_a_warm_one() -> None:
+    pod = PodSpec(image_bytes=20e9, registry_bytes_per_s=0.2e9, weights_source="network_volume")
+    bare = dict(cold_start_phases(pod, 140e9, 4, NodeCaches(False, False, False)))
+    assert bare == {
+        "image_pull": pytest.approx(100.0),  # 20 GB / 0.2 GB/s
+        "container_start": 15.0,
+        "weight_load": pytest.approx(140e9 / 4 / 1.05e9),  # four shards in parallel at 1.05 GB/s each
+        "distributed_init": 5.0,
+        "compile": 20.0,
+        "graph_capture": 10.0,
+        "warmup": 2.0,
+    }
+    warm = dict(cold_start_phases(pod, 16e9, 1, NodeCaches(True, True, True), enforce_eager=True))
+    assert warm["image_pull"] == 0.0 and warm["distributed_init"] == 0.0 and warm["graph_capture"] == 0.0
+    assert warm["weight_load"] == pytest.approx(16e9 / 7e9)  # the node's page cache
+    assert warm["compile"] == 6.0
+
+
+def test_histogram_quantile_interpolates_like_prometheus() -> None:
+    bounds = (0.1, 0.5, 1.0)
+    # 10 observations: 5 in (0, 0.1], 4 in (0.1, 0.5], 1 in (0.5, 1.0]
+    counts = np.array([5, 4, 1, 0])
+    assert histogram_quantile(0.5, bounds, counts) == pytest.approx(0.1)  # rank 5: top of the first bucket
+    assert histogram_quantile(0.7, bounds, counts) == pytest.approx(0.1 + 0.4 * 2 / 4)  # rank 7
+    assert histogram_quantile(0.99, bounds, counts) == pytest.approx(0.5 + 0.5 * 0.9)  # rank 9.9
+    assert histogram_quantile(0.99, bounds, np.array([0, 0, 0, 3])) == 1.0  # +Inf: highest finite bound
+    assert math.isnan(histogram_quantile(0.99, bounds, np.zeros(4, dtype=np.int64)))

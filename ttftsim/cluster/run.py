@@ -1,0 +1,122 @@
+"""Run a scenario with a `cluster` section: the workload goes through the gateway to the cluster's pods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from ttftsim.cluster.cluster import ClusterSim, ReplicaBuild, Wrap
+from ttftsim.config.scenario import Scenario
+from ttftsim.engine.engine import Engine
+from ttftsim.errors import InputError
+from ttftsim.metrics.recorder import Recorder
+from ttftsim.perf.memory import DoesNotFitError
+from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
+
+CHUNK_S = 30.0  # without a horizon, the run stops at the first chunk end with traffic over and nothing left
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    pods: pd.DataFrame  # one row per pod: role, node, lifecycle times, cold-start phase durations
+    series: pd.DataFrame  # sampled every metrics window: pods by state, desired replicas, nodes, queue
+    hpa: pd.DataFrame  # one row per HPA sync: current, ready, desired, metric values
+    faults: list[dict[str, Any]]
+    cost: dict[str, float]
+
+    def slo_violation_minutes(self, requests: pd.DataFrame, ttft_p99_s: float, window_s: float) -> float:
+        """Minutes in windows (by arrival) whose TTFT P99 exceeds the target; a request that never got a
+        first token counts as infinitely late."""
+        if not len(requests):
+            return 0.0
+        ttft = requests["ttft_s"].fillna(np.inf).to_numpy()
+        windows = np.floor(requests["arrival_s"].to_numpy() / window_s)
+        late = 0
+        for window in np.unique(windows):
+            values = ttft[windows == window]
+            if np.quantile(values, 0.99, method="inverted_cdf") > ttft_p99_s:
+                late += 1
+        return late * window_s / 60.0
+
+
+def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
+    """hardware name -> ReplicaBuild, built once per hardware (a pod on a CPU node runs at CPU speed)."""
+    from ttftsim.simulate import build_replica
+
+    cache: dict[str, ReplicaBuild] = {}
+
+    def build(hardware: str) -> ReplicaBuild:
+        if hardware in cache:
+            return cache[hardware]
+        try:
+            replica = build_replica(scenario.model_copy(update={"hardware": hardware}), base, source)
+        except DoesNotFitError as exc:
+            primary = build(scenario.hardware) if hardware != scenario.hardware else None
+            weight_bytes = primary.weight_bytes if primary else 0.0
+            tp = scenario.engine.tensor_parallel_size or 1
+            cache[hardware] = ReplicaBuild(None, weight_bytes, tp, True, f"engine does not start on {hardware}: {exc}")
+            return cache[hardware]
+        engine_cfg = replica.engine
+        memory = replica.memory
+        weight_bytes = float(memory.weight_bytes * engine_cfg.tp) if memory else 0.0
+
+        def make(env: simpy.Environment, recorder: Recorder, index: int, wrap: Wrap | None) -> Engine:
+            return Engine(
+                env,
+                engine_cfg,
+                replica.cost if wrap is None else wrap(replica.cost),
+                replica.num_blocks,
+                recorder,
+                replica=index,
+                client_timeout_s=scenario.client_timeout_s,
+                first_visible_token=scenario.first_visible_token,
+            )
+
+        kv_per_token = float(memory.kv_bytes_per_token * engine_cfg.tp) if memory else 0.0
+        cache[hardware] = ReplicaBuild(make, weight_bytes, engine_cfg.tp, engine_cfg.enforce_eager, "", kv_per_token)
+        return cache[hardware]
+
+    return build
+
+
+def run_cluster(
+    scenario: Scenario, base: Path, seed: int, recorder: Recorder, source: str = "scenario"
+) -> tuple[ClusterSim, float]:
+    """Simulate; returns the cluster (for its logs and engines) and the end time."""
+    spec = scenario.cluster
+    assert spec is not None
+    builds = replica_builds(scenario, base, source)
+    primary = builds(scenario.hardware)
+    if primary.make is None:
+        raise InputError(source, "hardware", primary.error)
+    gpus = spec.pod.gpus if spec.pod.gpus is not None else primary.tp
+    if spec.interference.pods_per_gpu > 1 and gpus > 1:
+        raise InputError(source, "cluster.interference.pods_per_gpu", f"GPU sharing needs pods of one GPU, not {gpus}")
+    env = simpy.Environment()
+    rng = np.random.default_rng(seed)
+    workload_rng, cluster_rng = rng.spawn(2)
+    cluster = ClusterSim(
+        env, spec, builds, recorder, cluster_rng, scenario.metrics_window_s, primary.tp, scenario.client_timeout_s
+    )
+    requests = start_workload(env, scenario.workload, WorkloadContext(workload_rng, base), cluster.route)
+    if requests is None and scenario.horizon_s is None:
+        raise InputError(source, "horizon_s", "a cluster scenario with a closed-loop workload needs a horizon")
+    feeder = env.process(open_loop_source(env, requests, cluster.route)) if requests is not None else None
+    if scenario.horizon_s is not None:
+        env.run(until=scenario.horizon_s)
+    else:
+        assert feeder is not None
+        while not (feeder.triggered and cluster.idle()):
+            env.run(until=env.now + CHUNK_S)
+    cluster.close()
+    return cluster, env.now
+
+
+def cluster_report(cluster: ClusterSim) -> ClusterReport:
+    pods, series, hpa = cluster.frames()
+    return ClusterReport(pods, series, hpa, cluster.log.faults, cluster.cost())
