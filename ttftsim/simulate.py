@@ -119,6 +119,7 @@ class SimulationResult:
             "retried_requests": int((self.requests["attempts"] > 1).sum()),
             "failed_requests": int((self.requests["status"] == "failed").sum()),
             "faults": report.faults,
+            "pods_not_starting": sorted(set(pods.loc[pods["state"] == "crashloop", "end_reason"])),
         }
 
     def time_series(self) -> pd.DataFrame:

@@ -285,3 +285,53 @@ def _shape(tokens: int, computed: int) -> Any:
     shape = BatchShapeBuilder()
     shape.add(tokens, computed, True)
     return shape.build()
+
+
+def test_a_tp_group_larger_than_a_node_is_gang_scheduled_on_whole_nodes() -> None:
+    spec = {
+        "node_pools": [
+            {"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": 8, "initial_nodes": 3, "max_nodes": 5}
+        ],
+        "pod": {**FAST_POD, "gpus": 16},
+        "replicas": 1,
+    }
+    env = simpy.Environment()
+    cluster = ClusterSim(env, Cluster.model_validate(spec), builds, Recorder(0.0), np.random.default_rng(0), 10.0, 16)
+    first = cluster.pods[0]
+    assert first.node is not None and len(first.workers) == 1  # leader + one worker, 8 GPUs each
+    assert sorted(n.used_gpus for n in cluster.nodes) == [0, 8, 8]
+    cluster.scale_to(2)  # one node free: not enough for a group of two; the provisioner adds two nodes
+    second = cluster.pods[1]
+    assert second.state == "pending"
+    assert [n.state for n in cluster.nodes[3:]] == ["provisioning", "provisioning"]
+    env.run(until=300.0)
+    assert second.state == "ready" and len(second.workers) == 1
+    assert {second.node.index, second.workers[0].index} <= {0, 1, 2, 3, 4}  # type: ignore[union-attr]
+    worker = first.workers[0]
+    ready_nodes = [n for n in cluster.nodes if n.state == "ready"]
+    env.process(cluster._fault(0.0, "node", ready_nodes.index(worker)))  # (a delay from now)
+    env.run(until=env.now + 1)
+    assert first.state == "failed"  # losing any node of the group loses the pod
+
+
+def test_scale_to_zero_and_back_on_the_next_request() -> None:
+    spec = {
+        "node_pools": [{"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": 2, "initial_nodes": 1}],
+        "pod": FAST_POD,
+        "autoscaling": {
+            "min_replicas": 0,
+            "max_replicas": 2,
+            "metrics": [{"name": "num_requests_running", "target": 1}],
+            "scale_down": {"stabilization_window_s": 60, "policies": [{"type": "Percent", "value": 100}]},
+        },
+    }
+    requests = [request(0, 1.0, 100, 5), request(1, 400.0, 100, 5)]
+    cluster, frame = run(spec, requests, horizon=None)
+    rows = frame.set_index("request_id")
+    assert (frame["status"] == "finished").all()
+    assert rows.loc[0, "ttft_s"] < 1.0  # the first replica was up
+    first = cluster.pods[0]
+    assert first.state == "terminated" and first.ended_s < 400.0  # idle: scaled to zero
+    second = cluster.pods[1]
+    assert second.created_s == 400.0  # the activator started one for request 1 ...
+    assert rows.loc[1, "first_token_s"] > second.ready_s  # ... which waited for its cold start

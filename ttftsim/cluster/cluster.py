@@ -45,6 +45,7 @@ SCHEDULER_RETRY_S = 10.0  # podMaxBackoffSeconds: pending pods are retried at le
 CA_SCAN_S = 10.0  # Cluster Autoscaler --scan-interval
 KARPENTER_BATCH_S = 1.0  # BATCH_IDLE_DURATION
 NODE_CHECK_S = 10.0
+CPU_HARDWARE = "CPU-host"  # the profile a GPU-less pod on a GPU node runs at
 
 
 @dataclass
@@ -53,7 +54,8 @@ class Pod:
     role: str  # serving (decode pods when disaggregated) | warm | prefill
     created_s: float
     state: str = "pending"  # pending, starting, ready, draining, terminated, failed, crashloop
-    node: Node | None = None
+    node: Node | None = None  # the leader's node
+    workers: list[Node] = field(default_factory=list)  # the other nodes of a multi-node (LeaderWorkerSet) pod
     engine: Engine | None = None
     outstanding: int = 0
     bound_s: float = math.nan
@@ -126,7 +128,8 @@ class ClusterSim:
         self.pods: list[Pod] = []
         self.router = Router(spec.router, rng)
         self.hpa = Hpa(spec.autoscaling) if spec.autoscaling else None
-        self.desired = spec.autoscaling.min_replicas if spec.autoscaling else spec.replicas
+        bounds = spec.autoscaling
+        self.desired = min(max(spec.replicas, bounds.min_replicas), bounds.max_replicas) if bounds else spec.replicas
         self.log = ClusterLog()
         self.attempts: dict[int, int] = {}
         self._owner: dict[int, Pod] = {}
@@ -176,6 +179,15 @@ class ClusterSim:
         self.nodes.append(node)
         return node
 
+    def _hardware_for(self, node: Node) -> str:
+        """What the engine runs on: the node's accelerators, or its CPUs for a pod that requests no GPU (a
+        container without an nvidia.com/gpu request sees no GPU, even on a GPU node)."""
+        if self.gpus_per_pod > 0:
+            return node.pool.hardware
+        from ttftsim.hardware.catalog import load_hardware
+
+        return node.pool.hardware if load_hardware(node.pool.hardware).kind == "cpu" else CPU_HARDWARE
+
     def _profile_gpus(self, hardware: str) -> int:
         from ttftsim.hardware.catalog import load_hardware
 
@@ -191,15 +203,49 @@ class ClusterSim:
 
     # ---- placement and node provisioning ----
 
+    def _group(self, per_node: int) -> tuple[int, int]:
+        """(nodes, GPUs on each) of one pod on nodes of per_node GPUs: a TP group larger than a node
+        spans ceil(gpus / per_node) nodes, gang-scheduled (LeaderWorkerSet)."""
+        gpus = self.gpus_per_pod
+        if gpus <= per_node * self.spec.interference.pods_per_gpu or per_node == 0:
+            return 1, gpus
+        size = math.ceil(gpus / per_node)
+        return size, math.ceil(gpus / size)
+
+    def _pick_nodes(self) -> list[Node] | None:
+        """The node, or all the nodes of a multi-node pod (all or nothing), kube-scheduler would bind."""
+        single = pick_node(self.nodes, self.spec.pod, self.gpus_per_pod, self.rng)
+        if single is not None:
+            return [single]
+        for pool in self.spec.node_pools:
+            members = [n for n in self.nodes if n.pool is pool and n.state == "ready"]
+            if not members:
+                continue
+            size, share = self._group(members[0].gpus)
+            if size == 1:
+                continue
+            chosen: list[Node] = []
+            for _ in range(size):
+                node = pick_node([n for n in members if n not in chosen], self.spec.pod, share, self.rng)
+                if node is None:
+                    break
+                chosen.append(node)
+            if len(chosen) == size:
+                return chosen
+        return None
+
     def _bind_now(self, pod: Pod, cold: bool = True) -> bool:
-        node = pick_node(self.nodes, self.spec.pod, self.gpus_per_pod, self.rng)
-        if node is None:
+        nodes = self._pick_nodes()
+        if nodes is None:
             return False
-        pod.node, pod.bound_s, pod.state = node, self.env.now, "starting"
-        node.pods.append(pod.index)
-        node.take_gpu(pod.index, self.gpus_per_pod)
-        node.used_cpus += self.spec.pod.cpus
-        node.used_memory_gib += self.spec.pod.memory_gib
+        share = self._group(nodes[0].gpus)[1] if len(nodes) > 1 else self.gpus_per_pod
+        pod.node, pod.workers, pod.bound_s, pod.state = nodes[0], nodes[1:], self.env.now, "starting"
+        for node in nodes:
+            node.pods.append(pod.index)
+            node.take_gpu(pod.index, share)
+            node.used_cpus += self.spec.pod.cpus
+            node.used_memory_gib += self.spec.pod.memory_gib
+        node = nodes[0]
         if pod.waited_for_node:
             pod.phases.append(("pending", pod.created_s, self.env.now))
         if cold:
@@ -217,25 +263,30 @@ class ClusterSim:
 
     def _provision(self, unplaced: list[Pod]) -> None:
         """Nodes for pods no ready node takes: count capacity already on its way, then add nodes."""
-        pod_spec, gpus = self.spec.pod, self.gpus_per_pod
         incoming = [n for n in self.nodes if n.state == "provisioning"]
-        room = sum(self._pods_fitting(n) for n in incoming)
+        room = sum(self._pods_fitting(n) for n in incoming)  # pods (fractions for multi-node pods)
         for pod in unplaced:
             pod.waited_for_node = True
-            if room > 0:
+            if room >= 1 - 1e-9:
                 room -= 1
                 continue
             for pool in self.spec.node_pools:
                 per_node = pool.gpus_per_node if pool.gpus_per_node is not None else self._profile_gpus(pool.hardware)
+                size, share = self._group(per_node)
                 count = sum(1 for n in self.nodes if n.pool is pool and n.state in ("provisioning", "ready"))
-                if count < pool.max_nodes and could_ever_fit(pool, pod_spec, gpus, per_node):
-                    node = self._new_node(pool)
-                    self.env.process(self._provision_node(node))
-                    room += self._pods_fitting(node) - 1
+                if count + size <= pool.max_nodes and could_ever_fit(pool, self.spec.pod, share, per_node):
+                    for _ in range(size):
+                        node = self._new_node(pool)
+                        self.env.process(self._provision_node(node))
+                        room += self._pods_fitting(node)
+                    room -= 1
                     break
 
-    def _pods_fitting(self, node: Node) -> int:
-        pod, gpus = self.spec.pod, self.gpus_per_pod
+    def _pods_fitting(self, node: Node) -> float:
+        pod = self.spec.pod
+        size, gpus = self._group(node.gpus)
+        if size > 1:
+            return 1.0 / size
         by_gpu = node.gpus * node.slots_per_gpu // gpus if gpus else 1 << 20
         by_cpu = int(node.pool.cpus // pod.cpus)
         by_mem = int(node.pool.memory_gib // pod.memory_gib)
@@ -274,7 +325,7 @@ class ClusterSim:
     def _cold_start(self, pod: Pod) -> Generator[simpy.Event, Any, None]:
         node = pod.node
         assert node is not None
-        build = self.builds(node.pool.hardware)
+        build = self.builds(self._hardware_for(node))
         caches = NodeCaches(node.image_cached, node.weights_cached, node.compile_cached)
         phases = cold_start_phases(self.spec.pod, build.weight_bytes, build.tp, caches, build.enforce_eager)
         try:
@@ -299,7 +350,7 @@ class ClusterSim:
     def _become_ready(self, pod: Pod) -> None:
         node = pod.node
         assert node is not None
-        build = self.builds(node.pool.hardware)
+        build = self.builds(self._hardware_for(node))
         if build.make is None:
             pod.state, pod.end_reason = "crashloop", build.error
             return
@@ -348,6 +399,9 @@ class ClusterSim:
         pods = self._prefill_routable if prefill else self._routable
         if not pods:
             self._gateway.append((req, waiter))
+            if not prefill and not self.serving() and self.hpa is not None:  # scaled to zero: activate
+                self.log.hpa.append({"time_s": self.env.now, "current": 0, "ready": 0, "desired": 1})
+                self.scale_to(1)
             return
         pod = (self.prefill_router if prefill else self.router).pick(pods, req)  # type: ignore[arg-type]
         assert isinstance(pod, Pod) and pod.engine is not None
@@ -382,7 +436,7 @@ class ClusterSim:
         if status == "finished":
             self.prefill_done_s[state.rid] = self.env.now
             assert pod.node is not None
-            per_token = self.builds(pod.node.pool.hardware).kv_bytes_per_token
+            per_token = self.builds(self._hardware_for(pod.node)).kv_bytes_per_token
             self.env.process(self._transfer(req, waiter, req.prompt_tokens * per_token))
             return
         del self._original[state.rid]
@@ -487,11 +541,12 @@ class ClusterSim:
             pod.process.interrupt()
         lost = pod.engine.fail_all() if pod.engine is not None else []
         pod.state, pod.ended_s, pod.end_reason = state, self.env.now, reason
-        node = pod.node
-        if node is not None:
+        nodes = ([pod.node] if pod.node is not None else []) + pod.workers
+        share = self._group(nodes[0].gpus)[1] if len(nodes) > 1 else self.gpus_per_pod
+        for node in nodes:
             node.pods.remove(pod.index)
             node.gpu_of.pop(pod.index, None)
-            node.used_gpus -= self.gpus_per_pod
+            node.used_gpus -= share
             node.used_cpus -= self.spec.pod.cpus
             node.used_memory_gib -= self.spec.pod.memory_gib
             if not node.pods:
@@ -604,6 +659,12 @@ class ClusterSim:
     def idle(self) -> bool:
         return not self._gateway and not self._owner
 
+    def stuck(self) -> bool:
+        """Nothing can ever serve what is left: no pod running or starting, no node on its way."""
+        return not any(p.state in ("starting", "ready", "draining") for p in self.pods) and not any(
+            n.state == "provisioning" for n in self.nodes
+        )
+
     def close(self) -> None:
         """At the horizon: record what is still in flight (gateway queue included) and close the books."""
         end = self.env.now
@@ -622,6 +683,7 @@ class ClusterSim:
                     "pod": pod.index,
                     "role": pod.role,
                     "node": pod.node.index if pod.node else -1,
+                    "nodes": (1 if pod.node else 0) + len(pod.workers),
                     "state": pod.state,
                     "created_s": pod.created_s,
                     "bound_s": pod.bound_s,

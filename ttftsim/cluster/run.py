@@ -18,7 +18,8 @@ from ttftsim.metrics.recorder import Recorder
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
 
-CHUNK_S = 30.0  # without a horizon, the run stops at the first chunk end with traffic over and nothing left
+CHUNK_S = 30.0  # without a horizon, the run stops at the first chunk end with traffic over and nothing left,
+DRAIN_LIMIT_S = 3600.0  # or nothing able to serve what is left, or this long after the last arrival
 
 
 @dataclass(frozen=True)
@@ -111,10 +112,15 @@ def run_cluster(
         env.run(until=scenario.horizon_s)
     else:
         assert feeder is not None
-        while not (feeder.triggered and cluster.idle()):
+        while not (feeder.triggered and (cluster.idle() or cluster.stuck() or env.now > drain_until(feeder))):
             env.run(until=env.now + CHUNK_S)
     cluster.close()
     return cluster, env.now
+
+
+def drain_until(feeder: simpy.Process) -> float:
+    """Without a horizon, requests still unserved this long after the traffic ends stay in flight."""
+    return float(feeder.value) + DRAIN_LIMIT_S if isinstance(feeder.value, float) else float("inf")
 
 
 def cluster_report(cluster: ClusterSim) -> ClusterReport:

@@ -160,7 +160,12 @@ class HpaMetric(StrictModel):
 class Autoscaling(StrictModel):
     """A HorizontalPodAutoscaler (autoscaling/v2) on vLLM metrics scraped by Prometheus."""
 
-    min_replicas: int = Field(default=1, ge=1, description="minReplicas")
+    min_replicas: int = Field(
+        default=1,
+        ge=0,
+        description="minReplicas; 0 = scale to zero (Kubernetes' HPAScaleToZero; an activator, as KEDA's or "
+        "Knative's, starts one replica when a request arrives to none)",
+    )
     max_replicas: int = Field(ge=1, description="maxReplicas")
     metrics: list[HpaMetric] = Field(min_length=1, description="Metrics; the HPA takes the max over them")
     sync_period_s: float = Field(default=15.0, gt=0, description="--horizontal-pod-autoscaler-sync-period")
@@ -243,7 +248,9 @@ class Disaggregation(StrictModel):
 class Cluster(StrictModel):
     node_pools: list[NodePool] = Field(min_length=1, description="Node pools")
     pod: PodSpec = Field(default_factory=PodSpec, description="The serving pod")
-    replicas: int = Field(default=1, ge=1, description="Replicas when there is no autoscaling")
+    replicas: int = Field(
+        default=1, ge=1, description="Replicas at the start; the HPA, if any, moves them within its bounds"
+    )
     autoscaling: Autoscaling | None = Field(default=None, description="HPA; None = fixed replicas")
     warm_pool: int = Field(default=0, ge=0, description="Idle loaded pods kept ready to take traffic at once")
     router: Router = Field(default_factory=Router, description="Gateway routing")

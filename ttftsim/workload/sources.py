@@ -90,11 +90,12 @@ def open_loop_requests(workload: Workload, ctx: WorkloadContext) -> list[Request
 
 def open_loop_source(
     env: simpy.Environment, requests: list[Request], submit: Submit
-) -> Generator[simpy.Event, Any, None]:
+) -> Generator[simpy.Event, Any, float]:
     for req in requests:
         if req.arrival_s > env.now:
             yield env.timeout(req.arrival_s - env.now)
         submit(req, None)
+    return float(env.now)  # when the traffic ended
 
 
 def closed_loop_client(
