@@ -69,3 +69,38 @@ def test_model_that_does_not_fit_is_refused(tmp_path: Path) -> None:
     scenario = tmp_path / "big.yaml"
     scenario.write_text(EXAMPLE.read_text().replace("model: Llama-3.1-8B", "model: Llama-3.1-70B"))
     _assert_one_line_error(run("simulate", str(scenario)), "needs 141.1 GB of weights")
+
+
+CLUSTER = Path(__file__).resolve().parents[1] / "examples" / "cluster-spike.yaml"
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (("max_nodes: 3", "max_nodes: 3\n      gpus: 2"), "cluster.node_pools.0.gpus"),
+        (("initial_nodes: 1", "initial_nodes: 9"), "cluster.node_pools.0"),
+        (("min_replicas: 2", "min_replicas: 20"), "cluster.autoscaling"),
+        (("target: 5", "target: 0"), "cluster.autoscaling.metrics.0.target"),
+        (("name: num_requests_waiting", "name: gpu_util"), "cluster.autoscaling.metrics.0.name"),
+        (("type: least_outstanding", "type: random"), "cluster.router.type"),
+        (("hardware: H100-SXM5-80GB\n      gpus", "hardware: B300\n      gpus"), "cluster.node_pools.0.hardware"),
+        (("weights_source: network_volume", "weights_source: floppy"), "cluster.pod.weights_source"),
+        (("warm_pool: 0", "warm_pool: -1"), "cluster.warm_pool"),
+    ],
+)
+def test_bad_cluster_section_is_one_line_naming_the_field(tmp_path: Path, edit: tuple[str, str], field: str) -> None:
+    scenario = tmp_path / "bad.yaml"
+    text = CLUSTER.read_text()
+    assert edit[0] in text
+    scenario.write_text(text.replace(*edit, 1))
+    _assert_one_line_error(run("simulate", str(scenario)), str(scenario), field)
+
+
+def test_pods_that_fit_no_node_say_why_and_fail_the_slo(tmp_path: Path) -> None:
+    scenario = tmp_path / "tiny.yaml"
+    text = CLUSTER.read_text().replace("provision_s: 180", "provision_s: 180\n      cpus: 4")
+    scenario.write_text(text.replace("{rate: 15, duration_s: 900}", "{rate: 15, duration_s: 60}"))
+    result = run("simulate", str(scenario))
+    assert result.returncode == 1, result.stderr
+    assert "still Pending: pool h100: cpu request 8 > 4 allocatable" in result.stdout
+    assert "NOT met" in result.stdout

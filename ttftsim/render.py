@@ -61,6 +61,8 @@ def _render_cluster(console: Console, cluster: dict[str, Any]) -> None:
         f"{cold_text}, {cluster['scale_events']} HPA scale events; "
         f"{cluster['retried_requests']:,} requests retried, {cluster['failed_requests']:,} failed"
     )
+    if cluster["pods_pending"]:
+        console.print(f"[red]{cluster['pods_pending']} pods still Pending:[/] " + "; ".join(cluster["pending_reasons"]))
     for reason in cluster["pods_not_starting"]:
         console.print(f"[red]pods in CrashLoopBackOff:[/] {reason}")
     violation = cluster["slo_violation_minutes"]

@@ -120,6 +120,8 @@ class SimulationResult:
             "failed_requests": int((self.requests["status"] == "failed").sum()),
             "faults": report.faults,
             "pods_not_starting": sorted(set(pods.loc[pods["state"] == "crashloop", "end_reason"])),
+            "pods_pending": int((pods["state"] == "pending").sum()),
+            "pending_reasons": report.pending_reasons,
         }
 
     def time_series(self) -> pd.DataFrame:
@@ -139,15 +141,15 @@ class SimulationResult:
         )
 
 
-def _resolve_ref(ref: str, base: Path) -> str:
+def resolve_ref(ref: str, base: Path) -> str:
     """Paths in a scenario are relative to its file; names (presets, profiles) pass through."""
     candidate = base / ref
     return str(candidate) if ("/" in ref or ref.endswith((".json", ".yaml", ".yml"))) and candidate.exists() else ref
 
 
 def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> Replica:
-    model = load_model(_resolve_ref(scenario.model, base), source)
-    hardware = load_hardware(_resolve_ref(scenario.hardware, base), source)
+    model = load_model(resolve_ref(scenario.model, base), source)
+    hardware = load_hardware(resolve_ref(scenario.hardware, base), source)
     try:
         engine = resolve_engine(scenario.engine, hardware, model.max_position_embeddings, model.native_dtype)
         deployment = Deployment(

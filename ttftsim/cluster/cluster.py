@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
 from ttftsim.cluster.hpa import ExternalMetricInput, Hpa, MetricInput, PodsMetricInput
 from ttftsim.cluster.metrics import TTFT_BUCKETS, histogram_quantile
-from ttftsim.cluster.placement import Node, could_ever_fit, pick_node
+from ttftsim.cluster.placement import Node, could_ever_fit, pick_node, unschedulable_reason
 from ttftsim.cluster.router import Router
 from ttftsim.config.cluster import Cluster
 from ttftsim.engine.engine import Engine
@@ -107,6 +107,7 @@ class ClusterLog:
     series: list[dict[str, float]] = field(default_factory=list)
     hpa: list[dict[str, float]] = field(default_factory=list)
     faults: list[dict[str, Any]] = field(default_factory=list)
+    pending_reasons: list[str] = field(default_factory=list)  # at the end, for pods still pending
 
 
 class ClusterSim:
@@ -659,6 +660,20 @@ class ClusterSim:
     def idle(self) -> bool:
         return not self._gateway and not self._owner
 
+    def unschedulable(self) -> list[str]:
+        """Why pods still pending can go nowhere: per pool, the filter an empty node fails, or its size cap."""
+        if not any(p.state == "pending" for p in self.pods):
+            return []
+        reasons = []
+        for pool in self.spec.node_pools:
+            per_node = pool.gpus_per_node if pool.gpus_per_node is not None else self._profile_gpus(pool.hardware)
+            size, share = self._group(per_node)
+            why = unschedulable_reason(pool, self.spec.pod, share, per_node * size)
+            if not why and sum(1 for n in self.nodes if n.pool is pool and n.state == "ready") >= pool.max_nodes:
+                why = f"full at max_nodes {pool.max_nodes}"
+            reasons.append(f"pool {pool.name}: {why or 'room expected'}")
+        return reasons
+
     def stuck(self) -> bool:
         """Nothing can ever serve what is left: no pod running or starting, no node on its way."""
         return not any(p.state in ("starting", "ready", "draining") for p in self.pods) and not any(
@@ -696,6 +711,7 @@ class ClusterSim:
         for node in self.nodes:
             if node.ended_s < 0:
                 node.ended_s = end
+        self.log.pending_reasons = self.unschedulable()
 
     def cost(self) -> dict[str, float]:
         """Node-hours, GPU-hours and dollars, billed from the node's request to its removal."""

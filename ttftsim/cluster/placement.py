@@ -136,3 +136,20 @@ def pick_node(nodes: list[Node], pod: PodSpec, gpus: int, rng: np.random.Generat
     top = max(totals)
     best = [n for n, s in zip(feasible, totals, strict=True) if s == top]
     return best[int(rng.integers(len(best)))] if len(best) > 1 else best[0]
+
+
+def unschedulable_reason(pool: NodePool, pod: PodSpec, gpus: int, gpus_per_node: int) -> str:
+    """Why an empty node of the pool would refuse the pod ('' when it would take it)."""
+    if gpus > gpus_per_node:
+        return f"{gpus} GPUs > {gpus_per_node} per node"
+    if pod.cpus > pool.cpus:
+        return f"cpu request {pod.cpus:g} > {pool.cpus} allocatable"
+    if pod.memory_gib > pool.memory_gib:
+        return f"memory request {pod.memory_gib:g} GiB > {pool.memory_gib:g} GiB allocatable"
+    labels = {"pool": pool.name, **pool.labels}
+    if not _matches(labels, pod.node_affinity.required):
+        return f"required node affinity {pod.node_affinity.required} does not match labels {labels}"
+    for taint in pool.taints:
+        if taint.effect != "PreferNoSchedule" and not any(t.tolerates(taint) for t in pod.tolerations):
+            return f"taint {taint.key}={taint.value}:{taint.effect} not tolerated"
+    return ""

@@ -14,6 +14,7 @@ from ttftsim.cluster.cluster import ClusterSim, ReplicaBuild, Wrap
 from ttftsim.config.scenario import Scenario
 from ttftsim.engine.engine import Engine
 from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.recorder import Recorder
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
@@ -29,6 +30,7 @@ class ClusterReport:
     hpa: pd.DataFrame  # one row per HPA sync: current, ready, desired, metric values
     faults: list[dict[str, Any]]
     cost: dict[str, float]
+    pending_reasons: list[str]
 
     def slo_violation_minutes(self, requests: pd.DataFrame, ttft_p99_s: float, window_s: float) -> float:
         """Minutes in windows (by arrival) whose TTFT P99 exceeds the target; a request that never got a
@@ -91,6 +93,13 @@ def run_cluster(
     """Simulate; returns the cluster (for its logs and engines) and the end time."""
     spec = scenario.cluster
     assert spec is not None
+    from ttftsim.simulate import resolve_ref
+
+    for index, pool in enumerate(spec.node_pools):
+        try:
+            load_hardware(resolve_ref(pool.hardware, base), source)
+        except InputError as exc:
+            raise InputError(source, f"cluster.node_pools.{index}.hardware", exc.message) from None
     builds = replica_builds(scenario, base, source)
     primary = builds(scenario.hardware)
     if primary.make is None:
@@ -125,4 +134,4 @@ def drain_until(feeder: simpy.Process) -> float:
 
 def cluster_report(cluster: ClusterSim) -> ClusterReport:
     pods, series, hpa = cluster.frames()
-    return ClusterReport(pods, series, hpa, cluster.log.faults, cluster.cost())
+    return ClusterReport(pods, series, hpa, cluster.log.faults, cluster.cost(), cluster.log.pending_reasons)

@@ -22,6 +22,7 @@ class DecodeCohort:
         self.block_size = block_size
         self.clock = 0
         self.members: dict[int, RequestState] = {}
+        self.size = 0  # len(members), read on every iteration
         self.kv_tokens = 0
         self._buckets: list[dict[int, RequestState]] = [{} for _ in range(block_size)]
         self._finish: list[tuple[int, int, int]] = []
@@ -31,16 +32,13 @@ class DecodeCohort:
         """Members ahead of a request in running order."""
         return bisect.bisect_left(self._seqs, admit_seq)
 
-    @property
-    def size(self) -> int:
-        return len(self.members)
-
     def _residue(self, state: RequestState) -> int:
         return (state.num_computed - state.sync_clock) % self.block_size
 
     def join(self, state: RequestState) -> None:
         state.sync_clock = self.clock
         self.members[state.rid] = state
+        self.size += 1
         self.kv_tokens += state.num_computed + 1
         self._buckets[self._residue(state)][state.rid] = state
         bisect.insort(self._seqs, state.admit_seq)
@@ -56,6 +54,7 @@ class DecodeCohort:
     def leave(self, state: RequestState) -> None:
         self.sync(state)
         del self.members[state.rid]
+        self.size -= 1
         del self._buckets[self._residue(state)][state.rid]
         del self._seqs[bisect.bisect_left(self._seqs, state.admit_seq)]
         self.kv_tokens -= state.num_computed + 1
@@ -65,6 +64,7 @@ class DecodeCohort:
         for state in self.members.values():
             self.sync(state)
         self.members.clear()
+        self.size = 0
         for bucket in self._buckets:
             bucket.clear()
         self._finish.clear()
