@@ -151,6 +151,55 @@ def simulate(
 
 
 @app.command()
+def plan(
+    plan_file: Annotated[Path, typer.Argument(help="Plan YAML: model, traffic, SLOs, the space to search")],
+    workers: Annotated[int, typer.Option(min=1, help="Candidates simulated in parallel")] = 2,
+    backend: Annotated[str, typer.Option(help="local (processes) or ray")] = "local",
+    out: Annotated[Path | None, typer.Option(help="Where results, manifests and the checkpoint go")] = None,
+    resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted run in --out")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout")] = False,
+) -> None:
+    """Find the cheapest deployments that meet the SLOs. Exit 1 when none does (what came closest is shown)."""
+    from ttftsim.plan.run import run_plan
+    from ttftsim.render import render_plan
+
+    if backend not in ("local", "ray"):
+        raise InputError("--backend", "", f"unknown backend {backend!r} (local or ray)")
+    if backend == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise InputError("--backend", "", "ray is not installed (pip install 'ttftsim[dist]')") from None
+    folder = out or Path(f"plan-{plan_file.stem}")
+    with _plan_progress(enabled=not as_json) as report:
+        result = run_plan(plan_file, folder, workers, backend, resume, report)
+    if as_json:
+        sys.stdout.write(json.dumps(result.as_json(), indent=1) + "\n")
+    else:
+        render_plan(console, result, folder)
+    if result.winner is None:
+        raise typer.Exit(1)
+
+
+@contextmanager
+def _plan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, object] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)  # type: ignore[arg-type]
+
+        yield update
+
+
+@app.command()
 def accuracy(
     ground_truth: Annotated[Path, typer.Argument(help="Measured runs: open-loop JSON or closed-loop CSV")],
     as_json: Annotated[bool, typer.Option("--json", help="Print results and summary as JSON")] = False,

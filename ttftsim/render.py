@@ -102,3 +102,49 @@ def render_accuracy(console: Console, results: list[StageResult], summary: dict[
     )
     agreement = ", ".join(f"{k} {v['agree']}/{v['stages']}" for k, v in summary["p99_slo_agreement"].items())
     console.print(f"P99 TTFT on the same side of the SLO: {agreement}")
+
+
+def _money(value: float) -> str:
+    return "-" if value != value else f"${value:,.2f}"
+
+
+def render_plan(console: Console, result: Any, folder: Any) -> None:
+    """Ranked candidates, the Pareto front and the winner (a ttftsim.plan.run.PlanResult)."""
+    plan = result.plan
+    console.print(
+        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, "
+        f"P99 TTFT <= {plan.slo.ttft_p99_s * 1e3:.0f} ms; "
+        f"{len(result.rows)} candidates, {result.fully_simulated} confirmed by cluster simulation; "
+        f"tasks computed {result.computed}, from checkpoint {result.reused}"
+    )
+    table = Table("#", "candidate", "status", "replicas", "GPUs", "$/hour", "$/M tok", "P50 ms", "P99 ms", "headroom")
+    shown = [r for r in result.rows if r.status in ("confirmed", "estimate", "missed")][:12]
+    for rank, row in enumerate(shown, 1):
+        table.add_row(
+            str(rank),
+            row.candidate.label(),
+            row.status,
+            str(row.replicas),
+            str(row.gpus),
+            _money(row.cost_per_hour),
+            _money(row.cost_per_million_tokens),
+            _ms(row.ttft_p50_s if row.ttft_p50_s == row.ttft_p50_s else None),
+            _ms(row.ttft_p99_s if row.ttft_p99_s == row.ttft_p99_s else None),
+            "-" if row.headroom != row.headroom else f"{row.headroom:.0%}",
+        )
+    console.print(table)
+    counts: dict[str, int] = {}
+    for row in result.rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    console.print("candidates by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    front = ", ".join(f"{_money(r.cost_per_hour)}/h -> {r.ttft_p99_s * 1e3:,.0f} ms" for r in result.front)
+    console.print(f"Pareto front (cost vs P99 TTFT): {front or '-'}")
+    if result.winner is None:
+        console.print(f"[red]no candidate meets the SLOs.[/] Closest: {result.closest()}")
+        return
+    win = result.winner
+    console.print(
+        f"[green]recommended:[/] {win.candidate.label()} x {win.replicas} replicas "
+        f"({win.gpus} GPUs, {_money(win.cost_per_hour)}/hour), predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms"
+    )
+    console.print(f"wrote {folder}/plan.json, ranked.csv, vllm-args.txt, manifests.yaml")

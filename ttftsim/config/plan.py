@@ -1,0 +1,101 @@
+"""A plan file: the model, the traffic, the SLOs and the space of deployments to search (`ttftsim plan`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt, model_validator
+
+from ttftsim.config.base import StrictModel
+from ttftsim.config.dtypes import KvDtype, WeightDtype
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.workload import (
+    ConstantArrivals,
+    ConversationWorkload,
+    GammaArrivals,
+    PoissonArrivals,
+    SharedPrefixWorkload,
+    SyntheticWorkload,
+    WeibullArrivals,
+    Workload,
+)
+
+RouterName = Literal["round_robin", "least_outstanding", "power_of_two", "session_affinity", "prefix_aware", "kv_aware"]
+RATE_ARRIVALS = (PoissonArrivals, ConstantArrivals, GammaArrivals, WeibullArrivals)
+
+
+class PlanSlo(StrictModel):
+    """What the deployment must meet at the peak rate (every arrival counts; unserved ones are late)."""
+
+    ttft_p99_s: float = Field(gt=0, description="P99 time to first token, seconds")
+    ttft_p90_s: float | None = Field(default=None, gt=0, description="P90 time to first token, seconds")
+    tpot_p99_s: float | None = Field(default=None, gt=0, description="P99 time per output token, seconds")
+    e2e_p99_s: float | None = Field(default=None, gt=0, description="P99 end-to-end latency, seconds")
+
+
+class SearchSpace(StrictModel):
+    """Values to try; the plan searches their product (pruning what cannot win)."""
+
+    hardware: list[str] = Field(min_length=1, description="Hardware profiles")
+    tensor_parallel_size: list[int] = Field(default=[1], min_length=1, description="TP sizes")
+    max_num_seqs: list[PositiveInt | None] = Field(default=[None], min_length=1, description="None = vLLM's default")
+    max_num_batched_tokens: list[PositiveInt | None] = Field(default=[None], min_length=1, description="None = default")
+    enable_chunked_prefill: list[bool] = Field(default=[True], min_length=1, description="Chunked prefill")
+    enable_prefix_caching: list[bool] = Field(default=[True], min_length=1, description="Prefix caching")
+    quantization: list[WeightDtype | None] = Field(default=[None], min_length=1, description="Weight formats")
+    kv_cache_dtype: list[KvDtype | Literal["auto"]] = Field(default=["auto"], min_length=1, description="KV formats")
+    router: list[RouterName] = Field(default=["least_outstanding"], min_length=1, description="Gateway routing")
+    warm_pool: list[int] = Field(default=[0], min_length=1, description="Idle loaded pods kept ready (cost)")
+    max_replicas: int = Field(default=64, ge=1, description="Never propose more replicas than this")
+
+    @model_validator(mode="after")
+    def _positive(self) -> SearchSpace:
+        for name in ("tensor_parallel_size", "warm_pool"):
+            if any(v < (1 if name == "tensor_parallel_size" else 0) for v in getattr(self, name)):
+                raise ValueError(f"{name} values must be positive")
+        return self
+
+
+class Plan(StrictModel):
+    """What `ttftsim plan` searches."""
+
+    name: str = Field(default="plan", description="Label used in reports and manifest names")
+    model: str = Field(description="Model preset or path to a Hugging Face config.json")
+    engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine arguments every candidate shares")
+    workload: Workload = Field(description="The traffic: an open-loop rate (its lengths and prefixes are kept)")
+    peak_rate: float | None = Field(
+        default=None, gt=0, description="Requests per second to plan for (default: the workload's rate)"
+    )
+    slo: PlanSlo = Field(description="Targets at the peak rate")
+    search: SearchSpace = Field(description="Deployments to consider")
+    headroom: float = Field(
+        default=0.1, ge=0, lt=1, description="Size replicas so each runs at most at (1 - headroom) of its capacity"
+    )
+    probe_requests: int = Field(
+        default=1200, ge=100, description="Requests per single-replica probe simulation (the bisection's step)"
+    )
+    confirm_s: float = Field(default=300.0, gt=0, description="Simulated seconds of each confirming cluster run")
+    confirm_top: int = Field(default=3, ge=1, description="Cheapest candidates confirmed by a cluster simulation")
+    gpu_prices: dict[str, float] = Field(
+        default_factory=dict, description="Price per GPU-hour by hardware name (default: the profile's)"
+    )
+    seed: int = Field(default=0, ge=0, description="Random seed; same plan and seed, same result")
+
+    @model_validator(mode="after")
+    def _rate_traffic(self) -> Plan:
+        workload = self.workload
+        if not isinstance(workload, SyntheticWorkload | SharedPrefixWorkload | ConversationWorkload) or not isinstance(
+            workload.arrivals, RATE_ARRIVALS
+        ):
+            raise ValueError(
+                "plan traffic must be open-loop at a rate (poisson, constant, gamma or weibull arrivals of a "
+                "synthetic, shared_prefix or conversation workload); replay a trace's lengths with an empirical "
+                "length distribution"
+            )
+        return self
+
+    @property
+    def target_rate(self) -> float:
+        arrivals = self.workload.arrivals  # type: ignore[union-attr]
+        assert isinstance(arrivals, RATE_ARRIVALS)
+        return self.peak_rate if self.peak_rate is not None else float(arrivals.rate)

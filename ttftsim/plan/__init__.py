@@ -1,0 +1,1 @@
+"""Capacity planning: search deployments for the cheapest that meets the SLOs."""

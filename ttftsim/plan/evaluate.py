@@ -1,0 +1,264 @@
+"""One candidate's work, as plain functions of (plan, candidate) that any worker process can run.
+
+- bound: does it start at all (memory plan, TP against heads), and its saturated throughput, an upper
+  bound on the rate one replica sustains within the SLO;
+- capacity: the highest rate one replica sustains within the SLOs, by bisection on single-replica
+  simulations (every arrival counts; one without a first token is late);
+- predict: the candidate at the peak rate split over its replicas (the table's P50/P99);
+- confirm: the whole deployment (replicas behind the router, warm pool) in a cluster simulation at the
+  peak rate, replicas added one at a time while it misses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ttftsim.config.plan import Plan
+from ttftsim.config.scenario import Scenario
+from ttftsim.config.workload import ConstantArrivals
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.perf.memory import DoesNotFitError
+
+LOW_LOAD = 0.05  # the bisection's known-good end, as a fraction of the saturated throughput
+BISECTION_STEPS = 6
+MAX_EXTRA_REPLICAS = 3
+
+
+@dataclass(frozen=True)
+class Candidate:
+    hardware: str
+    tensor_parallel_size: int
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+    enable_chunked_prefill: bool
+    enable_prefix_caching: bool
+    quantization: str | None
+    kv_cache_dtype: str
+    router: str
+    warm_pool: int
+
+    @property
+    def key(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    def label(self) -> str:
+        parts = [f"{self.hardware} TP{self.tensor_parallel_size}"]
+        if self.max_num_seqs is not None:
+            parts.append(f"seqs {self.max_num_seqs}")
+        if self.max_num_batched_tokens is not None:
+            parts.append(f"batch {self.max_num_batched_tokens}")
+        if not self.enable_chunked_prefill:
+            parts.append("no chunking")
+        if not self.enable_prefix_caching:
+            parts.append("no prefix cache")
+        if self.quantization:
+            parts.append(f"w {self.quantization}")
+        if self.kv_cache_dtype != "auto":
+            parts.append(f"kv {self.kv_cache_dtype}")
+        parts.append(self.router)
+        if self.warm_pool:
+            parts.append(f"warm {self.warm_pool}")
+        return ", ".join(parts)
+
+
+def plan_digest(plan: Plan) -> str:
+    """Identity of a plan for its checkpoint: its content, not its file name."""
+    return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()[:16]
+
+
+def engine_args(plan: Plan, cand: Candidate) -> dict[str, Any]:
+    update: dict[str, Any] = {
+        "tensor_parallel_size": cand.tensor_parallel_size,
+        "enable_chunked_prefill": cand.enable_chunked_prefill,
+        "enable_prefix_caching": cand.enable_prefix_caching,
+        "quantization": cand.quantization,
+        "kv_cache_dtype": cand.kv_cache_dtype,
+    }
+    if cand.max_num_seqs is not None:
+        update["max_num_seqs"] = cand.max_num_seqs
+    if cand.max_num_batched_tokens is not None:
+        update["max_num_batched_tokens"] = cand.max_num_batched_tokens
+    return plan.engine.model_copy(update=update).model_dump()
+
+
+def scenario(plan: Plan, cand: Candidate, rate: float, num_requests: int, **extra: Any) -> Scenario:
+    workload = plan.workload.model_dump()
+    arrivals = dict(workload["arrivals"])
+    arrivals["rate"] = rate
+    workload.update(arrivals=arrivals, num_requests=num_requests, duration_s=None)
+    return Scenario.model_validate(
+        {
+            "name": f"{plan.name}: {cand.label()}",
+            "model": plan.model,
+            "hardware": cand.hardware,
+            "engine": engine_args(plan, cand),
+            "workload": workload,
+            "seed": plan.seed,
+            **extra,
+        }
+    )
+
+
+def slo_figures(requests: pd.DataFrame) -> dict[str, float]:
+    """Percentiles over every arrival (inf for one that never got a first token or never finished)."""
+    if not len(requests):
+        return {"ttft_p50_s": math.inf, "ttft_p90_s": math.inf, "ttft_p99_s": math.inf}
+    ttft = requests["ttft_s"].fillna(np.inf).to_numpy(dtype=np.float64)
+    tpot = requests["tpot_s"].to_numpy(dtype=np.float64)
+    finished = requests["status"].to_numpy() == "finished"
+    tpot = np.where(finished, np.nan_to_num(tpot, nan=0.0), np.inf)
+    e2e = requests["e2e_s"].fillna(np.inf).to_numpy(dtype=np.float64)
+    served = requests[requests["status"] == "finished"]
+
+    def q(values: Any, p: float) -> float:
+        return float(np.quantile(values, p, method="inverted_cdf"))
+
+    return {
+        "ttft_p50_s": q(ttft, 0.5),
+        "ttft_p90_s": q(ttft, 0.9),
+        "ttft_p99_s": q(ttft, 0.99),
+        "tpot_p99_s": q(tpot, 0.99),
+        "e2e_p99_s": q(e2e, 0.99),
+        "output_tokens_per_request": float(served["generated_tokens"].mean()) if len(served) else 0.0,
+    }
+
+
+def meets(plan: Plan, figures: dict[str, float]) -> bool:
+    slo = plan.slo
+    checks = [("ttft_p99_s", slo.ttft_p99_s), ("ttft_p90_s", slo.ttft_p90_s), ("tpot_p99_s", slo.tpot_p99_s)]
+    checks.append(("e2e_p99_s", slo.e2e_p99_s))
+    return all(target is None or figures[name] <= target for name, target in checks)
+
+
+def _simulate(plan: Plan, base: str, cand: Candidate, rate: float, num_requests: int) -> dict[str, float]:
+    from ttftsim.simulate import simulate
+
+    result = simulate(scenario(plan, cand, rate, num_requests), Path(base))
+    figures = slo_figures(result.requests)
+    span = float(result.requests["finish_s"].max() - result.requests["arrival_s"].min())
+    figures["throughput"] = len(result.requests) / span if span > 0 else 0.0
+    return figures
+
+
+def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
+    """Whether the candidate starts, and its saturated throughput (requests/s of one replica)."""
+    from ttftsim.simulate import build_replica
+
+    try:
+        replica = build_replica(scenario(plan, cand, 1.0, 1), Path(base))
+    except (DoesNotFitError, InputError) as exc:
+        return {"feasible": False, "reason": str(exc.message if isinstance(exc, InputError) else exc)}
+    hardware = load_hardware(cand.hardware)
+    if cand.tensor_parallel_size > hardware.gpus_per_node * 8:
+        return {"feasible": False, "reason": "tensor parallelism beyond 8 nodes"}
+    flood = scenario(plan, cand, 1.0, plan.probe_requests)
+    flood_workload = flood.workload.model_copy(update={"arrivals": ConstantArrivals(type="constant", rate=1e6)})
+    from ttftsim.simulate import simulate
+
+    result = simulate(flood.model_copy(update={"workload": flood_workload}), Path(base))
+    finished = result.requests[result.requests["status"] == "finished"]
+    if not len(finished):
+        return {"feasible": False, "reason": "no request finishes (prompts longer than the KV cache?)"}
+    span = float(finished["finish_s"].max())
+    return {
+        "feasible": True,
+        "saturated_rate": len(finished) / span,
+        "kv_blocks": replica.num_blocks,
+        "weight_bytes": replica.memory.weight_bytes if replica.memory else 0,
+    }
+
+
+def capacity(plan: Plan, base: str, cand: Candidate, saturated: float) -> dict[str, Any]:
+    """The highest single-replica rate within the SLOs (bisection); infeasible if even low load misses."""
+    low = saturated * LOW_LOAD
+    probes = []
+    figures = _simulate(plan, base, cand, low, plan.probe_requests)
+    probes.append((low, figures["ttft_p99_s"]))
+    if not meets(plan, figures):
+        return {
+            "feasible": False,
+            "reason": f"misses the SLO even at low load ({low:.2f} req/s): P99 TTFT {figures['ttft_p99_s']:.3f} s",
+            "probes": probes,
+        }
+    good, bad = low, saturated
+    for _ in range(BISECTION_STEPS):
+        mid = (good + bad) / 2
+        figures = _simulate(plan, base, cand, mid, plan.probe_requests)
+        probes.append((mid, figures["ttft_p99_s"]))
+        if meets(plan, figures):
+            good = mid
+        else:
+            bad = mid
+    return {"feasible": True, "max_rate": good, "probes": probes}
+
+
+def price_per_gpu_hour(plan: Plan, hardware: str) -> float:
+    if hardware in plan.gpu_prices:
+        return plan.gpu_prices[hardware]
+    return load_hardware(hardware).price_per_gpu_hour_usd
+
+
+def sizing(plan: Plan, cand: Candidate, max_rate: float) -> dict[str, Any]:
+    """Replicas for the peak rate with headroom, and what they cost per hour."""
+    per_replica = max_rate * (1.0 - plan.headroom)
+    replicas = max(1, math.ceil(plan.target_rate / per_replica)) if per_replica > 0 else 1 << 30
+    gpus = (replicas + cand.warm_pool) * cand.tensor_parallel_size
+    return {
+        "replicas": replicas,
+        "gpus": gpus,
+        "cost_per_hour": gpus * price_per_gpu_hour(plan, cand.hardware),
+        "headroom": 1.0 - plan.target_rate / (replicas * max_rate),
+    }
+
+
+def predict(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, float]:
+    """One replica's share of the peak rate (perfect balance)."""
+    return _simulate(plan, base, cand, plan.target_rate / replicas, plan.probe_requests)
+
+
+def cluster_scenario(plan: Plan, cand: Candidate, replicas: int) -> Scenario:
+    hardware = load_hardware(cand.hardware)
+    per_node = hardware.gpus_per_node
+    nodes = max(1, math.ceil((replicas + cand.warm_pool) * cand.tensor_parallel_size / per_node))
+    num_requests = max(plan.probe_requests, int(plan.target_rate * plan.confirm_s))
+    cluster = {
+        "node_pools": [
+            {"name": "gpu", "hardware": cand.hardware, "initial_nodes": nodes, "min_nodes": nodes, "max_nodes": nodes}
+        ],
+        "replicas": replicas,
+        "warm_pool": cand.warm_pool,
+        "router": {"type": cand.router},
+    }
+    return scenario(plan, cand, plan.target_rate, num_requests, cluster=cluster)
+
+
+def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, Any]:
+    """The deployment at the peak rate as a cluster; add replicas while it misses (a few at most)."""
+    from ttftsim.simulate import simulate
+
+    for extra in range(MAX_EXTRA_REPLICAS + 1):
+        count = replicas + extra
+        if count > plan.search.max_replicas:
+            break
+        result = simulate(cluster_scenario(plan, cand, count), Path(base))
+        figures = slo_figures(result.requests)
+        if meets(plan, figures):
+            return {"met": True, "replicas": count, **figures}
+    return {"met": False, "replicas": replicas + MAX_EXTRA_REPLICAS, **figures}
+
+
+def bound_weight_bytes(plan: Plan, base: str, cand: Candidate) -> float:
+    """All the replica's weight bytes (every TP shard), for cold-start estimates."""
+    from ttftsim.simulate import build_replica
+
+    replica = build_replica(scenario(plan, cand, 1.0, 1), Path(base))
+    return float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0

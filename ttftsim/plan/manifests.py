@@ -1,0 +1,166 @@
+"""What a user applies for the winning plan: the `vllm serve` arguments and Kubernetes manifests.
+
+A Deployment (or a LeaderWorkerSet when the TP group spans nodes) with the GPU request, a required node
+affinity on the GPU product label that NVIDIA's GPU feature discovery sets, a startup probe that allows
+the predicted cold start on a bare node with margin, readiness and liveness probes on vLLM's /health, a
+Service, and an HPA on the waiting queue (vLLM's gauge through the Prometheus adapter).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import yaml
+
+from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
+from ttftsim.config.cluster import PodSpec
+from ttftsim.config.plan import Plan
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.plan.evaluate import Candidate
+
+IMAGE = "vllm/vllm-openai:v{version}"
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_PRODUCTS = {  # what GPU feature discovery reports for each profile
+    "A100-PCIe-80GB": "NVIDIA-A100-80GB-PCIe",
+    "A100-SXM4-40GB": "NVIDIA-A100-SXM4-40GB",
+    "A100-SXM4-80GB": "NVIDIA-A100-SXM4-80GB",
+    "H100-PCIe-80GB": "NVIDIA-H100-PCIe",
+    "H100-SXM5-80GB": "NVIDIA-H100-80GB-HBM3",
+    "H200-SXM-141GB": "NVIDIA-H200",
+    "L40S-48GB": "NVIDIA-L40S",
+}
+PROBE_PERIOD_S = 10
+STARTUP_MARGIN = 1.5
+
+
+def vllm_args(plan: Plan, cand: Candidate, model_id: str) -> list[str]:
+    """`vllm serve` command line for the candidate (only what differs from vLLM's defaults, plus TP)."""
+    args = ["vllm", "serve", model_id, "--tensor-parallel-size", str(cand.tensor_parallel_size)]
+    if cand.max_num_seqs is not None:
+        args += ["--max-num-seqs", str(cand.max_num_seqs)]
+    if cand.max_num_batched_tokens is not None:
+        args += ["--max-num-batched-tokens", str(cand.max_num_batched_tokens)]
+    if plan.engine.max_model_len is not None:
+        args += ["--max-model-len", str(plan.engine.max_model_len)]
+    if plan.engine.gpu_memory_utilization is not None:
+        args += ["--gpu-memory-utilization", str(plan.engine.gpu_memory_utilization)]
+    args.append("--enable-prefix-caching" if cand.enable_prefix_caching else "--no-enable-prefix-caching")
+    args.append("--enable-chunked-prefill" if cand.enable_chunked_prefill else "--no-enable-chunked-prefill")
+    if cand.quantization in ("fp8", "int8", "int4"):
+        args += ["--quantization", {"fp8": "fp8", "int8": "compressed-tensors", "int4": "awq"}[cand.quantization]]
+    if cand.kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", "fp8" if cand.kv_cache_dtype == "fp8" else "auto"]
+    return args
+
+
+def startup_budget_s(weight_bytes: float, tp: int) -> float:
+    """The predicted cold start on a bare node (no image, no caches), with margin."""
+    phases = cold_start_phases(PodSpec(), weight_bytes, tp, NodeCaches(False, False, False))
+    return STARTUP_MARGIN * sum(seconds for _, seconds in phases)
+
+
+def manifests(plan: Plan, cand: Candidate, replicas: int, weight_bytes: float, model_id: str) -> list[dict[str, Any]]:
+    name = _dns(plan.name)
+    hardware = load_hardware(cand.hardware)
+    nodes_per_replica = max(1, math.ceil(cand.tensor_parallel_size / hardware.gpus_per_node))
+    gpus_per_pod = cand.tensor_parallel_size // nodes_per_replica
+    budget = startup_budget_s(weight_bytes, cand.tensor_parallel_size)
+    container = {
+        "name": "vllm",
+        "image": IMAGE.format(version=plan.engine.vllm_version),
+        "command": vllm_args(plan, cand, model_id),
+        "ports": [{"containerPort": 8000, "name": "http"}],
+        "resources": {
+            "requests": {"nvidia.com/gpu": gpus_per_pod, "cpu": "8", "memory": "64Gi"},
+            "limits": {"nvidia.com/gpu": gpus_per_pod, "memory": "64Gi"},
+        },
+        "startupProbe": {
+            "httpGet": {"path": "/health", "port": 8000},
+            "periodSeconds": PROBE_PERIOD_S,
+            "failureThreshold": math.ceil(budget / PROBE_PERIOD_S),
+        },
+        "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 5},
+        "livenessProbe": {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 10, "failureThreshold": 3},
+    }
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": PRODUCT_LABEL,
+                                "operator": "In",
+                                "values": [GPU_PRODUCTS.get(cand.hardware, cand.hardware)],
+                            }
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+    template = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {
+            "affinity": affinity,
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [container],
+        },
+    }
+    if nodes_per_replica > 1:
+        workload: dict[str, Any] = {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "leaderWorkerTemplate": {
+                    "size": nodes_per_replica,
+                    "leaderTemplate": template,
+                    "workerTemplate": template,
+                },
+            },
+        }
+    else:
+        workload = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template},
+        }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 8000, "targetPort": 8000, "name": "http"}]},
+    }
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": workload["apiVersion"], "kind": workload["kind"], "name": name},
+            "minReplicas": replicas,
+            "maxReplicas": max(replicas * 2, replicas + 2),
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": "vllm:num_requests_waiting"},
+                        "target": {"type": "AverageValue", "averageValue": "5"},
+                    },
+                }
+            ],
+        },
+    }
+    return [workload, service, hpa]
+
+
+def dump(documents: list[dict[str, Any]]) -> str:
+    return yaml.safe_dump_all(documents, sort_keys=False)
+
+
+def _dns(name: str) -> str:
+    cleaned = "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
+    return cleaned[:50] or "llm"

@@ -1,0 +1,153 @@
+"""`ttftsim plan`: load the plan, search with a checkpoint, write the ranked table, the Pareto front and
+the winner's vLLM arguments and Kubernetes manifests."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ttftsim.config.loading import load_file
+from ttftsim.config.plan import Plan
+from ttftsim.errors import InputError
+from ttftsim.plan import evaluate
+from ttftsim.plan.manifests import dump, manifests, vllm_args
+from ttftsim.plan.search import Progress, Row, Runner, pareto, search
+from ttftsim.plan.store import Store
+
+HF_IDS = {  # presets -> the repository `vllm serve` loads
+    "Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct",
+    "Llama-3.1-70B": "meta-llama/Llama-3.1-70B-Instruct",
+    "Llama-2-7b-hf": "meta-llama/Llama-2-7b-chat-hf",
+    "Llama-2-70b-hf": "meta-llama/Llama-2-70b-chat-hf",
+    "Mistral-7B-v0.1": "mistralai/Mistral-7B-Instruct-v0.1",
+    "Mixtral-8x7B-v0.1": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "Qwen2.5-7B": "Qwen/Qwen2.5-7B-Instruct",
+    "Qwen2.5-72B": "Qwen/Qwen2.5-72B-Instruct",
+    "CodeLlama-34b-Instruct-hf": "codellama/CodeLlama-34b-Instruct-hf",
+}
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    plan: Plan
+    rows: list[Row]
+    front: list[Row]
+    winner: Row | None
+    computed: int
+    reused: int
+
+    @property
+    def fully_simulated(self) -> int:
+        return sum(1 for r in self.rows if r.status in ("confirmed", "missed"))
+
+    def closest(self) -> str:
+        """What came closest when nothing meets the SLOs, and why."""
+        missed = [r for r in self.rows if r.status == "missed"]
+        if missed:
+            best = min(missed, key=lambda r: (r.ttft_p99_s, r.candidate.key))
+            return f"{best.candidate.label()}: {best.reason}"
+        infeasible = [r for r in self.rows if r.status == "infeasible"]
+        if infeasible:
+            started = [r for r in infeasible if r.saturated_rate == r.saturated_rate]
+            pool = started or infeasible
+            best = max(pool, key=lambda r: r.saturated_rate if r.saturated_rate == r.saturated_rate else 0.0)
+            return f"{best.candidate.label()}: {best.reason}"
+        return "no candidate"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.name,
+            "target_rate": self.plan.target_rate,
+            "slo": self.plan.slo.model_dump(),
+            "candidates": len(self.rows),
+            "fully_simulated": self.fully_simulated,
+            "tasks": {"computed": self.computed, "from_checkpoint": self.reused},
+            "winner": _row_json(self.winner) if self.winner else None,
+            "closest": None if self.winner else self.closest(),
+            "pareto": [_row_json(r) for r in self.front],
+            "ranked": [_row_json(r) for r in self.rows],
+        }
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    data = asdict(row)
+    data["candidate"] = asdict(row.candidate)
+    data["label"] = row.candidate.label()
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in data.items()}
+
+
+def load_plan(path: Path) -> Plan:
+    return load_file(Plan, path)
+
+
+def run_plan(
+    path: Path,
+    out: Path,
+    workers: int = 1,
+    backend: str = "local",
+    resume: bool = False,
+    progress: Progress | None = None,
+) -> PlanResult:
+    plan = load_plan(path)
+    check_plan(plan, path)
+    store = Store(out / "checkpoint.sqlite", evaluate.plan_digest(plan), resume)
+    runner = Runner(plan, str(path.resolve().parent), store, backend, workers, progress)
+    try:
+        rows = search(runner)
+    finally:
+        runner.close()
+        store.close()
+    winner = next((r for r in rows if r.status == "confirmed"), None)
+    result = PlanResult(plan, rows, pareto(rows), winner, runner.computed, store.reused)
+    write_outputs(result, out, str(path.resolve().parent))
+    return result
+
+
+def check_plan(plan: Plan, path: Path) -> None:
+    """What the schema cannot know: the model and hardware exist, the engine arguments resolve."""
+    from ttftsim.config.engine import resolve_engine
+    from ttftsim.hardware.catalog import load_hardware
+    from ttftsim.model.catalog import load_model
+    from ttftsim.simulate import resolve_ref
+
+    source, base = str(path), path.resolve().parent
+    model = load_model(resolve_ref(plan.model, base), source)
+    for index, name in enumerate(plan.search.hardware):
+        try:
+            hardware = load_hardware(resolve_ref(name, base), source)
+        except InputError as exc:
+            raise InputError(source, f"search.hardware.{index}", exc.message) from None
+        try:
+            resolve_engine(plan.engine, hardware, model.max_position_embeddings, model.native_dtype)
+        except ValueError as exc:
+            raise InputError(source, "engine", str(exc)) from None
+
+
+def model_id(plan: Plan) -> str:
+    if plan.model in HF_IDS:
+        return HF_IDS[plan.model]
+    if plan.model.endswith(".json"):  # a config.json in a model folder: the folder is the model
+        return Path(plan.model).parent.name or plan.model
+    return plan.model  # a Hugging Face repository id
+
+
+def write_outputs(result: PlanResult, out: Path, base: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(json.dumps(result.as_json(), indent=1) + "\n", encoding="utf-8")
+    pd.DataFrame([_row_json(r) for r in result.rows]).drop(columns=["candidate"]).to_csv(
+        out / "ranked.csv", index=False
+    )
+    winner = result.winner
+    if winner is None:
+        return
+    plan = result.plan
+    weights = evaluate.bound_weight_bytes(plan, base, winner.candidate)
+    args = vllm_args(plan, winner.candidate, model_id(plan))
+    (out / "vllm-args.txt").write_text(" ".join(args) + "\n", encoding="utf-8")
+    documents = manifests(plan, winner.candidate, winner.replicas, weights, model_id(plan))
+    (out / "manifests.yaml").write_text(dump(documents), encoding="utf-8")
