@@ -9,6 +9,7 @@ process pool, Ray, one worker or many, fresh or resumed from the checkpoint give
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -110,7 +111,7 @@ class Runner:
         import ray
 
         if not ray.is_initialized():
-            ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+            ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
         remote = ray.remote(run_task)
         pending = {
             remote.remote(plan_json, self.base, kind, asdict(cand), arg): index for index, (kind, cand, arg) in todo
