@@ -14,7 +14,21 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["models"], ["hardware"], ["step"], ["memory"], ["simulate"], ["plan"], ["accuracy"], ["calibrate"]]
+    "command",
+    [
+        [],
+        ["models"],
+        ["hardware"],
+        ["step"],
+        ["memory"],
+        ["simulate"],
+        ["plan"],
+        ["validate"],
+        ["compare"],
+        ["schema"],
+        ["accuracy"],
+        ["calibrate"],
+    ],
 )
 def test_help_works(command: list[str]) -> None:
     result = run(*command, "--help")

@@ -200,6 +200,65 @@ def _plan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | 
 
 
 @app.command()
+def validate(
+    deploy: Annotated[Path, typer.Argument(help="Deployment file: traffic, SLO, and manifests or engine arguments")],
+    manifest: Annotated[list[Path] | None, typer.Option(help="Kubernetes manifest (repeatable)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print findings and prediction as JSON")] = False,
+) -> None:
+    """Check a deployment (memory, KV, TP, GPU requests and affinity, probes, HPA) and predict its TTFT.
+    Exit 0 pass, 1 a finding is an error, 2 invalid input."""
+    from ttftsim.render import render_validation
+    from ttftsim.validate.run import validate as check
+
+    report = check(deploy, list(manifest or []))
+    if as_json:
+        sys.stdout.write(json.dumps(report.as_json(), indent=1, default=str) + "\n")
+    else:
+        render_validation(console, report)
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def compare(
+    first: Annotated[Path, typer.Argument(help="Scenario A (its traffic is used for both)")],
+    second: Annotated[Path, typer.Argument(help="Scenario B")],
+    seed: Annotated[int | None, typer.Option(help="Random seed (default: A's)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON")] = False,
+) -> None:
+    """The same traffic through two scenarios: TTFT percentiles, TPOT, throughput, cost, TTFT breakdown."""
+    from ttftsim.compare import compare as run
+    from ttftsim.render import render_compare
+
+    result = run(first, second, seed)
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=1) + "\n")
+    else:
+        render_compare(console, result)
+
+
+@app.command()
+def schema(
+    out: Annotated[Path | None, typer.Option(help="Write <input>.schema.json files here")] = None,
+    check: Annotated[bool, typer.Option(help="Exit 1 if docs/config.md or docs/cli.md are out of date")] = False,
+    docs: Annotated[Path, typer.Option(help="Folder of config.md and cli.md")] = Path("docs"),
+) -> None:
+    """JSON Schemas of every input file, and docs/config.md and docs/cli.md generated from them."""
+    from ttftsim.docs import drift, write
+
+    if check:
+        stale = drift(docs)
+        for path in stale:
+            console.print(f"[red]out of date:[/] {path} (run `ttftsim schema`)")
+        if stale:
+            raise typer.Exit(1)
+        console.print("docs match the schemas and the CLI")
+        return
+    for written in write(out, docs):
+        console.print(f"wrote {written}")
+
+
+@app.command()
 def accuracy(
     ground_truth: Annotated[Path, typer.Argument(help="Measured runs: open-loop JSON or closed-loop CSV")],
     as_json: Annotated[bool, typer.Option("--json", help="Print results and summary as JSON")] = False,

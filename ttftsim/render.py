@@ -148,3 +148,40 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
         f"({win.gpus} GPUs, {_money(win.cost_per_hour)}/hour), predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms"
     )
     console.print(f"wrote {folder}/plan.json, ranked.csv, vllm-args.txt, manifests.yaml")
+
+
+def render_validation(console: Console, report: Any) -> None:
+    """Findings by severity, then the prediction (a ttftsim.validate.run.Report)."""
+    deployment = report.deployment
+    console.print(
+        f"[bold]{report.name}[/]: {deployment['model']} on {deployment['hardware'] or '?'}, "
+        f"{deployment['replicas']} replicas"
+    )
+    colors = {"error": "red", "warning": "yellow", "info": "dim"}
+    for finding in sorted(report.findings, key=lambda f: ("error", "warning", "info").index(f.severity)):
+        color = colors[finding.severity]
+        console.print(f"[{color}]{finding.severity:<7}[/] [{finding.check}] {finding.message}", highlight=False)
+        if finding.fix:
+            console.print(f"          fix: {finding.fix}", highlight=False)
+    if report.prediction:
+        p = report.prediction
+        console.print(
+            f"prediction with {p['replicas']} replicas: TTFT P50 {_ms(p['ttft_p50_s'])} ms, "
+            f"P99 {_ms(p['ttft_p99_s'])} ms"
+        )
+    console.print("[green]PASS[/]" if report.passed else "[red]FAIL[/]")
+
+
+def _num(value: float | None) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def render_compare(console: Console, result: dict[str, Any]) -> None:
+    console.print(f"[bold]A[/] {result['a']}  vs  [bold]B[/] {result['b']}  (traffic: {result['traffic']})")
+    table = Table("metric", "A", "B", "B - A", "change")
+    for row in result["rows"]:
+        change = "-" if row["relative"] is None else f"{row['relative']:+.1%}"
+        table.add_row(row["metric"], _num(row["a"]), _num(row["b"]), _num(row["delta"]), change)
+    console.print(table)

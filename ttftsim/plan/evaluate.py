@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ttftsim.config.plan import Plan
+from ttftsim.config.plan import Plan, PlanSlo
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import ConstantArrivals
 from ttftsim.errors import InputError
@@ -133,7 +133,10 @@ def slo_figures(requests: pd.DataFrame) -> dict[str, float]:
 
 
 def meets(plan: Plan, figures: dict[str, float]) -> bool:
-    slo = plan.slo
+    return meets_slo(plan.slo, figures)
+
+
+def meets_slo(slo: PlanSlo, figures: dict[str, float]) -> bool:
     checks = [("ttft_p99_s", slo.ttft_p99_s), ("ttft_p90_s", slo.ttft_p90_s), ("tpot_p99_s", slo.tpot_p99_s)]
     checks.append(("e2e_p99_s", slo.e2e_p99_s))
     return all(target is None or figures[name] <= target for name, target in checks)

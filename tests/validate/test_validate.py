@@ -1,0 +1,130 @@
+"""`ttftsim validate` on the shipped example and on malformed or inconsistent deployments: each gives a
+one-line error (exit 2) or a finding with a fix (exit 1), never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import _assert_one_line_error, run
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "validate"
+
+
+def _copy(tmp_path: Path, deploy_edit: tuple[str, str] = ("", ""), k8s_edit: tuple[str, str] = ("", "")) -> Path:
+    deploy, k8s = (EXAMPLE / "deploy.yaml").read_text(), (EXAMPLE / "k8s.yaml").read_text()
+    for text, (old, _) in ((deploy, deploy_edit), (k8s, k8s_edit)):
+        assert old in text, old
+    (tmp_path / "k8s.yaml").write_text(k8s.replace(*k8s_edit, 1) if k8s_edit[0] else k8s)
+    path = tmp_path / "deploy.yaml"
+    path.write_text(deploy.replace(*deploy_edit, 1) if deploy_edit[0] else deploy)
+    return path
+
+
+def test_the_example_passes_with_a_prediction() -> None:
+    result = run("validate", str(EXAMPLE / "deploy.yaml"), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["passed"] and report["deployment"]["hardware"] == "H100-SXM5-80GB"
+    assert report["deployment"]["engine"]["max_num_seqs"] == 128
+    assert report["prediction"]["replicas"] == 2 and report["prediction"]["ttft_p99_s"] < 0.5
+
+
+INVALID = [
+    (("slo:", "slo: [\n"), ("", ""), "not valid YAML"),
+    (("name: chat-8b", "name: chat-8b\nregion: eu"), ("", ""), "region"),
+    (("ttft_p99_s: 0.5", "ttft_p99_s: fast"), ("", ""), "slo.ttft_p99_s"),
+    (("manifests: [k8s.yaml]", "manifests: [nope.yaml]"), ("", ""), "manifest file not found"),
+    (("", ""), ("  name: chat-8b\nspec:\n  replicas: 2", "  name: [chat-8b\n"), "not valid YAML"),
+    (("", ""), ("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler", "apiVersion: autoscaling/v2"), "no kind"),
+    (
+        ("", ""),
+        (
+            "image: vllm/vllm-openai:v0.15.1\n          command: [vllm, serve,",
+            "image: nginx\n          command: [nginx,",
+        ),
+        "no Deployment",
+    ),
+    (("", ""), ('--max-num-seqs, "128"', '--max-num-seqs, "lots"'), "--max-num-seqs"),
+    (("", ""), ('--max-model-len, "8192"', '--block-size, "7", --max-model-len, "8192"'), "vllm args block_size"),
+    (
+        ("", ""),
+        ("command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]", "command: [vllm, serve]"),
+        "no model named",
+    ),
+    (("traffic:", "traffic_:"), ("", ""), "traffic"),
+]
+
+
+@pytest.mark.parametrize(("deploy_edit", "k8s_edit", "needle"), INVALID)
+def test_unreadable_input_is_one_line_exit_2(
+    tmp_path: Path, deploy_edit: tuple[str, str], k8s_edit: tuple[str, str], needle: str
+) -> None:
+    path = _copy(tmp_path, deploy_edit, k8s_edit)
+    _assert_one_line_error(run("validate", str(path)), needle)
+
+
+def test_no_manifests_and_no_engine_is_an_input_error(tmp_path: Path) -> None:
+    path = _copy(tmp_path, ("manifests: [k8s.yaml]", "manifests: []"))
+    _assert_one_line_error(run("validate", str(path)), str(path), "manifests")
+
+
+FINDINGS = [
+    (("", ""), ("meta-llama/Llama-3.1-8B-Instruct]", "meta-llama/Llama-3.1-70B-Instruct]"), "memory-fit", "141.1 GB"),
+    (("", ""), ('--max-num-seqs, "128"', '--tensor-parallel-size, "3"'), "tp-vs-heads", "32 attention heads"),
+    (
+        ("", ""),
+        (
+            'requests: {nvidia.com/gpu: 1, cpu: "8", memory: 64Gi}\n'
+            "            limits: {nvidia.com/gpu: 1, memory: 64Gi}",
+            'requests: {cpu: "8", memory: 64Gi}',
+        ),
+        "gpu-request",
+        "no nvidia.com/gpu",
+    ),
+    (("", ""), ('--max-num-seqs, "128"', '--tensor-parallel-size, "2"'), "tp-vs-gpus", "requests 1 x 1"),
+    (
+        ("", ""),
+        (
+            "startupProbe:\n            httpGet: {path: /health, port: 8000}\n"
+            "            periodSeconds: 10\n            failureThreshold: 30",
+            "livenessProbe:\n            httpGet: {path: /health, port: 8000}\n"
+            "            periodSeconds: 10\n            failureThreshold: 3",
+        ),
+        "probes",
+        "CrashLoopBackOff",
+    ),
+    (
+        ("", ""),
+        ("kind: Deployment, name: chat-8b}", "kind: Deployment, name: chat-70b}"),
+        "hpa",
+        "not Deployment/chat-8b",
+    ),
+    (("rate: 12", "rate: 60"), ("", ""), "slo", "misses the SLO"),
+    (("", ""), ("key: nvidia.com/gpu.product", "key: example.com/zone"), "gpu-affinity", "cannot tell which"),
+]
+
+
+@pytest.mark.parametrize(("deploy_edit", "k8s_edit", "check", "needle"), FINDINGS)
+def test_inconsistent_deployment_is_a_finding_with_a_fix_exit_1(
+    tmp_path: Path, deploy_edit: tuple[str, str], k8s_edit: tuple[str, str], check: str, needle: str
+) -> None:
+    path = _copy(tmp_path, deploy_edit, k8s_edit)
+    result = run("validate", str(path), "--json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
+    assert any(f["check"] == check and needle in f["message"] for f in findings), findings
+    assert all(f["fix"] for f in findings)
+
+
+def test_slo_miss_suggests_a_replica_count_that_works(tmp_path: Path) -> None:
+    path = _copy(tmp_path, ("rate: 12", "rate: 80"))
+    report = json.loads(run("validate", str(path), "--json").stdout)
+    slo = next(f for f in report["findings"] if f["check"] == "slo")
+    assert slo["fix"].startswith("run ") and "replicas" in slo["fix"]
+    suggested = int(slo["fix"].split()[1])
+    fixed = _copy(tmp_path / "..", ("rate: 12", "rate: 80"), ("minReplicas: 2", f"minReplicas: {suggested}"))
+    assert run("validate", str(fixed)).returncode == 0  # the suggestion passes

@@ -1,0 +1,26 @@
+"""A deployment file for `ttftsim validate`: the expected traffic and SLO, and the deployment itself, as
+Kubernetes manifests (the usual case) or as engine arguments and a replica count."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ttftsim.config.base import StrictModel
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.plan import PlanSlo
+from ttftsim.config.workload import Workload
+
+
+class Deploy(StrictModel):
+    name: str = Field(default="deployment", description="Label used in reports")
+    manifests: list[str] = Field(
+        default_factory=list, description="Kubernetes manifest files (relative to this file); --manifest adds more"
+    )
+    model: str | None = Field(default=None, description="Model preset or config.json (default: from vllm serve)")
+    hardware: str | None = Field(default=None, description="GPU profile (default: from the pods' GPU node labels)")
+    engine: EngineArgs | None = Field(default=None, description="Engine arguments when there are no manifests")
+    replicas: int | None = Field(default=None, ge=1, description="Replicas when there are no manifests")
+    gpus_per_node: int | None = Field(default=None, ge=1, le=64, description="GPUs per node (default: profile's)")
+    traffic: Workload = Field(description="The expected traffic")
+    slo: PlanSlo = Field(description="What the deployment must meet")
+    vllm_version: str = Field(default="0.15.1", description="vLLM version the image runs (defaults follow it)")

@@ -1,0 +1,268 @@
+"""Read what `ttftsim validate` needs from real Kubernetes manifests: the serving workload (Deployment,
+StatefulSet or LeaderWorkerSet), its vLLM container and `vllm serve` arguments, resources, placement
+rules, probes, volumes, and the HPA that scales it."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ttftsim.errors import InputError
+
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
+GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
+# label values -> hardware profiles (GPU feature discovery, GKE, Karpenter on AWS)
+GPU_VALUES = {
+    "nvidia-a100-80gb-pcie": "A100-PCIe-80GB",
+    "nvidia-a100-sxm4-40gb": "A100-SXM4-40GB",
+    "nvidia-a100-sxm4-80gb": "A100-SXM4-80GB",
+    "nvidia-a100-80gb": "A100-SXM4-80GB",
+    "nvidia-tesla-a100": "A100-SXM4-40GB",
+    "a100": "A100-SXM4-80GB",
+    "nvidia-h100-pcie": "H100-PCIe-80GB",
+    "nvidia-h100-80gb-hbm3": "H100-SXM5-80GB",
+    "nvidia-h100-80gb": "H100-SXM5-80GB",
+    "nvidia-h100-mega-80gb": "H100-SXM5-80GB",
+    "h100": "H100-SXM5-80GB",
+    "nvidia-h200": "H200-SXM-141GB",
+    "nvidia-h200-141gb": "H200-SXM-141GB",
+    "h200": "H200-SXM-141GB",
+    "nvidia-l40s": "L40S-48GB",
+    "l40s": "L40S-48GB",
+}
+
+# vLLM flags -> EngineArgs fields (value flags); boolean flags below
+VALUE_FLAGS = {
+    "--tensor-parallel-size": "tensor_parallel_size",
+    "-tp": "tensor_parallel_size",
+    "--max-num-seqs": "max_num_seqs",
+    "--max-num-batched-tokens": "max_num_batched_tokens",
+    "--max-model-len": "max_model_len",
+    "--gpu-memory-utilization": "gpu_memory_utilization",
+    "--block-size": "block_size",
+    "--kv-cache-dtype": "kv_cache_dtype",
+    "--quantization": "quantization",
+    "-q": "quantization",
+    "--dtype": "dtype",
+    "--scheduling-policy": "scheduling_policy",
+    "--long-prefill-token-threshold": "long_prefill_token_threshold",
+}
+BOOL_FLAGS = {
+    "--enable-prefix-caching": ("enable_prefix_caching", True),
+    "--no-enable-prefix-caching": ("enable_prefix_caching", False),
+    "--enable-chunked-prefill": ("enable_chunked_prefill", True),
+    "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
+    "--enforce-eager": ("enforce_eager", True),
+}
+IGNORED_VALUE_FLAGS = ("--host", "--port", "--served-model-name", "--download-dir", "--api-key", "--uvicorn-log-level")
+QUANT_NAMES = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "compressed-tensors": "int8", "bitsandbytes": "int4"}
+
+
+@dataclass
+class ServingWorkload:
+    """The serving pods as the manifests declare them."""
+
+    source: str
+    kind: str
+    name: str
+    replicas: int
+    group_size: int  # pods per replica (LeaderWorkerSet size)
+    container: dict[str, Any]
+    pod_spec: dict[str, Any]
+    model: str | None
+    engine: dict[str, Any]
+    pipeline_parallel: int = 1
+    not_modelled: list[str] = field(default_factory=list)
+    hpa: dict[str, Any] | None = None
+    hpa_source: str = ""
+
+    def gpu_request(self) -> int | None:
+        resources = self.container.get("resources") or {}
+        for part in ("limits", "requests"):
+            value = (resources.get(part) or {}).get("nvidia.com/gpu")
+            if value is not None:
+                return int(value)
+        return None
+
+    def hardware_label(self) -> str | None:
+        """The GPU type the pods are pinned to, from nodeSelector or required node affinity."""
+        selector = self.pod_spec.get("nodeSelector") or {}
+        for label in GPU_LABELS:
+            if label in selector:
+                return str(selector[label])
+        required = ((self.pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ) or {}
+        for term in required.get("nodeSelectorTerms") or []:
+            for expression in term.get("matchExpressions") or []:
+                if expression.get("key") in GPU_LABELS and expression.get("operator") == "In":
+                    values = expression.get("values") or []
+                    if values:
+                        return str(values[0])
+        return None
+
+
+def read_documents(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(source, "", "manifest file not found") from None
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise InputError(source, "", f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    out = []
+    for index, document in enumerate(documents):
+        if not isinstance(document, dict) or "kind" not in document:
+            raise InputError(source, f"document {index}", "not a Kubernetes object (no kind)")
+        if document.get("kind") == "List":
+            out += [(f"{source}#{index}", item) for item in document.get("items") or [] if isinstance(item, dict)]
+        else:
+            out.append((f"{source}#{index}", document))
+    return out
+
+
+def find_serving(documents: list[tuple[str, dict[str, Any]]]) -> ServingWorkload:
+    found = []
+    for source, document in documents:
+        if document.get("kind") not in WORKLOAD_KINDS:
+            continue
+        spec = document.get("spec") or {}
+        if document["kind"] == "LeaderWorkerSet":
+            template = ((spec.get("leaderWorkerTemplate") or {}).get("leaderTemplate")) or (
+                (spec.get("leaderWorkerTemplate") or {}).get("workerTemplate")
+            )
+            size = int((spec.get("leaderWorkerTemplate") or {}).get("size", 1))
+        else:
+            template, size = spec.get("template"), 1
+        pod_spec = (template or {}).get("spec") or {}
+        for container in pod_spec.get("containers") or []:
+            words = _command(container)
+            if _is_vllm(container, words):
+                name = str((document.get("metadata") or {}).get("name", ""))
+                model, engine, pp, ignored = parse_vllm_args(words, f"{source} container {container.get('name', '')}")
+                found.append(
+                    ServingWorkload(
+                        source,
+                        str(document["kind"]),
+                        name,
+                        int(spec.get("replicas", 1)),
+                        size,
+                        container,
+                        pod_spec,
+                        model,
+                        engine,
+                        pp,
+                        ignored,
+                    )
+                )
+    if not found:
+        raise InputError(
+            ", ".join(sorted({s.split("#")[0] for s, _ in documents})) or "manifests",
+            "",
+            "no Deployment, StatefulSet or LeaderWorkerSet with a vLLM container (vllm serve ...)",
+        )
+    serving = found[0]
+    for source, document in documents:
+        if document.get("kind") == "HorizontalPodAutoscaler":
+            serving.hpa, serving.hpa_source = document, source
+    return serving
+
+
+def _command(container: dict[str, Any]) -> list[str]:
+    words: list[str] = []
+    for part in ("command", "args"):
+        value = container.get(part)
+        if isinstance(value, str):
+            words += shlex.split(value)
+        elif isinstance(value, list):
+            words += [str(w) for w in value]
+    if len(words) >= 3 and words[0] in ("sh", "bash", "/bin/sh", "/bin/bash") and words[1] == "-c":
+        words = shlex.split(" ".join(words[2:]))
+    return words
+
+
+def _is_vllm(container: dict[str, Any], words: list[str]) -> bool:
+    joined = " ".join(words)
+    return (
+        "vllm serve" in joined
+        or "vllm.entrypoints.openai.api_server" in joined
+        or "vllm" in str(container.get("image", ""))
+    )
+
+
+def parse_vllm_args(words: list[str], source: str) -> tuple[str | None, dict[str, Any], int, list[str]]:
+    """(model, EngineArgs fields, pipeline-parallel size, flags not modelled) from a vllm command line."""
+    model: str | None = None
+    engine: dict[str, Any] = {}
+    ignored: list[str] = []
+    pp = 1
+    tokens = [
+        part for word in words for part in (word.split("=", 1) if word.startswith("--") and "=" in word else [word])
+    ]
+    i = 0
+    while i < len(tokens):
+        word = tokens[i]
+        if word == "serve" and i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
+            model, i = tokens[i + 1], i + 2
+            continue
+        if word == "--model" and i + 1 < len(tokens):
+            model, i = tokens[i + 1], i + 2
+            continue
+        if word in BOOL_FLAGS:
+            key, enabled = BOOL_FLAGS[word]
+            engine[key] = enabled
+            i += 1
+            continue
+        if word in VALUE_FLAGS or word in ("--pipeline-parallel-size", "-pp"):
+            if i + 1 >= len(tokens):
+                raise InputError(source, word, "flag without a value")
+            value = tokens[i + 1]
+            if word in ("--pipeline-parallel-size", "-pp"):
+                pp = _int(value, source, word)
+            else:
+                engine[VALUE_FLAGS[word]] = _flag_value(VALUE_FLAGS[word], value, source, word)
+            i += 2
+            continue
+        if word in IGNORED_VALUE_FLAGS:
+            i += 2
+            continue
+        if word.startswith("--"):
+            ignored.append(word)
+        i += 1
+    return model, engine, pp, ignored
+
+
+def _int(value: str, source: str, flag: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(source, flag, f"expects an integer, got {value!r}") from None
+
+
+def _flag_value(key: str, value: str, source: str, flag: str) -> Any:
+    if key in ("tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "block_size"):
+        return _int(value, source, flag)
+    if key == "long_prefill_token_threshold":
+        return _int(value, source, flag)
+    if key == "gpu_memory_utilization":
+        try:
+            return float(value)
+        except ValueError:
+            raise InputError(source, flag, f"expects a number, got {value!r}") from None
+    if key == "quantization":
+        return QUANT_NAMES.get(value, value)
+    if key == "kv_cache_dtype":
+        return "fp8" if value.startswith("fp8") else value
+    if key == "dtype":
+        return {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}.get(value, value)
+    return value
+
+
+def hardware_for_label(value: str) -> str | None:
+    return GPU_VALUES.get(value.lower())

@@ -1,0 +1,390 @@
+"""`ttftsim validate`: check a deployment against what vLLM and Kubernetes will do with it, then predict its
+TTFT under the declared traffic. Each finding has a severity, what is wrong and why, and the fix.
+Exit 0 when no finding is an error, 1 otherwise, 2 when the input cannot be read."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
+from ttftsim.config.cluster import PodSpec
+from ttftsim.config.deploy import Deploy
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.loading import load_file
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.model.catalog import load_model
+from ttftsim.perf.memory import DoesNotFitError
+from ttftsim.validate.manifests import ServingWorkload, find_serving, hardware_for_label, read_documents
+
+MAX_EXTRA_REPLICAS = 8
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # error, warning, info
+    check: str
+    message: str
+    fix: str = ""
+
+
+@dataclass
+class Report:
+    name: str
+    findings: list[Finding] = field(default_factory=list)
+    prediction: dict[str, Any] | None = None
+    deployment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    def add(self, severity: str, check: str, message: str, fix: str = "") -> None:
+        self.findings.append(Finding(severity, check, message, fix))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "deployment": self.deployment,
+            "findings": [asdict(f) for f in self.findings],
+            "prediction": self.prediction,
+        }
+
+
+@dataclass
+class Target:
+    """What will run: model, hardware, engine arguments, replicas, and the manifests' view if any."""
+
+    model: str
+    hardware: str | None
+    engine: EngineArgs
+    replicas: int
+    serving: ServingWorkload | None
+
+
+def validate(path: Path, extra_manifests: list[Path]) -> Report:
+    deploy = load_file(Deploy, path)
+    base = path.resolve().parent
+    target = _target(deploy, path, base, extra_manifests)
+    report = Report(deploy.name)
+    report.deployment = {
+        "model": target.model,
+        "hardware": target.hardware,
+        "replicas": target.replicas,
+        "engine": target.engine.model_dump(exclude_defaults=True),
+    }
+    if target.serving is not None:
+        _check_manifests(report, target.serving, target)
+    replica = _check_engine(report, deploy, target, base, str(path))
+    if replica is not None and target.hardware is not None:
+        weights = float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0
+        if target.serving is not None:
+            _check_probes_and_hpa(report, target.serving, weights, replica.engine.tp)
+        _predict(report, deploy, target, base)
+    return report
+
+
+def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target:
+    source = str(path)
+    files = [base / m for m in deploy.manifests] + list(extra)
+    if not files:
+        if deploy.engine is None or deploy.model is None or deploy.hardware is None:
+            raise InputError(source, "manifests", "give Kubernetes manifests, or model, hardware and engine arguments")
+        return Target(deploy.model, deploy.hardware, deploy.engine, deploy.replicas or 1, None)
+    documents = [doc for file in files for doc in read_documents(file)]
+    serving = find_serving(documents)
+    model = deploy.model or serving.model
+    if model is None:
+        raise InputError(
+            serving.source, "vllm serve", "no model named (vllm serve MODEL) and none in the deployment file"
+        )
+    try:
+        engine = EngineArgs.model_validate({"vllm_version": deploy.vllm_version, **serving.engine})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
+    label = serving.hardware_label()
+    hardware = deploy.hardware or (hardware_for_label(label) if label else None)
+    return Target(model, hardware, engine, serving.replicas, serving)
+
+
+def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -> None:
+    tp = target.engine.tensor_parallel_size * serving.pipeline_parallel
+    gpus = serving.gpu_request()
+    where = f"{serving.kind}/{serving.name}"
+    if gpus is None or gpus == 0:
+        report.add(
+            "error",
+            "gpu-request",
+            f"{where}: the vLLM container requests no nvidia.com/gpu; it may land on a CPU node and sees no GPU anyway",
+            f"set resources.limits nvidia.com/gpu: {tp // max(serving.group_size, 1)}",
+        )
+    elif gpus * serving.group_size != tp:
+        report.add(
+            "error",
+            "tp-vs-gpus",
+            f"{where}: tensor x pipeline parallel = {tp} GPUs, but the pod group requests "
+            f"{gpus} x {serving.group_size} = {gpus * serving.group_size}",
+            f"request {tp // serving.group_size} GPUs per pod, "
+            f"or set --tensor-parallel-size {gpus * serving.group_size}",
+        )
+    label = serving.hardware_label()
+    if label is None:
+        report.add(
+            "warning" if target.hardware else "error",
+            "gpu-affinity",
+            f"{where}: no nodeSelector or required node affinity on a GPU type label; in a cluster with several GPU "
+            "types the pods land on any of them" + ("" if target.hardware else ", and ttftsim cannot tell which"),
+            "add a required nodeAffinity on nvidia.com/gpu.product (or set hardware in the deployment file)",
+        )
+    elif hardware_for_label(label) is None:
+        report.add("warning", "gpu-affinity", f"{where}: unknown GPU label value {label!r}", "set hardware explicitly")
+    anti = (serving.pod_spec.get("affinity") or {}).get("podAntiAffinity") or serving.pod_spec.get(
+        "topologySpreadConstraints"
+    )
+    if target.replicas > 1 and not anti:
+        report.add(
+            "warning",
+            "anti-affinity",
+            f"{where}: {target.replicas} replicas without podAntiAffinity or topology spread; one node failure can "
+            "take several replicas at once",
+            "add podAntiAffinity (preferred, topologyKey kubernetes.io/hostname) or a topologySpreadConstraint",
+        )
+    resources = serving.container.get("resources") or {}
+    if "memory" not in (resources.get("limits") or {}) and "memory" not in (resources.get("requests") or {}):
+        report.add(
+            "warning",
+            "requests-limits",
+            f"{where}: no memory request or limit; weight loading needs host memory and the pod may be evicted",
+            "set resources.requests.memory (and a limit) above the model's weight size",
+        )
+    if "cpu" not in (resources.get("requests") or {}):
+        report.add(
+            "warning",
+            "requests-limits",
+            f"{where}: no CPU request; tokenisation and scheduling starve",
+            "request 4-8 CPUs",
+        )
+    if tp > 1 and not _has_shm(serving):
+        report.add(
+            "warning",
+            "shared-memory",
+            f"{where}: TP {tp} without an in-memory /dev/shm volume; NCCL falls back or fails with the 64 MB default",
+            "mount an emptyDir with medium: Memory at /dev/shm",
+        )
+    for flag in serving.not_modelled:
+        report.add("info", "not-modelled", f"{where}: vLLM flag {flag} is not modelled; its effect is not predicted")
+
+
+def _has_shm(serving: ServingWorkload) -> bool:
+    mounts = serving.container.get("volumeMounts") or []
+    return any(str(m.get("mountPath", "")).rstrip("/") == "/dev/shm" for m in mounts)
+
+
+def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, source: str) -> Any:
+    from ttftsim.simulate import build_replica, resolve_ref
+
+    model = load_model(resolve_ref(target.model, base), source)
+    tp = target.engine.tensor_parallel_size
+    if model.num_attention_heads % tp:
+        report.add(
+            "error",
+            "tp-vs-heads",
+            f"--tensor-parallel-size {tp} does not divide {model.name}'s {model.num_attention_heads} attention heads; "
+            "vLLM refuses to start",
+            f"use a TP that divides {model.num_attention_heads}",
+        )
+        return None
+    if target.hardware is None:
+        return None
+    hardware = load_hardware(resolve_ref(target.hardware, base), source)
+    scenario = _scenario(deploy, target, 1)
+    try:
+        replica = build_replica(scenario, base, source)
+    except DoesNotFitError as exc:
+        report.add(
+            "error", "memory-fit", f"does not fit: {exc}", "raise tensor parallelism, quantize, or lower max_model_len"
+        )
+        return None
+    except InputError as exc:
+        report.add("error", "engine", exc.message)
+        return None
+    engine = replica.engine
+    capacity = replica.num_blocks * engine.block_size
+    worst = engine.max_model_len * engine.max_num_seqs
+    mean_context = _mean_context(scenario, base)
+    fits_seqs = capacity // max(int(mean_context), 1)
+    report.add(
+        "info",
+        "kv-capacity",
+        f"KV cache {capacity:,} tokens on {engine.tp} x {hardware.name}; max_model_len x max_num_seqs = {worst:,}",
+    )
+    if fits_seqs < engine.max_num_seqs:
+        report.add(
+            "warning",
+            "kv-capacity",
+            f"at the traffic's mean context (~{mean_context:,.0f} tokens) the KV cache holds {fits_seqs} sequences, "
+            f"fewer than max_num_seqs {engine.max_num_seqs}: expect preemptions at full batch",
+            f"lower --max-num-seqs to {max(fits_seqs, 1)}, or add KV memory (TP, fp8 KV cache)",
+        )
+    return replica
+
+
+def _mean_context(scenario: Any, base: Path) -> float:
+    """Mean prompt + output tokens of the traffic (its open-loop requests; a conversation's first turns)."""
+    import numpy as np
+
+    from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
+    from ttftsim.workload.sources import WorkloadContext, open_loop_requests
+
+    workload = scenario.workload
+    if isinstance(workload, ConversationWorkload) or (
+        isinstance(workload, SyntheticWorkload) and workload.arrivals.type == "closed_loop"
+    ):
+        from ttftsim.simulate import simulate
+
+        sample = simulate(scenario.model_copy(update={"horizon_s": 60.0}), base).requests
+        return float((sample["prompt_tokens"] + sample["output_tokens"]).mean()) if len(sample) else 0.0
+    requests = open_loop_requests(workload, WorkloadContext(np.random.default_rng(0), base))
+    return float(np.mean([r.prompt_tokens + r.output_tokens for r in requests])) if requests else 0.0
+
+
+def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: float, tp: int) -> None:
+    where = f"{serving.kind}/{serving.name}"
+    cold = sum(s for _, s in cold_start_phases(PodSpec(), weights, tp, NodeCaches(True, False, False)))
+    container = serving.container
+    startup, liveness = container.get("startupProbe"), container.get("livenessProbe")
+    if startup:
+        budget = _probe_budget(startup)
+        if budget < cold:
+            report.add(
+                "error",
+                "probes",
+                f"{where}: the startup probe gives up after {budget:.0f} s, but a cold start takes about {cold:.0f} s "
+                "(weights, compile, CUDA graphs): the pod restarts forever",
+                f"set startupProbe failureThreshold x periodSeconds >= {math.ceil(cold * 1.5)} s",
+            )
+    elif liveness and _probe_budget(liveness) < cold:
+        report.add(
+            "error",
+            "probes",
+            f"{where}: no startup probe, and the liveness probe kills the container after "
+            f"{_probe_budget(liveness):.0f} s, before a cold start of about {cold:.0f} s ends (CrashLoopBackOff)",
+            f"add a startupProbe allowing {math.ceil(cold * 1.5)} s",
+        )
+    if not container.get("readinessProbe"):
+        report.add(
+            "warning",
+            "probes",
+            f"{where}: no readiness probe; requests reach the pod while it is still loading",
+            "add a readinessProbe on /health (port 8000)",
+        )
+    hpa = serving.hpa
+    if hpa is None:
+        return
+    spec = hpa.get("spec") or {}
+    ref = spec.get("scaleTargetRef") or {}
+    if ref.get("name") != serving.name or ref.get("kind") != serving.kind:
+        report.add(
+            "error",
+            "hpa",
+            f"HPA {hpa.get('metadata', {}).get('name')} scales {ref.get('kind')}/{ref.get('name')}, not {where}",
+            f"set scaleTargetRef to kind {serving.kind}, name {serving.name}",
+        )
+    resource_metrics = [m for m in spec.get("metrics") or [] if m.get("type") == "Resource"]
+    if resource_metrics or not spec.get("metrics"):
+        report.add(
+            "warning",
+            "hpa",
+            "HPA scales on CPU or memory (the default is CPU 80 %): an LLM server's load shows in its queue and "
+            "KV cache, not in CPU",
+            "scale on vllm:num_requests_waiting (Pods metric) or TTFT P99 through the Prometheus adapter",
+        )
+    behavior = (spec.get("behavior") or {}).get("scaleDown") or {}
+    window = behavior.get("stabilizationWindowSeconds", 300)
+    if window < cold:
+        report.add(
+            "warning",
+            "hpa",
+            f"scale-down stabilization {window} s is shorter than a cold start (~{cold:.0f} s): the HPA can remove "
+            "replicas it will need again before a new one could be ready",
+            f"keep stabilizationWindowSeconds >= {math.ceil(cold)}",
+        )
+
+
+def _probe_budget(probe: dict[str, Any]) -> float:
+    return float(probe.get("initialDelaySeconds", 0)) + float(probe.get("periodSeconds", 10)) * float(
+        probe.get("failureThreshold", 3)
+    )
+
+
+def _scenario(deploy: Deploy, target: Target, replicas: int, cluster: bool = False) -> Any:
+    from ttftsim.config.scenario import Scenario
+
+    data: dict[str, Any] = {
+        "name": deploy.name,
+        "model": target.model,
+        "hardware": target.hardware,
+        "engine": target.engine.model_dump(),
+        "workload": deploy.traffic.model_dump(),
+    }
+    if cluster:
+        hardware = load_hardware(str(target.hardware))
+        per_node = deploy.gpus_per_node or hardware.gpus_per_node
+        nodes = max(1, math.ceil(replicas * target.engine.tensor_parallel_size / per_node))
+        data["cluster"] = {
+            "node_pools": [
+                {
+                    "name": "gpu",
+                    "hardware": target.hardware,
+                    "gpus_per_node": per_node,
+                    "initial_nodes": nodes,
+                    "max_nodes": nodes,
+                }
+            ],
+            "replicas": replicas,
+            "router": {"type": "round_robin"},  # a Kubernetes Service spreads connections evenly
+        }
+    return Scenario.model_validate(data)
+
+
+def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None:
+    from ttftsim.plan.evaluate import meets_slo, slo_figures
+    from ttftsim.simulate import simulate
+
+    serving = target.serving
+    replicas = target.replicas
+    if serving is not None and serving.hpa is not None:
+        replicas = int((serving.hpa.get("spec") or {}).get("minReplicas", 1))
+    figures = slo_figures(simulate(_scenario(deploy, target, replicas, cluster=True), base).requests)
+    report.prediction = {"replicas": replicas, **figures}
+    if meets_slo(deploy.slo, figures):
+        report.add(
+            "info", "slo", f"predicted P99 TTFT {figures['ttft_p99_s']:.3f} s with {replicas} replicas meets the SLO"
+        )
+        return
+    needed = None
+    for extra in range(1, MAX_EXTRA_REPLICAS + 1):
+        more = slo_figures(simulate(_scenario(deploy, target, replicas + extra, cluster=True), base).requests)
+        if meets_slo(deploy.slo, more):
+            needed = replicas + extra
+            break
+    report.add(
+        "error",
+        "slo",
+        f"predicted P99 TTFT {_seconds(figures['ttft_p99_s'])} with {replicas} replicas misses the SLO "
+        f"({deploy.slo.ttft_p99_s:g} s)",
+        f"run {needed} replicas (minReplicas)"
+        if needed
+        else f"more than {replicas + MAX_EXTRA_REPLICAS} replicas, or a faster configuration (ttftsim plan)",
+    )
+
+
+def _seconds(value: float) -> str:
+    return "never (requests go unserved)" if not math.isfinite(value) else f"{value:.3f} s"
