@@ -162,3 +162,24 @@ def test_ray_backend_gives_the_same_result(quickstart: tuple[Path, dict[str, obj
     code, on_ray = _plan(tmp_path, "--backend", "ray", "--workers", "2")
     assert code == 0
     assert _without_task_counts(on_ray) == _without_task_counts(local)
+
+
+def test_a_trace_is_planned_at_its_own_rate_keeping_its_shape(shared: Path, tmp_path: Path) -> None:
+    trace = shared / "data/traces/azure2023/AzureLLMInferenceTrace_code.csv"
+    plan = tmp_path / "trace.yaml"
+    plan.write_text(
+        "name: azure-code\nmodel: Llama-3.1-8B\nengine: {max_model_len: 8192}\n"
+        f"workload: {{type: trace, format: azure, path: {trace}, num_requests: 2000}}\n"
+        "slo: {ttft_p99_s: 1.0}\nsearch: {hardware: [H100-SXM5-80GB, L40S-48GB]}\n"
+        "probe_requests: 400\nconfirm_s: 60\n"
+    )
+    code, result = _plan(tmp_path / "out", path=plan)
+    assert code == 0
+    from ttftsim.config.workload import TraceWorkload
+
+    spec = load_plan(plan).workload
+    assert isinstance(spec, TraceWorkload)
+    assert result["target_rate"] == pytest.approx(evaluate.trace_rate(spec.model_dump_json(), str(tmp_path)))
+    ranked = {row["label"]: row for row in result["ranked"]}  # type: ignore[union-attr]
+    assert ranked["L40S-48GB TP1, least_outstanding"]["status"] == "infeasible"  # 7k-token prompts on an L40S
+    assert result["winner"]["candidate"]["hardware"] == "H100-SXM5-80GB"  # type: ignore[index]

@@ -16,6 +16,7 @@ from ttftsim.config.workload import (
     PoissonArrivals,
     SharedPrefixWorkload,
     SyntheticWorkload,
+    TraceWorkload,
     WeibullArrivals,
     Workload,
 )
@@ -62,9 +63,11 @@ class Plan(StrictModel):
     name: str = Field(default="plan", description="Label used in reports and manifest names")
     model: str = Field(description="Model preset or path to a Hugging Face config.json")
     engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine arguments every candidate shares")
-    workload: Workload = Field(description="The traffic: an open-loop rate (its lengths and prefixes are kept)")
+    workload: Workload = Field(
+        description="The traffic: open-loop at a rate, or a trace (replayed faster or slower to reach each rate)"
+    )
     peak_rate: float | None = Field(
-        default=None, gt=0, description="Requests per second to plan for (default: the workload's rate)"
+        default=None, gt=0, description="Requests per second to plan for (default: the workload's rate; a trace's own)"
     )
     slo: PlanSlo = Field(description="Targets at the peak rate")
     search: SearchSpace = Field(description="Deployments to consider")
@@ -84,18 +87,22 @@ class Plan(StrictModel):
     @model_validator(mode="after")
     def _rate_traffic(self) -> Plan:
         workload = self.workload
+        if isinstance(workload, TraceWorkload):
+            return self
         if not isinstance(workload, SyntheticWorkload | SharedPrefixWorkload | ConversationWorkload) or not isinstance(
             workload.arrivals, RATE_ARRIVALS
         ):
             raise ValueError(
-                "plan traffic must be open-loop at a rate (poisson, constant, gamma or weibull arrivals of a "
-                "synthetic, shared_prefix or conversation workload); replay a trace's lengths with an empirical "
-                "length distribution"
+                "plan traffic must be a trace, or open-loop at a rate (poisson, constant, gamma or weibull "
+                "arrivals of a synthetic, shared_prefix or conversation workload)"
             )
         return self
 
     @property
     def target_rate(self) -> float:
+        """Requests/s to plan for (a trace's own rate is filled in as peak_rate when the plan is loaded)."""
+        if self.peak_rate is not None:
+            return self.peak_rate
         arrivals = self.workload.arrivals  # type: ignore[union-attr]
         assert isinstance(arrivals, RATE_ARRIVALS)
-        return self.peak_rate if self.peak_rate is not None else float(arrivals.rate)
+        return float(arrivals.rate)

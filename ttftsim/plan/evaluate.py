@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -23,7 +24,7 @@ import pandas as pd
 
 from ttftsim.config.plan import Plan, PlanSlo
 from ttftsim.config.scenario import Scenario
-from ttftsim.config.workload import ConstantArrivals
+from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.perf.memory import DoesNotFitError
@@ -90,11 +91,19 @@ def engine_args(plan: Plan, cand: Candidate) -> dict[str, Any]:
     return plan.engine.model_copy(update=update).model_dump()
 
 
-def scenario(plan: Plan, cand: Candidate, rate: float, num_requests: int, **extra: Any) -> Scenario:
+def scenario(
+    plan: Plan, cand: Candidate, rate: float, num_requests: int, base: str = ".", flood: bool = False, **extra: Any
+) -> Scenario:
+    """The plan's traffic at `rate` requests/s (a trace is replayed faster or slower, keeping its shape);
+    flood: everything at once, to measure saturated throughput."""
     workload = plan.workload.model_dump()
-    arrivals = dict(workload["arrivals"])
-    arrivals["rate"] = rate
-    workload.update(arrivals=arrivals, num_requests=num_requests, duration_s=None)
+    if isinstance(plan.workload, TraceWorkload):
+        own = trace_rate(plan.workload.model_dump_json(), base)
+        scale = plan.workload.time_scale * (1e6 if flood else rate) / own
+        workload.update(time_scale=scale, num_requests=num_requests, duration_s=None)
+    else:
+        arrivals = {"type": "constant", "rate": 1e6} if flood else {**workload["arrivals"], "rate": rate}
+        workload.update(arrivals=arrivals, num_requests=num_requests, duration_s=None)
     return Scenario.model_validate(
         {
             "name": f"{plan.name}: {cand.label()}",
@@ -106,6 +115,22 @@ def scenario(plan: Plan, cand: Candidate, rate: float, num_requests: int, **extr
             **extra,
         }
     )
+
+
+@functools.lru_cache(maxsize=8)
+def trace_rate(workload_json: str, base: str) -> float:
+    """Requests per second of a trace as its workload replays it (loaded once per process)."""
+    from ttftsim.workload.request import ContentIds
+    from ttftsim.workload.traces import load_trace
+
+    spec = TraceWorkload.model_validate_json(workload_json)
+    requests = load_trace(
+        spec.model_copy(update={"num_requests": None}), Path(base), np.random.default_rng(0), ContentIds()
+    )
+    span = requests[-1].arrival_s - requests[0].arrival_s if len(requests) > 1 else 0.0
+    if span <= 0:
+        raise InputError(str(spec.path), "", "a plan needs a trace with at least two distinct arrival times")
+    return len(requests) / span
 
 
 def slo_figures(requests: pd.DataFrame) -> dict[str, float]:
@@ -145,7 +170,7 @@ def meets_slo(slo: PlanSlo, figures: dict[str, float]) -> bool:
 def _simulate(plan: Plan, base: str, cand: Candidate, rate: float, num_requests: int) -> dict[str, float]:
     from ttftsim.simulate import simulate
 
-    result = simulate(scenario(plan, cand, rate, num_requests), Path(base))
+    result = simulate(scenario(plan, cand, rate, num_requests, base), Path(base))
     figures = slo_figures(result.requests)
     span = float(result.requests["finish_s"].max() - result.requests["arrival_s"].min())
     figures["throughput"] = len(result.requests) / span if span > 0 else 0.0
@@ -157,17 +182,15 @@ def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
     from ttftsim.simulate import build_replica
 
     try:
-        replica = build_replica(scenario(plan, cand, 1.0, 1), Path(base))
+        replica = build_replica(scenario(plan, cand, 1.0, 1, base), Path(base))
     except (DoesNotFitError, InputError) as exc:
         return {"feasible": False, "reason": str(exc.message if isinstance(exc, InputError) else exc)}
     hardware = load_hardware(cand.hardware)
     if cand.tensor_parallel_size > hardware.gpus_per_node * 8:
         return {"feasible": False, "reason": "tensor parallelism beyond 8 nodes"}
-    flood = scenario(plan, cand, 1.0, plan.probe_requests)
-    flood_workload = flood.workload.model_copy(update={"arrivals": ConstantArrivals(type="constant", rate=1e6)})
     from ttftsim.simulate import simulate
 
-    result = simulate(flood.model_copy(update={"workload": flood_workload}), Path(base))
+    result = simulate(scenario(plan, cand, 1.0, plan.probe_requests, base, flood=True), Path(base))
     finished = result.requests[result.requests["status"] == "finished"]
     if not len(finished):
         return {"feasible": False, "reason": "no request finishes (prompts longer than the KV cache?)"}
@@ -228,7 +251,7 @@ def predict(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, 
     return _simulate(plan, base, cand, plan.target_rate / replicas, plan.probe_requests)
 
 
-def cluster_scenario(plan: Plan, cand: Candidate, replicas: int) -> Scenario:
+def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = ".") -> Scenario:
     hardware = load_hardware(cand.hardware)
     per_node = hardware.gpus_per_node
     nodes = max(1, math.ceil((replicas + cand.warm_pool) * cand.tensor_parallel_size / per_node))
@@ -241,7 +264,7 @@ def cluster_scenario(plan: Plan, cand: Candidate, replicas: int) -> Scenario:
         "warm_pool": cand.warm_pool,
         "router": {"type": cand.router},
     }
-    return scenario(plan, cand, plan.target_rate, num_requests, cluster=cluster)
+    return scenario(plan, cand, plan.target_rate, num_requests, base, cluster=cluster)
 
 
 def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, Any]:
@@ -252,7 +275,7 @@ def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, 
         count = replicas + extra
         if count > plan.search.max_replicas:
             break
-        result = simulate(cluster_scenario(plan, cand, count), Path(base))
+        result = simulate(cluster_scenario(plan, cand, count, base), Path(base))
         figures = slo_figures(result.requests)
         if meets(plan, figures):
             return {"met": True, "replicas": count, **figures}
@@ -263,5 +286,5 @@ def bound_weight_bytes(plan: Plan, base: str, cand: Candidate) -> float:
     """All the replica's weight bytes (every TP shard), for cold-start estimates."""
     from ttftsim.simulate import build_replica
 
-    replica = build_replica(scenario(plan, cand, 1.0, 1), Path(base))
+    replica = build_replica(scenario(plan, cand, 1.0, 1, base), Path(base))
     return float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ttftsim.config.loading import load_file
 from ttftsim.config.plan import Plan
+from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.plan import evaluate
 from ttftsim.plan.manifests import dump, manifests, vllm_args
@@ -95,6 +96,9 @@ def run_plan(
 ) -> PlanResult:
     plan = load_plan(path)
     check_plan(plan, path)
+    if isinstance(plan.workload, TraceWorkload) and plan.peak_rate is None:  # plan for the trace's own rate
+        rate = evaluate.trace_rate(plan.workload.model_dump_json(), str(path.resolve().parent))
+        plan = plan.model_copy(update={"peak_rate": rate})
     store = Store(out / "checkpoint.sqlite", evaluate.plan_digest(plan), resume)
     runner = Runner(plan, str(path.resolve().parent), store, backend, workers, progress)
     try:
