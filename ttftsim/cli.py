@@ -259,6 +259,86 @@ def schema(
 
 
 @app.command()
+def advice(
+    claims: Annotated[Path, typer.Option(help="The claims and their scenario pairs")] = Path(
+        "examples/advice/claims.yaml"
+    ),
+    out: Annotated[Path, typer.Option(help="The report to write")] = Path("docs/advice.md"),
+    pairs: Annotated[Path, typer.Option(help="Where each run's before/after scenarios go")] = Path(
+        "examples/advice/pairs"
+    ),
+    quick: Annotated[bool, typer.Option(help="Shortened traffic (for CI): indicative numbers only")] = False,
+    only: Annotated[str | None, typer.Option(help="Comma-separated claim numbers")] = None,
+) -> None:
+    """Run every claim of the common TTFT advice as before/after pairs and write the verdicts."""
+    from ttftsim.advice import write_advice
+
+    wanted = None
+    if only:
+        try:
+            wanted = {int(part) for part in only.split(",")}
+        except ValueError:
+            raise InputError("--only", "", f"expects claim numbers like 1,15,17, got {only!r}") from None
+    results = write_advice(claims, out, pairs, quick, wanted)
+    for item in results:
+        claim = item["claim"]
+        verdicts = "; ".join(run["verdict"] for run in item["runs"]) or "not modelled"
+        console.print(f"{claim.id:>2}. {claim.title}: {verdicts}", highlight=False)
+    console.print(f"wrote {out} and {pairs}/")
+
+
+explain_app = typer.Typer(help="The arithmetic behind the advice, done right.", no_args_is_help=True)
+app.add_typer(explain_app, name="explain")
+
+
+@explain_app.command("kv")
+def explain_kv(
+    model: Annotated[str, typer.Option(help="Preset or config.json")],
+    tokens: Annotated[int, typer.Option(min=1, help="Tokens held")] = 32768,
+    dtype: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
+) -> None:
+    """KV-cache bytes per token and for a number of tokens (GQA: KV heads, not query heads)."""
+    from ttftsim.explain import kv_bytes
+
+    if dtype not in ("bf16", "fp16", "fp8"):
+        raise InputError("--dtype", "", f"unknown KV dtype {dtype!r}")
+    r = kv_bytes(model, dtype, tokens)  # type: ignore[arg-type]
+    console.print(
+        f"{r['model']}: {r['formula']} = {r['bytes_per_token']:,} bytes/token "
+        f"({r['bytes_per_token'] / 1024:,.0f} KiB); {tokens:,} tokens = {r['total_bytes'] / 1e9:,.2f} GB"
+    )
+
+
+@explain_app.command("flops")
+def explain_flops(
+    model: Annotated[str, typer.Option(help="Preset or config.json")],
+    tokens: Annotated[int, typer.Option(min=1, help="Prompt tokens")] = 5000,
+) -> None:
+    """Prefill FLOPs: 2 x parameters x tokens plus causal attention."""
+    from ttftsim.explain import prefill_flops
+
+    r = prefill_flops(model, tokens)
+    console.print(
+        f"{r['model']}, {tokens:,} tokens: 2 x {r['non_embedding_params'] / 1e9:.2f}B x {tokens:,} = "
+        f"{r['dense_flops']:.3e} FLOPs; with attention and the LM head {r['total_flops']:.3e} "
+        f"({r['total_flops'] / 1e12:,.0f} TFLOP)"
+    )
+
+
+@explain_app.command("decode")
+def explain_decode(
+    model: Annotated[str, typer.Option(help="Preset or config.json")],
+    batch: Annotated[int, typer.Option(min=1, help="Sequences decoding together")] = 1,
+    context: Annotated[int, typer.Option(min=1, help="Tokens of context per sequence")] = 1024,
+) -> None:
+    """Decode arithmetic intensity (FLOP per byte read), which grows with the batch."""
+    from ttftsim.explain import decode_intensity
+
+    for size in sorted({1, batch}):
+        console.print(f"batch {size}: {decode_intensity(model, size, context):.1f} FLOP/byte")
+
+
+@app.command()
 def accuracy(
     ground_truth: Annotated[Path, typer.Argument(help="Measured runs: open-loop JSON or closed-loop CSV")],
     as_json: Annotated[bool, typer.Option("--json", help="Print results and summary as JSON")] = False,

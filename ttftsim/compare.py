@@ -10,6 +10,8 @@ from ttftsim.hardware.catalog import load_hardware
 from ttftsim.simulate import SimulationResult, load_scenario, resolve_ref, simulate
 
 ROWS = (
+    ("requests finished", ("requests", "finished"), 1.0),
+    ("requests rejected", ("requests", "rejected"), 1.0),
     ("TTFT P50 (ms)", ("ttft_s", "p50"), 1e3),
     ("TTFT P90 (ms)", ("ttft_s", "p90"), 1e3),
     ("TTFT P99 (ms)", ("ttft_s", "p99"), 1e3),

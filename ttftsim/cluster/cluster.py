@@ -252,7 +252,8 @@ class ClusterSim:
         if cold:
             pod.process = self.env.process(self._cold_start(pod))
         else:
-            node.image_cached = node.weights_cached = node.compile_cached = True
+            node.image_cached = node.compile_cached = True
+            node.weights_cached = self._page_cacheable()
             self._become_ready(pod)
         return True
 
@@ -341,7 +342,8 @@ class ClusterSim:
                     if build.make is None:
                         pod.state, pod.end_reason = "crashloop", build.error
                         return
-                    node.weights_cached = build.weight_bytes <= node.pool.memory_gib * 2**30 / 2
+                    fits = build.weight_bytes <= node.pool.memory_gib * 2**30 / 2
+                    node.weights_cached = node.weights_cached or (fits and self._page_cacheable())
                 elif name == "compile":
                     node.compile_cached = True
         except simpy.Interrupt:
@@ -384,6 +386,10 @@ class ClusterSim:
                 other += 1
         sharing = same_gpu if spec.sharing == "time_slicing" else spec.mps_overlap * same_gpu
         return 1.0 + sharing + spec.node_penalty * other
+
+    def _page_cacheable(self) -> bool:
+        """Weights read from files stay in the node's page cache; streamed from an object store they do not."""
+        return self.spec.pod.weights_source != "object_store"
 
     def _set_routable(self) -> None:
         self._routable = [p for p in self.pods if p.role == "serving" and p.state == "ready"]

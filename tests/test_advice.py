@@ -1,0 +1,63 @@
+"""The advice generator (quick mode, as CI runs it) and the arithmetic the articles get wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import _assert_one_line_error, run
+from ttftsim.advice import deep_merge, load_claims, shorten
+from ttftsim.explain import decode_intensity, kv_bytes, prefill_flops
+
+CLAIMS = Path(__file__).resolve().parents[1] / "examples" / "advice" / "claims.yaml"
+
+
+def test_every_claim_1_to_23_has_an_entry_and_a_row(tmp_path: Path) -> None:
+    claims = load_claims(CLAIMS)
+    assert [c.id for c in claims] == list(range(1, 24))
+    out, pairs = tmp_path / "advice.md", tmp_path / "pairs"
+    result = run("advice", "--quick", "--claims", str(CLAIMS), "--out", str(out), "--pairs", str(pairs))
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    for claim in claims:
+        assert f"## {claim.id}. {claim.title}" in text
+        assert f"| {claim.id} | {claim.title} |" in text
+        if claim.modelled:
+            assert (pairs / f"{claim.id:02d}-1-before.yaml").exists()
+        else:
+            assert "**Not modelled**" in text.split(f"## {claim.id}. ")[1].split("\n## ")[0]
+    assert "Quick mode" in text and "327,680 bytes per token" in text
+    # a pair runs on its own with `ttftsim compare`
+    assert run("compare", str(pairs / "15-1-before.yaml"), str(pairs / "15-1-after.yaml")).returncode == 0
+
+
+def test_overlays_merge_but_a_new_distribution_type_replaces() -> None:
+    base = {"workload": {"prompt_tokens": {"type": "lognormal", "mean": 1000, "std": 800}, "num_requests": 10}}
+    merged = deep_merge(base, {"workload": {"prompt_tokens": {"type": "fixed", "value": 8192}}})
+    assert merged["workload"] == {"prompt_tokens": {"type": "fixed", "value": 8192}, "num_requests": 10}
+    same = deep_merge(base, {"workload": {"prompt_tokens": {"mean": 500}}})
+    assert same["workload"]["prompt_tokens"] == {"type": "lognormal", "mean": 500, "std": 800}
+    short = shorten({"workload": {"duration_s": 360}, "cluster": {"faults": [{"at_s": 120}]}})
+    assert short["workload"]["duration_s"] == 60 and short["cluster"]["faults"][0]["at_s"] == pytest.approx(20)
+
+
+def test_the_articles_arithmetic_done_right() -> None:
+    kv = kv_bytes("Llama-3.1-70B", "bf16", 32768)
+    assert kv["bytes_per_token"] == 2 * 80 * 8 * 128 * 2 == 327_680  # 320 KiB, GQA
+    assert kv["total_bytes"] / 1e9 == pytest.approx(10.74, abs=0.01)  # not "50 GB"
+    flops = prefill_flops("Llama-3.1-70B", 5000)
+    assert flops["dense_flops"] == pytest.approx(2 * flops["non_embedding_params"] * 5000)
+    assert 6.8e14 < flops["total_flops"] < 7.3e14  # ~700 TFLOP, not 7 trillion
+    assert decode_intensity("Llama-3.1-70B", 1) == pytest.approx(1.0, abs=0.05)  # ~1 FLOP/byte at batch 1
+    assert decode_intensity("Llama-3.1-70B", 64) > 40  # grows with the batch
+    result = run("explain", "kv", "--model", "Llama-3.1-70B", "--tokens", "32768")
+    assert result.returncode == 0 and "327,680 bytes/token" in result.stdout and "10.74 GB" in result.stdout
+
+
+def test_bad_claims_and_options_are_one_line_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(CLAIMS.read_text().replace("metric: ttft_p99", "metric: ttft_p42", 1))
+    _assert_one_line_error(run("advice", "--quick", "--claims", str(bad), "--out", str(tmp_path / "a.md")), "metric")
+    _assert_one_line_error(run("advice", "--only", "one"), "--only")
+    _assert_one_line_error(run("explain", "kv", "--model", "Llama-3.1-70B", "--dtype", "int3"), "--dtype")
