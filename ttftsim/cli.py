@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -336,6 +336,54 @@ def explain_decode(
 
     for size in sorted({1, batch}):
         console.print(f"batch {size}: {decode_intensity(model, size, context):.1f} FLOP/byte")
+
+
+@app.command()
+def dashboard(
+    results: Annotated[
+        Path, typer.Argument(help="Folder of results (simulate --out, plan --out, accuracy JSON)")
+    ] = Path("."),
+    host: Annotated[str, typer.Option(help="Interface to bind (default: this machine only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port")] = 8050,
+) -> None:
+    """The dashboard: scenario explorer, plan, compare and accuracy views over a results folder."""
+    if not results.is_dir():
+        raise InputError(str(results), "", "results folder not found")
+    app_module = _web_app()
+    app_module.create_app(results.resolve()).run(host=host, port=port, debug=False)
+
+
+@app.command()
+def report(
+    results: Annotated[Path, typer.Argument(help="Folder of results")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write")] = Path("report.html"),
+) -> None:
+    """Every result in the folder as figures in one self-contained HTML file (plotly.js embedded)."""
+    from ttftsim.results import write_report
+
+    if not results.is_dir():
+        raise InputError(str(results), "", "results folder not found")
+    problems = write_report(results, output)
+    for problem in problems:
+        console.print(f"[yellow]not shown:[/] {problem}", highlight=False)
+    console.print(f"wrote {output}")
+
+
+def _web_app() -> Any:
+    """web/app.py, the Dash app, which lives beside the package (the repository's web/ folder)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "web" / "app.py"
+    try:
+        import dash  # noqa: F401
+    except ImportError:
+        raise InputError("dashboard", "", "Dash is not installed (pip install 'ttftsim[web]')") from None
+    spec = importlib.util.spec_from_file_location("ttftsim_web_app", path)
+    if spec is None or spec.loader is None or not path.exists():
+        raise InputError(str(path), "", "the dashboard's web/app.py is missing")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @app.command()
