@@ -21,6 +21,7 @@ QUICK_SECONDS = 60.0
 NO_EFFECT = 0.02
 BREAKDOWN = {"queue (mean ms)": "queueing", "prefill (mean ms)": "prefill compute", "recompute (mean ms)": "recompute"}
 BREAKDOWN["waiting behind chunks (mean ms)"] = "waiting behind other chunks"
+BREAKDOWN["gateway: cold start, retries (mean ms)"] = "waiting at the gateway for a ready replica"
 
 
 class Run(StrictModel):

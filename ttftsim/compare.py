@@ -20,6 +20,7 @@ ROWS = (
     ("TPOT P99 (ms)", ("tpot_s", "p99"), 1e3),
     ("throughput (req/s)", ("throughput", "requests_per_s"), 1.0),
     ("output tokens/s", ("throughput", "output_tokens_per_s"), 1.0),
+    ("gateway: cold start, retries (mean ms)", ("ttft_breakdown_mean_s", "gateway_s"), 1e3),
     ("queue (mean ms)", ("ttft_breakdown_mean_s", "queue_s"), 1e3),
     ("recompute (mean ms)", ("ttft_breakdown_mean_s", "recompute_s"), 1e3),
     ("prefill (mean ms)", ("ttft_breakdown_mean_s", "prefill_s"), 1e3),

@@ -93,7 +93,7 @@ def test_every_request_is_accounted_for_and_kv_never_leaks(spec: dict[str, Any])
     finished = requests[requests["status"] == "finished"]
     assert (finished["generated_tokens"] == finished["output_tokens"]).all()
     assert (finished["ttft_s"] > 0).all()
-    parts = finished[["queue_s", "recompute_s", "prefill_s", "waiting_s", "stream_s"]].sum(axis=1)
+    parts = finished[["gateway_s", "queue_s", "recompute_s", "prefill_s", "waiting_s", "stream_s"]].sum(axis=1)
     assert np.allclose(parts, finished["ttft_s"], atol=1e-9)
 
 

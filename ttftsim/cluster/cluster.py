@@ -681,9 +681,14 @@ class ClusterSim:
         return reasons
 
     def stuck(self) -> bool:
-        """Nothing can ever serve what is left: no pod running or starting, no node on its way."""
-        return not any(p.state in ("starting", "ready", "draining") for p in self.pods) and not any(
-            n.state == "provisioning" for n in self.nodes
+        """Nothing can ever serve what is left: no serving pod (or, disaggregated, no prefill pod) running
+        or starting, and no node on its way."""
+        if any(n.state == "provisioning" for n in self.nodes):
+            return False
+        roles = ("serving", "prefill") if self.spec.disaggregation is not None else ("serving",)
+        return any(
+            not any(p.role == role and p.state in ("starting", "ready", "draining") for p in self.pods)
+            for role in roles
         )
 
     def close(self) -> None:

@@ -117,14 +117,22 @@ def run_cluster(
     if requests is None and scenario.horizon_s is None:
         raise InputError(source, "horizon_s", "a cluster scenario with a closed-loop workload needs a horizon")
     feeder = env.process(open_loop_source(env, requests, cluster.route)) if requests is not None else None
-    if scenario.horizon_s is not None:
-        env.run(until=scenario.horizon_s)
-    else:
-        assert feeder is not None
-        while not (feeder.triggered and (cluster.idle() or cluster.stuck() or env.now > drain_until(feeder))):
-            env.run(until=env.now + CHUNK_S)
+    run_until_done(env, cluster, feeder, scenario.horizon_s)
     cluster.close()
     return cluster, env.now
+
+
+def run_until_done(
+    env: simpy.Environment, cluster: ClusterSim, feeder: simpy.Process | None, horizon_s: float | None
+) -> None:
+    """Run to the horizon; without one, until the traffic is over and the cluster is idle, or nothing can
+    serve what is left, or DRAIN_LIMIT_S after the last arrival."""
+    if horizon_s is not None:
+        env.run(until=horizon_s)
+        return
+    assert feeder is not None
+    while not (feeder.triggered and (cluster.idle() or cluster.stuck() or env.now > drain_until(feeder))):
+        env.run(until=env.now + CHUNK_S)
 
 
 def drain_until(feeder: simpy.Process) -> float:

@@ -66,10 +66,11 @@ class Engine:
 
     # ---- requests in and out ----
 
-    def submit(self, req: Request, waiter: simpy.Event | None = None) -> RequestState:
+    def submit(self, req: Request, waiter: simpy.Event | None = None, pulled: bool = False) -> RequestState:
+        """A request reaches this engine now (or, pulled from the feed, at its arrival time)."""
         state = RequestState(req)
         state.waiter = waiter
-        state.submitted_s = self.env.now
+        state.submitted_s = req.arrival_s if pulled else self.env.now
         reason = self._rejection(req)
         if reason:
             state.status, state.rejected_reason = "rejected", reason
@@ -91,7 +92,7 @@ class Engine:
     def _pull_arrivals(self) -> None:
         feed, now = self._feed, self.env.now
         while feed and feed[0].arrival_s <= now:
-            self.submit(feed.popleft())
+            self.submit(feed.popleft(), pulled=True)
 
     def _next_arrival_in(self) -> float | None:
         """Time until the engine must look up: the next pulled arrival or timeout check."""
@@ -372,7 +373,7 @@ class Engine:
         blocks, as a stepped iteration gets them when scheduled."""
         feed = self._feed
         while feed and feed[0].arrival_s < self.env.now:  # arrived, not yet pulled by the busy engine
-            self.submit(feed.popleft())
+            self.submit(feed.popleft(), pulled=True)
         if self._run is None:
             return
         start, ends, durations = self._run

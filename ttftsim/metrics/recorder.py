@@ -30,6 +30,7 @@ REQUEST_COLUMNS = (
     "num_preemptions",
     "first_preempt_s",
     "ttft_s",
+    "gateway_s",
     "queue_s",
     "recompute_s",
     "prefill_s",
@@ -85,9 +86,10 @@ class Recorder:
         req = state.req
         has_token = state.visible_s >= 0  # TTFT as the client sees it
         ttft = state.visible_s - req.arrival_s + self.frontend_s if has_token else np.nan
-        queue = recompute = prefill = waiting = stream = np.nan
+        gateway = queue = recompute = prefill = waiting = stream = np.nan
         if has_token:
-            queue = state.first_scheduled_s - req.arrival_s
+            gateway = state.submitted_s - req.arrival_s  # no ready replica (cold start), a retry after a failure
+            queue = state.first_scheduled_s - state.submitted_s
             recompute = state.last_admit_s - state.first_scheduled_s
             prefill = state.prefill_s
             waiting = max(0.0, state.first_token_s - state.last_admit_s - prefill)  # float noise only
@@ -115,6 +117,7 @@ class Recorder:
                 state.num_preemptions,
                 _or_nan(state.first_preempt_s),
                 ttft,
+                gateway,
                 queue,
                 recompute,
                 prefill,

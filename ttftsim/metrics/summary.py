@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from ttftsim.config.scenario import Slo
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
-BREAKDOWN = ("queue_s", "recompute_s", "prefill_s", "waiting_s", "stream_s", "frontend_s")
+BREAKDOWN = ("gateway_s", "queue_s", "recompute_s", "prefill_s", "waiting_s", "stream_s", "frontend_s")
 
 
 def distribution(values: NDArray[np.float64]) -> dict[str, float | None]:
