@@ -199,7 +199,10 @@ class Engine:
             if plan is None or plan.is_empty:
                 self._wakeup = self.env.event()
                 gap = self._next_arrival_in()
-                yield self._wakeup if gap is None else self.env.timeout(gap) | self._wakeup
+                if gap is None:
+                    yield self._wakeup
+                else:
+                    yield self.env.timeout(gap) if not self.accepts_pushes else self.env.timeout(gap) | self._wakeup
                 continue
             run = self._run_length(plan)
             if run > 1:
@@ -343,8 +346,11 @@ class Engine:
             if cut < steps:
                 steps, ends, durations = cut, ends[:cut], durations[:cut]
         self._run = (start, ends, durations)
-        self._wakeup = env.event()
-        yield env.timeout(float(ends[-1])) | self._wakeup
+        if self.accepts_pushes:  # a pushed request may cut the run
+            self._wakeup = env.event()
+            yield env.timeout(float(ends[-1])) | self._wakeup
+        else:  # pulled arrivals already bounded the run: a plain timeout (no condition event) is enough
+            yield env.timeout(float(ends[-1]))
         done, elapsed = steps, env.now - start
         if elapsed < ends[-1]:
             done = int(np.searchsorted(ends, elapsed, side="right"))
