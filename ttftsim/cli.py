@@ -369,6 +369,23 @@ def report(
     console.print(f"wrote {output}")
 
 
+def _device_sweep() -> Path:
+    """calibration/sweep.py, beside the package; refuses cleanly without torch, triton or a CUDA GPU."""
+    try:
+        import torch
+    except ImportError:
+        raise InputError("--device", "", "torch is not installed (pip install 'ttftsim[calibrate]')") from None
+    if not torch.cuda.is_available():
+        raise InputError("--device", "", "no CUDA GPU on this machine: the sweep times kernels on a GPU")
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from calibration.sweep import run as sweep
+
+    result: Path = sweep()
+    return result
+
+
 def _web_app() -> Any:
     """web/app.py, the Dash app, which lives beside the package (the repository's web/ folder)."""
     import importlib.util
@@ -411,15 +428,24 @@ def accuracy(
 
 @app.command()
 def calibrate(
-    source: Annotated[Path, typer.Option("--from", help="Folder of AIConfigurator kernel tables (per-GPU folders)")],
+    source: Annotated[
+        Path | None, typer.Option("--from", help="Folder of AIConfigurator kernel tables (per-GPU folders)")
+    ] = None,
+    device: Annotated[bool, typer.Option("--device", help="Time our Triton kernels on this machine's GPU")] = False,
     out: Annotated[Path | None, typer.Option(help="Where fits go (default: calibration/fits/)")] = None,
 ) -> None:
-    """Fit per-operator cost curves to measured kernel tables and write calibration/fits/<gpu>.json.
-    (The on-GPU Triton sweep, --device, is not available in this build.)"""
+    """Fit per-operator cost curves to measured kernel tables (--from), or run the device sweep on a GPU
+    (--device: writes calibration/results/<gpu>.json)."""
     from ttftsim.calibration.costs import FITS_DIR
     from ttftsim.calibration.fit import calibrate as fit_all
     from ttftsim.calibration.tables import import_aiconfigurator
 
+    if device == (source is not None):
+        raise InputError("calibrate", "", "give exactly one of --from TABLES or --device")
+    if device:
+        console.print(f"wrote {_device_sweep()}")
+        return
+    assert source is not None
     folder = out or FITS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     for gpu, table in import_aiconfigurator(source).items():
