@@ -100,14 +100,15 @@ def manifests(plan: Plan, cand: Candidate, replicas: int, weight_bytes: float, m
             }
         }
     }
-    template = {
-        "metadata": {"labels": {"app": name}},
-        "spec": {
-            "affinity": affinity,
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-            "containers": [container],
-        },
+    pod_spec: dict[str, Any] = {
+        "affinity": affinity,
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [container],
     }
+    if cand.tensor_parallel_size > 1:  # NCCL needs more than the container's 64 MB /dev/shm
+        container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        pod_spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}]
+    template = {"metadata": {"labels": {"app": name}}, "spec": pod_spec}
     if nodes_per_replica > 1:
         workload: dict[str, Any] = {
             "apiVersion": "leaderworkerset.x-k8s.io/v1",
