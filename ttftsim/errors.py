@@ -16,6 +16,10 @@ class InputError(Exception):
         self.message = message
         super().__init__(self.one_line())
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, str]]:
+        """Picklable with its three parts, so an error raised in a plan's worker process reaches the CLI."""
+        return (InputError, (self.source, self.field, self.message))
+
     def one_line(self) -> str:
         where = f"{self.source}: {self.field}" if self.field else self.source
         return f"{where}: {self.message}".replace("\n", " ")

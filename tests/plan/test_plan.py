@@ -191,3 +191,45 @@ def test_a_trace_is_planned_at_its_own_rate_keeping_its_shape(shared: Path, tmp_
     ranked = {row["label"]: row for row in result["ranked"]}  # type: ignore[union-attr]
     assert ranked["L40S-48GB TP1, least_outstanding"]["status"] == "infeasible"  # 7k-token prompts on an L40S
     assert result["winner"]["candidate"]["hardware"] == "H100-SXM5-80GB"  # type: ignore[index]
+
+
+CONVERSATIONS = """name: chat-sessions
+model: Llama-3.1-8B
+engine: {max_model_len: 16384}
+workload:
+  type: conversation
+  arrivals: {type: poisson, rate: 2}
+  turns: {type: uniform, low: 2, high: 5}
+  system_prompt_tokens: 500
+  user_tokens: {type: lognormal, mean: 200, std: 100, high: 1000}
+  output_tokens: {type: lognormal, mean: 200, std: 100, high: 800}
+  think_time_s: 5
+  num_requests: 200
+slo: {ttft_p99_s: 0.5}
+search:
+  hardware: [H100-SXM5-80GB, L40S-48GB]
+  router: [least_outstanding, session_affinity]
+probe_requests: 150
+confirm_s: 60
+"""
+
+
+def test_conversation_traffic_is_planned_in_sessions_per_second(tmp_path: Path) -> None:
+    plan = tmp_path / "sessions.yaml"
+    plan.write_text(CONVERSATIONS)
+    code, result = _plan(tmp_path / "out", "--workers", "2", path=plan)
+    assert code == 0
+    ranked = result["ranked"]
+    assert isinstance(ranked, list)
+    # capacity is in sessions/s: a session is 2-4 requests, so it stays well below the requests/s an H100 serves
+    h100 = next(r for r in ranked if r["label"] == "H100-SXM5-80GB TP1, least_outstanding")
+    assert h100["saturated_rate"] < 20 and h100["max_rate"] <= h100["saturated_rate"]
+
+
+def test_input_errors_survive_a_worker_process() -> None:
+    import pickle
+
+    from ttftsim.errors import InputError
+
+    error = pickle.loads(pickle.dumps(InputError("plan.yaml", "search.hardware.0", "unknown hardware")))
+    assert isinstance(error, InputError) and error.one_line() == "plan.yaml: search.hardware.0: unknown hardware"

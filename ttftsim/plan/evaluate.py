@@ -24,7 +24,7 @@ import pandas as pd
 
 from ttftsim.config.plan import Plan, PlanSlo
 from ttftsim.config.scenario import Scenario
-from ttftsim.config.workload import TraceWorkload
+from ttftsim.config.workload import ConversationWorkload, TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.perf.memory import DoesNotFitError
@@ -32,6 +32,7 @@ from ttftsim.perf.memory import DoesNotFitError
 LOW_LOAD = 0.05  # the bisection's known-good end, as a fraction of the saturated throughput
 BISECTION_STEPS = 6
 MAX_EXTRA_REPLICAS = 3
+CONVERSATION_TAIL_S = 300.0  # after the last session starts; turns still unserved then count as late
 
 
 @dataclass(frozen=True)
@@ -195,9 +196,11 @@ def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
     if not len(finished):
         return {"feasible": False, "reason": "no request finishes (prompts longer than the KV cache?)"}
     span = float(finished["finish_s"].max())
+    # in the workload's own unit: conversations per second for a conversation workload (each is many requests)
+    units_per_request = plan.probe_requests / len(result.requests) if len(result.requests) else 1.0
     return {
         "feasible": True,
-        "saturated_rate": len(finished) / span,
+        "saturated_rate": len(finished) * min(1.0, units_per_request) / span,
         "kv_blocks": replica.num_blocks,
         "weight_bytes": replica.memory.weight_bytes if replica.memory else 0,
     }
@@ -256,6 +259,9 @@ def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = "."
     per_node = hardware.gpus_per_node
     nodes = max(1, math.ceil((replicas + cand.warm_pool) * cand.tensor_parallel_size / per_node))
     num_requests = max(plan.probe_requests, int(plan.target_rate * plan.confirm_s))
+    extra: dict[str, Any] = {}
+    if isinstance(plan.workload, ConversationWorkload):  # sessions outlive their start: stop at a horizon
+        extra["horizon_s"] = num_requests / plan.target_rate + CONVERSATION_TAIL_S
     cluster = {
         "node_pools": [
             {"name": "gpu", "hardware": cand.hardware, "initial_nodes": nodes, "min_nodes": nodes, "max_nodes": nodes}
@@ -264,7 +270,7 @@ def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = "."
         "warm_pool": cand.warm_pool,
         "router": {"type": cand.router},
     }
-    return scenario(plan, cand, plan.target_rate, num_requests, base, cluster=cluster)
+    return scenario(plan, cand, plan.target_rate, num_requests, base, cluster=cluster, **extra)
 
 
 def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, Any]:
