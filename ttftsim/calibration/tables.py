@@ -112,3 +112,55 @@ def import_aiconfigurator(root: Path) -> dict[str, pd.DataFrame]:
     if not tables:
         raise InputError(str(root), "", f"no kernel tables found (expected folders {', '.join(GPU_DIRS)})")
     return tables
+
+
+VIDUR_GPUS = {"a100": "A100-SXM4-80GB", "h100": "H100-SXM5-80GB"}
+VIDUR_GEMMS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
+
+
+def import_vidur(root: Path) -> dict[str, pd.DataFrame]:
+    """Vidur's operator profiles (../shared/data/kernels/vidur/compute/<gpu>/<org>/<model>/mlp.csv, MIT):
+    each projection of a layer timed per token count and TP degree, medians in milliseconds, converted to
+    GEMM rows (m = tokens; n, k from the model's widths over TP). Used to check, not to fit: an
+    independent measurement of the same GEMMs the AIConfigurator tables cover."""
+    compute = root / "compute"
+    if not compute.is_dir():
+        raise InputError(str(root), "", "not a Vidur profile folder (no compute/)")
+    tables: dict[str, pd.DataFrame] = {}
+    for gpu_dir, gpu in VIDUR_GPUS.items():
+        frames = [_vidur_gemms(path) for path in sorted((compute / gpu_dir).glob("*/*/mlp.csv"))]
+        if frames:
+            tables[gpu] = pd.concat(frames, ignore_index=True)
+    return tables
+
+
+def _vidur_gemms(path: Path) -> pd.DataFrame:
+    frame = pd.read_csv(path)
+    tp = frame["num_tensor_parallel_workers"]
+    head_dim = frame["n_embd"] // frame["n_head"]
+    up = frame["n_expanded_embd"] * frame["use_gated_mlp"].map({True: 2, False: 1}).fillna(1).astype(int)
+    widths = {
+        "attn_pre_proj": ((frame["n_head"] + 2 * frame["n_kv_head"]) * head_dim // tp, frame["n_embd"]),
+        "attn_post_proj": (frame["n_embd"], frame["n_head"] * head_dim // tp),
+        "mlp_up_proj": (up // tp, frame["n_embd"]),
+        "mlp_down_proj": (frame["n_embd"], frame["n_expanded_embd"] // tp),
+    }
+    parts = []
+    for op, (n, k) in widths.items():
+        column = f"time_stats.{op}.median"
+        if column not in frame.columns:
+            continue
+        parts.append(
+            pd.DataFrame(
+                {
+                    "op": "gemm",
+                    "dtype": "bf16",
+                    "m": frame["num_tokens"],
+                    "n": n,
+                    "k": k,
+                    "seconds": frame[column] / 1e3,
+                    "source": f"{path.parent.parent.name}/{path.parent.name} {op}",
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True).dropna()
