@@ -11,8 +11,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ttftsim.metrics.summary import BREAKDOWN
+
 PERCENTILES = {"P50": 0.5, "P90": 0.9, "P99": 0.99}
-BREAKDOWN = ("gateway_s", "queue_s", "recompute_s", "prefill_s", "waiting_s", "stream_s", "frontend_s")
 
 
 def ttft_distribution(requests: pd.DataFrame, slo_s: float | None, title: str = "TTFT") -> go.Figure:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -129,52 +130,41 @@ def write_report(root: Path, out: Path) -> list[str]:
     from ttftsim import figures
 
     found = discover(root)
+
+    def simulation(relative: str) -> tuple[str, list[Any]]:
+        sim = load_simulation(root, relative)
+        shown = [figures.ttft_distribution(sim.requests, sim.slo_s), figures.ttft_breakdown(sim.summary)]
+        return f"Simulation: {sim.name}", [*shown, figures.time_series(sim.series, sim.slo_s)]
+
+    def plan(relative: str) -> tuple[str, list[Any]]:
+        data, _ = load_plan(root, relative)
+        return f"Plan: {data.get('plan')}", [figures.plan_scatter(data)]
+
+    def accuracy(relative: str) -> tuple[str, list[Any]]:
+        return f"Accuracy: {relative}", [figures.accuracy_scatter(load_accuracy(root, relative))]
+
     sections: list[str] = []
     problems: list[str] = []
-    first = [True]
-
-    def embed(fig: Any) -> str:
-        html = pio.to_html(fig, full_html=False, include_plotlyjs="inline" if first[0] else False)
-        first[0] = False
-        return str(html)
-
-    for relative in found.simulations:
-        try:
-            sim = load_simulation(root, relative)
-        except ResultError as exc:
-            problems.append(str(exc))
-            continue
-        sections.append(f"<h2>Simulation: {_escape(sim.name)}</h2>")
-        sections += [
-            embed(figures.ttft_distribution(sim.requests, sim.slo_s)),
-            embed(figures.ttft_breakdown(sim.summary)),
-        ]
-        sections.append(embed(figures.time_series(sim.series, sim.slo_s)))
-    for relative in found.plans:
-        try:
-            plan, _ = load_plan(root, relative)
-        except ResultError as exc:
-            problems.append(str(exc))
-            continue
-        sections += [f"<h2>Plan: {_escape(str(plan.get('plan')))}</h2>", embed(figures.plan_scatter(plan))]
-    for relative in found.accuracy:
-        try:
-            report = load_accuracy(root, relative)
-        except ResultError as exc:
-            problems.append(str(exc))
-            continue
-        sections += [f"<h2>Accuracy: {_escape(relative)}</h2>", embed(figures.accuracy_scatter(report))]
+    kinds = ((found.simulations, simulation), (found.plans, plan), (found.accuracy, accuracy))
+    for results, render in kinds:
+        for relative in results:
+            try:
+                title, shown = render(relative)
+            except ResultError as exc:
+                problems.append(str(exc))
+                continue
+            sections.append(f"<h2>{escape(title)}</h2>")
+            for fig in shown:  # plotly.js inline once, with the first figure
+                sections.append(
+                    pio.to_html(fig, full_html=False, include_plotlyjs="inline" if len(sections) == 1 else False)
+                )
     body = "\n".join(sections) or "<p>No results found.</p>"
-    notes = "".join(f"<li>{_escape(p)}</li>" for p in problems)
+    notes = "".join(f"<li>{escape(p)}</li>" for p in problems)
     html = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>ttftsim report</title></head><body>"
-        f"<h1>ttftsim report: {_escape(root.name)}</h1>{body}"
+        f"<h1>ttftsim report: {escape(root.name)}</h1>{body}"
         + (f"<h2>Not shown</h2><ul>{notes}</ul>" if notes else "")
         + "</body></html>"
     )
     out.write_text(html, encoding="utf-8")
     return problems
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

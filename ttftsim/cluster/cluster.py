@@ -33,7 +33,7 @@ from ttftsim.cluster.hpa import ExternalMetricInput, Hpa, MetricInput, PodsMetri
 from ttftsim.cluster.metrics import TTFT_BUCKETS, histogram_quantile
 from ttftsim.cluster.placement import Node, could_ever_fit, pick_node, unschedulable_reason
 from ttftsim.cluster.router import Router
-from ttftsim.config.cluster import Cluster
+from ttftsim.config.cluster import Cluster, NodePool
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.state import RequestState
 from ttftsim.metrics.recorder import Recorder
@@ -173,9 +173,10 @@ class ClusterSim:
         for fault in self.spec.faults:
             env.process(self._fault(fault.at_s, fault.kind, fault.index))
 
-    def _new_node(self, pool: Any) -> Node:
-        gpus = pool.gpus_per_node if pool.gpus_per_node is not None else self._profile_gpus(pool.hardware)
-        node = Node(len(self.nodes), pool, gpus, requested_s=self.env.now, image_cached=pool.images_cached)
+    def _new_node(self, pool: NodePool) -> Node:
+        node = Node(
+            len(self.nodes), pool, _gpus_per_node(pool), requested_s=self.env.now, image_cached=pool.images_cached
+        )
         node.slots_per_gpu = self.spec.interference.pods_per_gpu
         self.nodes.append(node)
         return node
@@ -188,11 +189,6 @@ class ClusterSim:
         from ttftsim.hardware.catalog import load_hardware
 
         return node.pool.hardware if load_hardware(node.pool.hardware).kind == "cpu" else CPU_HARDWARE
-
-    def _profile_gpus(self, hardware: str) -> int:
-        from ttftsim.hardware.catalog import load_hardware
-
-        return load_hardware(hardware).gpus_per_node
 
     def _new_pod(self, role: str, warm_start: bool = False) -> Pod:
         pod = Pod(len(self.pods), role, self.env.now)
@@ -273,7 +269,7 @@ class ClusterSim:
                 room -= 1
                 continue
             for pool in self.spec.node_pools:
-                per_node = pool.gpus_per_node if pool.gpus_per_node is not None else self._profile_gpus(pool.hardware)
+                per_node = _gpus_per_node(pool)
                 size, share = self._group(per_node)
                 count = sum(1 for n in self.nodes if n.pool is pool and n.state in ("provisioning", "ready"))
                 if count + size <= pool.max_nodes and could_ever_fit(pool, self.spec.pod, share, per_node):
@@ -672,7 +668,7 @@ class ClusterSim:
             return []
         reasons = []
         for pool in self.spec.node_pools:
-            per_node = pool.gpus_per_node if pool.gpus_per_node is not None else self._profile_gpus(pool.hardware)
+            per_node = _gpus_per_node(pool)
             size, share = self._group(per_node)
             why = unschedulable_reason(pool, self.spec.pod, share, per_node * size)
             if not why and sum(1 for n in self.nodes if n.pool is pool and n.state == "ready") >= pool.max_nodes:
@@ -742,3 +738,12 @@ class ClusterSim:
 
     def frames(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         return pd.DataFrame(self.log.pods), pd.DataFrame(self.log.series), pd.DataFrame(self.log.hpa)
+
+
+def _gpus_per_node(pool: NodePool) -> int:
+    """The pool's GPUs per node: its own setting, or its hardware profile's."""
+    if pool.gpus_per_node is not None:
+        return pool.gpus_per_node
+    from ttftsim.hardware.catalog import load_hardware
+
+    return load_hardware(pool.hardware).gpus_per_node

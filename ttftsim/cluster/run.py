@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,18 @@ class ClusterReport:
             if np.quantile(values, 0.99, method="inverted_cdf") > ttft_p99_s:
                 late += 1
         return late * window_s / 60.0
+
+
+def fixed_cluster(
+    hardware: str, replicas: int, tp: int, router: str, warm_pool: int = 0, gpus_per_node: int | None = None
+) -> dict[str, Any]:
+    """A `cluster` section for a fixed deployment: `replicas` (+ warm pods) on just enough nodes of one pool,
+    none added or removed (what plan confirms and validate predicts with)."""
+    per_node = gpus_per_node or load_hardware(hardware).gpus_per_node
+    nodes = max(1, math.ceil((replicas + warm_pool) * tp / per_node))
+    pool = {"name": "gpu", "hardware": hardware, "gpus_per_node": per_node}
+    pool.update(initial_nodes=nodes, min_nodes=nodes, max_nodes=nodes)
+    return {"node_pools": [pool], "replicas": replicas, "warm_pool": warm_pool, "router": {"type": router}}
 
 
 def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:

@@ -78,10 +78,6 @@ class BlockPool:
         self.num_free -= count
         return blocks
 
-    def allocate_one(self) -> int:
-        """allocate(1) without building a list."""
-        return self.allocate(1)[0]
-
     def take_anonymous(self, count: int) -> None:
         """Take `count` blocks from the front as anonymous blocks (a private request's)."""
         if count > self.num_free:

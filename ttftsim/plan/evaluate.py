@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.plan import Plan, PlanSlo
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import ConversationWorkload, TraceWorkload
@@ -255,21 +256,11 @@ def predict(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, 
 
 
 def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = ".") -> Scenario:
-    hardware = load_hardware(cand.hardware)
-    per_node = hardware.gpus_per_node
-    nodes = max(1, math.ceil((replicas + cand.warm_pool) * cand.tensor_parallel_size / per_node))
     num_requests = max(plan.probe_requests, int(plan.target_rate * plan.confirm_s))
     extra: dict[str, Any] = {}
     if isinstance(plan.workload, ConversationWorkload):  # sessions outlive their start: stop at a horizon
         extra["horizon_s"] = num_requests / plan.target_rate + CONVERSATION_TAIL_S
-    cluster = {
-        "node_pools": [
-            {"name": "gpu", "hardware": cand.hardware, "initial_nodes": nodes, "min_nodes": nodes, "max_nodes": nodes}
-        ],
-        "replicas": replicas,
-        "warm_pool": cand.warm_pool,
-        "router": {"type": cand.router},
-    }
+    cluster = fixed_cluster(cand.hardware, replicas, cand.tensor_parallel_size, cand.router, cand.warm_pool)
     return scenario(plan, cand, plan.target_rate, num_requests, base, cluster=cluster, **extra)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
+from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.cluster import PodSpec
 from ttftsim.config.deploy import Deploy
 from ttftsim.config.engine import EngineArgs
@@ -334,23 +335,9 @@ def _scenario(deploy: Deploy, target: Target, replicas: int, cluster: bool = Fal
         "engine": target.engine.model_dump(),
         "workload": deploy.traffic.model_dump(),
     }
-    if cluster:
-        hardware = load_hardware(str(target.hardware))
-        per_node = deploy.gpus_per_node or hardware.gpus_per_node
-        nodes = max(1, math.ceil(replicas * target.engine.tensor_parallel_size / per_node))
-        data["cluster"] = {
-            "node_pools": [
-                {
-                    "name": "gpu",
-                    "hardware": target.hardware,
-                    "gpus_per_node": per_node,
-                    "initial_nodes": nodes,
-                    "max_nodes": nodes,
-                }
-            ],
-            "replicas": replicas,
-            "router": {"type": "round_robin"},  # a Kubernetes Service spreads connections evenly
-        }
+    if cluster:  # a Kubernetes Service spreads connections evenly: round robin
+        tp = target.engine.tensor_parallel_size
+        data["cluster"] = fixed_cluster(str(target.hardware), replicas, tp, "round_robin", 0, deploy.gpus_per_node)
     return Scenario.model_validate(data)
 
 
