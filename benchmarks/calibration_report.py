@@ -65,41 +65,191 @@ def vidur_check() -> list[str]:
                 f"| {gpu} | {label} | {len(part)} | {np.median(roof_ape):.1%} / {np.quantile(roof_ape, 0.9):.1%} "
                 f"| {cal_text} |"
             )
+    lines += ["", *_source_agreement()]
     return [*lines, ""]
 
 
-def main() -> int:
+def _source_agreement() -> list[str]:
+    """The two measured sources on the shapes both timed: how far apart the measurements themselves are."""
+    import numpy as np
+
+    from ttftsim.calibration.tables import import_aiconfigurator, import_vidur
+    from ttftsim.shared_data import shared_dir
+
+    shared = shared_dir()
+    assert shared is not None
+    aic = import_aiconfigurator(shared / "data/kernels/aiconfigurator")
+    lines = [
+        "On the (m, n, k) both sources timed, Vidur's time / AIConfigurator's time (median, and median",
+        "absolute difference): the sources themselves disagree about as much as the calibrated curves",
+        "(fitted to AIConfigurator) miss Vidur by, so this check bounds what any fit to one source can show.",
+        "",
+        "| GPU | tokens | shared shapes | Vidur / AIConfigurator median | median absolute difference |",
+        "|---|---|---|---|---|",
+    ]
+    for gpu, vidur in import_vidur(shared / "data/kernels/vidur").items():
+        gemm = aic[gpu][(aic[gpu]["op"] == "gemm") & (aic[gpu]["dtype"] == "bf16")]
+        both = vidur.merge(gemm[["m", "n", "k", "seconds"]], on=["m", "n", "k"], suffixes=("_vidur", "_aic"))
+        for label, low, high in (("1-16", 1, 16), ("17-512", 17, 512), ("513+", 513, 1 << 30)):
+            part = both[(both["m"] >= low) & (both["m"] <= high)]
+            ratio = (part["seconds_vidur"] / part["seconds_aic"]).to_numpy()
+            lines.append(
+                f"| {gpu} | {label} | {len(part)} | {np.median(ratio):.3f} | {np.median(np.abs(ratio - 1)):.1%} |"
+            )
+    return lines
+
+
+def splitwise_check() -> list[str]:
+    """Whole iterations of Llama-2-70B (Splitwise's measured prefill and decode steps, TP 2/4/8, batch 1-64)
+    predicted with the roofline and with the calibrated kernels: how much calibration buys end to end."""
+    import warnings
+
+    import numpy as np
+
+    from ttftsim.calibration.costs import CalibratedCosts
+    from ttftsim.calibration.tables import import_splitwise
+    from ttftsim.hardware.catalog import load_hardware
+    from ttftsim.model.catalog import load_model
+    from ttftsim.perf.batch import BatchShape
+    from ttftsim.perf.iteration import Deployment, IterationModel
+    from ttftsim.shared_data import shared_dir
+
+    shared = shared_dir()
+    if shared is None:
+        return ["(Splitwise cross-check skipped: ../shared absent.)", ""]
+    lines = [
+        "## Cross-check on Splitwise's whole iterations (not fitted to)",
+        "",
+        "`ttftsim.calibration.tables.import_splitwise` reads `perf_model.csv` (Llama-2-70B in fp16, TP 2/4/8,",
+        "batch 1-64, prompts 128-8,192 tokens; median of the repeats). Predicted: one iteration of the model",
+        "(prefill of `batch` prompts, or the mean decode step over the run's output tokens). Median / P90",
+        "absolute percentage error:",
+        "",
+        "| GPU | step | points | roofline median / P90 | calibrated median / P90 |",
+        "|---|---|---|---|---|",
+    ]
+    warnings.simplefilter("ignore", UserWarning)
+    spec = load_model("Llama-2-70b-hf")
+    for gpu, table in import_splitwise(shared / "data/kernels/splitwise/perf_model.csv").items():
+        hardware = load_hardware(gpu)
+        table = table[table["model"] == "Llama-2-70b-hf"]
+        calibrated = CalibratedCosts.load(hardware)
+        for op, part in table.groupby("op", sort=False):
+            errors: dict[str, list[float]] = {"roofline": [], "calibrated": []}
+            for name, costs in (("roofline", None), ("calibrated", calibrated)):
+                models = {tp: IterationModel(Deployment(spec, hardware, tp, "fp16", "fp16"), costs) for tp in (2, 4, 8)}
+                for row in part.itertuples(index=False):
+                    model = models[int(row.tp)]
+                    if op == "prefill_step":
+                        shape = BatchShape.from_sequences([int(row.isl)] * int(row.batch), [0] * int(row.batch))
+                        predicted = model.time_s(shape)
+                    else:
+                        predicted = float(np.mean(model.decode_run_s(row.batch, row.batch * (row.isl + 1), row.osl)))
+                    errors[name].append(abs(predicted / row.seconds - 1))
+            roof, cal = (np.asarray(errors[n]) for n in ("roofline", "calibrated"))
+            lines.append(
+                f"| {gpu} | {op} | {len(part)} | {np.median(roof):.1%} / {np.quantile(roof, 0.9):.1%} "
+                f"| {np.median(cal):.1%} / {np.quantile(cal, 0.9):.1%} |"
+            )
+    lines += [
+        "",
+        "Calibration barely moves these: Splitwise's stack (2023, engine not named) has a per-iteration floor",
+        "that kernels do not explain. Its Llama-2-70B decode step is about 45 ms on A100 at TP 4 and at TP 8",
+        "(30 ms on H100 at both), where the kernels' time halves from TP 4 to TP 8; that looks like an engine",
+        "without CUDA graphs. One row is an outlier in the table itself (TP 2, batch 64 prefill: 794 ms after",
+        "6,633 ms at batch 32). The vLLM runs above, not Splitwise, are the end-to-end reference.",
+    ]
+    return [*lines, ""]
+
+
+def fit_tables() -> list[str]:
     lines = [
         "# Kernel calibration: held-out error",
         "",
         "Generated by `python benchmarks/calibration_report.py` from `calibration/fits/*.json`, which",
         "`ttftsim calibrate --from ../shared/data/kernels/aiconfigurator` fits to AIConfigurator's measured",
         "kernel tables (GEMM, FlashAttention prefill and decode, vLLM custom all-reduce with CUDA graphs).",
-        "Each table's every fifth shape is held out of the fit; the errors below are on those points only,",
-        "side by side with the uncalibrated roofline (datasheet peaks, default efficiencies of the profile).",
+        "Each curve is the roofline form with fitted efficiencies (`ttftsim/calibration/curves.py`) times a",
+        "smooth correction: sums of tensor-product cubic B-splines over log2 shape features, damped toward",
+        "zero where the table is sparse (`splines.py`). Each table's every fifth shape is held out of both",
+        "fits; the errors below are on those points only, side by side with the uncalibrated roofline",
+        "(datasheet peaks, default efficiencies of the profile).",
         "",
-        "| GPU | operator class | points | held out | calibrated median / P90 APE | roofline median / P90 APE |",
+        "## Per operator class (all-reduce pooled over 2, 4 and 8 GPUs)",
+        "",
+        "| GPU | operator class | held out | calibrated median / P90 APE | roofline median / P90 APE | "
+        "median <= 10% and better |",
+        "|---|---|---|---|---|---|",
+    ]
+    details = [
+        "## Per curve",
+        "",
+        "| GPU | curve | points | held out | calibrated median / P90 APE | roofline median / P90 APE |",
         "|---|---|---|---|---|---|",
     ]
     for path in sorted(FITS_DIR.glob("*.json")):
         data = json.loads(path.read_text())
+        for key, summary in data["classes"].items():
+            cal, roof = summary["calibrated"], summary["roofline"]
+            meets = cal["median"] <= 0.10 and cal["median"] < roof["median"]
+            lines.append(
+                f"| {data['gpu']} | {key} | {summary['held_out']} | {cal['median']:.1%} / {cal['p90']:.1%} | "
+                f"{roof['median']:.1%} / {roof['p90']:.1%} | {'yes' if meets else 'NO'} |"
+            )
         for key, fit in sorted(data["fits"].items()):
             cal, roof = fit["held_out_ape"], fit["roofline_ape"]
-            lines.append(
+            details.append(
                 f"| {data['gpu']} | {key} | {fit['points']} | {fit['held_out']} | "
                 f"{cal['median']:.1%} / {cal['p90']:.1%} | {roof['median']:.1%} / {roof['p90']:.1%} |"
             )
-    lines += [
+    return [*lines, "", *details, ""]
+
+
+def end_to_end() -> list[str]:
+    """The measured H100 vLLM runs (shared-prefix workload, rate stages) simulated with either cost model."""
+    import warnings
+
+    from ttftsim.accuracy.ground_truth import read_ground_truth, with_kernel_costs
+    from ttftsim.accuracy.harness import run_all, summarize
+    from ttftsim.shared_data import shared_dir
+
+    shared = shared_dir()
+    if shared is None:
+        return ["(End-to-end check skipped: ../shared absent.)", ""]
+    warnings.simplefilter("ignore", UserWarning)
+    cases = read_ground_truth(shared / "validation/h100_vllm_runs.json")
+    lines = [
+        "## End to end: the measured H100 vLLM runs",
         "",
-        "Status: a first fit with four-parameter roofline curves. It beats the roofline on most classes but not",
-        "yet everywhere, and misses the 10% bar on several (GEMM without wave quantisation, fp8 GEMMs, H200",
-        "prefill attention, 8-GPU all-reduce). End to end it is not yet better: on `h100_vllm_runs.json` the",
-        "calibrated curves give TPOT 16.9% / TTFT P50 5.6% median error against 8.4% / 1.7% with the roofline,",
-        "so simulations use the roofline unless a scenario sets `kernel_costs: calibrated`. The all-reduce",
-        "message size is read as bf16 elements (2 bytes each); this is an assumption about the table.",
+        "`ttftsim accuracy ../shared/validation/h100_vllm_runs.json --kernel-costs roofline|calibrated`:",
+        "median / P90 absolute percentage error over the stages that were not overloaded.",
+        "",
+        "| metric | roofline | calibrated |",
+        "|---|---|---|",
+    ]
+    summaries = {costs: summarize(run_all(with_kernel_costs(cases, costs))[0]) for costs in ("roofline", "calibrated")}
+    for metric in summaries["roofline"]["metrics"]:
+        cells = [
+            f"{s['metrics'][metric]['median_ape']:.1%} / {s['metrics'][metric]['p90_ape']:.1%}"
+            for s in summaries.values()
+        ]
+        lines.append(f"| {metric} | {cells[0]} | {cells[1]} |")
+    return [*lines, ""]
+
+
+def main() -> int:
+    lines = fit_tables() + end_to_end()
+    lines += [
+        "Status: every operator class on every GPU meets the 10% held-out median and beats the roofline.",
+        "Held-out shapes lie inside the measured grid; away from it (other models' widths, larger token",
+        "counts) the cross-checks below are the better guide. Simulations use the roofline unless a scenario",
+        "sets `kernel_costs: calibrated` (or `ttftsim accuracy --kernel-costs calibrated`). The all-reduce",
+        "message size is read as bf16 elements (2 bytes each): the jump in every table between 4 and 8 MiB",
+        "matches vLLM's 8 MiB custom all-reduce limit under that reading.",
         "",
     ]
     lines += vidur_check()
+    lines += splitwise_check()
     lines += [
         "## Our Triton kernels (calibration/kernels/)",
         "",

@@ -13,25 +13,24 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-import pandas as pd
-
+from ttftsim.calibration.tables import import_splitwise
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.iteration import Deployment, IterationModel
 from ttftsim.shared_data import shared_dir
 
-HARDWARE = {"a100-80gb": "A100-SXM4-80GB", "h100-80gb": "H100-SXM5-80GB"}
 OUT = Path(__file__).resolve().parents[1] / "docs" / "prefill-vs-splitwise.md"
 
 
 def measured_medians(csv_path: Path) -> dict[tuple[str, int, int], float]:
-    frame = pd.read_csv(csv_path)
-    frame = frame[
-        (frame["model"] == "llama2-70b") & (frame["batch_size"] == 1) & frame["hardware"].isin(list(HARDWARE))
-    ]
-    grouped = frame.groupby(["hardware", "tensor_parallel", "prompt_size"])["prompt_time"].median()
-    return {(str(hw), int(tp), int(n)): float(ms) / 1e3 for (hw, tp, n), ms in grouped.items()}
+    """(GPU, TP, prompt tokens) -> median batch-1 prefill seconds over the runs' output lengths."""
+    out = {}
+    for gpu, table in import_splitwise(csv_path).items():
+        steps = table[(table["op"] == "prefill_step") & (table["batch"] == 1) & (table["model"] == "Llama-2-70b-hf")]
+        for (tp, tokens), seconds in steps.groupby(["tp", "isl"])["seconds"].median().items():
+            out[(gpu, int(tp), int(tokens))] = float(seconds)
+    return out
 
 
 def main() -> int:
@@ -46,11 +45,11 @@ def main() -> int:
     for (hw_key, tp, tokens), seconds in sorted(measured.items()):
         key = (hw_key, tp)
         if key not in models:
-            models[key] = IterationModel(Deployment(spec, load_hardware(HARDWARE[hw_key]), tp, "fp16", "fp16"))
+            models[key] = IterationModel(Deployment(spec, load_hardware(hw_key), tp, "fp16", "fp16"))
         predicted = models[key].time_s(BatchShape.from_sequences([tokens], [0]))
         error = (predicted - seconds) / seconds
-        errors[HARDWARE[hw_key]].append(abs(error))
-        rows.append((HARDWARE[hw_key], tp, tokens, seconds * 1e3, predicted * 1e3, error))
+        errors[hw_key].append(abs(error))
+        rows.append((hw_key, tp, tokens, seconds * 1e3, predicted * 1e3, error))
     all_errors = [abs(row[5]) for row in rows]
     lines = [
         "# Uncalibrated prefill time vs Splitwise measurements",

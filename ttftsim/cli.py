@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ttftsim.config.dtypes import KvDtype, WeightDtype
+from ttftsim.config.scenario import KernelCosts
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import all_profiles, load_hardware
 from ttftsim.model.catalog import load_model, preset_names
@@ -407,14 +408,17 @@ def _web_app() -> Any:
 def accuracy(
     ground_truth: Annotated[Path, typer.Argument(help="Measured runs: open-loop JSON or closed-loop CSV")],
     as_json: Annotated[bool, typer.Option("--json", help="Print results and summary as JSON")] = False,
+    kernel_costs: Annotated[
+        KernelCosts, typer.Option(help="Kernel times: the roofline, or the calibrated curves (calibration/fits/)")
+    ] = "roofline",
 ) -> None:
     """Simulate measured deployments and compare predicted with measured TTFT (and TPOT)."""
-    from ttftsim.accuracy.ground_truth import read_ground_truth
+    from ttftsim.accuracy.ground_truth import read_ground_truth, with_kernel_costs
     from ttftsim.accuracy.harness import as_json as to_json
     from ttftsim.accuracy.harness import run_all, summarize
     from ttftsim.render import render_accuracy
 
-    results, skipped = run_all(read_ground_truth(ground_truth))
+    results, skipped = run_all(with_kernel_costs(read_ground_truth(ground_truth), kernel_costs))
     summary = summarize(results)
     if as_json:
         sys.stdout.write(json.dumps(to_json(results, summary, skipped), indent=2, sort_keys=True) + "\n")
@@ -449,7 +453,7 @@ def calibrate(
     folder = out or FITS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     for gpu, table in import_aiconfigurator(source).items():
-        fits = fit_all(table, load_hardware(gpu))
+        calibration = fit_all(table, load_hardware(gpu))
         path = folder / f"{gpu.lower()}.json"
         provenance = {
             "source": "AIConfigurator kernel tables (Apache-2.0)",
@@ -457,10 +461,10 @@ def calibrate(
             "hold_out": "every 5th shape of each table",
         }
         path.write_text(
-            json.dumps({"gpu": gpu, "provenance": provenance, "fits": fits}, indent=1, sort_keys=True) + "\n",
+            json.dumps({"gpu": gpu, "provenance": provenance, **calibration}, sort_keys=True) + "\n",
             encoding="utf-8",
         )
-        console.print(f"{gpu}: {len(fits)} curves -> {path}")
+        console.print(f"{gpu}: {len(calibration['fits'])} curves -> {path}")
 
 
 @contextmanager

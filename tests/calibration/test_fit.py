@@ -31,17 +31,19 @@ def _synthetic_gemm_table(params: list[float]) -> pd.DataFrame:
 def test_fit_recovers_known_gemm_curve_on_held_out_points() -> None:
     truth = [0.72, 200.0, 0.85, 6e-6]
     table = _synthetic_gemm_table(truth)
-    fits = calibrate(table, load_hardware("H100-SXM5-80GB"))
-    fit = fits["gemm/bf16"]
+    result = calibrate(table, load_hardware("H100-SXM5-80GB"))
+    fit = result["fits"]["gemm/bf16"]
     assert fit["held_out"] == int(held_out_mask(table).sum()) == len(table) // 5
     assert fit["held_out_ape"]["median"] < 1e-3
     assert fit["params"] == pytest.approx(truth, rel=0.02)
     assert fit["range"]["m"] == [1.0, 4096.0]
+    assert result["classes"]["gemm/bf16"]["held_out"] == fit["held_out"]
+    assert result["classes"]["gemm/bf16"]["calibrated"]["median"] < 1e-3
 
 
 def test_calibrated_costs_replace_the_roofline_where_fitted(tmp_path: Path) -> None:
     hw = load_hardware("H100-SXM5-80GB")
-    fits = calibrate(_synthetic_gemm_table([0.5, 300.0, 0.6, 1e-5]), hw)
+    fits = calibrate(_synthetic_gemm_table([0.5, 300.0, 0.6, 1e-5]), hw)["fits"]
     costs = CalibratedCosts(hw, fits, "test")
     model = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw), costs)  # warns: k=14336 beyond the fit
     roofline = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw))
@@ -64,7 +66,7 @@ def test_public_tables_import_and_beat_the_roofline_on_attention(shared: Path) -
     tables = import_aiconfigurator(shared / "data" / "kernels" / "aiconfigurator")
     assert {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "L40S-48GB"} <= set(tables)
     h100 = tables["H100-SXM5-80GB"]
-    fits = calibrate(h100[h100["op"] == "decode_attention"].head(3000), load_hardware("H100-SXM5-80GB"))
+    fits = calibrate(h100[h100["op"] == "decode_attention"].head(3000), load_hardware("H100-SXM5-80GB"))["fits"]
     fit = fits["decode_attention/bf16"]
     assert fit["held_out_ape"]["median"] < fit["roofline_ape"]["median"]
     json.dumps(fits)  # what calibrate writes must serialise
@@ -76,7 +78,7 @@ def test_calibrated_costs_evaluate_every_operator_class(shared: Path) -> None:
     tables = import_aiconfigurator(shared / "data" / "kernels" / "aiconfigurator")
     h100 = tables["H100-SXM5-80GB"]
     sample = pd.concat([frame.head(400) for _, frame in h100.groupby(["op", "dtype"])], ignore_index=True)
-    costs = CalibratedCosts(hw, calibrate(sample, hw), "sample")
+    costs = CalibratedCosts(hw, calibrate(sample, hw)["fits"], "sample")
     model = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw, 2), costs)
     with pytest.warns(UserWarning):
         timing = model.timing(BatchShape.from_sequences([512, 1, 1], [0, 700, 900]))

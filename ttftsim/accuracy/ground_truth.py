@@ -11,13 +11,13 @@ re-tokenised count of the streamed text, about twice the generated tokens for ra
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ttftsim.config.scenario import Scenario
+from ttftsim.config.scenario import KernelCosts, Scenario
 from ttftsim.errors import InputError
 
 CLIENT_TIMEOUT_S = 300.0
@@ -159,3 +159,9 @@ def read_ground_truth(path: Path) -> list[Case]:
         raise InputError(source, str(exc.args[0]), "field missing from ground truth") from None
     except (json.JSONDecodeError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise InputError(source, "", f"cannot parse ground truth ({exc})") from None
+
+
+def with_kernel_costs(cases: list[Case], kernel_costs: KernelCosts) -> list[Case]:
+    """The same cases simulated with the roofline or the calibrated kernel curves."""
+    update = {"kernel_costs": kernel_costs}
+    return [replace(case, scenario=case.scenario.model_copy(update=update)) for case in cases]

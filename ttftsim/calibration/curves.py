@@ -5,10 +5,18 @@ bandwidth of the profile; every parameter is positive):
 - gemm:              max(2mnk / (P a m/(m+h)), (weights + activations) / (W e) + L)
 - prefill attention: max(4 H d pairs / (P a s/(s+h)), bytes / (W e)) + L, s = tokens per sequence
 - decode attention:  L + c batch + KV bytes / (W e)
-- all-reduce:        L_r + 2 (r-1)/r bytes / B_r, per GPU count r
+- all-reduce:        L + 2 (r-1)/r bytes / B per GPU count r, with its own L, B below and above vLLM's
+                     custom all-reduce limit (8 MiB, `CustomAllreduce(max_size=8192 * 1024)`; larger
+                     messages go to NCCL)
+
+On top of each curve a calibration fits a smooth correction (splines.py) over the log2 shape features
+below; `CORRECTIONS` says which features share a tensor-product term, how many knots and how much damping.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,7 +60,47 @@ def decode_attention(
     return result
 
 
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 1024 * 1024
+
+
 def allreduce(params: Array, ranks: Array, message_bytes: Array) -> Array:
-    latency, bus_bw = params
+    small_latency, small_bw, large_latency, large_bw = params
+    is_small = message_bytes < CUSTOM_ALLREDUCE_MAX_BYTES
+    latency = np.where(is_small, small_latency, large_latency)
+    bus_bw = np.where(is_small, small_bw, large_bw)
     result: Array = latency + 2.0 * (ranks - 1) / ranks * message_bytes / bus_bw
     return result
+
+
+@dataclass(frozen=True)
+class CorrectionSpec:
+    """Which log2 features an operator's correction sees and how they are grouped into terms."""
+
+    features: tuple[str, ...]
+    groups: tuple[tuple[int, ...], ...]
+    max_knots: int = 8
+    damping: float = 0.01
+
+
+CORRECTIONS = {
+    "gemm": CorrectionSpec(("m", "n", "k"), ((0, 1, 2),)),
+    "prefill_attention": CorrectionSpec(("isl", "batch*heads", "heads/kv_heads", "head_dim"), ((0, 1, 2, 3),)),
+    "decode_attention": CorrectionSpec(
+        ("isl", "batch", "kv_heads*head_dim", "heads/kv_heads", "head_dim"),
+        ((0, 1, 2), (0, 3, 4), (1, 3, 4), (0, 1, 3)),
+    ),
+    "allreduce": CorrectionSpec(("message_bytes",), ((0,),), max_knots=6, damping=0.1),
+}
+
+
+def correction_features(op: str, columns: Mapping[str, Array]) -> Array:
+    """The log2 features of CORRECTIONS[op] from shape columns (one row per kernel)."""
+
+    def log2(name: str) -> Array:
+        total = np.zeros(len(next(iter(columns.values()))))
+        for part in name.split("*"):
+            numerator, _, denominator = part.partition("/")
+            total = total + np.log2(columns[numerator]) - (np.log2(columns[denominator]) if denominator else 0.0)
+        return total
+
+    return np.column_stack([log2(name) for name in CORRECTIONS[op].features])

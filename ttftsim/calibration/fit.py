@@ -1,7 +1,9 @@
-"""Fit the cost curves (curves.py) to measured kernel times, holding out every fifth shape.
+"""Fit the cost curves (curves.py) and their spline corrections (splines.py) to measured kernel times,
+holding out every fifth shape.
 
-Least squares on log time (scipy), parameters in log space so they stay positive. A fit records the
-shape range it saw; the report compares held-out error with the uncalibrated roofline's.
+First the curve's few parameters by least squares on log time (scipy; in log space so they stay positive),
+then the correction on the log residual of the same rows. A fit records the shape range it saw; the report
+compares held-out error with the uncalibrated roofline's, per curve and pooled per operator class.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from ttftsim.calibration import curves
+from ttftsim.calibration import curves, splines
 from ttftsim.config.hardware import HardwareProfile, Link
 from ttftsim.perf.kernels import AttentionShape, RooflineCosts
 
@@ -23,7 +25,7 @@ START = {
     "gemm": [0.7, 128.0, 0.8, 5e-6],
     "prefill_attention": [0.5, 512.0, 0.8, 1e-5],
     "decode_attention": [0.6, 5e-6, 1e-7],
-    "allreduce": [1e-5, 1e11],
+    "allreduce": [1e-5, 1e11, 3e-5, 1e11],
 }
 
 
@@ -58,6 +60,16 @@ def fit_curve(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str) -> 
 
 def predict(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str, params: list[float]) -> Array:
     return _predictor(op, frame, hw, dtype)(np.asarray(params))
+
+
+def _columns(frame: pd.DataFrame) -> dict[str, Array]:
+    return {c: frame[c].to_numpy(dtype=np.float64) for c in frame.columns if c not in ("op", "dtype", "source")}
+
+
+def fit_correction(op: str, frame: pd.DataFrame, residual: Array) -> splines.Correction:
+    spec = curves.CORRECTIONS[op]
+    features = curves.correction_features(op, _columns(frame))
+    return splines.fit_correction(features, residual, spec.groups, spec.max_knots, spec.damping)
 
 
 def roofline_predict(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str) -> Array:
@@ -101,30 +113,48 @@ def shape_range(frame: pd.DataFrame) -> dict[str, list[float]]:
 
 
 def calibrate(table: pd.DataFrame, hw: HardwareProfile) -> dict[str, Any]:
-    """Fit every group on its non-held-out rows; return curves, ranges and held-out errors."""
+    """Fit every group on its non-held-out rows. Returns `fits` (curves, corrections, ranges, held-out
+    errors per curve) and `classes` (held-out error pooled per operator class and dtype)."""
     fits: dict[str, Any] = {}
+    pooled: dict[str, dict[str, list[Array]]] = {}
     for op, dtype, ranks, frame in groups(table):
         dropna = frame.dropna(axis=1, how="all")
         held = held_out_mask(dropna)
-        params = fit_curve(op, dropna[np.logical_not(held)], hw, dtype)
+        train = dropna[np.logical_not(held)]
+        params = fit_curve(op, train, hw, dtype)
         measured = dropna["seconds"].to_numpy()
-        fitted = predict(op, dropna, hw, dtype, params)
-        roof = roofline_predict(op, dropna[held], hw, dtype)
-        key = f"{op}/{dtype}" + (f"/{ranks}" if ranks else "")
-        fits[key] = {
+        curve = predict(op, dropna, hw, dtype, params)
+        correction = fit_correction(op, train, np.log(measured / curve)[np.logical_not(held)])
+        fitted = curve * np.exp(correction(curves.correction_features(op, _columns(dropna))))
+        errors = {
+            "calibrated": _errors(fitted[held], measured[held]),
+            "roofline": _errors(roofline_predict(op, dropna[held], hw, dtype), measured[held]),
+        }
+        for name, values in errors.items():
+            pooled.setdefault(f"{op}/{dtype}", {}).setdefault(name, []).append(values)
+        fits[f"{op}/{dtype}" + (f"/{ranks}" if ranks else "")] = {
             "op": op,
             "dtype": dtype,
             "ranks": ranks,
             "params": params,
+            "correction": correction.to_json(),
             "range": shape_range(dropna),
             "points": len(dropna),
             "held_out": int(held.sum()),
-            "held_out_ape": _ape(fitted[held], measured[held]),
-            "roofline_ape": _ape(roof, measured[held]),
+            "held_out_ape": _quantiles(errors["calibrated"]),
+            "roofline_ape": _quantiles(errors["roofline"]),
         }
-    return fits
+    classes = {
+        key: {"held_out": int(sum(len(e) for e in errors["calibrated"]))}
+        | {name: _quantiles(np.concatenate(values)) for name, values in errors.items()}
+        for key, errors in sorted(pooled.items())
+    }
+    return {"fits": fits, "classes": classes}
 
 
-def _ape(predicted: Array, measured: Array) -> dict[str, float]:
-    errors = np.abs(predicted - measured) / measured
+def _errors(predicted: Array, measured: Array) -> Array:
+    return np.asarray(np.abs(predicted - measured) / measured)
+
+
+def _quantiles(errors: Array) -> dict[str, float]:
     return {"median": float(np.median(errors)), "p90": float(np.quantile(errors, 0.9))}

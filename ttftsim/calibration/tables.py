@@ -5,6 +5,9 @@ AIConfigurator (../shared/data/kernels/aiconfigurator/<gpu>/<op>/<engine>-<versi
 GEMM (m, n, k, dtype), context attention (batch, isl, heads, kv heads, head_dim), generation attention
 (batch, isl + step cached tokens), custom all-reduce (GPUs, message bytes; CUDA-graph backend). Latencies
 are in milliseconds there. The raw files are never copied into the project: only fitted coefficients.
+
+Two more sources are read the same way to check, never to fit: Vidur's operator profiles (projection GEMMs)
+and Splitwise's whole-iteration times (ops `prefill_step`, `decode_step`).
 """
 
 from __future__ import annotations
@@ -164,3 +167,44 @@ def _vidur_gemms(path: Path) -> pd.DataFrame:
             )
         )
     return pd.concat(parts, ignore_index=True).dropna()
+
+
+SPLITWISE_GPUS = {"a100-80gb": "A100-SXM4-80GB", "h100-80gb": "H100-SXM5-80GB"}  # h100-80gb-pcap: power-capped
+SPLITWISE_MODELS = {"llama2-70b": "Llama-2-70b-hf", "bloom-176b": "bloom-176b"}
+
+
+def import_splitwise(path: Path) -> dict[str, pd.DataFrame]:
+    """Splitwise's perf_model.csv (MIT): whole-model iteration times, not kernels. Each row is one run of
+    `batch` prompts of `prompt_size` tokens then `token_size` decode steps, on `tensor_parallel` GPUs;
+    prompt_time is the prefill iteration and token_time the mean decode iteration, in milliseconds.
+    Converted to rows of op `prefill_step` / `decode_step` with model, tp, batch, isl, osl and seconds
+    (the median of the repeats). Used to check whole iterations, not to fit."""
+    if not path.is_file():
+        raise InputError(str(path), "", "Splitwise perf_model.csv not found")
+    raw = pd.read_csv(path)
+    missing = {"model", "hardware", "prompt_size", "batch_size", "token_size", "prompt_time", "token_time"} - set(
+        raw.columns
+    )
+    if missing or "tensor_parallel" not in raw.columns:
+        raise InputError(str(path), ", ".join(sorted(missing)) or "tensor_parallel", "column missing")
+    raw = raw[raw["hardware"].isin(list(SPLITWISE_GPUS))]
+    keys = ["hardware", "model", "tensor_parallel", "batch_size", "prompt_size", "token_size"]
+    medians = raw.groupby(keys, as_index=False)[["prompt_time", "token_time"]].median()
+    tables: dict[str, pd.DataFrame] = {}
+    for hardware, frame in medians.groupby("hardware"):
+        parts = [
+            pd.DataFrame(
+                {
+                    "op": op,
+                    "model": frame["model"].map(lambda m: SPLITWISE_MODELS.get(m, m)),
+                    "tp": frame["tensor_parallel"].astype(int),
+                    "batch": frame["batch_size"].astype(int),
+                    "isl": frame["prompt_size"].astype(int),
+                    "osl": frame["token_size"].astype(int),
+                    "seconds": frame[column] / 1e3,
+                }
+            )
+            for op, column in (("prefill_step", "prompt_time"), ("decode_step", "token_time"))
+        ]
+        tables[SPLITWISE_GPUS[str(hardware)]] = pd.concat(parts, ignore_index=True)
+    return tables

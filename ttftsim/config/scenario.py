@@ -11,6 +11,8 @@ from ttftsim.config.cluster import Cluster
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.workload import Workload
 
+KernelCosts = Literal["roofline", "calibrated"]
+
 
 class Slo(StrictModel):
     """Targets a request must meet to count toward goodput."""
@@ -57,7 +59,7 @@ class Scenario(StrictModel):
         default=None, gt=0, description="Clients abort requests not finished this long after sending them"
     )
     slo: Slo = Field(default_factory=Slo, description="Targets for goodput and pass/fail")
-    kernel_costs: Literal["roofline", "calibrated"] = Field(
+    kernel_costs: KernelCosts = Field(
         default="roofline",
         description="Operator costs: the roofline with the profile's default efficiencies, or curves fitted to "
         "measured kernel tables (calibration/fits/<gpu>.json; roofline where a class has no fit)",
