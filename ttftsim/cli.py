@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -409,8 +410,9 @@ def accuracy(
     ground_truth: Annotated[Path, typer.Argument(help="Measured runs: open-loop JSON or closed-loop CSV")],
     as_json: Annotated[bool, typer.Option("--json", help="Print results and summary as JSON")] = False,
     kernel_costs: Annotated[
-        KernelCosts, typer.Option(help="Kernel times: the roofline, or the calibrated curves (calibration/fits/)")
-    ] = "roofline",
+        KernelCosts,
+        typer.Option(help="Kernel times: calibrated where the GPU has a fit (auto), the roofline, or calibrated"),
+    ] = "auto",
 ) -> None:
     """Simulate measured deployments and compare predicted with measured TTFT (and TPOT)."""
     from ttftsim.accuracy.ground_truth import read_ground_truth, with_kernel_costs
@@ -498,8 +500,14 @@ def _fail(line: str) -> None:
     sys.stderr.write(line.replace("\n", " ") + "\n")
 
 
+def _warn_one_line(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    _fail(f"warning: {message}")
+
+
 def main() -> None:
-    """Entry point: user errors become one line on stderr and exit code 2 (usage errors too, via typer)."""
+    """Entry point: user errors become one line on stderr and exit code 2 (usage errors too, via typer);
+    warnings (e.g. a shape outside the calibrated range) one line each."""
+    warnings.showwarning = _warn_one_line
     try:
         app()
     except InputError as exc:

@@ -19,7 +19,8 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
     config, counts = summary["config"], summary["requests"]
     console.print(
         f"[bold]{config['scenario']}[/]: {config['model']} on {config['engine']['tp']} x {config['hardware']}, "
-        f"{config['num_gpu_blocks']:,} KV blocks ({config['kv_capacity_tokens']:,} tokens)"
+        f"{config['num_gpu_blocks']:,} KV blocks ({config['kv_capacity_tokens']:,} tokens); "
+        f"kernel times: {config.get('kernel_costs', 'roofline')}"
     )
     console.print(
         f"requests: {counts['arrived']:,} arrived, {counts['finished']:,} finished, {counts['rejected']:,} rejected, "

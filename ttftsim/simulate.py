@@ -46,6 +46,7 @@ class Replica:
     memory: MemoryPlan | None
     num_blocks: int
     cost: StepCostModel  # what the engine is timed with: the roofline model, or measured costs
+    kernel_costs: str = "roofline"  # which kernel times the model uses, and from where
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class SimulationResult:
             "num_gpu_blocks": self.replica.num_blocks,
             "kv_capacity_tokens": self.replica.num_blocks * engine.block_size,
             "memory_plan_bytes": asdict(memory) if memory else None,
+            "kernel_costs": self.replica.kernel_costs,
             "seed": self.seed,
         }
         if self.cluster is not None:
@@ -174,7 +176,8 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     )
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
-    perf = IterationModel(deployment, _kernel_costs(scenario, hardware, source))
+    kernel_costs, kernel_note = _kernel_costs(scenario, hardware, source)
+    perf = IterationModel(deployment, kernel_costs)
     measured = scenario.measured_step_cost
     cost: StepCostModel = (
         perf
@@ -187,24 +190,28 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             measured.per_decode_token_s,
         )
     )
-    return Replica(engine, perf, memory, blocks, cost)
+    note = kernel_note if measured is None else "measured step costs (measured_step_cost)"
+    return Replica(engine, perf, memory, blocks, cost, note)
 
 
-def _kernel_costs(scenario: Scenario, hardware: HardwareProfile, source: str) -> KernelCosts | None:
-    """The calibrated costs when asked for; None means the roofline default."""
+def _kernel_costs(scenario: Scenario, hardware: HardwareProfile, source: str) -> tuple[KernelCosts | None, str]:
+    """The calibrated costs where asked for and available (None means the roofline), and a note that says
+    which were used."""
     if scenario.kernel_costs == "roofline":
-        return None
+        return None, "roofline (kernel_costs: roofline)"
     from ttftsim.calibration.costs import CalibratedCosts, fit_path
 
     costs = CalibratedCosts.load(hardware)
-    if costs is None:
+    if costs is not None:
+        return costs, f"calibrated ({fit_path(hardware.name).name})"
+    if scenario.kernel_costs == "calibrated":
         raise InputError(
             source,
             "kernel_costs",
             f"no calibration for {hardware.name} ({fit_path(hardware.name)}); "
             "run `ttftsim calibrate --from ...` or use kernel_costs: roofline",
         )
-    return costs
+    return None, f"roofline (no calibration for {hardware.name})"
 
 
 def load_scenario(path: Path) -> Scenario:

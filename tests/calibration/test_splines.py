@@ -95,11 +95,16 @@ def test_basis_matches_scipy_design_matrix() -> None:
     assert np.allclose(dense.sum(axis=1), 1.0)  # partition of unity
 
 
-def test_a_one_feature_view_equals_the_full_correction() -> None:
+def test_tables_match_the_correction_between_grid_points() -> None:
+    """What the simulator reads (1-D and 2-D tables, linear interpolation) is the spline to 1e-3."""
     x = _grid()
     correction = fit_correction(x, _truth(x), ((0, 1), (1, 2), (2,)), max_knots=8, damping=1e-3)
     point = np.array([3.3, 9.7, 7.0])
-    along = correction.along(1, point)
-    values = np.array([4.0, 5.0, 6.2, 11.1, 14.0, 20.0])
-    full = correction(np.column_stack([np.full(6, 3.3), values, np.full(6, 7.0)]))
-    assert np.allclose(along(values), full)
+    line = correction.tabulate((1,), point)
+    values = np.array([5.0, 6.21, 11.13, 14.0])
+    full = np.exp(correction(np.column_stack([np.full(4, 3.3), values, np.full(4, 7.0)])))
+    assert np.allclose(line.along(values), full, rtol=1e-3)
+    assert [line.at(v) for v in values] == pytest.approx(full, rel=1e-3)
+    assert line.at(-50.0) == pytest.approx(line.at(5.0)) and line.at(99.0) == pytest.approx(line.at(14.0))
+    plane = correction.tabulate((0, 1), point)
+    assert plane.at2(4.37, 12.6) == pytest.approx(float(np.exp(correction(np.array([[4.37, 12.6, 7.0]])))[0]), rel=1e-3)

@@ -9,8 +9,9 @@ its boundary, but warns once per operator class.
 from __future__ import annotations
 
 import json
+import math
 import warnings
-from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,31 +31,46 @@ def fit_path(hardware_name: str) -> Path:
 
 
 class CalibratedCosts(RooflineCosts):
-    """RooflineCosts whose operator classes use fitted curves where the calibration has them."""
+    """RooflineCosts whose operator classes use fitted curves where the calibration has them.
 
-    def __init__(self, hardware: HardwareProfile, fits: dict[str, Any], source: str) -> None:
+    Speed: results are memoised per shape (a model's few GEMM and attention shapes recur every
+    iteration), and the correction is read from tables over the features that vary (splines.Table),
+    built once per fixed part of the shape."""
+
+    def __init__(
+        self,
+        hardware: HardwareProfile,
+        fits: dict[str, Any],
+        source: str,
+        tables: dict[tuple[object, ...], splines.Table] | None = None,
+    ) -> None:
         super().__init__(hardware)
         self.fits = fits
         self.source = source
-        self._warned: set[str] = set()
+        self._warned: set[str] = set() if tables is None else _WARNED.setdefault(source, set())  # once per file
         self._corrections = {key: splines.Correction.from_json(fit.get("correction", [])) for key, fit in fits.items()}
-        self._memo: dict[tuple[object, ...], float] = {}  # a model's few shapes recur every iteration
-        self._decode_lines: dict[tuple[str, int, AttentionShape], Callable[[Array], Array]] = {}
+        self._memo: dict[tuple[object, ...], float] = {}
+        self._tables = {} if tables is None else tables  # load(): shared by every replica of one file
+        self._decode: dict[tuple[int, AttentionShape], tuple[float, float, splines.Table]] = {}
 
     @classmethod
     def load(cls, hardware: HardwareProfile) -> CalibratedCosts | None:
         path = fit_path(hardware.name)
         if not path.exists():
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(hardware, data["fits"], str(path))
+        version = (str(path), path.stat().st_mtime_ns)
+        return cls(hardware, _read_fits(*version), str(path), _TABLES.setdefault(version, {}))
 
-    def _corrected(self, key: str, op: str, curve: Array, columns: dict[str, Array]) -> Array:
-        correction = self._corrections[key](curves.correction_features(op, columns))
-        result: Array = curve * np.exp(correction)
-        return result
+    def _table(self, key: str, op: str, free: tuple[int, ...], fixed: dict[str, float]) -> splines.Table:
+        """The correction factor over the `free` features, the shape's other columns at `fixed`."""
+        memo = (key, free, *sorted(fixed.items()))
+        table = self._tables.get(memo)
+        if table is None:
+            point = curves.correction_features(op, {c: _a(v) for c, v in fixed.items()})[0]
+            table = self._tables[memo] = self._corrections[key].tabulate(free, point)
+        return table
 
-    def _curve(self, key: str, shape: dict[str, float]) -> np.ndarray | None:
+    def _curve(self, key: str, shape: dict[str, float]) -> list[float] | None:
         fit = self.fits.get(key)
         if fit is None:
             return None
@@ -66,7 +82,8 @@ class CalibratedCosts(RooflineCosts):
                     f"{key}: {name}={value:g} outside the calibrated range [{low:g}, {high:g}] ({self.source})",
                     stacklevel=3,
                 )
-        return np.asarray(fit["params"])
+        params: list[float] = fit["params"]
+        return params
 
     def gemm_s(self, m: int, n: int, k: int, dtype: ComputeDtype, weight_bytes: float) -> float:
         memo = ("gemm", m, n, k, dtype, weight_bytes)
@@ -81,8 +98,8 @@ class CalibratedCosts(RooflineCosts):
             return super().gemm_s(m, n, k, dtype, weight_bytes)
         peak = float(getattr(self.hw.peak_flops, dtype) or self.hw.peak_flops.bf16)
         bytes_per_weight = weight_bytes / (n * k)
-        curve = curves.gemm(params, peak, self.hw.mem_bw_bytes_per_s, _a(m), _a(n), _a(k), bytes_per_weight)
-        return float(self._corrected(key, "gemm", curve, {"m": _a(m), "n": _a(n), "k": _a(k)})[0])
+        curve = curves.gemm(params, peak, self.hw.mem_bw_bytes_per_s, m, n, k, bytes_per_weight)
+        return float(curve) * self._table(key, "gemm", (0,), {"m": 1.0, "n": n, "k": k}).at(math.log2(m))
 
     def prefill_attention_s(self, tokens: int, pairs: int, kv_tokens: int, shape: AttentionShape) -> float:
         memo = ("prefill", tokens, pairs, kv_tokens, shape)
@@ -96,46 +113,68 @@ class CalibratedCosts(RooflineCosts):
         params = self._curve(key, {"isl": per_seq}) if tokens else None
         if params is None:
             return super().prefill_attention_s(tokens, pairs, kv_tokens, shape)
-        columns = {
-            "batch": _a(tokens / per_seq),
-            "isl": _a(per_seq),
-            "heads": _a(shape.q_heads),
-            "kv_heads": _a(shape.kv_heads),
-            "head_dim": _a(shape.head_dim),
-            "kv_bytes": _a(shape.kv_bytes),
+        batch = tokens / per_seq
+        curve = curves.prefill_attention(
+            params,
+            self.hw.peak_flops.bf16,
+            self.hw.mem_bw_bytes_per_s,
+            batch,
+            per_seq,
+            shape.q_heads,
+            shape.kv_heads,
+            shape.head_dim,
+            shape.kv_bytes,
+        )
+        fixed = {
+            "isl": 1.0,
+            "batch": 1.0,
+            "heads": shape.q_heads,
+            "kv_heads": shape.kv_heads,
+            "head_dim": shape.head_dim,
         }
-        curve = curves.prefill_attention(params, self.hw.peak_flops.bf16, self.hw.mem_bw_bytes_per_s, **columns)
-        return float(self._corrected(key, "prefill_attention", curve, columns)[0])
+        table = self._table(key, "prefill_attention", (0, 1), fixed)
+        return float(curve) * table.at2(math.log2(per_seq), math.log2(batch * shape.q_heads))
 
     def decode_attention_s(self, seqs: int, kv_tokens: int, shape: AttentionShape) -> float:
-        return float(self.decode_attention_many_s(seqs, _a(kv_tokens), shape)[0]) if seqs else 0.0
+        if not seqs:
+            return 0.0
+        line = self._decode_line(seqs, shape)
+        if line is None:
+            return super().decode_attention_s(seqs, kv_tokens, shape)
+        fixed_s, per_token_s, table = line
+        return (fixed_s + per_token_s * kv_tokens) * table.at(math.log2(max(kv_tokens, 1) / seqs))
 
     def decode_attention_many_s(self, seqs: int, kv_tokens: Array, shape: AttentionShape) -> Array:
-        key = f"decode_attention/{'fp8' if shape.kv_bytes == 1 else 'bf16'}"
-        params = self._curve(key, {"batch": seqs, "isl": float(np.max(kv_tokens)) / seqs})
-        if params is None:
+        line = self._decode_line(seqs, shape)
+        if line is None:
             return super().decode_attention_many_s(seqs, kv_tokens, shape)
-        # the batch's mean context stands in for each sequence's (the curve is linear in batch x context)
-        size = len(kv_tokens)
-        columns = {
-            "batch": np.full(size, float(seqs)),
-            "isl": kv_tokens / seqs,
-            "heads": np.full(size, float(shape.q_heads)),
-            "kv_heads": np.full(size, float(shape.kv_heads)),
-            "head_dim": np.full(size, float(shape.head_dim)),
-            "kv_bytes": np.full(size, float(shape.kv_bytes)),
-        }
-        curve = curves.decode_attention(
-            params,
-            self.hw.mem_bw_bytes_per_s,
-            *(columns[c] for c in ("batch", "isl", "kv_heads", "head_dim", "kv_bytes")),
-        )
-        line = self._decode_lines.get((key, seqs, shape))
-        if line is None:  # only the context varies along a decode run: the correction as a 1-D spline of it
-            point = curves.correction_features("decode_attention", {c: v[:1] for c, v in columns.items()})[0]
-            line = self._decode_lines[key, seqs, shape] = self._corrections[key].along(0, point)
-        result: Array = curve * np.exp(line(np.log2(columns["isl"])))
+        fixed_s, per_token_s, table = line
+        result: Array = (fixed_s + per_token_s * kv_tokens) * table.along(np.log2(np.maximum(kv_tokens, 1.0) / seqs))
         return result
+
+    def _decode_line(self, seqs: int, shape: AttentionShape) -> tuple[float, float, splines.Table] | None:
+        """For a batch of `seqs`: the curve's time as fixed + per KV token (it is linear in the batch's
+        total context), and the correction over the mean context."""
+        line = self._decode.get((seqs, shape))  # read every iteration: keyed by what varies
+        if line is None:
+            key = f"decode_attention/{'fp8' if shape.kv_bytes == 1 else 'bf16'}"
+            params = self._curve(key, {"batch": seqs})
+            if params is None:
+                return None
+            efficiency, latency, per_seq = (float(p) for p in params)
+            per_token = (
+                2.0 * shape.kv_heads * shape.head_dim * shape.kv_bytes / (self.hw.mem_bw_bytes_per_s * efficiency)
+            )
+            fixed = {
+                "isl": 1.0,
+                "batch": 1.0,
+                "heads": shape.q_heads,
+                "kv_heads": shape.kv_heads,
+                "head_dim": shape.head_dim,
+            }  # one table over context x batch per shape; the batch's column of it
+            table = self._table(key, "decode_attention", (0, 1), fixed).column(math.log2(seqs))
+            line = self._decode[seqs, shape] = (latency + per_seq * seqs, per_token, table)
+        return line
 
     def allreduce_s(self, message_bytes: float, ranks: int, link: Link) -> float:
         memo = ("allreduce", message_bytes, ranks, link)
@@ -148,8 +187,20 @@ class CalibratedCosts(RooflineCosts):
         params = self._curve(key, {"message_bytes": message_bytes}) if ranks > 1 else None
         if params is None or link.kind == "network":
             return super().allreduce_s(message_bytes, ranks, link)
-        curve = curves.allreduce(params, _a(ranks), _a(message_bytes))
-        return float(self._corrected(key, "allreduce", curve, {"message_bytes": _a(message_bytes)})[0])
+        curve = curves.allreduce(params, ranks, message_bytes)
+        table = self._table(key, "allreduce", (0,), {"message_bytes": 1.0})
+        return float(curve) * table.at(math.log2(max(message_bytes, 1.0)))
+
+
+_TABLES: dict[tuple[str, int], dict[tuple[object, ...], splines.Table]] = {}
+_WARNED: dict[str, set[str]] = {}
+
+
+@lru_cache(maxsize=16)
+def _read_fits(path: str, mtime_ns: int) -> dict[str, Any]:
+    """A calibration file's fits, read once per process (per version of the file)."""
+    fits: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))["fits"]
+    return fits
 
 
 def _a(value: float) -> Array:

@@ -15,17 +15,19 @@ below; `CORRECTIONS` says which features share a tensor-product term, how many k
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 Array = NDArray[np.float64]
+Values = Array | float  # a column of shapes (fitting) or one shape (the simulator, as plain floats: faster)
+Params = Array | Sequence[float]
 WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0}
 
 
-def gemm(params: Array, peak: float, bw: float, m: Array, n: Array, k: Array, weight_bytes: float) -> Array:
+def gemm(params: Params, peak: float, bw: float, m: Values, n: Values, k: Values, weight_bytes: float) -> Array:
     a, h, e, latency = params
     compute = 2.0 * m * n * k / (peak * a * m / (m + h))
     memory = (n * k * weight_bytes + 2.0 * m * (n + k)) / (bw * e) + latency
@@ -34,15 +36,15 @@ def gemm(params: Array, peak: float, bw: float, m: Array, n: Array, k: Array, we
 
 
 def prefill_attention(
-    params: Array,
+    params: Params,
     peak: float,
     bw: float,
-    batch: Array,
-    isl: Array,
-    heads: Array,
-    kv_heads: Array,
-    head_dim: Array,
-    kv_bytes: Array,
+    batch: Values,
+    isl: Values,
+    heads: Values,
+    kv_heads: Values,
+    head_dim: Values,
+    kv_bytes: Values,
 ) -> Array:
     a, h, e, latency = params
     pairs = batch * isl * (isl + 1) / 2.0
@@ -53,17 +55,19 @@ def prefill_attention(
 
 
 def decode_attention(
-    params: Array, bw: float, batch: Array, isl: Array, kv_heads: Array, head_dim: Array, kv_bytes: Array
+    params: Params, bw: float, batch: Values, isl: Values, kv_heads: Values, head_dim: Values, kv_bytes: Values
 ) -> Array:
     e, latency, per_seq = params
-    result: Array = latency + per_seq * batch + batch * isl * 2.0 * kv_heads * head_dim * kv_bytes / (bw * e)
+    result: Array = np.asarray(
+        latency + per_seq * batch + batch * isl * 2.0 * kv_heads * head_dim * kv_bytes / (bw * e)
+    )
     return result
 
 
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 1024 * 1024
 
 
-def allreduce(params: Array, ranks: Array, message_bytes: Array) -> Array:
+def allreduce(params: Params, ranks: Values, message_bytes: Values) -> Array:
     small_latency, small_bw, large_latency, large_bw = params
     is_small = message_bytes < CUSTOM_ALLREDUCE_MAX_BYTES
     latency = np.where(is_small, small_latency, large_latency)

@@ -14,15 +14,12 @@ a lower degree when a dimension has fewer distinct values, and a constant when i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
-from scipy.interpolate import BSpline
-from scipy.sparse.linalg import lsqr
 
 Array = NDArray[np.float64]
 
@@ -103,8 +100,11 @@ class Term:
             value = (value[:, :, None] * val[:, None, :]).reshape(len(x), -1)
         return index, value
 
-    def design(self, x: Array) -> sparse.csr_matrix:
-        """Rows of the tensor-product basis at the points x (one row per point, features as columns)."""
+    def design(self, x: Array) -> Any:
+        """Rows of the tensor-product basis at the points x (one row per point, features as columns), as a
+        scipy sparse matrix (imported here: only fitting needs scipy)."""
+        from scipy import sparse
+
         index, value = self._flat(x, {})
         rows = np.repeat(np.arange(len(x)), index.shape[1])
         return sparse.csr_matrix((value.ravel(), (rows, index.ravel())), shape=(len(x), self.size))
@@ -127,36 +127,22 @@ class Correction:
             total += term(x)
         return total
 
-    def along(self, free: int, point: Array) -> Callable[[Array], Array]:
-        """The correction as a function of one feature, the others held at `point`: each term contracted
-        over its fixed axes into a 1-D spline (scipy's BSpline), for runs that vary one feature only."""
-        constant = 0.0
-        lines: list[BSpline] = []
-        for term in self.terms:
-            if free not in term.features:
-                constant += float(term(point[None, :])[0])
-                continue
-            position = term.features.index(free)
-            weights: Array = np.ones(1)
-            for feature, axis in zip(term.features, term.axes, strict=True):
-                if feature != free:
-                    weights = np.asarray(np.kron(weights, axis.dense(float(point[feature]))), dtype=np.float64)
-            shape = [axis.size for axis in term.axes]
-            coefficients = np.moveaxis(np.asarray(term.coefficients).reshape(shape), position, 0)
-            line = coefficients.reshape(shape[position], -1) @ weights
-            axis = term.axes[position]
-            if axis.degree < 0:
-                constant += float(line[0])
-            else:
-                lines.append(BSpline(np.asarray(axis.knots), line, axis.degree, extrapolate=False))
-
-        def evaluate(values: Array) -> Array:
-            total = np.full(len(values), constant)
-            for spline in lines:
-                total += spline(np.clip(values, spline.t[0], spline.t[-1]))
-            return total
-
-        return evaluate
+    def tabulate(self, free: tuple[int, ...], point: Array) -> Table:
+        """exp(correction) on a fine grid over one or two features, the others held at `point`: what the
+        simulator reads every iteration (linear interpolation, 1/8 octave apart: within 0.1% of the spline)."""
+        spans = []
+        for feature in free:
+            knots = [a.knots for t in self.terms for f, a in zip(t.features, t.axes, strict=True) if f == feature]
+            low = min((k[0] for k in knots), default=0.0)
+            high = max((k[-1] for k in knots), default=0.0)
+            spans.append((low, max(1, math.ceil((high - low) / TABLE_STEP)) + 1))
+        axes = [low + TABLE_STEP * np.arange(count) for low, count in spans]
+        mesh = np.meshgrid(*axes, indexing="ij")
+        points = np.tile(point, (mesh[0].size, 1))
+        for feature, values in zip(free, mesh, strict=True):
+            points[:, feature] = values.ravel()
+        factors = np.exp(self(points)).reshape(mesh[0].shape)
+        return Table(tuple(low for low, _ in spans), factors)
 
     def to_json(self) -> list[dict[str, Any]]:
         return [
@@ -182,10 +168,61 @@ class Correction:
         )
 
 
+TABLE_STEP = 1.0 / 8
+
+
+@dataclass(frozen=True)
+class Table:
+    """A correction factor tabulated on a regular log2 grid (TABLE_STEP apart from `low`), clamped at the
+    edges. One or two dimensions."""
+
+    low: tuple[float, ...]
+    factors: Array
+
+    def at(self, x: float) -> float:
+        """1-D, one point."""
+        position = min(max((x - self.low[0]) / TABLE_STEP, 0.0), len(self.factors) - 1.0)
+        index = min(int(position), len(self.factors) - 2) if len(self.factors) > 1 else 0
+        if len(self.factors) == 1:
+            return float(self.factors[0])
+        weight = position - index
+        return float(self.factors[index] * (1.0 - weight) + self.factors[index + 1] * weight)
+
+    def along(self, x: Array) -> Array:
+        """1-D, many points."""
+        grid = self.low[0] + TABLE_STEP * np.arange(len(self.factors))
+        return np.interp(x, grid, self.factors)
+
+    def column(self, y: float) -> Table:
+        """2-D -> 1-D: the factors along the first dimension at y in the second."""
+        cols = self.factors.shape[1]
+        py = min(max((y - self.low[1]) / TABLE_STEP, 0.0), cols - 1.0)
+        j = min(int(py), max(cols - 2, 0))
+        weight = py - j if cols > 1 else 0.0
+        factors = self.factors[:, j] * (1.0 - weight) + self.factors[:, min(j + 1, cols - 1)] * weight
+        return Table(self.low[:1], factors)
+
+    def at2(self, x: float, y: float) -> float:
+        """2-D, one point (bilinear)."""
+        rows, cols = self.factors.shape
+        px = min(max((x - self.low[0]) / TABLE_STEP, 0.0), rows - 1.0)
+        py = min(max((y - self.low[1]) / TABLE_STEP, 0.0), cols - 1.0)
+        i, j = min(int(px), max(rows - 2, 0)), min(int(py), max(cols - 2, 0))
+        wx, wy = (px - i if rows > 1 else 0.0), (py - j if cols > 1 else 0.0)
+        f = self.factors
+        i1, j1 = min(i + 1, rows - 1), min(j + 1, cols - 1)
+        top = f[i, j] * (1.0 - wy) + f[i, j1] * wy
+        bottom = f[i1, j] * (1.0 - wy) + f[i1, j1] * wy
+        return float(top * (1.0 - wx) + bottom * wx)
+
+
 def fit_correction(
     x: Array, residual: Array, groups: tuple[tuple[int, ...], ...], max_knots: int, damping: float
 ) -> Correction:
     """Least squares of the residual (log measured / curve) on the summed terms, damped toward zero."""
+    from scipy import sparse
+    from scipy.sparse.linalg import lsqr
+
     terms = [Term(g, tuple(Axis.from_values(x[:, f], max_knots) for f in g)) for g in groups]
     design = sparse.hstack([term.design(x) for term in terms]).tocsr()
     solution = lsqr(design, residual, damp=damping, atol=1e-10, btol=1e-10, iter_lim=20_000)[0]

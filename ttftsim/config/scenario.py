@@ -11,7 +11,7 @@ from ttftsim.config.cluster import Cluster
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.workload import Workload
 
-KernelCosts = Literal["roofline", "calibrated"]
+KernelCosts = Literal["auto", "roofline", "calibrated"]
 
 
 class Slo(StrictModel):
@@ -60,9 +60,11 @@ class Scenario(StrictModel):
     )
     slo: Slo = Field(default_factory=Slo, description="Targets for goodput and pass/fail")
     kernel_costs: KernelCosts = Field(
-        default="roofline",
-        description="Operator costs: the roofline with the profile's default efficiencies, or curves fitted to "
-        "measured kernel tables (calibration/fits/<gpu>.json; roofline where a class has no fit)",
+        default="auto",
+        description="Operator costs. auto: the curves fitted to measured kernel tables when the GPU has a "
+        "calibration (calibration/fits/<gpu>.json), else the roofline, saying so in the summary; roofline: "
+        "datasheet peaks with the profile's default efficiencies; calibrated: the fitted curves, an error "
+        "when the GPU has none (a class without a fit, e.g. fp8 GEMMs on A100, uses the roofline)",
     )
     measured_step_cost: MeasuredStepCost | None = Field(
         default=None, description="Use measured iteration costs instead of the roofline model"
