@@ -233,3 +233,17 @@ def test_input_errors_survive_a_worker_process() -> None:
 
     error = pickle.loads(pickle.dumps(InputError("plan.yaml", "search.hardware.0", "unknown hardware")))
     assert isinstance(error, InputError) and error.one_line() == "plan.yaml: search.hardware.0: unknown hardware"
+
+
+def test_output_tokens_are_counted_per_unit_of_the_planned_rate() -> None:
+    """$ per million tokens: a conversation plan's rate is sessions/s, so tokens count per session (all its
+    served turns); open-loop requests count one each; unserved requests are left out."""
+    import pandas as pd
+
+    rows = {
+        "status": ["finished"] * 7 + ["rejected"],
+        "session_id": [0, 0, 0, 1, 1, 1, -1, 2],
+        "generated_tokens": [100, 100, 100, 50, 50, 50, 30, 0],
+    }
+    figures = evaluate.slo_figures(pd.DataFrame(rows).assign(ttft_s=0.1, tpot_s=0.01, e2e_s=1.0))
+    assert figures["output_tokens_per_unit"] == pytest.approx((300 + 150 + 30) / 3)

@@ -40,6 +40,7 @@ REQUEST_COLUMNS = (
     "tpot_s",
     "e2e_s",
     "priority",
+    "session_id",
 )
 _INT_COLUMNS = (
     "request_id",
@@ -50,6 +51,7 @@ _INT_COLUMNS = (
     "cached_tokens",
     "num_preemptions",
     "priority",
+    "session_id",
 )
 _REQUEST_DTYPES = {
     c: ("int64" if c in _INT_COLUMNS else "object" if c in ("status", "reason") else "float64") for c in REQUEST_COLUMNS
@@ -127,6 +129,7 @@ class Recorder:
                 tpot,
                 state.finish_s - req.arrival_s + self.frontend_s if finished else np.nan,
                 req.priority,
+                req.session_id,
             )
         )
 

@@ -144,7 +144,6 @@ def slo_figures(requests: pd.DataFrame) -> dict[str, float]:
     finished = requests["status"].to_numpy() == "finished"
     tpot = np.where(finished, np.nan_to_num(tpot, nan=0.0), np.inf)
     e2e = requests["e2e_s"].fillna(np.inf).to_numpy(dtype=np.float64)
-    served = requests[requests["status"] == "finished"]
 
     def q(values: Any, p: float) -> float:
         return float(np.quantile(values, p, method="inverted_cdf"))
@@ -155,8 +154,16 @@ def slo_figures(requests: pd.DataFrame) -> dict[str, float]:
         "ttft_p99_s": q(ttft, 0.99),
         "tpot_p99_s": q(tpot, 0.99),
         "e2e_p99_s": q(e2e, 0.99),
-        "output_tokens_per_request": float(served["generated_tokens"].mean()) if len(served) else 0.0,
+        "output_tokens_per_unit": _tokens_per_unit(requests[requests["status"] == "finished"]),
     }
+
+
+def _tokens_per_unit(requests: pd.DataFrame) -> float:
+    """Output tokens of served requests per unit of the plan's rate: per request, or per session for
+    conversations (whose rate is in sessions/s; every turn's tokens count toward its session)."""
+    sessions = requests["session_id"]
+    units = sessions[sessions >= 0].nunique() + int((sessions < 0).sum())
+    return float(requests["generated_tokens"].sum()) / units if units else 0.0
 
 
 def meets(plan: Plan, figures: dict[str, float]) -> bool:

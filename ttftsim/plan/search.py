@@ -228,7 +228,7 @@ def _confirm(runner: Runner, rows: list[Row]) -> None:
 
 
 def _per_million(plan: Plan, cost_per_hour: float, figures: dict[str, float]) -> float:
-    tokens_per_hour = plan.target_rate * figures.get("output_tokens_per_request", 0.0) * 3600
+    tokens_per_hour = plan.target_rate * figures.get("output_tokens_per_unit", 0.0) * 3600
     return cost_per_hour / tokens_per_hour * 1e6 if tokens_per_hour > 0 else math.nan
 
 
