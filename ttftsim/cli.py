@@ -55,7 +55,9 @@ def models() -> None:
 @app.command()
 def hardware() -> None:
     """List the hardware profiles in hwprofiles/."""
-    table = Table("profile", "memory", "bandwidth", "bf16 dense", "fp8 dense", "TP link", "$/GPU-h")
+    from ttftsim.calibration.costs import fit_path
+
+    table = Table("profile", "memory", "bandwidth", "bf16 dense", "fp8 dense", "TP link", "$/GPU-h", "kernel times")
     for hw in all_profiles():
         fp8 = f"{hw.peak_flops.fp8 / 1e12:.0f} TF" if hw.peak_flops.fp8 else "-"
         link = f"{hw.intra_node_link.kind} {hw.intra_node_link.bw_bytes_per_s / 1e9:.0f} GB/s"
@@ -67,6 +69,7 @@ def hardware() -> None:
             fp8,
             link,
             f"{hw.price_per_gpu_hour_usd:.2f}",
+            "calibrated" if fit_path(hw.name).exists() else "roofline",
         )
     console.print(table)
 
@@ -79,16 +82,24 @@ def step(
     prompt_tokens: Annotated[int, typer.Option(min=0, help="Tokens of one prefill in this step")] = 0,
     decode_seqs: Annotated[int, typer.Option(min=0, help="Decoding sequences in this step")] = 0,
     context_tokens: Annotated[int, typer.Option(min=0, help="KV context of each decoding sequence")] = 1024,
+    kernel_costs: Annotated[
+        KernelCosts, typer.Option(help="auto (calibrated where the GPU has a fit), roofline, or calibrated")
+    ] = "auto",
     weight_dtype: Annotated[str, typer.Option(help="bf16, fp16, fp8, int8 or int4")] = "bf16",
     kv_dtype: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
 ) -> None:
-    """Time of one engine iteration and its breakdown by operator (the uncalibrated roofline)."""
+    """Time of one engine iteration and its breakdown by operator (calibrated kernel times where the GPU
+    has a calibration, as in simulate; --kernel-costs roofline for the uncalibrated roofline)."""
+    from ttftsim.simulate import kernel_costs_for
+
     deployment = _deployment(model, gpu, tp, weight_dtype, kv_dtype)
     shape = BatchShape.from_sequences(
         [prompt_tokens] * (prompt_tokens > 0) + [1] * decode_seqs,
         [0] * (prompt_tokens > 0) + [context_tokens] * decode_seqs,
     )
-    timing = IterationModel(deployment).timing(shape)
+    costs, note = kernel_costs_for(kernel_costs, deployment.hardware, "--kernel-costs")
+    timing = IterationModel(deployment, costs).timing(shape)
+    console.print(f"kernel times: {note}")
     table = Table("operator", "ms", "share")
     for name, seconds in sorted(timing.breakdown.items(), key=lambda item: -item[1]):
         table.add_row(name, f"{seconds * 1e3:.3f}", f"{seconds / max(timing.total_s, 1e-12):.1%}")

@@ -140,6 +140,7 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     console.print("candidates by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     front = ", ".join(f"{_money(r.cost_per_hour)}/h -> {r.ttft_p99_s * 1e3:,.0f} ms" for r in result.front)
     console.print(f"Pareto front (cost vs P99 TTFT): {front or '-'}")
+    console.print(_kernel_times(sorted({row.candidate.hardware for row in result.rows})))
     if result.winner is None:
         console.print(f"[red]no candidate meets the SLOs.[/] Closest: {result.closest()}")
         return
@@ -186,3 +187,15 @@ def render_compare(console: Console, result: dict[str, Any]) -> None:
         change = "-" if row["relative"] is None else f"{row['relative']:+.1%}"
         table.add_row(row["metric"], _num(row["a"]), _num(row["b"]), _num(row["delta"]), change)
     console.print(table)
+
+
+def _kernel_times(gpus: list[str]) -> str:
+    """Which GPUs' kernel times come from a calibration (the default where one exists) and which from the
+    roofline."""
+    from ttftsim.calibration.costs import fit_path
+
+    calibrated = [g for g in gpus if fit_path(g).exists()]
+    roofline = [g for g in gpus if g not in calibrated]
+    parts = [f"calibrated for {', '.join(calibrated)}"] if calibrated else []
+    parts += [f"roofline for {', '.join(roofline)} (no calibration)"] if roofline else []
+    return "kernel times: " + "; ".join(parts)

@@ -195,16 +195,20 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
 
 
 def _kernel_costs(scenario: Scenario, hardware: HardwareProfile, source: str) -> tuple[KernelCosts | None, str]:
+    return kernel_costs_for(scenario.kernel_costs, hardware, source)
+
+
+def kernel_costs_for(choice: str, hardware: HardwareProfile, source: str) -> tuple[KernelCosts | None, str]:
     """The calibrated costs where asked for and available (None means the roofline), and a note that says
     which were used."""
-    if scenario.kernel_costs == "roofline":
+    if choice == "roofline":
         return None, "roofline (kernel_costs: roofline)"
     from ttftsim.calibration.costs import CalibratedCosts, fit_path
 
     costs = CalibratedCosts.load(hardware)
     if costs is not None:
         return costs, f"calibrated ({fit_path(hardware.name).name})"
-    if scenario.kernel_costs == "calibrated":
+    if choice == "calibrated":
         raise InputError(
             source,
             "kernel_costs",
