@@ -70,6 +70,11 @@ class CalibratedCosts(RooflineCosts):
             table = self._tables[memo] = self._corrections[key].tabulate(free, point)
         return table
 
+    def _attention_table(self, key: str, op: str, shape: AttentionShape) -> splines.Table:
+        """One table per attention shape over its first two features (context, and batch or batch x heads)."""
+        fixed = {"isl": 1.0, "batch": 1.0, "heads": shape.q_heads, "kv_heads": shape.kv_heads}
+        return self._table(key, op, (0, 1), fixed | {"head_dim": shape.head_dim})
+
     def _curve(self, key: str, shape: dict[str, float]) -> list[float] | None:
         fit = self.fits.get(key)
         if fit is None:
@@ -125,14 +130,7 @@ class CalibratedCosts(RooflineCosts):
             shape.head_dim,
             shape.kv_bytes,
         )
-        fixed = {
-            "isl": 1.0,
-            "batch": 1.0,
-            "heads": shape.q_heads,
-            "kv_heads": shape.kv_heads,
-            "head_dim": shape.head_dim,
-        }
-        table = self._table(key, "prefill_attention", (0, 1), fixed)
+        table = self._attention_table(key, "prefill_attention", shape)
         return float(curve) * table.at2(math.log2(per_seq), math.log2(batch * shape.q_heads))
 
     def decode_attention_s(self, seqs: int, kv_tokens: int, shape: AttentionShape) -> float:
@@ -165,14 +163,7 @@ class CalibratedCosts(RooflineCosts):
             per_token = (
                 2.0 * shape.kv_heads * shape.head_dim * shape.kv_bytes / (self.hw.mem_bw_bytes_per_s * efficiency)
             )
-            fixed = {
-                "isl": 1.0,
-                "batch": 1.0,
-                "heads": shape.q_heads,
-                "kv_heads": shape.kv_heads,
-                "head_dim": shape.head_dim,
-            }  # one table over context x batch per shape; the batch's column of it
-            table = self._table(key, "decode_attention", (0, 1), fixed).column(math.log2(seqs))
+            table = self._attention_table(key, "decode_attention", shape).column(math.log2(seqs))
             line = self._decode[seqs, shape] = (latency + per_seq * seqs, per_token, table)
         return line
 
