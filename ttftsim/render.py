@@ -169,7 +169,7 @@ def render_validation(console: Console, report: Any) -> None:
         p = report.prediction
         console.print(
             f"prediction with {p['replicas']} replicas: TTFT P50 {_ms(p['ttft_p50_s'])} ms, "
-            f"P99 {_ms(p['ttft_p99_s'])} ms"
+            f"P99 {_ms(p['ttft_p99_s'])} ms; kernel times: {p['kernel_costs']}"
         )
     console.print("[green]PASS[/]" if report.passed else "[red]FAIL[/]")
 

@@ -349,8 +349,9 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     replicas = target.replicas
     if serving is not None and serving.hpa is not None:
         replicas = int((serving.hpa.get("spec") or {}).get("minReplicas", 1))
-    figures = slo_figures(simulate(_scenario(deploy, target, replicas, cluster=True), base).requests)
-    report.prediction = {"replicas": replicas, **figures}
+    result = simulate(_scenario(deploy, target, replicas, cluster=True), base)
+    figures = slo_figures(result.requests)
+    report.prediction = {"replicas": replicas, "kernel_costs": result.replica.kernel_costs, **figures}
     if meets_slo(deploy.slo, figures):
         report.add(
             "info", "slo", f"predicted P99 TTFT {figures['ttft_p99_s']:.3f} s with {replicas} replicas meets the SLO"
