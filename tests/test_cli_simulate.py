@@ -104,3 +104,29 @@ def test_pods_that_fit_no_node_say_why_and_fail_the_slo(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     assert "still Pending: pool h100: cpu request 8 > 4 allocatable" in result.stdout
     assert "NOT met" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("hardware", "choice", "used"),
+    [
+        ("H100-SXM5-80GB", None, "calibrated (h100-sxm5-80gb.json)"),  # auto, the default: a fit exists
+        ("H100-SXM5-80GB", "roofline", "roofline (kernel_costs: roofline)"),
+        ("A100-PCIe-80GB", None, "roofline (no calibration for A100-PCIe-80GB)"),  # auto without a fit
+    ],
+)
+def test_kernel_times_used_are_named_in_the_summary(
+    tmp_path: Path, hardware: str, choice: str | None, used: str
+) -> None:
+    text = EXAMPLE.read_text().replace("H100-SXM5-80GB", hardware)
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(text + (f"kernel_costs: {choice}\n" if choice else ""))
+    result = run("simulate", str(scenario), "--json")
+    assert result.returncode in (0, 1), result.stderr
+    assert json.loads(result.stdout)["config"]["kernel_costs"] == used
+    assert f"kernel times: {used}" in run("simulate", str(scenario)).stdout.replace("\n", " ")
+
+
+def test_calibrated_kernel_times_on_a_gpu_without_a_fit_is_a_one_line_error(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(EXAMPLE.read_text().replace("H100-SXM5-80GB", "A100-PCIe-80GB") + "kernel_costs: calibrated\n")
+    _assert_one_line_error(run("simulate", str(scenario)), "kernel_costs")
