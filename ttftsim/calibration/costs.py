@@ -71,7 +71,8 @@ class CalibratedCosts(RooflineCosts):
         return table
 
     def _attention_table(self, key: str, op: str, shape: AttentionShape) -> splines.Table:
-        """One table per attention shape over its first two features (context, and batch or batch x heads)."""
+        """One table per attention shape over its first two features: context, and batch x heads (prefill)
+        or batch (decode)."""
         fixed = {"isl": 1.0, "batch": 1.0, "heads": shape.q_heads, "kv_heads": shape.kv_heads}
         return self._table(key, op, (0, 1), fixed | {"head_dim": shape.head_dim})
 
@@ -115,7 +116,8 @@ class CalibratedCosts(RooflineCosts):
     def _prefill_attention_s(self, tokens: int, pairs: int, kv_tokens: int, shape: AttentionShape) -> float:
         per_seq = 2.0 * pairs / tokens if tokens else 0.0  # pairs ~ s^2/2 per sequence of s tokens
         key = f"prefill_attention/{'fp8' if shape.kv_bytes == 1 else 'bf16'}"
-        params = self._curve(key, {"isl": per_seq}) if tokens else None
+        shape_range = {"isl": per_seq, "heads": shape.q_heads, "kv_heads": shape.kv_heads, "head_dim": shape.head_dim}
+        params = self._curve(key, shape_range) if tokens else None
         if params is None:
             return super().prefill_attention_s(tokens, pairs, kv_tokens, shape)
         batch = tokens / per_seq
@@ -156,7 +158,7 @@ class CalibratedCosts(RooflineCosts):
         line = self._decode.get((seqs, shape))  # read every iteration: keyed by what varies
         if line is None:
             key = f"decode_attention/{'fp8' if shape.kv_bytes == 1 else 'bf16'}"
-            params = self._curve(key, {"batch": seqs})
+            params = self._curve(key, {"batch": seqs, "kv_heads": shape.kv_heads, "head_dim": shape.head_dim})
             if params is None:
                 return None
             efficiency, latency, per_seq = (float(p) for p in params)
