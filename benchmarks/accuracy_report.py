@@ -10,8 +10,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from ttftsim.accuracy.ground_truth import Case, read_ground_truth, with_kernel_costs
-from ttftsim.accuracy.harness import StageResult, run_case, summarize
+from ttftsim.accuracy.ground_truth import Case, read_ground_truth
+from ttftsim.accuracy.harness import StageResult, metrics_by_kernel_costs, run_case, summarize
 from ttftsim.shared_data import shared_dir
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "accuracy.md"
@@ -116,10 +116,7 @@ def _kernel_cost_lines(sets: dict[str, list[Case]]) -> list[str]:
         "|---|---|---|---|",
     ]
     for name, cases in sets.items():
-        summaries = {
-            costs: summarize([s for c in with_kernel_costs(cases, costs) for s in run_case(c)])["metrics"]
-            for costs in ("roofline", "calibrated")
-        }
+        summaries = metrics_by_kernel_costs(cases)
         for metric in summaries["roofline"]:
             cells = [f"{m[metric]['median_ape']:.1%} / {m[metric]['p90_ape']:.1%}" for m in summaries.values()]
             lines.append(f"| {name} | {metric} | {cells[0]} | {cells[1]} |")

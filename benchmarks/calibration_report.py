@@ -209,8 +209,8 @@ def end_to_end() -> list[str]:
     """The measured H100 vLLM runs (shared-prefix workload, rate stages) simulated with either cost model."""
     import warnings
 
-    from ttftsim.accuracy.ground_truth import read_ground_truth, with_kernel_costs
-    from ttftsim.accuracy.harness import run_all, summarize
+    from ttftsim.accuracy.ground_truth import read_ground_truth
+    from ttftsim.accuracy.harness import metrics_by_kernel_costs
     from ttftsim.shared_data import shared_dir
 
     shared = shared_dir()
@@ -227,12 +227,9 @@ def end_to_end() -> list[str]:
         "| metric | roofline | calibrated |",
         "|---|---|---|",
     ]
-    summaries = {costs: summarize(run_all(with_kernel_costs(cases, costs))[0]) for costs in ("roofline", "calibrated")}
-    for metric in summaries["roofline"]["metrics"]:
-        cells = [
-            f"{s['metrics'][metric]['median_ape']:.1%} / {s['metrics'][metric]['p90_ape']:.1%}"
-            for s in summaries.values()
-        ]
+    summaries = metrics_by_kernel_costs(cases)
+    for metric in summaries["roofline"]:
+        cells = [f"{m[metric]['median_ape']:.1%} / {m[metric]['p90_ape']:.1%}" for m in summaries.values()]
         lines.append(f"| {metric} | {cells[0]} | {cells[1]} |")
     return [*lines, ""]
 

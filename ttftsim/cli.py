@@ -55,7 +55,7 @@ def models() -> None:
 @app.command()
 def hardware() -> None:
     """List the hardware profiles in hwprofiles/."""
-    from ttftsim.calibration.costs import fit_path
+    from ttftsim.calibration.costs import has_calibration
 
     table = Table("profile", "memory", "bandwidth", "bf16 dense", "fp8 dense", "TP link", "$/GPU-h", "kernel times")
     for hw in all_profiles():
@@ -69,7 +69,7 @@ def hardware() -> None:
             fp8,
             link,
             f"{hw.price_per_gpu_hour_usd:.2f}",
-            "calibrated" if fit_path(hw.name).exists() else "roofline",
+            "calibrated" if has_calibration(hw.name) else "roofline",
         )
     console.print(table)
 

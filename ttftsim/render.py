@@ -192,9 +192,9 @@ def render_compare(console: Console, result: dict[str, Any]) -> None:
 def _kernel_times(gpus: list[str]) -> str:
     """Which GPUs' kernel times come from a calibration (the default where one exists) and which from the
     roofline."""
-    from ttftsim.calibration.costs import fit_path
+    from ttftsim.calibration.costs import has_calibration
 
-    calibrated = [g for g in gpus if fit_path(g).exists()]
+    calibrated = [g for g in gpus if has_calibration(g)]
     roofline = [g for g in gpus if g not in calibrated]
     parts = [f"calibrated for {', '.join(calibrated)}"] if calibrated else []
     parts += [f"roofline for {', '.join(roofline)} (no calibration)"] if roofline else []

@@ -18,6 +18,7 @@ from ttftsim.cluster.run import ClusterReport, cluster_report, run_cluster
 from ttftsim.config.engine import ResolvedEngine, resolve_engine
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.loading import load_file
+from ttftsim.config.scenario import KernelCosts as KernelCostsChoice
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import StagedArrivals
 from ttftsim.engine.engine import Engine
@@ -176,7 +177,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     )
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
-    kernel_costs, kernel_note = _kernel_costs(scenario, hardware, source)
+    kernel_costs, kernel_note = kernel_costs_for(scenario.kernel_costs, hardware, source)
     perf = IterationModel(deployment, kernel_costs)
     measured = scenario.measured_step_cost
     cost: StepCostModel = (
@@ -194,11 +195,9 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     return Replica(engine, perf, memory, blocks, cost, note)
 
 
-def _kernel_costs(scenario: Scenario, hardware: HardwareProfile, source: str) -> tuple[KernelCosts | None, str]:
-    return kernel_costs_for(scenario.kernel_costs, hardware, source)
-
-
-def kernel_costs_for(choice: str, hardware: HardwareProfile, source: str) -> tuple[KernelCosts | None, str]:
+def kernel_costs_for(
+    choice: KernelCostsChoice, hardware: HardwareProfile, source: str
+) -> tuple[KernelCosts | None, str]:
     """The calibrated costs where asked for and available (None means the roofline), and a note that says
     which were used."""
     if choice == "roofline":

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ttftsim.accuracy.ground_truth import Case, StageTruth
+from ttftsim.accuracy.ground_truth import Case, StageTruth, with_kernel_costs
 from ttftsim.errors import InputError
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.simulate import simulate
@@ -97,6 +97,14 @@ def run_all(cases: list[Case], base: Path = Path()) -> tuple[list[StageResult], 
         except (InputError, DoesNotFitError) as exc:
             skipped.append((case.name, str(exc)))
     return results, skipped
+
+
+def metrics_by_kernel_costs(cases: list[Case], base: Path = Path()) -> dict[str, dict[str, Any]]:
+    """The per-metric error summary of the same cases with the roofline and with the calibrated curves."""
+    return {
+        costs: summarize(run_all(with_kernel_costs(cases, costs), base)[0])["metrics"]
+        for costs in ("roofline", "calibrated")
+    }
 
 
 def summarize(results: list[StageResult]) -> dict[str, Any]:

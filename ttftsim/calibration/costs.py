@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,31 @@ def fit_path(hardware_name: str) -> Path:
     return FITS_DIR / f"{hardware_name.lower()}.json"
 
 
+def has_calibration(hardware_name: str) -> bool:
+    return fit_path(hardware_name).exists()
+
+
+@dataclass
+class Calibration:
+    """A calibration file's fits with their parsed corrections, and what the replicas built from it share:
+    the correction tables built so far and the range warnings already given (once per file)."""
+
+    fits: dict[str, Any]
+    corrections: dict[str, splines.Correction]
+    tables: dict[tuple[object, ...], splines.Table] = field(default_factory=dict)
+    warned: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, fits: dict[str, Any]) -> Calibration:
+        return cls(fits, {key: splines.Correction.from_json(fit.get("correction", [])) for key, fit in fits.items()})
+
+
+@lru_cache(maxsize=16)
+def _read(path: str, mtime_ns: int) -> Calibration:
+    """A calibration file, read once per process (per version of the file)."""
+    return Calibration.of(json.loads(Path(path).read_text(encoding="utf-8"))["fits"])
+
+
 class CalibratedCosts(RooflineCosts):
     """RooflineCosts whose operator classes use fitted curves where the calibration has them.
 
@@ -38,19 +65,13 @@ class CalibratedCosts(RooflineCosts):
     built once per fixed part of the shape."""
 
     def __init__(
-        self,
-        hardware: HardwareProfile,
-        fits: dict[str, Any],
-        source: str,
-        tables: dict[tuple[object, ...], splines.Table] | None = None,
+        self, hardware: HardwareProfile, fits: dict[str, Any], source: str, shared: Calibration | None = None
     ) -> None:
         super().__init__(hardware)
+        self.calibration = shared if shared is not None else Calibration.of(fits)
         self.fits = fits
         self.source = source
-        self._warned: set[str] = set() if tables is None else _WARNED.setdefault(source, set())  # once per file
-        self._corrections = {key: splines.Correction.from_json(fit.get("correction", [])) for key, fit in fits.items()}
         self._memo: dict[tuple[object, ...], float] = {}
-        self._tables = {} if tables is None else tables  # load(): shared by every replica of one file
         self._decode: dict[tuple[int, AttentionShape], tuple[float, float, splines.Table]] = {}
 
     @classmethod
@@ -58,16 +79,25 @@ class CalibratedCosts(RooflineCosts):
         path = fit_path(hardware.name)
         if not path.exists():
             return None
-        version = (str(path), path.stat().st_mtime_ns)
-        return cls(hardware, _read_fits(*version), str(path), _TABLES.setdefault(version, {}))
+        calibration = _read(str(path), path.stat().st_mtime_ns)
+        return cls(hardware, calibration.fits, str(path), calibration)
+
+    def _once(self, name: str, compute: Callable[..., float], *shape: Any) -> float:
+        """compute(*shape), memoised per shape (a model's few shapes recur every iteration)."""
+        memo = (name, *shape)
+        value = self._memo.get(memo)
+        if value is None:
+            value = self._memo[memo] = compute(*shape)
+        return value
 
     def _table(self, key: str, op: str, free: tuple[int, ...], fixed: dict[str, float]) -> splines.Table:
         """The correction factor over the `free` features, the shape's other columns at `fixed`."""
         memo = (key, free, *sorted(fixed.items()))
-        table = self._tables.get(memo)
+        tables = self.calibration.tables
+        table = tables.get(memo)
         if table is None:
             point = curves.correction_features(op, {c: _a(v) for c, v in fixed.items()})[0]
-            table = self._tables[memo] = self._corrections[key].tabulate(free, point)
+            table = tables[memo] = self.calibration.corrections[key].tabulate(free, point)
         return table
 
     def _attention_table(self, key: str, op: str, shape: AttentionShape) -> splines.Table:
@@ -82,8 +112,8 @@ class CalibratedCosts(RooflineCosts):
             return None
         for name, value in shape.items():
             low, high = fit["range"].get(name, (value, value))
-            if not low <= value <= high and key not in self._warned:
-                self._warned.add(key)
+            if not low <= value <= high and key not in self.calibration.warned:
+                self.calibration.warned.add(key)
                 warnings.warn(
                     f"{key}: {name}={value:g} outside the calibrated range [{low:g}, {high:g}] ({self.source})",
                     stacklevel=3,
@@ -92,10 +122,7 @@ class CalibratedCosts(RooflineCosts):
         return params
 
     def gemm_s(self, m: int, n: int, k: int, dtype: ComputeDtype, weight_bytes: float) -> float:
-        memo = ("gemm", m, n, k, dtype, weight_bytes)
-        if memo not in self._memo:
-            self._memo[memo] = self._gemm_s(m, n, k, dtype, weight_bytes)
-        return self._memo[memo]
+        return self._once("gemm", self._gemm_s, m, n, k, dtype, weight_bytes)
 
     def _gemm_s(self, m: int, n: int, k: int, dtype: ComputeDtype, weight_bytes: float) -> float:
         key = f"gemm/{dtype}"
@@ -108,10 +135,7 @@ class CalibratedCosts(RooflineCosts):
         return float(curve) * self._table(key, "gemm", (0,), {"m": 1.0, "n": n, "k": k}).at(math.log2(m))
 
     def prefill_attention_s(self, tokens: int, pairs: int, kv_tokens: int, shape: AttentionShape) -> float:
-        memo = ("prefill", tokens, pairs, kv_tokens, shape)
-        if memo not in self._memo:
-            self._memo[memo] = self._prefill_attention_s(tokens, pairs, kv_tokens, shape)
-        return self._memo[memo]
+        return self._once("prefill", self._prefill_attention_s, tokens, pairs, kv_tokens, shape)
 
     def _prefill_attention_s(self, tokens: int, pairs: int, kv_tokens: int, shape: AttentionShape) -> float:
         per_seq = 2.0 * pairs / tokens if tokens else 0.0  # pairs ~ s^2/2 per sequence of s tokens
@@ -170,10 +194,7 @@ class CalibratedCosts(RooflineCosts):
         return line
 
     def allreduce_s(self, message_bytes: float, ranks: int, link: Link) -> float:
-        memo = ("allreduce", message_bytes, ranks, link)
-        if memo not in self._memo:
-            self._memo[memo] = self._allreduce_s(message_bytes, ranks, link)
-        return self._memo[memo]
+        return self._once("allreduce", self._allreduce_s, message_bytes, ranks, link)
 
     def _allreduce_s(self, message_bytes: float, ranks: int, link: Link) -> float:
         key = f"allreduce/bf16/{ranks}"
@@ -183,17 +204,6 @@ class CalibratedCosts(RooflineCosts):
         curve = curves.allreduce(params, ranks, message_bytes)
         table = self._table(key, "allreduce", (0,), {"message_bytes": 1.0})
         return float(curve) * table.at(math.log2(max(message_bytes, 1.0)))
-
-
-_TABLES: dict[tuple[str, int], dict[tuple[object, ...], splines.Table]] = {}
-_WARNED: dict[str, set[str]] = {}
-
-
-@lru_cache(maxsize=16)
-def _read_fits(path: str, mtime_ns: int) -> dict[str, Any]:
-    """A calibration file's fits, read once per process (per version of the file)."""
-    fits: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))["fits"]
-    return fits
 
 
 def _a(value: float) -> Array:

@@ -145,9 +145,9 @@ def calibrate(table: pd.DataFrame, hw: HardwareProfile) -> dict[str, Any]:
             "roofline_ape": _quantiles(errors["roofline"]),
         }
     classes = {
-        key: {"held_out": int(sum(len(e) for e in errors["calibrated"]))}
-        | {name: _quantiles(np.concatenate(values)) for name, values in errors.items()}
-        for key, errors in sorted(pooled.items())
+        key: {"held_out": int(sum(len(e) for e in by_model["calibrated"]))}
+        | {name: _quantiles(np.concatenate(parts)) for name, parts in by_model.items()}
+        for key, by_model in sorted(pooled.items())
     }
     return {"fits": fits, "classes": classes}
 

@@ -69,13 +69,6 @@ class Axis:
             values[:, j] = saved
         return span[:, None] - k + np.arange(k + 1), values
 
-    def dense(self, value: float) -> Array:
-        """All basis functions at one point (zeros where not supported)."""
-        index, values = self.nonzero(np.array([value]))
-        out = np.zeros(self.size)
-        out[index[0]] = values[0]
-        return out
-
 
 @dataclass(frozen=True)
 class Term:
@@ -174,19 +167,15 @@ TABLE_STEP = 1.0 / 8
 @dataclass(frozen=True)
 class Table:
     """A correction factor tabulated on a regular log2 grid (TABLE_STEP apart from `low`), clamped at the
-    edges. One or two dimensions."""
+    edges. One or two dimensions; every dimension has at least two points (tabulate makes them so)."""
 
     low: tuple[float, ...]
     factors: Array
 
     def at(self, x: float) -> float:
         """1-D, one point."""
-        position = min(max((x - self.low[0]) / TABLE_STEP, 0.0), len(self.factors) - 1.0)
-        index = min(int(position), len(self.factors) - 2) if len(self.factors) > 1 else 0
-        if len(self.factors) == 1:
-            return float(self.factors[0])
-        weight = position - index
-        return float(self.factors[index] * (1.0 - weight) + self.factors[index + 1] * weight)
+        i, w = _cell(x, self.low[0], len(self.factors))
+        return float(self.factors[i] * (1.0 - w) + self.factors[i + 1] * w)
 
     def along(self, x: Array) -> Array:
         """1-D, many points."""
@@ -195,25 +184,19 @@ class Table:
 
     def column(self, y: float) -> Table:
         """2-D -> 1-D: the factors along the first dimension at y in the second."""
-        cols = self.factors.shape[1]
-        py = min(max((y - self.low[1]) / TABLE_STEP, 0.0), cols - 1.0)
-        j = min(int(py), max(cols - 2, 0))
-        weight = py - j if cols > 1 else 0.0
-        factors = self.factors[:, j] * (1.0 - weight) + self.factors[:, min(j + 1, cols - 1)] * weight
-        return Table(self.low[:1], factors)
+        j, w = _cell(y, self.low[1], self.factors.shape[1])
+        return Table(self.low[:1], self.factors[:, j] * (1.0 - w) + self.factors[:, j + 1] * w)
 
     def at2(self, x: float, y: float) -> float:
         """2-D, one point (bilinear)."""
-        rows, cols = self.factors.shape
-        px = min(max((x - self.low[0]) / TABLE_STEP, 0.0), rows - 1.0)
-        py = min(max((y - self.low[1]) / TABLE_STEP, 0.0), cols - 1.0)
-        i, j = min(int(px), max(rows - 2, 0)), min(int(py), max(cols - 2, 0))
-        wx, wy = (px - i if rows > 1 else 0.0), (py - j if cols > 1 else 0.0)
-        f = self.factors
-        i1, j1 = min(i + 1, rows - 1), min(j + 1, cols - 1)
-        top = f[i, j] * (1.0 - wy) + f[i, j1] * wy
-        bottom = f[i1, j] * (1.0 - wy) + f[i1, j1] * wy
-        return float(top * (1.0 - wx) + bottom * wx)
+        return self.column(y).at(x)
+
+
+def _cell(x: float, low: float, size: int) -> tuple[int, float]:
+    """The grid interval holding x (clamped to the grid) and x's weight toward its upper end."""
+    position = min(max((x - low) / TABLE_STEP, 0.0), size - 1.0)
+    index = min(int(position), size - 2)
+    return index, position - index
 
 
 def fit_correction(

@@ -182,13 +182,11 @@ def import_splitwise(path: Path) -> dict[str, pd.DataFrame]:
     if not path.is_file():
         raise InputError(str(path), "", "Splitwise perf_model.csv not found")
     raw = pd.read_csv(path)
-    missing = {"model", "hardware", "prompt_size", "batch_size", "token_size", "prompt_time", "token_time"} - set(
-        raw.columns
-    )
-    if missing or "tensor_parallel" not in raw.columns:
-        raise InputError(str(path), ", ".join(sorted(missing)) or "tensor_parallel", "column missing")
-    raw = raw[raw["hardware"].isin(list(SPLITWISE_GPUS))]
     keys = ["hardware", "model", "tensor_parallel", "batch_size", "prompt_size", "token_size"]
+    missing = sorted({*keys, "prompt_time", "token_time"} - set(raw.columns))
+    if missing:
+        raise InputError(str(path), ", ".join(missing), "column missing")
+    raw = raw[raw["hardware"].isin(list(SPLITWISE_GPUS))]
     medians = raw.groupby(keys, as_index=False)[["prompt_time", "token_time"]].median()
     tables: dict[str, pd.DataFrame] = {}
     for hardware, frame in medians.groupby("hardware"):
