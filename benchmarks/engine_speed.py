@@ -6,7 +6,9 @@ Workloads (issue "Engine simulator", must-show speed):
   c) the Azure 2023 conversation trace, Llama-2-7B TP1 on A100 (Vidur: 383 req/s).
 Each runs in a fresh process pinned to one core (taskset), timed whole (imports included) and inside
 (simulation only). The baseline measured in the same run is ttftsim stepping every iteration
-(closed-form decode runs and the decode cohort off). Vidur's rates are from ../shared/reference/peer-speed.md.
+(closed-form decode runs and the decode cohort off), and the same engine run as plain Python
+(TTFTSIM_PURE_PYTHON=1: the mypyc-compiled modules loaded from source). Vidur's rates are from
+../shared/reference/peer-speed.md.
 
     python benchmarks/engine_speed.py [--quick]
 """
@@ -14,6 +16,7 @@ Each runs in a fresh process pinned to one core (taskset), timed whole (imports 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -66,20 +69,23 @@ scenario = Scenario.model_validate(json.loads(sys.argv[1]))
 t1 = time.perf_counter()
 result = simulate(scenario, closed_form_decode=sys.argv[2] == "1")
 t2 = time.perf_counter()
-print(json.dumps({"requests": len(result.requests), "sim_s": t2 - t1, "import_s": t1 - t0,
+from ttftsim._native import is_compiled
+print(json.dumps({"requests": len(result.requests), "sim_s": t2 - t1, "import_s": t1 - t0, "compiled": is_compiled(),
                   "finished": int((result.requests.status == "finished").sum()), "sim_end_s": result.sim_end_s}))
 """
 
 
-def run_child(scenario: dict[str, object], closed_form: bool) -> dict[str, float]:
+def run_child(scenario: dict[str, object], closed_form: bool, pure: bool = False) -> dict[str, float]:
     pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+    env = {**os.environ, "TTFTSIM_PURE_PYTHON": "1"} if pure else {**os.environ, "TTFTSIM_PURE_PYTHON": ""}
     started = time.perf_counter()
     out = subprocess.run(
-        [*pin, sys.executable, "-c", CHILD, json.dumps(scenario), "1" if closed_form else "0"],
+        [*pin, sys.executable, "-W", "ignore", "-c", CHILD, json.dumps(scenario), "1" if closed_form else "0"],
         capture_output=True,
         text=True,
         check=True,
         cwd=ROOT,
+        env=env,
     )
     figures: dict[str, float] = json.loads(out.stdout)
     figures["process_s"] = time.perf_counter() - started
@@ -88,10 +94,11 @@ def run_child(scenario: dict[str, object], closed_form: bool) -> dict[str, float
 
 def main() -> int:
     quick = "--quick" in sys.argv
-    print(
+    header = (
         f"{'workload':<10}{'requests':>10}{'process s':>11}{'sim s':>9}{'req/s (process)':>17}"
-        f"{'baseline req/s':>16}{'speed-up':>10}{'x Vidur':>9}"
+        f"{'plain Python':>14}{'stepping':>10}{'speed-up':>10}{'x Vidur':>9}"
     )
+    printed = False
     for name, scenario in SCENARIOS.items():
         if name == "c" and not Path(scenario["workload"]["path"]).exists():  # type: ignore[index]
             print(f"{name:<10} skipped: ../shared absent")
@@ -100,13 +107,19 @@ def main() -> int:
             scenario = json.loads(json.dumps(scenario))
             scenario["workload"]["num_requests"] = 5000  # type: ignore[index]
         fast = run_child(scenario, True)
+        if not printed:
+            print(f"engine: {'compiled (mypyc)' if fast['compiled'] else 'plain Python (not compiled)'}")
+            print(header)
+            printed = True
+        pure = run_child(scenario, True, pure=True)
         base = run_child(scenario, False) if name != "b" or quick else None
         rate = fast["requests"] / fast["process_s"]
+        pure_rate = pure["requests"] / pure["process_s"]
         base_rate = base["requests"] / base["process_s"] if base else float("nan")
         vidur = VIDUR[name]
         print(
             f"{name:<10}{fast['requests']:>10,}{fast['process_s']:>11.2f}{fast['sim_s']:>9.2f}{rate:>17,.0f}"
-            f"{base_rate:>16,.0f}{rate / base_rate if base else float('nan'):>10.1f}"
+            f"{pure_rate:>14,.0f}{base_rate:>10,.0f}{rate / base_rate if base else float('nan'):>10.1f}"
             f"{rate / vidur if vidur else float('nan'):>9.1f}"
         )
     return 0

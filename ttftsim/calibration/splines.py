@@ -15,7 +15,7 @@ a lower degree when a dimension has fewer distinct values, and a constant when i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -171,11 +171,16 @@ class Table:
 
     low: tuple[float, ...]
     factors: Array
+    _values: list[float] = field(init=False, repr=False, compare=False)  # 1-D factors as floats: at() is hot
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_values", self.factors.tolist() if self.factors.ndim == 1 else [])
 
     def at(self, x: float) -> float:
         """1-D, one point."""
-        i, w = _cell(x, self.low[0], len(self.factors))
-        return float(self.factors[i] * (1.0 - w) + self.factors[i + 1] * w)
+        values = self._values
+        i, w = _cell(x, self.low[0], len(values))
+        return values[i] * (1.0 - w) + values[i + 1] * w
 
     def along(self, x: Array) -> Array:
         """1-D, many points."""

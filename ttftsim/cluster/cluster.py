@@ -81,6 +81,10 @@ class SharedCost:
     def time_s(self, shape: BatchShape) -> float:
         return self.inner.time_s(shape) * self.factor()
 
+    def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
+        inner, factor = self.inner.decode_step_s(num_seqs), self.factor()  # fixed when the run starts
+        return lambda kv_tokens: inner(kv_tokens) * factor
+
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:
         scaled: NDArray[np.float64] = self.inner.decode_run_s(num_seqs, kv_tokens, steps) * self.factor()
         return scaled

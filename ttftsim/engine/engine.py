@@ -10,6 +10,7 @@ iteration instead; a test checks that both give the same results.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from collections.abc import Callable, Generator
@@ -27,6 +28,7 @@ from ttftsim.perf.linear import StepCostModel
 from ttftsim.workload.request import Request
 
 MAX_RUN_STEPS = 4096
+SHORT_RUN_STEPS = 32  # decode runs up to this long are computed in Python, longer ones with numpy
 EXPIRY_CHECK_S = 1.0  # how often client timeouts are enforced (simulated seconds)
 
 
@@ -204,7 +206,7 @@ class Engine:
                 else:
                     yield self.env.timeout(gap) if not self.accepts_pushes else self.env.timeout(gap) | self._wakeup
                 continue
-            run = self._run_length(plan)
+            run = self._run_cap(plan)
             if run > 1:
                 yield from self._decode_run(plan, run)
             else:
@@ -317,15 +319,17 @@ class Engine:
 
     # ---- closed-form decode runs ----
 
-    def _run_length(self, plan: StepPlan) -> int:
-        """How many identical decode-only iterations follow from this plan (1 = just step)."""
+    def _run_cap(self, plan: StepPlan) -> int:
+        """At most how many identical decode-only iterations follow from this plan (1 = just step)."""
         if plan.per_request or plan.scheduled or plan.preempted or not self.closed_form_decode:
             return 1
-        cohort = self.scheduler.cohort
-        steps = min(MAX_RUN_STEPS, cohort.steps_to_next_finish())
+        return min(MAX_RUN_STEPS, self.scheduler.cohort.steps_to_next_finish())
+
+    def _block_limit(self, steps: int) -> int:
+        """How many of `steps` decode iterations the free KV blocks cover (the first has its blocks)."""
         if self.cfg.kv_cache_mode != "paged":
             return steps
-        free = self.kv.pool.num_free
+        cohort, free = self.scheduler.cohort, self.kv.pool.num_free
         for step in range(2, steps + 1):
             free -= cohort.due_count(cohort.clock + step - 1)
             if free < 0:
@@ -334,29 +338,47 @@ class Engine:
 
     def _decode_run(self, plan: StepPlan, steps: int) -> Generator[simpy.Event, Any, None]:
         """Up to `steps` decode-only iterations in one timeout; an arrival cuts the run after the
-        iteration in progress."""
+        iteration in progress. Short runs are computed step by step in Python (numpy's per-call overhead
+        would dominate), long ones as arrays."""
         env, start, cohort = self.env, self.env.now, self.scheduler.cohort
+        size, kv_tokens = cohort.size, plan.shape.decode_kv_tokens
+        step_s = self.perf.decode_step_s(size)
+        first = step_s(kv_tokens)
         gap = self._next_arrival_in()
         if gap is not None:  # iterations only get longer in a run: the first bounds how many fit before gap
-            steps = min(steps, math.ceil(gap / self.perf.time_s(plan.shape)) + 1)
-        durations = self.perf.decode_run_s(cohort.size, plan.shape.decode_kv_tokens, steps)
-        ends = np.cumsum(durations)
-        if gap is not None:  # stop after the iteration in progress when the next request arrives
-            cut = int(np.searchsorted(ends, gap, side="left")) + 1
-            if cut < steps:
-                steps, ends, durations = cut, ends[:cut], durations[:cut]
+            steps = min(steps, math.ceil(gap / first) + 1)
+        steps = self._block_limit(steps)
+        durations: Any
+        ends: Any
+        if steps <= SHORT_RUN_STEPS:
+            durations, ends, end, limit = [first], [first], first, math.inf if gap is None else gap
+            while end < limit and len(ends) < steps:  # stop after the iteration in progress at the arrival
+                kv_tokens += size
+                duration = step_s(kv_tokens)
+                end += duration
+                durations.append(duration)
+                ends.append(end)
+        else:
+            durations = self.perf.decode_run_s(size, kv_tokens, steps)
+            ends = np.cumsum(durations)
+            if gap is not None:  # stop after the iteration in progress when the next request arrives
+                cut = int(np.searchsorted(ends, gap, side="left")) + 1
+                if cut < steps:
+                    ends, durations = ends[:cut], durations[:cut]
         self._run = (start, ends, durations)
+        done = len(ends)
         if self.accepts_pushes:  # a pushed request may cut the run
             self._wakeup = env.event()
-            yield env.timeout(float(ends[-1])) | self._wakeup
+            timer = env.timeout(float(ends[-1]))
+            yield timer | self._wakeup
+            if not timer.processed:  # cut: finish the iteration in progress
+                elapsed = env.now - start
+                done = bisect.bisect_right(ends, elapsed)
+                if done == 0 or ends[done - 1] < elapsed:
+                    yield env.timeout(float(ends[done]) - elapsed)
+                    done += 1
         else:  # pulled arrivals already bounded the run: a plain timeout (no condition event) is enough
             yield env.timeout(float(ends[-1]))
-        done, elapsed = steps, env.now - start
-        if elapsed < ends[-1]:
-            done = int(np.searchsorted(ends, elapsed, side="right"))
-            if done == 0 or ends[done - 1] < elapsed:
-                yield env.timeout(float(ends[done]) - elapsed)
-                done += 1
         self._run = None
         self._apply_run(start, ends, durations, done)
 
@@ -369,7 +391,7 @@ class Engine:
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
         self.recorder.itl_run(durations[:done], cohort.size)
         if self._awaiting_visible:
-            self._mark_visible(start + ends[:done])
+            self._mark_visible([start + end for end in ends[:done]])
         self._advance_cohort(done)
 
     def settle(self) -> None:
@@ -384,7 +406,7 @@ class Engine:
             return
         start, ends, durations = self._run
         self._run = None
-        done = int(np.searchsorted(ends, self.env.now - start, side="left"))
+        done = bisect.bisect_left(ends, self.env.now - start)
         if done:
             self._apply_run(start, ends, durations, done)
         if 0 < done < len(ends) and self.cfg.kv_cache_mode == "paged":  # step 1 got its blocks when scheduled

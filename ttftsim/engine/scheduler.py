@@ -96,6 +96,8 @@ class Scheduler:
     ) -> int:
         """Schedule every running request at once; -1 when only the per-request loop can decide."""
         budget = self.cfg.max_num_batched_tokens
+        if not self.prefilling:  # decodes only: the common case, without the general bookkeeping
+            return self._schedule_decodes(budget, preempted, shape)
         asks = self._prefill_asks(budget)
         if asks is None:
             return -1
@@ -118,6 +120,22 @@ class Scheduler:
                 shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
         shape.add_decodes(self.cohort.size, self.cohort.kv_tokens)
         return budget - self.cohort.size - sum(new for _, new in scheduled)
+
+    def _schedule_decodes(self, budget: int, preempted: list[RequestState], shape: BatchShapeBuilder) -> int:
+        """_schedule_cohort_step when every running request is decoding."""
+        cohort = self.cohort
+        if cohort.size > budget:
+            return -1
+        if self.kv.mode == "paged":
+            due = cohort.due(cohort.clock)
+            if len(due) <= self.kv.pool.num_free:
+                self.kv.append_blocks([member.rid for member in due])
+            elif self.cfg.scheduling_policy != "fcfs":
+                return -1
+            else:
+                self._allocate_or_preempt([(member.admit_seq, member, 0) for member in due], preempted)
+        shape.add_decodes(cohort.size, cohort.kv_tokens)
+        return budget - cohort.size
 
     def _allocate_or_preempt(
         self, growth: list[tuple[int, RequestState, int]], preempted: list[RequestState]

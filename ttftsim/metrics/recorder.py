@@ -79,9 +79,14 @@ class Recorder:
         self._itl_scalar.append(seconds)
         self._itl_scalar_weight.append(weight)
 
-    def itl_run(self, durations: NDArray[np.float64], weight: int) -> None:
-        self.itl_values.append(durations)
-        self.itl_weights.append(np.full(len(durations), float(weight)))
+    def itl_run(self, durations: NDArray[np.float64] | list[float], weight: int) -> None:
+        """The gaps of a run of iterations, each seen by `weight` requests."""
+        if isinstance(durations, list):
+            self._itl_scalar.extend(durations)
+            self._itl_scalar_weight.extend([weight] * len(durations))
+        else:
+            self.itl_values.append(durations)
+            self.itl_weights.append(np.full(len(durations), float(weight)))
 
     def request(self, state: RequestState, replica: int, status: str | None = None) -> None:
         """Record a request that finished, was rejected, or is still in flight (status given)."""

@@ -11,7 +11,7 @@ Everything that depends only on (tokens, sampled) is memoised: decode steps diff
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -174,6 +174,15 @@ class IterationModel:
         breakdown["prefill_attention"], breakdown["decode_attention"] = self._attention_parts(shape)
         breakdown["overhead"] = self.overhead_s(shape)
         return StepTiming(sum(breakdown.values()), breakdown)
+
+    def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
+        """The time of a decode-only iteration of num_seqs sequences as a function of their KV total (sum,
+        including this step's token): for runs short enough that numpy's call overhead would dominate.
+        Equal, bit for bit, to time_s on the same shape."""
+        dense = self._dense_s(num_seqs, num_seqs)
+        overhead = self.overhead_s(BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=num_seqs))
+        layers, attention, shape = self._layers, self.costs.decode_attention_s, self._attn
+        return lambda kv_tokens: dense + layers * attention(num_seqs, kv_tokens, shape) + overhead
 
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:
         """Times of `steps` consecutive decode-only iterations of an unchanged batch of num_seqs sequences

@@ -7,6 +7,7 @@ roofline IterationModel.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,6 +21,8 @@ class StepCostModel(Protocol):
     """What the engine asks: the time of one iteration, and of a run of decode-only iterations."""
 
     def time_s(self, shape: BatchShape) -> float: ...
+
+    def decode_step_s(self, num_seqs: int) -> Callable[[int], float]: ...
 
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]: ...
 
@@ -46,6 +49,11 @@ class LinearStepModel:
             + self._decode_s * shape.num_decode_seqs
             + self.per_kv_token_s * kv
             + self.per_attn_pair_s * shape.prefill_attn_pairs
+        )
+
+    def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
+        return lambda kv_tokens: self.time_s(
+            BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=kv_tokens, num_sampled=num_seqs)
         )
 
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:

@@ -1,0 +1,83 @@
+"""Which modules are compiled with mypyc (setup.py), and a guard against stale compiled modules.
+
+A compiled module (ttftsim/engine/engine.cpython-*.so) is imported in preference to its source. After
+an edit to a source file of an editable install, the compiled module would silently run the old code;
+`use_sources_if_stale` sees that (a source newer than its compiled module) and loads every compiled
+module from its source instead, with a warning to reinstall. TTFTSIM_PURE_PYTHON=1 does the same on
+purpose (to profile or debug the engine as plain Python). All or none: compiled modules call each
+other's classes directly, so a mix cannot run.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+COMPILED = (
+    "engine.cohort",
+    "engine.engine",
+    "engine.queues",
+    "engine.scheduler",
+    "engine.state",
+    "kvcache.block_pool",
+    "kvcache.manager",
+    "perf.batch",
+)
+PACKAGE = Path(__file__).resolve().parent
+
+
+def compiled_path(name: str) -> Path | None:
+    """The compiled module for a source module, if one was built."""
+    source = PACKAGE / f"{name.replace('.', '/')}.py"
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = source.with_suffix(suffix)
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def is_compiled() -> bool:
+    """Whether the engine runs compiled (what `ttftsim --version` and the speed benchmark report)."""
+    module = sys.modules.get("ttftsim.engine.engine")
+    return module is not None and not (module.__file__ or "").endswith(".py")
+
+
+class _SourceFinder(importlib.abc.MetaPathFinder):
+    """Finds the compiled modules' sources, ahead of the compiled modules."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.names:
+            return None
+        return importlib.util.spec_from_file_location(fullname, PACKAGE / f"{fullname[8:].replace('.', '/')}.py")
+
+
+def use_sources_if_stale() -> None:
+    built = {name: compiled_path(name) for name in COMPILED}
+    if not any(built.values()):
+        return
+    stale = [
+        name
+        for name, path in built.items()
+        if path is None or (PACKAGE / f"{name.replace('.', '/')}.py").stat().st_mtime > path.stat().st_mtime
+    ]
+    if not stale and not os.environ.get("TTFTSIM_PURE_PYTHON"):
+        return
+    if stale:
+        warnings.warn(
+            f"ttftsim: {', '.join(stale)} changed since it was compiled; running all engine modules as plain "
+            "Python (slower). Reinstall (pip install -e .) to compile them again.",
+            stacklevel=2,
+        )
+    sys.meta_path.insert(0, _SourceFinder({f"ttftsim.{name}" for name in COMPILED}))
