@@ -1,14 +1,18 @@
 """Build hook: the engine's hot modules are compiled with mypyc (the same typed Python, about twice as fast).
 
-Set TTFTSIM_PURE_PYTHON=1 when installing to skip it; the package then runs as plain Python, with the
-same results. The list of compiled modules lives in ttftsim/_native.py, which also keeps an edited source
-from being shadowed by a stale compiled module.
+Set TTFTSIM_PURE_PYTHON=1 when installing to skip it; without a working C compiler and Python headers it
+is skipped too. The package then runs as plain Python, with the same results. The list of compiled
+modules lives in ttftsim/_native.py, which also keeps an edited source from being shadowed by a stale
+compiled module.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -17,18 +21,40 @@ from setuptools import setup
 ROOT = Path(__file__).resolve().parent
 
 
+def c_compiler_works() -> bool:
+    """Whether the C compiler Python builds extensions with can compile against Python.h."""
+    compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    with tempfile.TemporaryDirectory() as scratch:
+        probe = Path(scratch) / "probe.c"
+        probe.write_text("#include <Python.h>\nint main(void) { return 0; }\n", encoding="utf-8")
+        command = [*shlex.split(compiler), "-I", sysconfig.get_paths()["include"], "-c", str(probe)]
+        try:
+            return subprocess.run(command, cwd=scratch, capture_output=True, check=False).returncode == 0
+        except OSError:
+            return False
+
+
 def ext_modules() -> list[object]:
     if os.environ.get("TTFTSIM_PURE_PYTHON"):
+        return []
+    if not c_compiler_works():
+        print("warning: no working C compiler: ttftsim is installed as plain Python (slower)", file=sys.stderr)
         return []
     from mypyc.build import mypycify
 
     sys.path.insert(0, str(ROOT / "ttftsim"))
     from _native import COMPILED
 
-    # The build environment has none of the runtime dependencies (nor the pydantic mypy plugin the
-    # project's own mypy settings name): third-party types are Any here; `mypy` in CI checks them strictly.
-    config = Path(tempfile.mkdtemp()) / "mypy.ini"
-    config.write_text("[mypy]\nignore_missing_imports = True\nfollow_imports = silent\n", encoding="utf-8")
+    # The build environment has numpy (pyproject's build requirements) but not the other runtime
+    # dependencies, nor the pydantic mypy plugin the project's own mypy settings name: their types are
+    # Any here (`mypy` in CI checks them strictly). A fresh cache: a developer's .mypy_cache must not
+    # decide what compiles.
+    scratch = Path(tempfile.mkdtemp())
+    config = scratch / "mypy.ini"
+    config.write_text(
+        f"[mypy]\nignore_missing_imports = True\nfollow_imports = silent\ncache_dir = {scratch / 'cache'}\n",
+        encoding="utf-8",
+    )
     paths = [f"ttftsim/{name.replace('.', '/')}.py" for name in COMPILED]
     return mypycify(["--config-file", str(config), *paths], opt_level="3", group_name="ttftsim")
 

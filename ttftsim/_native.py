@@ -21,21 +21,29 @@ from pathlib import Path
 from types import ModuleType
 
 COMPILED = (
+    "calibration.costs",
+    "calibration.curves",
+    "calibration.splines",
     "engine.cohort",
     "engine.engine",
     "engine.queues",
     "engine.scheduler",
     "engine.state",
     "kvcache.block_pool",
+    "kvcache.hashing",
     "kvcache.manager",
+    "metrics.recorder",
     "perf.batch",
+    "perf.iteration",
+    "perf.kernels",
+    "perf.linear",
+    "workload.request",
 )
 PACKAGE = Path(__file__).resolve().parent
 
 
-def compiled_path(name: str) -> Path | None:
-    """The compiled module for a source module, if one was built."""
-    source = PACKAGE / f"{name.replace('.', '/')}.py"
+def compiled_path(source: Path) -> Path | None:
+    """The compiled module built from a source file, if there is one."""
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         candidate = source.with_suffix(suffix)
         if candidate.exists():
@@ -63,16 +71,21 @@ class _SourceFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, PACKAGE / f"{fullname[8:].replace('.', '/')}.py")
 
 
-def use_sources_if_stale() -> None:
-    built = {name: compiled_path(name) for name in COMPILED}
+def stale_modules(package: Path, names: Sequence[str]) -> list[str] | None:
+    """The modules whose source is newer than their compiled module, or that were not compiled; None
+    when nothing was compiled (a plain Python install)."""
+    sources = {name: package / f"{name.replace('.', '/')}.py" for name in names}
+    built = {name: compiled_path(source) for name, source in sources.items()}
     if not any(built.values()):
-        return
-    stale = [
-        name
-        for name, path in built.items()
-        if path is None or (PACKAGE / f"{name.replace('.', '/')}.py").stat().st_mtime > path.stat().st_mtime
+        return None
+    return [
+        name for name, path in built.items() if path is None or sources[name].stat().st_mtime > path.stat().st_mtime
     ]
-    if not stale and not os.environ.get("TTFTSIM_PURE_PYTHON"):
+
+
+def use_sources_if_stale() -> None:
+    stale = stale_modules(PACKAGE, COMPILED)
+    if stale is None or (not stale and not os.environ.get("TTFTSIM_PURE_PYTHON")):
         return
     if stale:
         warnings.warn(
