@@ -5,7 +5,8 @@ an edit to a source file of an editable install, the compiled module would silen
 `use_sources_if_stale` sees that (a source newer than its compiled module) and loads every compiled
 module from its source instead, with a warning to reinstall. TTFTSIM_PURE_PYTHON=1 does the same on
 purpose (to profile or debug the engine as plain Python). All or none: compiled modules call each
-other's classes directly, so a mix cannot run.
+other's classes directly, so a mix cannot run. The package runs the guard when it is imported, before
+any compiled module can load: the one thing ttftsim does at import time (a few file stats).
 """
 
 from __future__ import annotations

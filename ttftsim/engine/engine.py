@@ -338,33 +338,9 @@ class Engine:
 
     def _decode_run(self, plan: StepPlan, steps: int) -> Generator[simpy.Event, Any, None]:
         """Up to `steps` decode-only iterations in one timeout; an arrival cuts the run after the
-        iteration in progress. Short runs are computed step by step in Python (numpy's per-call overhead
-        would dominate), long ones as arrays."""
-        env, start, cohort = self.env, self.env.now, self.scheduler.cohort
-        size, kv_tokens = cohort.size, plan.shape.decode_kv_tokens
-        step_s = self.perf.decode_step_s(size)
-        first = step_s(kv_tokens)
-        gap = self._next_arrival_in()
-        if gap is not None:  # iterations only get longer in a run: the first bounds how many fit before gap
-            steps = min(steps, math.ceil(gap / first) + 1)
-        steps = self._block_limit(steps)
-        durations: Any
-        ends: Any
-        if steps <= SHORT_RUN_STEPS:
-            durations, ends, end, limit = [first], [first], first, math.inf if gap is None else gap
-            while end < limit and len(ends) < steps:  # stop after the iteration in progress at the arrival
-                kv_tokens += size
-                duration = step_s(kv_tokens)
-                end += duration
-                durations.append(duration)
-                ends.append(end)
-        else:
-            durations = self.perf.decode_run_s(size, kv_tokens, steps)
-            ends = np.cumsum(durations)
-            if gap is not None:  # stop after the iteration in progress when the next request arrives
-                cut = int(np.searchsorted(ends, gap, side="left")) + 1
-                if cut < steps:
-                    ends, durations = ends[:cut], durations[:cut]
+        iteration in progress."""
+        env, start = self.env, self.env.now
+        ends, durations = self._run_times(plan, steps)
         self._run = (start, ends, durations)
         done = len(ends)
         if self.accepts_pushes:  # a pushed request may cut the run
@@ -381,6 +357,31 @@ class Engine:
             yield env.timeout(float(ends[-1]))
         self._run = None
         self._apply_run(start, ends, durations, done)
+
+    def _run_times(self, plan: StepPlan, steps: int) -> tuple[Any, Any]:
+        """(end times from now, durations) of the run's iterations: at most `steps`, as many as the free
+        blocks cover, up to the one in progress when the next request arrives. Short runs are computed
+        step by step in Python (numpy's per-call overhead would dominate), long ones as arrays."""
+        size, kv_tokens = self.scheduler.cohort.size, plan.shape.decode_kv_tokens
+        step_s = self.perf.decode_step_s(size)
+        first = step_s(kv_tokens)
+        gap = self._next_arrival_in()
+        if gap is not None:  # iterations only get longer in a run: the first bounds how many fit before gap
+            steps = min(steps, math.ceil(gap / first) + 1)
+        steps = self._block_limit(steps)
+        if steps > SHORT_RUN_STEPS:
+            durations = self.perf.decode_run_s(size, kv_tokens, steps)
+            ends = np.cumsum(durations)
+            cut = steps if gap is None else int(np.searchsorted(ends, gap, side="left")) + 1
+            return ends[:cut], durations[:cut]
+        times, end_times, end, limit = [first], [first], first, math.inf if gap is None else gap
+        while end < limit and len(end_times) < steps:
+            kv_tokens += size
+            duration = step_s(kv_tokens)
+            end += duration
+            times.append(duration)
+            end_times.append(end)
+        return end_times, times
 
     def _apply_run(self, start: float, ends: Any, durations: Any, done: int) -> None:
         """The first `done` iterations of a decode run: blocks in stepping order, then tokens."""
