@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +56,16 @@ def test_calibrated_costs_replace_the_roofline_where_fitted(tmp_path: Path) -> N
     fresh.gemm_s(64, 1024, 1024, "bf16", 2.0 * 1024 * 1024)  # inside the fitted range: silent
     with pytest.warns(UserWarning, match="gemm/bf16: m=100000 outside the calibrated range"):
         fresh.gemm_s(100_000, 1024, 1024, "bf16", 2.0 * 1024 * 1024)
+
+
+def test_a_gemm_wider_than_any_measured_is_timed_as_equal_column_blocks() -> None:
+    """A 128k-vocabulary LM head on one GPU is wider than the tables: no extrapolation, no warning."""
+    hw = load_hardware("H100-SXM5-80GB")
+    costs = CalibratedCosts(hw, calibrate(_synthetic_gemm_table([0.5, 300.0, 0.6, 1e-5]), hw)["fits"], "test")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wide = costs.gemm_s(8, 40_000, 4096, "bf16", 2.0 * 40_000 * 4096)  # 3 blocks of 13,334 (fit: n <= 14,336)
+        assert wide == 3 * costs.gemm_s(8, 13_334, 4096, "bf16", 2.0 * 13_334 * 4096)
 
 
 def test_missing_tables_are_a_one_line_error(tmp_path: Path) -> None:

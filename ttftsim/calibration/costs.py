@@ -126,6 +126,12 @@ class CalibratedCosts(RooflineCosts):
 
     def _gemm_s(self, m: int, n: int, k: int, dtype: ComputeDtype, weight_bytes: float) -> float:
         key = f"gemm/{dtype}"
+        fit = self.fits.get(key)
+        widest = int(fit["range"].get("n", (0, n))[1]) if fit is not None else n
+        if n > widest:  # wider than any measured GEMM (a 128k-vocabulary LM head): equal column blocks
+            blocks = -(-n // widest)
+            width = -(-n // blocks)
+            return blocks * self.gemm_s(m, width, k, dtype, weight_bytes * width / n)
         params = self._curve(key, {"m": m, "n": n, "k": k}) if m > 0 else None
         if params is None:
             return super().gemm_s(m, n, k, dtype, weight_bytes)
