@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ttftsim.calibration.costs import CalibratedCosts
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model
 from ttftsim.model.size import weight_bytes
@@ -86,6 +87,20 @@ def test_decode_run_equals_stepwise_times() -> None:
         model.time_s(BatchShape(num_decode_seqs=7, decode_kv_tokens=7 * 900 + 7 * j, num_sampled=7)) for j in range(50)
     ]
     np.testing.assert_allclose(run, stepwise, rtol=1e-12)
+
+
+@pytest.mark.parametrize("calibrated", [False, True])
+def test_decode_step_function_is_time_s_bit_for_bit(calibrated: bool) -> None:
+    """The per-run step function short decode runs use gives exactly time_s (stepping and runs agree)."""
+    hw = load_hardware("H100-SXM5-80GB")
+    costs = CalibratedCosts.load(hw) if calibrated else None
+    assert (costs is not None) == calibrated
+    model = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw), costs)
+    for seqs in (1, 7, 600):  # 600: beyond the CUDA-graph capture size
+        step_s = model.decode_step_s(seqs)
+        for kv_tokens in (seqs, seqs * 900 + 3, seqs * 30_000):
+            shape = BatchShape(num_decode_seqs=seqs, decode_kv_tokens=kv_tokens, num_sampled=seqs)
+            assert step_s(kv_tokens) == model.time_s(shape)
 
 
 def test_cuda_graph_overhead_only_for_decode_batches_within_capture_size() -> None:
