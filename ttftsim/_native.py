@@ -11,7 +11,6 @@ any compiled module can load: the one thing ttftsim does at import time (a few f
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
@@ -58,8 +57,9 @@ def is_compiled() -> bool:
     return module is not None and not (module.__file__ or "").endswith(".py")
 
 
-class _SourceFinder(importlib.abc.MetaPathFinder):
-    """Finds the compiled modules' sources, ahead of the compiled modules."""
+class _SourceFinder:
+    """Finds the compiled modules' sources, ahead of the compiled modules (a sys.meta_path finder; not
+    derived from importlib.abc, whose import costs more than everything else here)."""
 
     def __init__(self, names: set[str]) -> None:
         self.names = names
