@@ -46,17 +46,18 @@ def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext) -> list[R
     outputs = sample_lengths(spec.output_tokens, ctx.rng, len(times), ctx.base)
     priorities = ctx.rng.integers(0, spec.priority_levels, len(times))
     shared = ((ctx.content.new(), spec.shared_prefix_tokens),) if spec.shared_prefix_tokens else ()
+    columns = (times.tolist(), prompts.tolist(), outputs.tolist(), priorities.tolist())  # Python numbers, at once
     return [
         Request(
             next(ctx.request_ids),
-            float(t),
-            spec.shared_prefix_tokens + int(p),
-            int(o),
-            (*shared, (ctx.content.new(), int(p))),
-            int(prio),
+            t,
+            spec.shared_prefix_tokens + p,
+            o,
+            (*shared, (ctx.content.new(), p)),
+            prio,
             private=not shared,
         )
-        for t, p, o, prio in zip(times, prompts, outputs, priorities, strict=True)
+        for t, p, o, prio in zip(*columns, strict=True)
     ]
 
 
