@@ -43,7 +43,9 @@ def ext_modules() -> list[object]:
     from mypyc.build import mypycify
 
     sys.path.insert(0, str(ROOT / "ttftsim"))
-    from _native import COMPILED
+    from _native import COMPILED, write_manifest
+
+    write_manifest(ROOT / "ttftsim", COMPILED)  # what the guard compares the sources with at import
 
     # The build environment has numpy (pyproject's build requirements) but not the other runtime
     # dependencies, nor the pydantic mypy plugin the project's own mypy settings name: their types are

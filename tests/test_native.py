@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ttftsim._native import COMPILED, is_compiled, stale_modules
+from ttftsim._native import COMPILED, PACKAGE, is_compiled, stale_modules, write_manifest
 from ttftsim.config.scenario import Scenario
 from ttftsim.simulate import simulate
 
@@ -55,25 +55,30 @@ def test_compiled_engine_gives_exactly_the_plain_python_numbers(tmp_path: Path) 
     pd.testing.assert_frame_equal(compiled, pd.read_pickle(out), check_exact=True)
 
 
-def _touch(path: Path, mtime: float) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("")
-    os.utime(path, (mtime, mtime))
-
-
 def test_a_source_edited_after_the_build_is_stale(tmp_path: Path) -> None:
     names = ("engine.engine", "engine.scheduler")
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     for name in names:
-        _touch(tmp_path / f"{name.replace('.', '/')}.py", 1000.0)
+        (tmp_path / f"{name.replace('.', '/')}.py").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{name.replace('.', '/')}.py").write_text(f"# {name}\n")
     assert stale_modules(tmp_path, names) is None  # nothing compiled: plain Python, nothing to guard
     for name in names:
-        _touch(tmp_path / f"{name.replace('.', '/')}{suffix}", 2000.0)
+        (tmp_path / f"{name.replace('.', '/')}{suffix}").write_bytes(b"")
+    assert stale_modules(tmp_path, names) == list(names)  # compiled, but no manifest says from what
+    write_manifest(tmp_path, names)
     assert stale_modules(tmp_path, names) == []
-    os.utime(tmp_path / "engine/scheduler.py", (3000.0, 3000.0))
+    os.utime(tmp_path / "engine/engine.py", (1.0, 1.0))  # times do not matter (installers rewrite them)
+    assert stale_modules(tmp_path, names) == []
+    (tmp_path / "engine/scheduler.py").write_text("# engine.scheduler, edited\n")
     assert stale_modules(tmp_path, names) == ["engine.scheduler"]
     (tmp_path / f"engine/engine{suffix}").unlink()  # a partial build counts as stale too
     assert stale_modules(tmp_path, names) == ["engine.engine", "engine.scheduler"]
+
+
+def test_the_installed_build_is_current() -> None:
+    """Whatever this checkout was installed as, the guard agrees with it: no stale compiled module runs."""
+    stale = stale_modules(PACKAGE, COMPILED)
+    assert is_compiled() == (stale == [] and not os.environ.get("TTFTSIM_PURE_PYTHON"))
 
 
 def test_the_compiled_list_names_real_modules() -> None:
