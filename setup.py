@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -17,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 
@@ -61,4 +63,23 @@ def ext_modules() -> list[object]:
     return mypycify(["--config-file", str(config), *paths], opt_level="3", group_name="ttftsim")
 
 
-setup(ext_modules=ext_modules())
+class BuildPy(build_py):
+    """A wheel carries the repository's data folders (hardware profiles, calibration, the dashboard)
+    inside the package, as ttftsim/_data/<folder> (ttftsim/data_paths.py finds them); an editable
+    install reads them in the checkout."""
+
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:
+            return
+        sys.path.insert(0, str(ROOT / "ttftsim"))
+        from data_paths import DATA_FOLDERS
+
+        skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+        for name in DATA_FOLDERS:
+            shutil.copytree(
+                ROOT / name, Path(self.build_lib) / "ttftsim" / "_data" / name, ignore=skip, dirs_exist_ok=True
+            )
+
+
+setup(ext_modules=ext_modules(), cmdclass={"build_py": BuildPy})

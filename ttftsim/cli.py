@@ -16,6 +16,7 @@ from rich.table import Table
 
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.scenario import KernelCosts
+from ttftsim.data_paths import data_folder
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import all_profiles, load_hardware
 from ttftsim.model.catalog import load_model, preset_names
@@ -383,14 +384,15 @@ def report(
 
 
 def _device_sweep() -> Path:
-    """calibration/sweep.py, beside the package; refuses cleanly without torch, triton or a CUDA GPU."""
+    """calibration/sweep.py (the checkout's, or a wheel's copy); refuses cleanly without torch, triton or a
+    CUDA GPU."""
     try:
         import torch
     except ImportError:
         raise InputError("--device", "", "torch is not installed (pip install 'ttftsim[calibrate]')") from None
     if not torch.cuda.is_available():
         raise InputError("--device", "", "no CUDA GPU on this machine: the sweep times kernels on a GPU")
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(data_folder("calibration").parent)
     if root not in sys.path:
         sys.path.insert(0, root)
     from calibration.sweep import run as sweep
@@ -400,10 +402,10 @@ def _device_sweep() -> Path:
 
 
 def _web_app() -> Any:
-    """web/app.py, the Dash app, which lives beside the package (the repository's web/ folder)."""
+    """web/app.py, the Dash app (the repository's web/ folder, or a wheel's copy)."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "web" / "app.py"
+    path = data_folder("web") / "app.py"
     try:
         import dash  # noqa: F401
     except ImportError:

@@ -22,9 +22,10 @@ import numpy as np
 from ttftsim.calibration import curves, splines
 from ttftsim.config.dtypes import ComputeDtype
 from ttftsim.config.hardware import HardwareProfile, Link
+from ttftsim.data_paths import data_folder
 from ttftsim.perf.kernels import AttentionShape, RooflineCosts
 
-FITS_DIR = Path(__file__).resolve().parents[2] / "calibration" / "fits"
+FITS_DIR = data_folder("calibration") / "fits"
 Array = curves.Array
 
 

@@ -1,7 +1,7 @@
 """Find hardware profiles by name or path.
 
-Profiles live in the repository's `hwprofiles/` folder (or `$TTFTSIM_HWPROFILES`); adding a GPU means
-adding a file there. Names match case-insensitively, and a unique prefix works (``H100-SXM5``).
+Profiles live in the repository's `hwprofiles/` folder (a wheel carries a copy; or `$TTFTSIM_HWPROFILES`);
+adding a GPU means adding a file there. Names match case-insensitively, and a unique prefix works (``H100-SXM5``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.loading import load_file
+from ttftsim.data_paths import data_folder
 from ttftsim.errors import InputError
 
 
@@ -19,7 +20,7 @@ def profiles_dir() -> Path:
     override = os.environ.get("TTFTSIM_HWPROFILES")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "hwprofiles"
+    return data_folder("hwprofiles")
 
 
 def profile_paths() -> dict[str, Path]:
