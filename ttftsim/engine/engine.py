@@ -3,9 +3,13 @@
 A token sampled in an iteration is emitted at the iteration's end (vLLM: first_token_latency =
 iteration timestamp - arrival). Runs of decode-only iterations with an unchanged batch (every running
 request decoding, nothing admitted, no preemption) are computed in closed form: their times come from
-one vectorised call, block allocations are replayed in the order stepping would make them, and an
-arrival during the run cuts it after the iteration in progress. `closed_form_decode=False` steps every
+one vectorised call (long runs) or the cost model's per-run step function (short ones, where numpy's
+call overhead would dominate), block allocations are replayed in the order stepping would make them, and
+an arrival during the run cuts it after the iteration in progress. `closed_form_decode=False` steps every
 iteration instead; a test checks that both give the same results.
+
+This module is compiled with mypyc at install (ttftsim/_native.py), as are the scheduler, the KV cache
+and the cost model; it stays plain typed Python.
 """
 
 from __future__ import annotations
