@@ -56,7 +56,7 @@ def compiled_path(source: Path) -> Path | None:
 
 
 def is_compiled() -> bool:
-    """Whether the engine runs compiled (what `ttftsim --version` and the speed benchmark report)."""
+    """Whether the engine runs compiled (the speed benchmark reports it)."""
     module = sys.modules.get("ttftsim.engine.engine")
     return module is not None and not (module.__file__ or "").endswith(".py")
 
