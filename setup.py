@@ -16,8 +16,10 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
@@ -44,23 +46,40 @@ def ext_modules() -> list[object]:
         return []
     from mypyc.build import mypycify
 
-    sys.path.insert(0, str(ROOT / "ttftsim"))
-    from _native import COMPILED, write_manifest
-
-    write_manifest(ROOT / "ttftsim", COMPILED)  # what the guard compares the sources with at import
-
     # The build environment has numpy (pyproject's build requirements) but not the other runtime
     # dependencies, nor the pydantic mypy plugin the project's own mypy settings name: their types are
     # Any here (`mypy` in CI checks them strictly). A fresh cache: a developer's .mypy_cache must not
     # decide what compiles.
-    scratch = Path(tempfile.mkdtemp())
-    config = scratch / "mypy.ini"
-    config.write_text(
-        f"[mypy]\nignore_missing_imports = True\nfollow_imports = silent\ncache_dir = {scratch / 'cache'}\n",
-        encoding="utf-8",
-    )
-    paths = [f"ttftsim/{name.replace('.', '/')}.py" for name in COMPILED]
-    return mypycify(["--config-file", str(config), *paths], opt_level="3", group_name="ttftsim")
+    paths = [f"ttftsim/{name.replace('.', '/')}.py" for name in _native().COMPILED]
+    with tempfile.TemporaryDirectory() as scratch:
+        config = Path(scratch) / "mypy.ini"
+        config.write_text(
+            f"[mypy]\nignore_missing_imports = True\nfollow_imports = silent\ncache_dir = {scratch}/cache\n",
+            encoding="utf-8",
+        )
+        return mypycify(["--config-file", str(config), *paths], opt_level="3", group_name="ttftsim")
+
+
+def _native() -> ModuleType:
+    """ttftsim/_native.py (standard library only), without importing the package."""
+    sys.path.insert(0, str(ROOT / "ttftsim"))
+    import _native
+
+    return _native
+
+
+class BuildExt(build_ext):
+    """Compiles, then records the checksum of each compiled source (_native.MANIFEST) for the guard that
+    compares the sources with it at import. Recorded last: a build that fails leaves the old record, so
+    edited sources run as plain Python rather than beside stale compiled modules."""
+
+    def run(self) -> None:
+        super().run()
+        if not self.extensions:
+            return
+        native = _native()
+        package = ROOT / "ttftsim" if self.inplace or self.editable_mode else Path(self.build_lib) / "ttftsim"
+        native.write_manifest(ROOT / "ttftsim", package / native.MANIFEST, native.COMPILED)
 
 
 class BuildPy(build_py):
@@ -73,7 +92,7 @@ class BuildPy(build_py):
         if self.editable_mode:
             return
         sys.path.insert(0, str(ROOT / "ttftsim"))
-        from data_paths import DATA_FOLDERS
+        from data_paths import DATA_FOLDERS  # standard library only
 
         skip = shutil.ignore_patterns("__pycache__", "*.pyc")
         for name in DATA_FOLDERS:
@@ -82,4 +101,4 @@ class BuildPy(build_py):
             )
 
 
-setup(ext_modules=ext_modules(), cmdclass={"build_py": BuildPy})
+setup(ext_modules=ext_modules(), cmdclass={"build_py": BuildPy, "build_ext": BuildExt})

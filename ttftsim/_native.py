@@ -81,10 +81,10 @@ def source_checksum(source: Path) -> int:
     return zlib.crc32(source.read_bytes())
 
 
-def write_manifest(package: Path, names: Sequence[str]) -> None:
-    """At build time: the checksums of the sources being compiled (MANIFEST, shipped with the package)."""
-    sums = {name: source_checksum(package / f"{name.replace('.', '/')}.py") for name in names}
-    (package / MANIFEST).write_text(json.dumps(sums, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+def write_manifest(sources: Path, manifest: Path, names: Sequence[str]) -> None:
+    """At build time, once compiled: the checksums of the compiled sources (the package's MANIFEST)."""
+    sums = {name: source_checksum(sources / f"{name.replace('.', '/')}.py") for name in names}
+    manifest.write_text(json.dumps(sums, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def stale_modules(package: Path, names: Sequence[str]) -> list[str] | None:
