@@ -4,9 +4,10 @@ workload, and return per-request records, per-iteration records and inter-token 
 from __future__ import annotations
 
 import gc
+import threading
 import time
-from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Generator
+from contextlib import ContextDecorator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -224,22 +225,37 @@ def load_scenario(path: Path) -> Scenario:
     return load_file(Scenario, path)
 
 
-@contextmanager
-def fewer_collections() -> Iterator[None]:
+class FewerCollections(ContextDecorator):
     """Simulate with the cyclic garbage collector frozen on what exists and passing over young objects
     less often: a run allocates millions of objects in no cycle (requests, states, rows), and each pass
-    re-scanned the long-lived ones (7-12% of a run). Nothing simulated depends on it."""
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
+    re-scanned the long-lived ones (7-12% of a run). Nothing simulated depends on it. The settings are
+    process-wide: runs in several threads (the dashboard) share one setting, restored by the last to end."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._saved = gc.get_threshold()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if not self._running:
+                self._saved = gc.get_threshold()
+                gc.freeze()
+                gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *self._saved[1:])
+            self._running += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._running -= 1
+            if not self._running:
+                gc.set_threshold(*self._saved)
+                gc.unfreeze()
 
 
-@fewer_collections()
+fewer_collections = FewerCollections()
+
+
+@fewer_collections
 def simulate(
     scenario: Scenario,
     base: Path = Path(),
