@@ -18,7 +18,8 @@ from ttftsim.perf.batch import BatchShape
 
 
 class StepCostModel(Protocol):
-    """What the engine asks: the time of one iteration, and of a run of decode-only iterations."""
+    """What the engine asks: the time of one iteration, and of a run of decode-only iterations (as a
+    function of the KV total for short runs, as an array for long ones)."""
 
     def time_s(self, shape: BatchShape) -> float: ...
 
