@@ -410,7 +410,7 @@ class ClusterSim:
                 self.log.hpa.append({"time_s": self.env.now, "current": 0, "ready": 0, "desired": 1})
                 self.scale_to(1)
             return
-        pod = (self.prefill_router if prefill else self.router).pick(pods, req)  # type: ignore[arg-type]
+        pod = (self.prefill_router if prefill else self.router).pick(pods, req, self.env.now)  # type: ignore[arg-type]
         assert isinstance(pod, Pod) and pod.engine is not None
         pod.outstanding += 1
         self._owner[req.request_id] = pod

@@ -10,13 +10,20 @@
   ((maxQ - q) / (maxQ - minQ) over waiting queues, 1 when all equal) + 2 x (1 - KV usage) + 3 x prefix-cache
   scorer (blocks of the prompt found in the replica's approximate index / blocks of the prompt). The index
   is built from routing history, 16-token blocks, an LRU of 31,250 blocks per replica; max score wins,
-  ties at random. New replicas start with empty indexes, as their caches are empty. Pod metrics are
-  read live (GIE refreshes them every 50 ms).
+  ties at random. New replicas start with empty indexes, as their caches are empty.
+
+kv_aware and prefix_aware read each pod's waiting queue and KV usage as the picker last scraped them:
+every `metrics_refresh_s` on a fixed grid (GIE's --refresh-metrics-interval, 50 ms), each pod read at the
+first pick after a grid instant, so requests routed in one interval see the same, possibly stale, values
+(and may herd onto one pod). The gateway's own in-flight counts (least_outstanding, power_of_two,
+session_affinity) are always current.
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -28,6 +35,14 @@ from ttftsim.workload.request import Request
 
 INDEX_BLOCK_TOKENS = 16
 MAX_PREFIX_BLOCKS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class PodMetrics:
+    """What the picker scrapes from a pod: vllm:num_requests_waiting and vllm:kv_cache_usage_perc."""
+
+    waiting: int
+    kv_usage: float
 
 
 class Routable(Protocol):
@@ -43,12 +58,14 @@ class Router:
         self._turn = 0
         self._sessions: dict[int, int] = {}
         self._index: dict[int, OrderedDict[int, None]] = {}
+        self._scrape = -1  # the grid instant (in refresh intervals) the scraped metrics belong to
+        self._scraped: dict[int, PodMetrics] = {}
 
     def forget(self, pod_index: int) -> None:
         """A replica left: its cache index goes with it."""
         self._index.pop(pod_index, None)
 
-    def pick(self, pods: list[Routable], req: Request) -> Routable:
+    def pick(self, pods: list[Routable], req: Request, now: float) -> Routable:
         kind = self.spec.type
         if len(pods) == 1 and kind != "prefix_aware":
             chosen = pods[0]
@@ -62,12 +79,25 @@ class Router:
         elif kind == "session_affinity":
             chosen = self._session(pods, req)
         elif kind == "kv_aware":
-            chosen = self._best(pods, [-_engine(p).kv.usage() for p in pods])
+            chosen = self._best(pods, [-metrics.kv_usage for metrics in self._metrics(pods, now)])
         elif kind == "prefix_aware":
-            chosen = self._prefix_aware(pods, req)
+            chosen = self._prefix_aware(pods, req, self._metrics(pods, now))
         else:
             chosen = self._least_outstanding(pods)
         return chosen
+
+    def _metrics(self, pods: list[Routable], now: float) -> list[PodMetrics]:
+        """Each pod's metrics from the latest scrape (read now if this is the first pick since it)."""
+        scrape = math.floor(now / self.spec.metrics_refresh_s)
+        if scrape != self._scrape:
+            self._scrape = scrape
+            self._scraped.clear()
+        scraped = self._scraped
+        for pod in pods:
+            if pod.index not in scraped:
+                engine = _engine(pod)
+                scraped[pod.index] = PodMetrics(len(engine.scheduler.waiting), engine.kv.usage())
+        return [scraped[pod.index] for pod in pods]
 
     def _best(self, pods: list[Routable], values: list[float]) -> Routable:
         top = max(values)
@@ -88,15 +118,14 @@ class Router:
         self._sessions[req.session_id] = chosen.index
         return chosen
 
-    def _prefix_aware(self, pods: list[Routable], req: Request) -> Routable:
+    def _prefix_aware(self, pods: list[Routable], req: Request, metrics: list[PodMetrics]) -> Routable:
         spec = self.spec
         blocks = min(req.prompt_tokens // INDEX_BLOCK_TOKENS, MAX_PREFIX_BLOCKS)
         hashes = block_hashes(req.segments, INDEX_BLOCK_TOKENS, blocks) if blocks else []
-        queues = [len(_engine(p).scheduler.waiting) for p in pods]
-        low, high = min(queues), max(queues)
+        low, high = min(m.waiting for m in metrics), max(m.waiting for m in metrics)
         totals = []
-        for pod, queue in zip(pods, queues, strict=True):
-            queue_score = 1.0 if high == low else (high - queue) / (high - low)
+        for pod, scraped in zip(pods, metrics, strict=True):
+            queue_score = 1.0 if high == low else (high - scraped.waiting) / (high - low)
             index = self._index.get(pod.index)
             matched = 0
             if index is not None:
@@ -105,7 +134,7 @@ class Router:
                         break
                     matched += 1
             prefix = matched / len(hashes) if hashes else 0.0
-            kv = 1.0 - _engine(pod).kv.usage()
+            kv = 1.0 - scraped.kv_usage
             totals.append(spec.queue_weight * queue_score + spec.kv_weight * kv + spec.prefix_weight * prefix)
         chosen = self._best(pods, totals)
         index = self._index.setdefault(chosen.index, OrderedDict())
