@@ -96,8 +96,6 @@ class Scheduler:
     ) -> int:
         """Schedule every running request at once; -1 when only the per-request loop can decide."""
         budget = self.cfg.max_num_batched_tokens
-        if not self.prefilling:  # decodes only: the common case, without the general bookkeeping
-            return self._schedule_decodes(budget, preempted, shape)
         asks = self._prefill_asks(budget)
         if asks is None:
             return -1
@@ -108,11 +106,11 @@ class Scheduler:
             needed = len(due) + sum(self.kv.blocks_needed(s.rid, tokens) for _, s, tokens in growth)
             if needed > self.kv.pool.num_free and self.cfg.scheduling_policy != "fcfs":
                 return -1
-            growth += [(member.admit_seq, member, 0) for member in due]
-            growth.sort(key=_position)
             if needed <= self.kv.pool.num_free:  # every allocation succeeds: no preemption to decide
-                self._allocate_all(growth)
+                self._allocate_all(growth, due)
                 growth = []
+            else:
+                growth = sorted(growth + [(member.admit_seq, member, 0) for member in due], key=_position)
         gone = self._allocate_or_preempt(growth, preempted)
         for state, new in asks:
             if new and state.rid not in gone:
@@ -120,22 +118,6 @@ class Scheduler:
                 shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
         shape.add_decodes(self.cohort.size, self.cohort.kv_tokens)
         return budget - self.cohort.size - sum(new for _, new in scheduled)
-
-    def _schedule_decodes(self, budget: int, preempted: list[RequestState], shape: BatchShapeBuilder) -> int:
-        """_schedule_cohort_step when every running request is decoding."""
-        cohort = self.cohort
-        if cohort.size > budget:
-            return -1
-        if self.kv.mode == "paged":
-            due = cohort.due(cohort.clock)
-            if len(due) <= self.kv.pool.num_free:
-                self.kv.append_blocks([member.rid for member in due])
-            elif self.cfg.scheduling_policy != "fcfs":
-                return -1
-            else:
-                self._allocate_or_preempt([(member.admit_seq, member, 0) for member in due], preempted)
-        shape.add_decodes(cohort.size, cohort.kv_tokens)
-        return budget - cohort.size
 
     def _allocate_or_preempt(
         self, growth: list[tuple[int, RequestState, int]], preempted: list[RequestState]
@@ -154,17 +136,18 @@ class Scheduler:
                     break
         return gone
 
-    def _allocate_all(self, growth: list[tuple[int, RequestState, int]]) -> None:
-        """Blocks for every entry in running order, known to fit: decodes in bulk between prefills."""
-        decodes: list[int] = []
-        for _, state, tokens in growth:
-            if not tokens:
-                decodes.append(state.rid)
-                continue
-            self.kv.append_blocks(decodes)
-            decodes = []
-            self.kv.allocate(state.rid, tokens)
-        self.kv.append_blocks(decodes)
+    def _allocate_all(self, prefills: list[tuple[int, RequestState, int]], due: list[RequestState]) -> None:
+        """Blocks for every prefill and due decode in running order (both lists are in it), known to fit:
+        the decodes in bulk between prefills."""
+        kv, start = self.kv, 0
+        for position, state, tokens in prefills:
+            end = start
+            while end < len(due) and due[end].admit_seq < position:
+                end += 1
+            kv.append_blocks([member.rid for member in due[start:end]])
+            kv.allocate(state.rid, tokens)
+            start = end
+        kv.append_blocks([member.rid for member in due[start:]])
 
     def _preempt_tail(self) -> RequestState:
         """FCFS victim: the last running request, out of the cohort or the prefilling list."""
