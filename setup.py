@@ -16,13 +16,16 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
-from types import ModuleType
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "ttftsim"))  # _native and data_paths: standard library only, no package import
+
+import _native  # noqa: E402
+from data_paths import DATA_FOLDERS  # noqa: E402
 
 
 def c_compiler_works() -> bool:
@@ -50,7 +53,7 @@ def ext_modules() -> list[object]:
     # dependencies, nor the pydantic mypy plugin the project's own mypy settings name: their types are
     # Any here (`mypy` in CI checks them strictly). A fresh cache: a developer's .mypy_cache must not
     # decide what compiles.
-    paths = [f"ttftsim/{name.replace('.', '/')}.py" for name in _native().COMPILED]
+    paths = [str(_native.source_path(Path("ttftsim"), name)) for name in _native.COMPILED]
     with tempfile.TemporaryDirectory() as scratch:
         config = Path(scratch) / "mypy.ini"
         config.write_text(
@@ -58,14 +61,6 @@ def ext_modules() -> list[object]:
             encoding="utf-8",
         )
         return mypycify(["--config-file", str(config), *paths], opt_level="3", group_name="ttftsim")
-
-
-def _native() -> ModuleType:
-    """ttftsim/_native.py (standard library only), without importing the package."""
-    sys.path.insert(0, str(ROOT / "ttftsim"))
-    import _native
-
-    return _native
 
 
 class BuildExt(build_ext):
@@ -77,9 +72,8 @@ class BuildExt(build_ext):
         super().run()
         if not self.extensions:
             return
-        native = _native()
         package = ROOT / "ttftsim" if self.inplace or self.editable_mode else Path(self.build_lib) / "ttftsim"
-        native.write_manifest(ROOT / "ttftsim", package / native.MANIFEST, native.COMPILED)
+        _native.write_manifest(ROOT / "ttftsim", package / _native.MANIFEST, _native.COMPILED)
 
 
 class BuildPy(build_py):
@@ -91,9 +85,6 @@ class BuildPy(build_py):
         super().run()
         if self.editable_mode:
             return
-        sys.path.insert(0, str(ROOT / "ttftsim"))
-        from data_paths import DATA_FOLDERS  # standard library only
-
         skip = shutil.ignore_patterns("__pycache__", "*.pyc")
         for name in DATA_FOLDERS:
             shutil.copytree(

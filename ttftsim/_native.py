@@ -46,6 +46,11 @@ PACKAGE = Path(__file__).resolve().parent
 MANIFEST = "_compiled.json"  # written by the build: the checksum of each compiled module's source
 
 
+def source_path(package: Path, name: str) -> Path:
+    """The source file of a module named relative to the package (engine.engine -> engine/engine.py)."""
+    return package / f"{name.replace('.', '/')}.py"
+
+
 def compiled_path(source: Path) -> Path | None:
     """The compiled module built from a source file, if there is one."""
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
@@ -73,7 +78,7 @@ class _SourceFinder:
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in self.names:
             return None
-        return importlib.util.spec_from_file_location(fullname, PACKAGE / f"{fullname[8:].replace('.', '/')}.py")
+        return importlib.util.spec_from_file_location(fullname, source_path(PACKAGE, fullname.partition(".")[2]))
 
 
 def source_checksum(source: Path) -> int:
@@ -83,14 +88,14 @@ def source_checksum(source: Path) -> int:
 
 def write_manifest(sources: Path, manifest: Path, names: Sequence[str]) -> None:
     """At build time, once compiled: the checksums of the compiled sources (the package's MANIFEST)."""
-    sums = {name: source_checksum(sources / f"{name.replace('.', '/')}.py") for name in names}
+    sums = {name: source_checksum(source_path(sources, name)) for name in names}
     manifest.write_text(json.dumps(sums, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def stale_modules(package: Path, names: Sequence[str]) -> list[str] | None:
     """The modules not compiled, or whose source differs from the one compiled (its checksum in the build's
     manifest; file times cannot tell, as installers rewrite them); None when nothing was compiled."""
-    sources = {name: package / f"{name.replace('.', '/')}.py" for name in names}
+    sources = {name: source_path(package, name) for name in names}
     built = {name: compiled_path(source) for name, source in sources.items()}
     if not any(built.values()):
         return None
