@@ -62,6 +62,8 @@ SCENARIOS = {
     },
 }
 
+PIN = ["taskset", "-c", "0"] if shutil.which("taskset") else []  # one core
+
 CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
@@ -78,11 +80,10 @@ print(json.dumps({"requests": len(result.requests), "sim_s": t2 - t1, "import_s"
 
 
 def run_child(scenario: dict[str, object], closed_form: bool, pure: bool = False) -> dict[str, float]:
-    pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
-    env = {**os.environ, "TTFTSIM_PURE_PYTHON": "1"} if pure else {**os.environ, "TTFTSIM_PURE_PYTHON": ""}
+    env = {**os.environ, "TTFTSIM_PURE_PYTHON": "1" if pure else ""}
     started = time.perf_counter()
     out = subprocess.run(
-        [*pin, sys.executable, "-W", "ignore", "-c", CHILD, json.dumps(scenario), "1" if closed_form else "0"],
+        [*PIN, sys.executable, "-W", "ignore", "-c", CHILD, json.dumps(scenario), "1" if closed_form else "0"],
         capture_output=True,
         text=True,
         check=True,
@@ -96,14 +97,13 @@ def run_child(scenario: dict[str, object], closed_form: bool, pure: bool = False
 
 def run_cli(scenario: dict[str, object], pure: bool = False) -> dict[str, float]:
     """`ttftsim simulate FILE --json` in a fresh process: wall seconds and requests simulated."""
-    pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
     env = {**os.environ, "TTFTSIM_PURE_PYTHON": "1" if pure else ""}
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "scenario.yaml"
         path.write_text(json.dumps(scenario), encoding="utf-8")  # JSON is YAML
         started = time.perf_counter()
         out = subprocess.run(
-            [*pin, str(Path(sys.executable).with_name("ttftsim")), "simulate", str(path), "--json"],
+            [*PIN, str(Path(sys.executable).with_name("ttftsim")), "simulate", str(path), "--json"],
             capture_output=True,
             text=True,
             check=False,
