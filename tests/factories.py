@@ -7,7 +7,7 @@ from typing import Any
 
 import simpy
 
-from ttftsim.config.engine import EngineArgs, resolve_engine
+from ttftsim.config.engine import ApiServerCosts, EngineArgs, resolve_engine
 from ttftsim.engine.engine import Engine
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.recorder import Recorder
@@ -16,7 +16,10 @@ from ttftsim.workload.request import Request
 
 
 def engine_config(**overrides: Any) -> Any:
-    """Resolved engine arguments for an H100 (vLLM 0.15 defaults), zero frontend overhead by default."""
+    """Resolved engine arguments for an H100 (vLLM 0.15 defaults), zero frontend overhead and a
+    synchronous engine by default (the hand-computed cases are for one batch in flight)."""
+    free = ApiServerCosts(per_request_s=0.0, per_prompt_token_s=0.0, per_output_token_s=0.0)
+    overrides = {"async_scheduling": False, "api_server": free, **overrides}
     fields = {k: v for k, v in overrides.items() if k in EngineArgs.model_fields}
     resolved = resolve_engine(
         EngineArgs(frontend_overhead_s=0.0, **fields), load_hardware("H100-SXM5-80GB"), 131072, "bf16"

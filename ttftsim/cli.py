@@ -430,19 +430,24 @@ def accuracy(
     ] = "auto",
 ) -> None:
     """Simulate measured deployments and compare predicted with measured TTFT (and TPOT)."""
-    from ttftsim.accuracy.ground_truth import read_ground_truth, with_kernel_costs
+    from ttftsim.accuracy.ground_truth import case_notes, read_ground_truth, with_kernel_costs
     from ttftsim.accuracy.harness import as_json as to_json
     from ttftsim.accuracy.harness import run_all, summarize
     from ttftsim.render import render_accuracy
 
-    results, skipped = run_all(with_kernel_costs(read_ground_truth(ground_truth), kernel_costs))
+    cases = read_ground_truth(ground_truth)
+    results, skipped = run_all(with_kernel_costs(cases, kernel_costs))
     summary = summarize(results)
+    notes = case_notes(cases)
     if as_json:
-        sys.stdout.write(json.dumps(to_json(results, summary, skipped), indent=2, sort_keys=True) + "\n")
+        payload = to_json(results, summary, skipped) | {"notes": notes}
+        sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     else:
         render_accuracy(console, results, summary)
         for name, reason in skipped:
             console.print(f"[yellow]skipped[/] {name}: {reason}", markup=True, highlight=False)
+        for note in notes:
+            console.print(f"note: {note}", markup=False, highlight=False)
     if not results:
         raise typer.Exit(1)
 

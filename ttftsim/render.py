@@ -15,6 +15,17 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1e3:,.1f}"
 
 
+def _interval_cells(intervals: dict[str, Any]) -> list[str]:
+    """The mean column (no interval) and each percentile's lo-hi order-statistic interval, in ms."""
+    cells = ["-"]
+    for name in ("p50", "p90", "p99", "p999"):
+        interval = intervals[name]
+        short = interval["coverage"] is not None and interval["coverage"] < intervals["confidence"]
+        text = f"{_ms(interval['lo'])}-{_ms(interval['hi'])}" if interval["lo"] is not None else "-"
+        cells.append(text + (f" ({interval['coverage']:.0%})" if short else ""))
+    return cells
+
+
 def render_summary(console: Console, summary: dict[str, Any]) -> None:
     config, counts = summary["config"], summary["requests"]
     console.print(
@@ -31,6 +42,8 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
     for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
         dist = summary[key]
         table.add_row(label, *(_ms(dist[name]) for name in ("mean", "p50", "p90", "p99", "p999")))
+        if key == "ttft_s" and "ttft_interval_s" in summary:
+            table.add_row("  95% interval", *_interval_cells(summary["ttft_interval_s"]))
     console.print(table)
     breakdown = summary["ttft_breakdown_mean_s"]
     console.print(
@@ -82,6 +95,46 @@ def _pair(result: StageResult, key: str) -> str:
     return f"{measured * 1e3:,.1f} / {predicted * 1e3:,.1f}"
 
 
+def _interval(interval: Any) -> str:
+    lo, hi = interval.lo, interval.hi
+    if lo is None and hi is None:
+        return "-"
+    if lo == hi and interval.coverage is None:
+        return f"{_ms(lo)} (point)"
+    return f"{_ms(lo) if lo is not None else '?'}-{_ms(hi) if hi is not None else '?'}"
+
+
+def _interval_cell(result: StageResult, key: str) -> str:
+    """measured / predicted 95% interval (ms) and whether they overlap."""
+    pair = result.intervals.get(key)
+    if pair is None:
+        return "-"
+    verdict = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[pair.overlap]
+    return f"{_interval(pair.measured)} / {_interval(pair.predicted)} {verdict}"
+
+
+def _render_interval_table(console: Console, results: list[StageResult]) -> None:
+    keys = [
+        k
+        for k in ("ttft_p50", "ttft_p90", "ttft_p99", "ttft_mean", "tpot_mean")
+        if any(k in r.intervals for r in results)
+    ]
+    if not keys:
+        return
+    table = Table(
+        "case",
+        "stage",
+        *(k.replace("ttft_", "TTFT ").replace("tpot_", "TPOT ").replace(" p", " P") for k in keys),
+        title="95% intervals, measured / predicted (ms), overlap",
+        caption="measured percentiles: the order-statistic interval read outward from the reported percentiles "
+        "(conservative); measured means have no interval (a point); predicted: order statistics of the simulated "
+        "requests, means +/- 1.96 standard errors",
+    )
+    for r in results:
+        table.add_row(r.case, r.stage, *(_interval_cell(r, k) for k in keys))
+    console.print(table)
+
+
 def render_accuracy(console: Console, results: list[StageResult], summary: dict[str, Any]) -> None:
     table = Table(
         "case", "stage", "TTFT mean", "P50", "P90", "P99", "TPOT", "overload", title="measured / predicted (ms)"
@@ -93,9 +146,16 @@ def render_accuracy(console: Console, results: list[StageResult], summary: dict[
             r.case, r.stage, *(_pair(r, k) for k in ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", tpot)), flag
         )
     console.print(table)
+    _render_interval_table(console, results)
     for metric, stats in summary["metrics"].items():
         console.print(
             f"{metric}: median APE {stats['median_ape']:.1%}, P90 {stats['p90_ape']:.1%} over {stats['stages']} stages"
+        )
+    overlap = summary.get("interval_overlap", {}).get("metrics", {})
+    if overlap:
+        console.print(
+            "95% intervals overlap (stages not overloaded; a measured mean must lie inside the predicted interval): "
+            + ", ".join(f"{k} {v['overlap']}/{v['stages']}" for k, v in overlap.items())
         )
     console.print(
         f"overloaded stages predicted overloaded: {summary['overloaded_predicted_overloaded']}"

@@ -84,7 +84,7 @@ class SimulationResult:
             "scenario": self.scenario.name,
             "model": self.replica.perf.deployment.model.name,
             "hardware": self.replica.perf.deployment.hardware.name,
-            "engine": asdict(engine),
+            "engine": asdict(engine) | {"api_server": engine.api_server.model_dump()},
             "num_gpu_blocks": self.replica.num_blocks,
             "kv_capacity_tokens": self.replica.num_blocks * engine.block_size,
             "memory_plan_bytes": asdict(memory) if memory else None,
@@ -165,9 +165,11 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             engine.tp,
             engine.weight_dtype,
             engine.kv_dtype,
-            engine.cudagraph_max_seqs,
+            min(engine.cudagraph_max_seqs, engine.max_num_batched_tokens),  # vLLM caps captures at the budget
             engine.iteration_overhead_s,
             engine.decode_graph_iteration_s,
+            engine.max_num_seqs,
+            engine.async_scheduling,
         )
     except ValueError as exc:
         raise InputError(source, "engine", str(exc)) from None
@@ -287,7 +289,7 @@ def simulate(
     )
     run_seed = scenario.seed if seed is None else seed
     rng = np.random.default_rng(run_seed)
-    requests = start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit)
+    requests = start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit, scenario.client)
     if requests is not None and push_arrivals:
         env.process(open_loop_source(env, requests, engine.submit))
     elif requests is not None:

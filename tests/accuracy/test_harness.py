@@ -5,11 +5,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from tests.test_cli import _assert_one_line_error, run
-from ttftsim.accuracy.ground_truth import read_ground_truth
-from ttftsim.accuracy.harness import run_case, summarize
+from ttftsim.accuracy.ground_truth import StageTruth, read_ground_truth
+from ttftsim.accuracy.harness import (
+    MetricInterval,
+    StageResult,
+    closed_loop_intervals,
+    open_loop_intervals,
+    run_all,
+    run_case,
+    summarize,
+)
+from ttftsim.metrics.intervals import Interval
 
 RUN = {
     "run": "tiny-7b",
@@ -56,10 +67,11 @@ def test_open_loop_file_of_the_published_format(tmp_path: Path) -> None:
     path.write_text(json.dumps([RUN]))
     cases = read_ground_truth(path)
     assert [s.label for s in cases[0].stages] == ["2 req/s", "4 req/s"]
-    assert cases[0].scenario.first_visible_token == 2  # the inference-perf profile
+    assert cases[0].scenario.client.tool == "inference-perf"
+    assert cases[0].scenario.first_visible_token == 1  # TTFT = the first SSE message, sent with the first token
     results = run_case(cases[0])
     assert len(results) == 2 and not any(r.predicted_overloaded for r in results)
-    assert 0.01 < results[0].predicted["ttft_p50"] < 0.1
+    assert 0.005 < results[0].predicted["ttft_p50"] < 0.1
     summary = summarize(results)
     assert summary["metrics"]["ttft_p50"]["stages"] == 2
 
@@ -80,7 +92,9 @@ def test_cli_json_and_bad_files(tmp_path: Path) -> None:
     path.write_text(json.dumps([RUN]))
     result = run("accuracy", str(path), "--json")
     assert result.returncode == 0, result.stderr
-    assert set(json.loads(result.stdout)) == {"stages", "summary", "skipped"}
+    data = json.loads(result.stdout)
+    assert set(data) == {"stages", "summary", "skipped", "notes"}
+    assert any("CPU KV-offload" in note for note in data["notes"])  # said, not silently ignored
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps([{"run": "x", "engine": {}}]))
     _assert_one_line_error(run("accuracy", str(broken)), str(broken))
@@ -114,3 +128,109 @@ def test_unknown_model_and_newer_version_are_handled_per_case(tmp_path: Path) ->
     assert [s["case"] for s in data["skipped"]] == ["unknown-model"]
     assert "Frontier-9000" in data["skipped"][0]["reason"]
     assert {s["case"] for s in data["stages"]} == {"newer-version"}
+
+
+CSV_HEADER = (
+    "system,backend,backend_version,model_path,precision,gemm_quant_mode,mode,isl,osl,concurrency,"
+    "tp_size,pp_size,silicon_ttft_ms,silicon_tpot_ms\n"
+)
+
+
+def _window(ttft_s: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({"status": "finished", "ttft_s": ttft_s, "tpot_s": 0.01})
+
+
+def _stage(levels: dict[float, float], num_succeeded: int = 100, mean_s: float = 0.05) -> StageTruth:
+    return StageTruth("s", 0.0, 1.0, {"ttft_mean": mean_s}, 0, levels, num_succeeded)
+
+
+def test_stage_intervals_that_overlap_and_that_do_not() -> None:
+    window = _window([i / 1000 for i in range(1, 101)])  # predicted P50 of 100: X(40)..X(61) = 40..61 ms
+    near = open_loop_intervals(window, _stage({0.0: 0.01, 0.25: 0.03, 0.5: 0.05, 0.75: 0.07, 1.0: 0.2}))
+    p50 = near["ttft_p50"]
+    assert (p50.predicted.lo, p50.predicted.hi) == (0.040, 0.061)
+    # measured ranks 40..61 of 100 sit at levels 0.394..0.606: the reported p25 and p75 bracket them
+    assert (p50.measured.lo, p50.measured.hi) == (0.03, 0.07)
+    assert p50.overlap is True
+    far = open_loop_intervals(window, _stage({0.0: 0.1, 0.25: 0.12, 0.5: 0.15, 0.75: 0.18, 1.0: 0.3}, mean_s=0.15))
+    assert (far["ttft_p50"].measured.lo, far["ttft_p50"].measured.hi) == (0.12, 0.18)
+    assert far["ttft_p50"].overlap is False
+    # the mean: measured is a point (no per-request values), predicted is mean +/- 1.96 standard errors:
+    # 50.5 ms +/- 1.96 x 29.01 / sqrt(100) = 44.8..56.2 ms, which holds 50 ms and not 150 ms
+    mean = near["ttft_mean"]
+    assert (mean.measured.lo, mean.measured.hi, mean.measured.coverage) == (0.05, 0.05, None)
+    half = 1.959964 * float(np.std(window["ttft_s"], ddof=1)) / 10
+    assert [mean.predicted.lo, mean.predicted.hi] == pytest.approx([0.0505 - half, 0.0505 + half], abs=1e-7)
+    assert mean.overlap is True and far["ttft_mean"].overlap is False
+
+
+def test_no_predicted_requests_or_no_reported_percentiles_is_unknown_not_agreement() -> None:
+    nothing = open_loop_intervals(_window([]), _stage({0.0: 0.01, 0.5: 0.05, 1.0: 0.2}))
+    assert nothing["ttft_p50"].overlap is None
+    unreported = open_loop_intervals(_window([0.01, 0.02, 0.03]), _stage({}, num_succeeded=0))
+    assert unreported["ttft_p99"].measured.lo is None and unreported["ttft_p99"].overlap is None
+
+
+def test_closed_loop_means_have_a_predicted_interval_only() -> None:
+    stage = StageTruth("c=4", 0.0, float("inf"), {"ttft_mean": 0.1, "tpot_mean": 0.0101})
+    intervals = closed_loop_intervals(_window([0.09, 0.1, 0.11, 0.1]), stage)
+    assert set(intervals) == {"ttft_mean", "tpot_mean"}
+    assert intervals["ttft_mean"].measured.basis == "reported mean: no interval"
+    assert intervals["ttft_mean"].overlap is True  # 100 ms inside 100 +/- 8 ms
+    assert intervals["tpot_mean"].overlap is False  # every simulated TPOT is 10 ms: a zero-width interval
+
+
+def _result(overlaps: dict[str, bool | None], overloaded: bool = False) -> StageResult:
+    measured = {"ttft_p50": 0.03, "ttft_p99": 0.05}
+    unit = Interval(0.0, 1.0, 0.95, "")
+    intervals = {k: MetricInterval(unit, unit, v) for k, v in overlaps.items()}
+    return StageResult("case", "s", measured, measured, overloaded, overloaded, intervals)
+
+
+def test_summary_counts_overlapping_stages_per_percentile() -> None:
+    results = [
+        _result({"ttft_p50": True, "ttft_p99": True}),
+        _result({"ttft_p50": False, "ttft_p99": True}),
+        _result({"ttft_p50": None, "ttft_p99": False}),  # no interval on one side: not counted
+        _result({"ttft_p50": False, "ttft_p99": False}, overloaded=True),  # overloaded stages are left out
+    ]
+    assert summarize(results)["interval_overlap"] == {
+        "confidence": 0.95,
+        "metrics": {"ttft_p50": {"overlap": 1, "stages": 2}, "ttft_p99": {"overlap": 2, "stages": 3}},
+    }
+
+
+def test_open_loop_case_carries_the_reported_percentiles_and_request_count(tmp_path: Path) -> None:
+    run_ = json.loads(json.dumps(RUN))
+    run_["stages"][0]["latency_s"]["time_to_first_token"] |= {"min": 0.02, "p25": 0.028, "max": 0.09}
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([run_]))
+    stage = read_ground_truth(path)[0].stages[0]
+    assert stage.num_succeeded == 40
+    assert stage.ttft_levels_s == {0.0: 0.02, 0.25: 0.028, 0.5: 0.03, 0.9: 0.035, 0.99: 0.04, 1.0: 0.09}
+    results = run_case(read_ground_truth(path)[0])
+    assert {"ttft_p50", "ttft_p90", "ttft_p99", "ttft_mean"} <= set(results[0].intervals)
+    assert results[0].intervals["ttft_p50"].measured.basis.startswith("reported p25..p90 around ranks")
+
+
+def test_aiconfigurator_names_are_read_and_unknown_ones_skipped_with_a_reason(tmp_path: Path) -> None:
+    path = tmp_path / "silicon.csv"
+    path.write_text(
+        CSV_HEADER
+        + "h100_sxm,vllm,,nvidia/Llama-3.1-8B-Instruct-FP8,fp8,fp8,agg,512,64,4,1,1,40.0,8.0\n"
+        + "b200_sxm,vllm,,meta-llama/Llama-3.1-8B,bf16,bf16,agg,512,64,4,1,1,20.0,4.0\n"
+        + "h100_sxm,vllm,,nvidia/Llama-3.1-8B-Instruct-FP4,fp4,fp4,agg,512,64,4,1,1,20.0,4.0\n"
+    )
+    cases = read_ground_truth(path)
+    scenario = cases[0].scenario
+    assert (scenario.model, scenario.hardware, scenario.engine.quantization) == (
+        "Llama-3.1-8B",
+        "H100-SXM5-80GB",
+        "fp8",
+    )
+    assert cases[0].skip_reason is None
+    results, skipped = run_all(cases)
+    assert [r.case for r in results] == [cases[0].name]
+    assert [name for name, _ in skipped] == [cases[1].name, cases[2].name]
+    assert "no hardware profile for system 'b200_sxm'" in skipped[0][1]
+    assert "quantization suffix 'FP4'" in skipped[1][1]

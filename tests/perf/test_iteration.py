@@ -89,26 +89,44 @@ def test_decode_run_equals_stepwise_times() -> None:
     np.testing.assert_allclose(run, stepwise, rtol=1e-12)
 
 
+@pytest.mark.parametrize("is_async", [False, True])
 @pytest.mark.parametrize("calibrated", [False, True])
-def test_decode_step_function_is_time_s_bit_for_bit(calibrated: bool) -> None:
+def test_decode_step_function_is_time_s_bit_for_bit(calibrated: bool, is_async: bool) -> None:
     """The per-run step function short decode runs use gives exactly time_s (stepping and runs agree)."""
     hw = load_hardware("H100-SXM5-80GB")
     costs = CalibratedCosts.load(hw) if calibrated else None
     assert (costs is not None) == calibrated
-    model = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw), costs)
-    for seqs in (1, 7, 600):  # 600: beyond the CUDA-graph capture size
+    model = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw, async_scheduling=is_async), costs)
+    for seqs in (1, 7, 37, 600):  # 37: padded to 40; 600: beyond the CUDA-graph capture size
         step_s = model.decode_step_s(seqs)
         for kv_tokens in (seqs, seqs * 900 + 3, seqs * 30_000):
             shape = BatchShape(num_decode_seqs=seqs, decode_kv_tokens=kv_tokens, num_sampled=seqs)
             assert step_s(kv_tokens) == model.time_s(shape)
 
 
-def test_cuda_graph_overhead_only_for_decode_batches_within_capture_size() -> None:
+def test_cuda_graph_overhead_full_for_decode_piecewise_for_small_mixed_eager_above_the_cap() -> None:
     model = _model()
     hw = model.deployment.hardware
-    assert model.overhead_s(BatchShape.from_sequences([1], [5])) == hw.overhead.decode_graph_iteration_s
-    assert model.overhead_s(BatchShape.from_sequences([1] * 513, [5] * 513)) == hw.overhead.iteration_s
-    assert model.overhead_s(BatchShape.from_sequences([10], [0])) == hw.overhead.iteration_s
+    graph, eager = hw.overhead.decode_graph_iteration_s, hw.overhead.iteration_s
+    assert model.overhead_s(BatchShape.from_sequences([1], [5])) == graph
+    assert model.overhead_s(BatchShape.from_sequences([1] * 513, [5] * 513)) == eager
+    assert graph < model.overhead_s(BatchShape.from_sequences([10], [0])) < eager  # piecewise graphs
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_decode_run_equals_stepwise_times_with_and_without_async_scheduling(is_async: bool) -> None:
+    spec, hw = load_model("Llama-3.1-70B"), load_hardware("H100-SXM5-80GB")
+    for overhead_s in (None, 0.05):  # 50 ms: host time above the device time, the async step takes it
+        model = IterationModel(Deployment(spec, hw, 4, decode_graph_iteration_s=overhead_s, async_scheduling=is_async))
+        for seqs in (7, 37, 600):
+            run = model.decode_run_s(num_seqs=seqs, kv_tokens=seqs * 900, steps=20)
+            shapes = [
+                BatchShape(num_decode_seqs=seqs, decode_kv_tokens=seqs * (900 + j), num_sampled=seqs) for j in range(20)
+            ]
+            assert list(run) == [model.time_s(shape) for shape in shapes]
+            step_s = model.decode_step_s(seqs)
+            assert [step_s(shape.decode_kv_tokens) for shape in shapes] == list(run)
+            assert [model.timing(shape).total_s for shape in shapes] == pytest.approx(list(run), rel=1e-12)
 
 
 def test_tp_must_divide_heads() -> None:

@@ -17,17 +17,22 @@ from typing import Any
 
 import pandas as pd
 
+from ttftsim.accuracy.names import resolve_hardware, resolve_model
 from ttftsim.config.scenario import KernelCosts, Scenario
 from ttftsim.errors import InputError
+from ttftsim.metrics.intervals import reported_levels
 
-CLIENT_TIMEOUT_S = 300.0
-# The load generator's view of the first token. inference-perf with random-token prompts sees content only
-# with the 2nd generated token (the first detokenises to an empty delta; its ITLs show tokens in pairs).
-# Fitted on the `codegen` runs of h100_vllm_runs.json (benchmarks/fit_frontend.py), checked on the rest.
-FIRST_VISIBLE_TOKEN = {"inference-perf": 2}
-# Closed-loop clients desynchronise in real benchmarks; starting them spread over about one request's
-# duration (osl tokens at ~15 ms) gives the steady state its random phases. Not fitted to the TTFTs.
-RAMP_S_PER_TOKEN = 0.015  # inference-perf's default request timeout in these runs
+CLIENT_TIMEOUT_S = 300.0  # inference-perf's request timeout in these runs
+# The closed-loop points were measured by AIConfigurator's bench_run (aiperf profile --concurrency c
+# --num-requests 20c --warmup-request-count 2c): a warm-up of 2c requests, then 20c measured ones.
+WARMUP_PER_CLIENT = 2
+MEASURED_PER_CLIENT = 20
+# What the open-loop runs had that is not simulated, and what that changes (docs/engine-semantics.md 7).
+OPEN_LOOP_NOTES = (
+    "the open-loop runs had an 8 GiB CPU KV-offload connector (../shared/validation/README.md); it is not "
+    "simulated: their 100 prompts stay in the GPU cache, so the offload tier is never read, and the cost of "
+    "storing evicted blocks to it is not charged",
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,8 @@ class StageTruth:
     end_s: float
     measured: dict[str, float]
     num_failed: int = 0
+    ttft_levels_s: dict[float, float] = field(default_factory=dict)  # reported TTFT percentiles: level -> s
+    num_succeeded: int = 0  # requests behind the reported percentiles (0: unknown)
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,8 @@ class Case:
     stages: list[StageTruth] = field(default_factory=list)
     closed_loop: bool = False
     warmup_requests: int = 0
+    skip_reason: str | None = None  # a model, system or precision that maps to no preset / profile / dtype
+    notes: tuple[str, ...] = ()  # what the measurement had that the simulation leaves out
 
 
 def _model_name(hf_id: str) -> str:
@@ -60,17 +69,19 @@ def _open_loop_case(run: dict[str, Any], source: str) -> Case:
     engine, workload = run["engine"], run["workload"]
     prefix, arrivals = workload["shared_prefix"], workload["arrivals"]
     stages = [{"rate": s["rate"], "duration_s": s["duration"]} for s in arrivals["stages"]]
+    model, hardware = resolve_model(engine["model"]), resolve_hardware(engine["hardware"])
     scenario = Scenario.model_validate(
         {
             "name": run["run"],
-            "model": _model_name(engine["model"]),
-            "hardware": engine["hardware"],
+            "model": model.model,
+            "hardware": hardware.name,
             "engine": {
                 "vllm_version": engine["version"],
                 "tensor_parallel_size": engine["tensor_parallelism"],
                 "max_model_len": engine["max_model_len"],
                 "max_num_batched_tokens": engine["max_num_batched_tokens"],
                 "max_num_seqs": engine["max_num_seqs"],
+                "quantization": model.quantization,
             },
             "workload": {
                 "type": "shared_prefix",
@@ -86,7 +97,7 @@ def _open_loop_case(run: dict[str, Any], source: str) -> Case:
                 "output_len": prefix["output_len"],
             },
             "client_timeout_s": CLIENT_TIMEOUT_S,
-            "first_visible_token": FIRST_VISIBLE_TOKEN.get(engine.get("app", ""), 1),
+            "client": {"tool": "inference-perf"},
         }
     )
     truths, start = [], 0.0
@@ -103,33 +114,39 @@ def _open_loop_case(run: dict[str, Any], source: str) -> Case:
             "e2e_p50": e2e["median"],
         }
         end = start + stage["duration_s"]
-        truths.append(StageTruth(f"{stage['rate_rps']} req/s", start, end, measured, stage.get("n_fail", 0)))
+        failed = stage.get("n_fail", 0)
+        succeeded = stage.get("n_success", round(stage["rate_rps"] * stage["duration_s"]) - failed)
+        levels = reported_levels(ttft)
+        truths.append(StageTruth(f"{stage['rate_rps']} req/s", start, end, measured, failed, levels, succeeded))
         start = end
-    return Case(run["run"], scenario, truths)
+    return Case(run["run"], scenario, truths, notes=OPEN_LOOP_NOTES, skip_reason=model.problem or hardware.problem)
 
 
 def _closed_loop_case(row: pd.Series) -> Case:
     concurrency, isl, osl = int(row["concurrency"]), int(row["isl"]), int(row["osl"])
-    warmup = 2 * concurrency
+    warmup = WARMUP_PER_CLIENT * concurrency
+    precision = None if pd.isna(row["precision"]) else str(row["precision"])
+    model, hardware = resolve_model(str(row["model_path"]), precision), resolve_hardware(str(row["system"]))
     scenario = Scenario.model_validate(
         {
             "name": f"{_model_name(row['model_path'])} {row['precision']} tp{int(row['tp_size'])} "
             f"isl{isl} osl{osl} c{concurrency}",
-            "model": _model_name(str(row["model_path"])),
-            "hardware": "H100-SXM5-80GB" if str(row["system"]).startswith("h100") else str(row["system"]),
+            "model": model.model,
+            "hardware": hardware.name,
             "engine": {
                 "vllm_version": "0.15",
                 "tensor_parallel_size": int(row["tp_size"]),
-                "quantization": "fp8" if row["precision"] == "fp8" else None,
+                "quantization": model.quantization,
                 "max_model_len": isl + osl + 16,
             },
             "workload": {
                 "type": "synthetic",
-                "arrivals": {"type": "closed_loop", "clients": concurrency, "ramp_up_s": RAMP_S_PER_TOKEN * osl},
+                "arrivals": {"type": "closed_loop", "clients": concurrency},
                 "prompt_tokens": {"type": "fixed", "value": isl},
                 "output_tokens": {"type": "fixed", "value": osl},
-                "num_requests": warmup + 4 * concurrency,
+                "num_requests": warmup + MEASURED_PER_CLIENT * concurrency,
             },
+            "client": {"tool": "aiperf", "warmup_requests": warmup},
         }
     )
     measured = {"ttft_mean": float(row["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(row["silicon_tpot_ms"]) / 1e3}
@@ -139,6 +156,7 @@ def _closed_loop_case(row: pd.Series) -> Case:
         [StageTruth(f"c={concurrency}", 0.0, float("inf"), measured)],
         closed_loop=True,
         warmup_requests=warmup,
+        skip_reason=model.problem or hardware.problem,
     )
 
 
@@ -165,3 +183,8 @@ def with_kernel_costs(cases: list[Case], kernel_costs: KernelCosts) -> list[Case
     """The same cases simulated with the roofline or the calibrated kernel curves."""
     update = {"kernel_costs": kernel_costs}
     return [replace(case, scenario=case.scenario.model_copy(update=update)) for case in cases]
+
+
+def case_notes(cases: list[Case]) -> list[str]:
+    """Each distinct note of the cases, once, in order."""
+    return list(dict.fromkeys(note for case in cases for note in case.notes))

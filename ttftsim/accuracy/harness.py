@@ -3,12 +3,21 @@
 A stage is overloaded when the client saw failures (timeouts) or a median TTFT above 10 s; error
 statistics are taken over the other stages, and overloaded ones are checked for being predicted as
 overloaded. SLO agreement: whether predicted and measured P99 TTFT fall on the same side of each SLO.
+
+Intervals (metrics/intervals.py, 95%): a predicted TTFT percentile gets the order-statistic interval of the
+stage's simulated requests; a measured one the same rank interval for its n = rate x duration - failures
+requests, read outward from the reported percentiles (conservative). The two agree when they overlap.
+Means get mean +/- 1.96 standard errors on the predicted side; a measured mean has no interval (the
+per-request values are not published), so it agrees when it lies inside the predicted interval.
+A case whose workload is random (Poisson or other random arrivals, a closed loop's random start, sampled
+lengths) is simulated with three seeds and the requests pooled; a deterministic one (constant-rate stages,
+fixed lengths) with its own seed only, since other seeds give the same TTFTs to within microseconds.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +25,40 @@ import numpy as np
 import pandas as pd
 
 from ttftsim.accuracy.ground_truth import Case, StageTruth, with_kernel_costs
+from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
+from ttftsim.metrics.intervals import (
+    CONFIDENCE,
+    Interval,
+    mean_interval,
+    overlaps,
+    point,
+    reported_quantile_interval,
+    sample_quantile_interval,
+)
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.simulate import simulate
 
 SLOS_S = (0.2, 0.5, 1.0, 2.0)
 OVERLOAD_TTFT_S = 10.0
+NUM_SEEDS_RANDOM = 3  # seeds pooled for a case whose workload is random
+PERCENTILES = {"ttft_p50": 0.5, "ttft_p90": 0.9, "ttft_p99": 0.99}
+_RANDOM_ARRIVALS = ("poisson", "gamma", "weibull", "rate_curve")
+
+
+@dataclass(frozen=True)
+class MetricInterval:
+    """One metric of one stage: measured and predicted intervals, and whether they overlap (None when either
+    side has no interval at all)."""
+
+    measured: Interval
+    predicted: Interval
+    overlap: bool | None
+
+    @classmethod
+    def of(cls, measured: Interval, predicted: Interval) -> MetricInterval:
+        known = all(side.lo is not None or side.hi is not None for side in (measured, predicted))
+        return cls(measured, predicted, overlaps(measured, predicted) if known else None)
 
 
 @dataclass(frozen=True)
@@ -32,6 +69,7 @@ class StageResult:
     predicted: dict[str, float]
     measured_overloaded: bool
     predicted_overloaded: bool
+    intervals: dict[str, MetricInterval] = field(default_factory=dict)
 
     def errors(self) -> dict[str, float]:
         """Absolute percentage error per metric both sides have."""
@@ -42,8 +80,11 @@ class StageResult:
         }
 
 
-def _predicted_open_loop(requests: pd.DataFrame, stage: StageTruth, output_len: int) -> dict[str, float]:
-    window = requests[(requests["arrival_s"] >= stage.start_s) & (requests["arrival_s"] < stage.end_s)]
+def _stage_window(requests: pd.DataFrame, stage: StageTruth) -> pd.DataFrame:
+    return requests[(requests["arrival_s"] >= stage.start_s) & (requests["arrival_s"] < stage.end_s)]
+
+
+def _predicted_open_loop(window: pd.DataFrame) -> dict[str, float]:
     done = window[window["status"] == "finished"]
     if len(done) == 0:
         return {
@@ -65,25 +106,87 @@ def _predicted_open_loop(requests: pd.DataFrame, stage: StageTruth, output_len: 
     }
 
 
-def _predicted_closed_loop(requests: pd.DataFrame, warmup: int) -> dict[str, float]:
-    steady = requests[(requests["request_id"] >= warmup) & (requests["status"] == "finished")]
+def open_loop_intervals(window: pd.DataFrame, stage: StageTruth) -> dict[str, MetricInterval]:
+    """Per TTFT percentile: the reported percentiles around the measured rank interval, and the simulated
+    requests' order-statistic interval; the mean: the predicted standard-error interval."""
+    ttft = window.loc[window["status"] == "finished", "ttft_s"].to_numpy(dtype=np.float64)
+    intervals = {}
+    for metric, q in PERCENTILES.items():
+        if stage.ttft_levels_s and stage.num_succeeded >= 2:
+            measured = reported_quantile_interval(stage.ttft_levels_s, stage.num_succeeded, q)
+        else:
+            measured = Interval(None, None, None, "no reported percentiles or request count: no interval")
+        intervals[metric] = MetricInterval.of(measured, sample_quantile_interval(ttft, q))
+    if "ttft_mean" in stage.measured:
+        measured = point(stage.measured["ttft_mean"], "reported mean: no interval")
+        intervals["ttft_mean"] = MetricInterval.of(measured, mean_interval(ttft))
+    return intervals
+
+
+def _steady(requests: pd.DataFrame, warmup: int) -> pd.DataFrame:
+    return requests[(requests["request_id"] >= warmup) & (requests["status"] == "finished")]
+
+
+def _predicted_closed_loop(steady: pd.DataFrame) -> dict[str, float]:
     return {"ttft_mean": float(steady["ttft_s"].mean()), "tpot_mean": float(steady["tpot_s"].mean())}
 
 
+def closed_loop_intervals(steady: pd.DataFrame, stage: StageTruth) -> dict[str, MetricInterval]:
+    """Means only: the predicted standard-error interval; the measured mean has none of its own."""
+    return {
+        metric: MetricInterval.of(
+            point(stage.measured[metric], "reported mean: no interval"),
+            mean_interval(steady[column].to_numpy(dtype=np.float64)),
+        )
+        for metric, column in (("ttft_mean", "ttft_s"), ("tpot_mean", "tpot_s"))
+        if metric in stage.measured
+    }
+
+
+def is_random(scenario: Scenario) -> bool:
+    """Whether other seeds give other requests: random arrivals, a closed loop's random start, or sampled
+    prompt / output lengths."""
+    workload = scenario.workload
+    arrivals = getattr(workload, "arrivals", None)
+    kind = getattr(arrivals, "type", None)
+    random_arrivals = kind in _RANDOM_ARRIVALS or getattr(arrivals, "process", None) == "poisson"
+    random_start = kind == "closed_loop" and bool(getattr(arrivals, "ramp_up_s", 0.0))
+    lengths = (getattr(workload, name, None) for name in ("prompt_tokens", "output_tokens"))
+    sampled = any(getattr(length, "type", "fixed") != "fixed" for length in lengths)
+    return random_arrivals or random_start or sampled or workload.type in ("trace", "conversation")
+
+
+def simulated_requests(case: Case, base: Path = Path()) -> pd.DataFrame:
+    """The case's simulated requests, pooled over NUM_SEEDS_RANDOM seeds when its workload is random. A seed
+    whose TTFTs repeat an earlier seed's exactly is left out: copies would narrow the intervals falsely."""
+    num_seeds = NUM_SEEDS_RANDOM if is_random(case.scenario) else 1
+    runs: list[pd.DataFrame] = []
+    for seed in range(case.scenario.seed, case.scenario.seed + num_seeds):
+        requests = simulate(case.scenario, base, seed=seed, source=case.name).requests
+        ttft = requests["ttft_s"].to_numpy(dtype=np.float64)
+        if not any(np.array_equal(ttft, run["ttft_s"].to_numpy(dtype=np.float64), equal_nan=True) for run in runs):
+            runs.append(requests)
+    return pd.concat(runs, ignore_index=True) if len(runs) > 1 else runs[0]
+
+
 def run_case(case: Case, base: Path = Path()) -> list[StageResult]:
-    result = simulate(case.scenario, base, source=case.name)
-    requests = result.requests
+    if case.skip_reason is not None:
+        raise InputError(case.name, "", case.skip_reason)
+    requests = simulated_requests(case, base)
     results = []
     for stage in case.stages:
         if case.closed_loop:
-            predicted = _predicted_closed_loop(requests, case.warmup_requests)
+            steady = _steady(requests, case.warmup_requests)
+            predicted, intervals = _predicted_closed_loop(steady), closed_loop_intervals(steady, stage)
         else:
-            output_len = int(getattr(case.scenario.workload, "output_len", 1))
-            predicted = _predicted_open_loop(requests, stage, output_len)
+            window = _stage_window(requests, stage)
+            predicted, intervals = _predicted_open_loop(window), open_loop_intervals(window, stage)
         typical = stage.measured.get("ttft_p50", stage.measured.get("ttft_mean", 0.0))
         measured_over = stage.num_failed > 0 or typical > OVERLOAD_TTFT_S
         predicted_over = predicted.get("aborted_fraction", 0.0) > 0 or predicted["ttft_mean"] > OVERLOAD_TTFT_S
-        results.append(StageResult(case.name, stage.label, stage.measured, predicted, measured_over, predicted_over))
+        results.append(
+            StageResult(case.name, stage.label, stage.measured, predicted, measured_over, predicted_over, intervals)
+        )
     return results
 
 
@@ -129,12 +232,25 @@ def summarize(results: list[StageResult]) -> dict[str, Any]:
         slo[f"{bound:g}s"] = {"agree": agree, "stages": len(pairs)}
     return {
         "stages": len(results),
+        "interval_overlap": interval_overlap(normal),
         "overloaded_stages": len(overloaded),
         "overloaded_predicted_overloaded": sum(r.predicted_overloaded for r in overloaded),
         "false_overload": sum(r.predicted_overloaded for r in normal),
         "metrics": per_metric,
         "p99_slo_agreement": slo,
     }
+
+
+def interval_overlap(results: list[StageResult]) -> dict[str, Any]:
+    """Per metric, how many stages' measured and predicted 95% intervals overlap, of those where both sides
+    have one (a measured mean counts as its own point)."""
+    metrics = sorted({k for r in results for k, v in r.intervals.items() if v.overlap is not None})
+    counts = {}
+    for metric in metrics:
+        flags = [r.intervals[metric].overlap for r in results if metric in r.intervals]
+        known = [flag for flag in flags if flag is not None]
+        counts[metric] = {"overlap": sum(known), "stages": len(known)}
+    return {"confidence": CONFIDENCE, "metrics": counts}
 
 
 def as_json(results: list[StageResult], summary: dict[str, Any], skipped: list[tuple[str, str]]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from ttftsim.calibration import curves, splines
 from ttftsim.config.dtypes import ComputeDtype
 from ttftsim.config.hardware import HardwareProfile, Link
 from ttftsim.data_paths import data_folder
-from ttftsim.perf.kernels import AttentionShape, RooflineCosts
+from ttftsim.perf.kernels import AttentionShape, MoeShape, RooflineCosts
 
 FITS_DIR = data_folder("calibration") / "fits"
 Array = curves.Array
@@ -211,6 +211,35 @@ class CalibratedCosts(RooflineCosts):
         curve = curves.allreduce(params, ranks, message_bytes)
         table = self._table(key, "allreduce", (0,), {"message_bytes": 1.0})
         return float(curve) * table.at(math.log2(max(message_bytes, 1.0)))
+
+    def moe_s(self, tokens: int, hit: float, shape: MoeShape) -> float:
+        return self._once("moe", self._moe_s, tokens, hit, shape)
+
+    def _moe_s(self, tokens: int, hit: float, shape: MoeShape) -> float:
+        key = f"moe/{shape.dtype}"
+        columns: dict[str, float] = {
+            "inter": shape.inter,
+            "hidden": shape.hidden,
+            "experts": shape.num_experts,
+            "top_k": shape.top_k,
+        }
+        params = self._curve(key, {"tokens": float(tokens)} | columns) if tokens > 0 else None
+        if params is None:
+            return super().moe_s(tokens, hit, shape)
+        peak = float(getattr(self.hw.peak_flops, shape.dtype) or self.hw.peak_flops.bf16)
+        curve = curves.moe(
+            params,
+            peak,
+            self.hw.mem_bw_bytes_per_s,
+            tokens,
+            shape.top_k,
+            hit,
+            shape.hidden,
+            shape.inter,
+            shape.weight_bytes,
+        )
+        table = self._table(key, "moe", (0,), {"tokens": 1.0} | columns)
+        return float(curve) * table.at(math.log2(tokens))
 
 
 def _a(value: float) -> Array:

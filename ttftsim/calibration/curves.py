@@ -5,6 +5,10 @@ bandwidth of the profile; every parameter is positive):
 - gemm:              max(2mnk / (P a m/(m+h)), (weights + activations) / (W e) + L)
 - prefill attention: max(4 H d pairs / (P a s/(s+h)), bytes / (W e)) + L, s = tokens per sequence
 - decode attention:  L + c batch + KV bytes / (W e)
+- fused MoE:         max(2 r 3 I H / (P a q/(q+h)), (x 3 I H w + activations) / (W e) + L): r = tokens x top-k
+                     routed rows, x experts hit, q = r / x rows per hit expert, I the expert width on this
+                     GPU (vLLM fused_experts: one grouped gate-up GEMM and one grouped down GEMM over the
+                     hit experts, each expert's weights read once, plus top-k, align, SiLU-mul, sum)
 - all-reduce:        L + 2 (r-1)/r bytes / B per GPU count r, with its own L, B below and above vLLM's
                      custom all-reduce limit (8 MiB, `CustomAllreduce(max_size=8192 * 1024)`; larger
                      messages go to NCCL)
@@ -64,6 +68,26 @@ def decode_attention(
     return result
 
 
+def moe(
+    params: Params,
+    peak: float,
+    bw: float,
+    tokens: Values,
+    top_k: Values,
+    hit: Values,
+    hidden: Values,
+    inter: Values,
+    weight_bytes: float,
+) -> Array:
+    a, h, e, latency = params
+    rows = tokens * top_k
+    per_expert = rows / hit
+    compute = 6.0 * rows * inter * hidden / (peak * a * per_expert / (per_expert + h))
+    moved = 3.0 * hit * inter * hidden * weight_bytes + 2.0 * rows * (3.0 * hidden + 6.0 * inter)
+    result: Array = np.maximum(compute, moved / (bw * e) + latency)
+    return result
+
+
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 1024 * 1024
 
 
@@ -94,6 +118,7 @@ CORRECTIONS = {
         ((0, 1, 2), (0, 3, 4), (1, 3, 4), (0, 1, 3)),
     ),
     "allreduce": CorrectionSpec(("message_bytes",), ((0,),), max_knots=6, damping=0.1),
+    "moe": CorrectionSpec(("tokens", "inter", "hidden", "experts/top_k"), ((0, 1, 2, 3),)),
 }
 
 

@@ -17,7 +17,7 @@ from scipy.optimize import least_squares
 
 from ttftsim.calibration import curves, splines
 from ttftsim.config.hardware import HardwareProfile, Link
-from ttftsim.perf.kernels import AttentionShape, RooflineCosts
+from ttftsim.perf.kernels import AttentionShape, MoeShape, RooflineCosts
 
 Array = curves.Array
 HOLD_OUT_EVERY = 5
@@ -26,6 +26,7 @@ START = {
     "prefill_attention": [0.5, 512.0, 0.8, 1e-5],
     "decode_attention": [0.6, 5e-6, 1e-7],
     "allreduce": [1e-5, 1e11, 3e-5, 1e11],
+    "moe": [0.6, 64.0, 0.8, 2e-5],
 }
 
 
@@ -36,10 +37,22 @@ def held_out_mask(frame: pd.DataFrame) -> Array:
 
 def _predictor(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str) -> Callable[[Array], Array]:
     col = {c: frame[c].to_numpy(dtype=np.float64) for c in frame.columns if c not in ("op", "dtype")}
-    peak = float(getattr(hw.peak_flops, dtype) or hw.peak_flops.bf16) if op == "gemm" else hw.peak_flops.bf16
+    peak = float(getattr(hw.peak_flops, dtype) or hw.peak_flops.bf16) if op in ("gemm", "moe") else hw.peak_flops.bf16
     bw = hw.mem_bw_bytes_per_s
     if op == "gemm":
         return lambda p: curves.gemm(p, peak, bw, col["m"], col["n"], col["k"], curves.WEIGHT_BYTES[dtype])
+    if op == "moe":
+        return lambda p: curves.moe(
+            p,
+            peak,
+            bw,
+            col["tokens"],
+            col["top_k"],
+            col["hit"],
+            col["hidden"],
+            col["inter"],
+            curves.WEIGHT_BYTES[dtype],
+        )
     if op == "prefill_attention":
         return lambda p: curves.prefill_attention(
             p, peak, bw, col["batch"], col["isl"], col["heads"], col["kv_heads"], col["head_dim"], col["kv_bytes"]
@@ -80,6 +93,10 @@ def roofline_predict(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: s
         r: Any = row
         if op == "gemm":
             out.append(costs.gemm_s(int(r.m), int(r.n), int(r.k), dtype, r.n * r.k * curves.WEIGHT_BYTES[dtype]))  # type: ignore[arg-type]
+        elif op == "moe":
+            weights = curves.WEIGHT_BYTES[dtype]
+            experts = MoeShape(int(r.experts), int(r.top_k), int(r.hidden), int(r.inter), weights, dtype)  # type: ignore[arg-type]
+            out.append(costs.moe_s(int(r.tokens), float(r.hit), experts))
         elif op in ("prefill_attention", "decode_attention"):
             shape = AttentionShape(int(r.heads), int(r.kv_heads), int(r.head_dim), int(r.kv_bytes))
             tokens = int(r.batch * r.isl)

@@ -3,8 +3,10 @@
 
 AIConfigurator (../shared/data/kernels/aiconfigurator/<gpu>/<op>/<engine>-<version>/*.parquet, Apache-2.0):
 GEMM (m, n, k, dtype), context attention (batch, isl, heads, kv heads, head_dim), generation attention
-(batch, isl + step cached tokens), custom all-reduce (GPUs, message bytes; CUDA-graph backend). Latencies
-are in milliseconds there. The raw files are never copied into the project: only fitted coefficients.
+(batch, isl + step cached tokens), custom all-reduce (GPUs, message bytes; CUDA-graph backend), fused MoE
+(tokens, experts, top-k, hidden, expert width per TP rank; bf16 Triton fused_moe, no expert parallelism,
+balanced routing so min(experts, tokens x top-k) experts are hit). Latencies are in milliseconds there.
+The raw files are never copied into the project: only fitted coefficients.
 
 Two more sources are read the same way to check, never to fit: Vidur's operator profiles (projection GEMMs)
 and Splitwise's whole-iteration times (ops `prefill_step`, `decode_step`).
@@ -87,6 +89,25 @@ def _allreduce(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _moe(frame: pd.DataFrame) -> pd.DataFrame:
+    keep = (frame["moe_dtype"] == "bfloat16") & (frame["moe_ep_size"] == 1) & (frame["distribution"] == "balanced")
+    frame = frame[keep & frame["kernel_source"].str.contains("fused_moe")]
+    rows = frame["num_tokens"] * frame["topk"]
+    return pd.DataFrame(
+        {
+            "op": "moe",
+            "dtype": "bf16",
+            "tokens": frame["num_tokens"],
+            "top_k": frame["topk"],
+            "experts": frame["num_experts"],
+            "hit": rows.where(rows < frame["num_experts"], frame["num_experts"]),
+            "hidden": frame["hidden_size"],
+            "inter": frame["inter_size"] // frame["moe_tp_size"],
+            "seconds": frame["latency"] / 1e3,
+        }
+    )
+
+
 def import_aiconfigurator(root: Path) -> dict[str, pd.DataFrame]:
     """GPU profile name -> normalized measurements, for every GPU folder found under root."""
     if not root.is_dir():
@@ -102,6 +123,7 @@ def import_aiconfigurator(root: Path) -> dict[str, pd.DataFrame]:
             ("attention", "context_attention_perf.parquet", lambda f: _attention(f, "prefill_attention")),
             ("attention", "generation_attention_perf.parquet", lambda f: _attention(f, "decode_attention")),
             ("comm", "custom_allreduce_perf.parquet", _allreduce),
+            ("moe", "moe_perf.parquet", _moe),
         ):
             raw = _read(base / kind, name)
             if raw is None:

@@ -81,6 +81,9 @@ class SharedCost:
     def time_s(self, shape: BatchShape) -> float:
         return self.inner.time_s(shape) * self.factor()
 
+    def idle_start_s(self, shape: BatchShape) -> float:
+        return self.inner.idle_start_s(shape) * self.factor()
+
     def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
         inner, factor = self.inner.decode_step_s(num_seqs), self.factor()  # fixed when the run starts
         return lambda kv_tokens: inner(kv_tokens) * factor

@@ -126,7 +126,9 @@ def run_cluster(
     cluster = ClusterSim(
         env, spec, builds, recorder, cluster_rng, scenario.metrics_window_s, primary.tp, scenario.client_timeout_s
     )
-    requests = start_workload(env, scenario.workload, WorkloadContext(workload_rng, base), cluster.route)
+    requests = start_workload(
+        env, scenario.workload, WorkloadContext(workload_rng, base), cluster.route, scenario.client
+    )
     if requests is None and scenario.horizon_s is None:
         raise InputError(source, "horizon_s", "a cluster scenario with a closed-loop workload needs a horizon")
     feeder = env.process(open_loop_source(env, requests, cluster.route)) if requests is not None else None

@@ -24,6 +24,18 @@ from ttftsim.config.loading import parse_mapping
 KvMode = Literal["paged", "static", "none"]
 
 
+class ApiServerCosts(StrictModel):
+    """CPU time of the API-server process per item of work (ttftsim/engine/api_server.py); measured on the
+    real server by benchmarks/vllm_cpu/api_server_costs.py."""
+
+    per_request_s: float = Field(ge=0, le=1, description="Per request: HTTP parsing, request setup, hand-off")
+    per_prompt_token_s: float = Field(ge=0, le=1e-3, description="Per prompt token: tokenization, block hashes")
+    per_output_token_s: float = Field(ge=0, le=1e-2, description="Per generated token: detokenization, SSE")
+    per_step_s: float = Field(
+        default=0.0, ge=0, le=1e-1, description="Per engine step with outputs: receiving and dispatching the batch"
+    )
+
+
 class EngineArgs(StrictModel):
     """vLLM engine arguments (same names as `vllm serve --...`); None means the version's default."""
 
@@ -42,13 +54,20 @@ class EngineArgs(StrictModel):
     quantization: WeightDtype | None = Field(default=None, description="Weight format (None: checkpoint dtype)")
     kv_cache_dtype: KvDtype | Literal["auto"] = Field(default="auto", description="KV-cache element format")
     enforce_eager: bool = Field(default=False, description="Disable CUDA graphs")
+    async_scheduling: bool | None = Field(
+        default=None,
+        description="Schedule step k+1 while step k runs (vLLM --async-scheduling; None: the version's default)",
+    )
     num_gpu_blocks_override: int | None = Field(default=None, ge=1, description="Force the KV block count")
     kv_cache_mode: KvMode = Field(
         default="paged",
         description="paged (vLLM), static (reserve max_model_len per sequence), none (recompute every step)",
     )
-    frontend_overhead_s: float | None = Field(
-        default=None, ge=0, description="API server + tokenization time added to TTFT (default: version's)"
+    frontend_overhead_s: float = Field(
+        default=0.0, ge=0, le=60, description="Extra fixed latency added to TTFT (network, client), seconds"
+    )
+    api_server: ApiServerCosts | None = Field(
+        default=None, description="API-server work per request and token (default: the version's measured costs)"
     )
 
 
@@ -56,11 +75,12 @@ class VersionDefaults(StrictModel):
     """What one vLLM version does when an argument is left unset (ttftsim/config/engine_versions.yaml)."""
 
     gpu_memory_utilization: float = Field(gt=0, le=1, description="Default fraction of device memory")
-    frontend_overhead_s: float = Field(ge=0, description="API server + tokenisation time added to TTFT")
+    api_server: ApiServerCosts = Field(description="API-server costs (measured, see engine_versions.yaml)")
     big_gpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on >= 70 GiB GPUs except A100")
     small_gpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on other GPUs")
     cpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on CPU")
     reserve_full_prompt: bool = Field(description="Admission checks that the whole prompt fits in KV")
+    async_scheduling: bool = Field(description="Async scheduling on unless disabled (vLLM >= 0.14)")
     iteration_overhead_s: float | None = Field(description="Per-iteration host overhead (null: hardware's)")
     decode_graph_iteration_s: float | None = Field(description="Same for CUDA-graph decode steps (null: hardware's)")
 
@@ -72,7 +92,8 @@ class VersionTable(StrictModel):
 @cache
 def version_table() -> dict[str, VersionDefaults]:
     text = (resources.files("ttftsim.config") / "engine_versions.yaml").read_text(encoding="utf-8")
-    return parse_mapping(VersionTable, yaml.safe_load(text), "engine_versions.yaml").versions
+    data = {key: value for key, value in yaml.safe_load(text).items() if not key.startswith("x-")}  # anchors
+    return parse_mapping(VersionTable, data, "engine_versions.yaml").versions
 
 
 def _minor(version: str) -> tuple[int, int]:
@@ -114,6 +135,8 @@ class ResolvedEngine:
     kv_cache_mode: KvMode
     frontend_overhead_s: float
     reserve_full_prompt: bool
+    api_server: ApiServerCosts
+    async_scheduling: bool = False
     iteration_overhead_s: float | None = None
     decode_graph_iteration_s: float | None = None
 
@@ -128,6 +151,15 @@ def _tier(hardware: HardwareProfile, defaults: VersionDefaults) -> tuple[int, in
         return defaults.cpu_tier
     big = hardware.memory_bytes >= 70 * 2**30 and not hardware.name.upper().startswith("A100")
     return defaults.big_gpu_tier if big else defaults.small_gpu_tier
+
+
+def _async_scheduling(args: EngineArgs, hardware: HardwareProfile, defaults: VersionDefaults) -> bool:
+    """Whether step k+1 is scheduled while step k still runs on the device. vLLM's engine core
+    (v1/engine/core.py step_with_batch_queue) only keeps a second batch in flight while the first one's
+    future is not done; on a CPU build the forward pass returns finished, so the loop behaves as a
+    synchronous engine there whatever the flag says."""
+    wanted = defaults.async_scheduling if args.async_scheduling is None else args.async_scheduling
+    return wanted and hardware.kind != "cpu"
 
 
 def resolve_engine(
@@ -163,10 +195,10 @@ def resolve_engine(
         enforce_eager=args.enforce_eager,
         num_gpu_blocks_override=args.num_gpu_blocks_override,
         kv_cache_mode=args.kv_cache_mode,
-        frontend_overhead_s=(
-            args.frontend_overhead_s if args.frontend_overhead_s is not None else defaults.frontend_overhead_s
-        ),
+        frontend_overhead_s=args.frontend_overhead_s,
+        api_server=args.api_server or defaults.api_server,
         reserve_full_prompt=defaults.reserve_full_prompt,
+        async_scheduling=_async_scheduling(args, hardware, defaults),
         iteration_overhead_s=defaults.iteration_overhead_s,
         decode_graph_iteration_s=defaults.decode_graph_iteration_s,
     )

@@ -48,11 +48,15 @@ class RooflineDefaults(StrictModel):
 
 
 class Overhead(StrictModel):
-    """Fixed host-side time per engine iteration (scheduling, sampling, kernel launches)."""
+    """Fixed host-side time per engine iteration (scheduling, sampling, kernel launches). A step replayed
+    from PIECEWISE CUDA graphs sits between the two (perf/iteration.py PIECEWISE_HOST_SHARE); with async
+    scheduling the host time overlaps the device time."""
 
-    iteration_s: float = Field(ge=0, description="Per-iteration overhead of an eager (mixed or prefill) step")
+    iteration_s: float = Field(
+        ge=0, description="Per-iteration host time of a step run without CUDA graphs (above the capture limit, eager)"
+    )
     decode_graph_iteration_s: float = Field(
-        ge=0, description="Per-iteration overhead of a decode-only step replayed from a CUDA graph"
+        ge=0, description="Per-iteration host time of a decode-only step replayed from a FULL CUDA graph"
     )
 
 

@@ -4,14 +4,40 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ttftsim.config.base import StrictModel
 from ttftsim.config.cluster import Cluster
 from ttftsim.config.engine import EngineArgs
-from ttftsim.config.workload import Workload
+from ttftsim.config.workload import ClosedLoop, Workload
 
 KernelCosts = Literal["auto", "roofline", "calibrated"]
+ClientTool = Literal["ideal", "vllm-bench", "inference-perf", "aiperf", "genai-perf", "guidellm"]
+
+
+class Client(StrictModel):
+    """The load generator, as it behaves (ttftsim/workload/clients.py): when closed-loop clients start,
+    how long a client takes to send its next request, and its warm-up phase."""
+
+    tool: ClientTool = Field(
+        default="ideal",
+        description="ideal (clients start spread over the workload's ramp_up_s, send at once), or a real "
+        "benchmark client: vllm-bench, inference-perf, aiperf, genai-perf, guidellm",
+    )
+    turnaround_s: float | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        description="Closed loop: time from a response's last token to the next request's send (default: the "
+        "tool's measured value)",
+    )
+    warmup_requests: int = Field(
+        default=0,
+        ge=0,
+        le=1_000_000,
+        description="Closed loop: requests of a warm-up phase (aiperf/genai-perf --warmup-request-count); "
+        "the measured phase starts with every client at once when they have all returned",
+    )
 
 
 class Slo(StrictModel):
@@ -55,6 +81,7 @@ class Scenario(StrictModel):
         description="The client sees its first content with this generated token (2 when the first token "
         "detokenizes to nothing, as random-token benchmark prompts often do)",
     )
+    client: Client = Field(default_factory=Client, description="The load generator's behaviour")
     client_timeout_s: float | None = Field(
         default=None, gt=0, description="Clients abort requests not finished this long after sending them"
     )
@@ -73,3 +100,13 @@ class Scenario(StrictModel):
     cluster: Cluster | None = Field(
         default=None, description="Node pools, pods, autoscaling, routing and faults; None = one replica"
     )
+
+    @model_validator(mode="after")
+    def _client_fits_workload(self) -> Scenario:
+        arrivals = getattr(self.workload, "arrivals", None)
+        if self.client.tool != "ideal" and isinstance(arrivals, ClosedLoop) and arrivals.ramp_up_s:
+            raise ValueError(
+                f"workload.arrivals.ramp_up_s ({arrivals.ramp_up_s:g}) spreads ideal clients only; client.tool "
+                f"{self.client.tool} starts its clients as the tool does"
+            )
+        return self

@@ -1,8 +1,13 @@
 """The engine loop of one replica as a SimPy process: schedule, run the iteration, apply its results.
 
 A token sampled in an iteration is emitted at the iteration's end (vLLM: first_token_latency =
-iteration timestamp - arrival). Runs of decode-only iterations with an unchanged batch (every running
-request decoding, nothing admitted, no preemption) are computed in closed form: their times come from
+iteration timestamp - arrival) and reaches the client when the replica's API server (api_server.py) has
+processed that step's outputs; a request reaches the engine when the API server has processed it. Under
+async scheduling the step that runs next was scheduled when the previous one started, so it admits only
+requests the engine had by then (docs/engine-semantics.md 1).
+
+Runs of decode-only iterations with an unchanged batch (every running request decoding, nothing
+admitted, no preemption) are computed in closed form: their times come from
 one vectorised call (long runs) or the cost model's per-run step function (short ones, where numpy's
 call overhead would dominate), block allocations are replayed in the order stepping would make them, and
 an arrival during the run cuts it after the iteration in progress. `closed_form_decode=False` steps every
@@ -24,6 +29,7 @@ import numpy as np
 import simpy
 
 from ttftsim.config.engine import ResolvedEngine
+from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.engine.scheduler import Scheduler, StepPlan
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import KVCacheManager
@@ -66,6 +72,13 @@ class Engine:
         self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
         self.first_visible_token = first_visible_token  # the client sees content with this token
         self._awaiting_visible: list[RequestState] = []  # cohort members whose visible token is still ahead
+        self._last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
+        api = cfg.api_server
+        self.api = ApiServer(
+            ApiServerCostsS(api.per_request_s, api.per_prompt_token_s, api.per_output_token_s, api.per_step_s)
+        )
+        self._api_on = not self.api.costs.is_free
+        self._run_accounted = 0  # iterations of the decode run in flight whose tokens the API server has
         self.on_end: Callable[[RequestState, str], None] | None = None  # cluster: a request left this engine
         self.on_first_token: Callable[[RequestState], None] | None = None  # cluster: the TTFT histogram
         self.process = env.process(self._loop())
@@ -76,7 +89,12 @@ class Engine:
         """A request reaches this engine now (or, pulled from the feed, at its arrival time)."""
         state = RequestState(req)
         state.waiter = waiter
-        state.submitted_s = req.arrival_s if pulled else self.env.now
+        sent = req.arrival_s if pulled else self.env.now
+        state.submitted_s = sent
+        if self._api_on:  # the engine core has it once the API server's queue reaches it
+            self._account_run(sent)
+            state.submitted_s = self.api.ingress(sent, req.prompt_tokens)
+            state.ingress_s = state.submitted_s - sent
         reason = self._rejection(req)
         if reason:
             state.status, state.rejected_reason = "rejected", reason
@@ -101,8 +119,13 @@ class Engine:
             self.submit(feed.popleft(), pulled=True)
 
     def _next_arrival_in(self) -> float | None:
-        """Time until the engine must look up: the next pulled arrival or timeout check."""
+        """Time until the engine must look up: the next pulled arrival, a request leaving the API server,
+        or a timeout check."""
         gaps = [self._feed[0].arrival_s - self.env.now] if self._feed else []
+        if self._api_on and len(self.scheduler.waiting):
+            pending = self.scheduler.waiting.peek().submitted_s - self.env.now
+            if pending > 0:
+                gaps.append(pending)
         if self.client_timeout_s is not None and self.scheduler.has_work():
             gaps.append(max(0.0, self._next_expiry - self.env.now))
         return min(gaps) if gaps else None
@@ -201,8 +224,9 @@ class Engine:
         while True:
             self._pull_arrivals()
             self._expire()
-            plan = self.scheduler.schedule(self.env.now) if self.scheduler.has_work() else None
+            plan = self._schedule() if self.scheduler.has_work() else None
             if plan is None or plan.is_empty:
+                self._last_start_s = -1.0  # idle: the next arrival is scheduled at once
                 self._wakeup = self.env.event()
                 gap = self._next_arrival_in()
                 if gap is None:
@@ -218,10 +242,27 @@ class Engine:
             if self.accepts_pushes:
                 yield self.env.timeout(0)  # requests pushed at this very instant are seen by the next schedule
 
+    def _schedule(self) -> StepPlan:
+        """The next iteration. Under async scheduling (vLLM v1/engine/core.py step_with_batch_queue, two
+        batches in flight) the step that runs next was scheduled when the one that just ended started, so
+        only requests the engine had by then are admitted; when that step would be empty the engine was
+        about to go idle, and the new arrivals are scheduled now."""
+        now, sched = self.env.now, self.scheduler
+        if self.cfg.async_scheduling and 0.0 <= self._last_start_s < now:
+            plan = sched.schedule(now, self._last_start_s)
+            if not plan.is_empty:
+                return plan
+        return sched.schedule(now)
+
     def _step(self, plan: StepPlan) -> Generator[simpy.Event, Any, None]:
-        start = self.env.now
-        duration = self.perf.time_s(plan.shape)
+        from_idle = self._last_start_s < 0  # no step in flight to hide this one's host time under
+        start = self._last_start_s = self.env.now
+        duration = self.perf.idle_start_s(plan.shape) if from_idle else self.perf.time_s(plan.shape)
         yield self.env.timeout(duration)
+        delay = 0.0
+        if self._api_on:  # arrivals during the step reach the API server before the step's tokens
+            self._pull_arrivals()
+            delay = self.api.outputs(self.env.now, plan.shape.num_sampled) - self.env.now
         self._record_step(start, duration, plan.shape.num_tokens, 1)
         for state in plan.preempted:
             if state.first_preempt_s < 0:
@@ -229,10 +270,10 @@ class Engine:
         if not plan.per_request and self.scheduler.cohort.size:
             self.recorder.itl(duration, self.scheduler.cohort.size)
             if self._awaiting_visible:
-                self._mark_visible((self.env.now,))
+                self._mark_visible((self.env.now,), delay)
             self._advance_cohort(1)
         for state, new in plan.scheduled:
-            self._apply(state, new, duration)
+            self._apply(state, new, duration, delay)
         if plan.per_request:
             self.scheduler.rebuild_cohort()
 
@@ -250,16 +291,14 @@ class Engine:
             )
         )
 
-    def _apply(self, state: RequestState, new: int, duration: float) -> None:
+    def _apply(self, state: RequestState, new: int, duration: float, delay: float) -> None:
         """One request's share of a finished iteration (outside the cohort)."""
         state.num_computed += new
         if state.first_token_s < 0:
             state.prefill_s += duration
-        if self.kv.caching and not state.req.private:
-            self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
         if state.num_computed < state.num_tokens:
             return
-        self._emit_token(state, duration)
+        self._emit_token(state, duration, delay)
         if self.scheduler.recompute_all:
             state.num_computed = 0
         if state.num_output >= state.req.output_tokens:
@@ -268,8 +307,9 @@ class Engine:
             self.scheduler.prefilling.remove(state)
             self.scheduler.cohort.join(state)
 
-    def _emit_token(self, state: RequestState, duration: float) -> None:
-        """A token sampled at the end of this iteration (the first, or one more of a stepping request)."""
+    def _emit_token(self, state: RequestState, duration: float, delay: float) -> None:
+        """A token sampled at the end of this iteration (the first, or one more of a stepping request);
+        the API server sends it `delay` later."""
         end = self.env.now
         if state.num_output == 0:
             state.first_token_s = end
@@ -280,12 +320,13 @@ class Engine:
         state.num_output += 1
         if state.num_output == self.first_visible_token:
             state.visible_s = end
+            state.output_delay_s = delay
         elif state.num_output == 1:  # its visible token comes later, possibly inside the cohort
             self._awaiting_visible.append(state)
 
-    def _mark_visible(self, step_ends: Any) -> None:
+    def _mark_visible(self, step_ends: Any, delay: float) -> None:
         """Before the cohort advances over iterations ending at step_ends: members reaching their first
-        visible token get its time."""
+        visible token get its time (and the API server's delay in sending it)."""
         cohort, waiting = self.scheduler.cohort, []
         for state in self._awaiting_visible:
             if state.visible_s >= 0 or state.status in ("finished", "aborted"):
@@ -296,6 +337,7 @@ class Engine:
             ahead = self.first_visible_token - (state.num_output + cohort.clock - state.sync_clock)
             if ahead <= len(step_ends):
                 state.visible_s = float(step_ends[ahead - 1])
+                state.output_delay_s = delay
             else:
                 waiting.append(state)
         self._awaiting_visible = waiting
@@ -324,8 +366,11 @@ class Engine:
     # ---- closed-form decode runs ----
 
     def _run_cap(self, plan: StepPlan) -> int:
-        """At most how many identical decode-only iterations follow from this plan (1 = just step)."""
+        """At most how many identical decode-only iterations follow from this plan (1 = just step; also
+        when a waiting request becomes visible at the next schedule)."""
         if plan.per_request or plan.scheduled or plan.preempted or not self.closed_form_decode:
+            return 1
+        if self.scheduler.deferred:
             return 1
         return min(MAX_RUN_STEPS, self.scheduler.cohort.steps_to_next_finish())
 
@@ -346,6 +391,7 @@ class Engine:
         env, start = self.env, self.env.now
         ends, durations = self._run_times(plan, steps)
         self._run = (start, ends, durations)
+        self._run_accounted = 0
         done = len(ends)
         if self.accepts_pushes:  # a pushed request may cut the run
             self._wakeup = env.event()
@@ -359,6 +405,8 @@ class Engine:
                     done += 1
         else:  # pulled arrivals already bounded the run: a plain timeout (no condition event) is enough
             yield env.timeout(float(ends[-1]))
+        if self._api_on:  # arrivals in the last iteration reach the API server before its tokens
+            self._pull_arrivals()
         self._run = None
         self._apply_run(start, ends, durations, done)
 
@@ -390,14 +438,29 @@ class Engine:
     def _apply_run(self, start: float, ends: Any, durations: Any, done: int) -> None:
         """The first `done` iterations of a decode run: blocks in stepping order, then tokens."""
         cohort = self.scheduler.cohort
+        self._last_start_s = start + (float(ends[done - 2]) if done > 1 else 0.0)
         self._record_step(start, float(ends[done - 1]), cohort.size * done, done)
         if self.cfg.kv_cache_mode == "paged":
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
         self.recorder.itl_run(durations[:done], cohort.size)
+        if self._api_on:
+            first = self._run_accounted
+            self.api.output_run(start, ends[first:done], durations[first:done], cohort.size)
         if self._awaiting_visible:
-            self._mark_visible([start + end for end in ends[:done]])
+            self._mark_visible([start + end for end in ends[:done]], self.api.costs.output_s(cohort.size))
         self._advance_cohort(done)
+
+    def _account_run(self, until: float) -> None:
+        """Hand the API server the tokens of the decode run's iterations that ended by `until`."""
+        if self._run is None:
+            return
+        start, ends, durations = self._run
+        done = bisect.bisect_right(ends, until - start)
+        if done > self._run_accounted:
+            first, size = self._run_accounted, self.scheduler.cohort.size
+            self.api.output_run(start, ends[first:done], durations[first:done], size)
+            self._run_accounted = done
 
     def settle(self) -> None:
         """At the horizon: take in requests that have arrived, and apply the iterations of an unfinished

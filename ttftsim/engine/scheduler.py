@@ -4,7 +4,11 @@ Core rule: running requests first, in order, each taking min(remaining, budget) 
 a chunk for a partial prefill); when KV blocks run out the policy's victim is preempted by recompute
 (blocks freed, progress reset, back to the front of the waiting queue); waiting requests are admitted,
 after a prefix-cache lookup, only if nothing was preempted this step, while fewer than max_num_seqs run
-and budget remains; the first one that does not fit stops admission (head-of-line, FCFS).
+and budget remains; the first one that does not fit stops admission (head-of-line, FCFS). A request the
+engine has not seen yet at the admission cutoff (still in the API server, or arrived after the step was
+scheduled under async scheduling) stops admission too. Full blocks are registered in the prefix cache
+when they are allocated (vLLM kv_cache_manager.allocate_slots -> cache_blocks), so a request admitted
+later in the same step hits blocks that this step is still computing.
 
 Speed: decoding requests live in a DecodeCohort. When every running request gets its full ask within
 the budget and the free blocks cover every allocation, the outcome of the running loop is known without
@@ -53,6 +57,7 @@ class Scheduler:
         self.cohort = DecodeCohort(engine.block_size)
         self.prefilling: list[RequestState] = []  # running requests outside the cohort, in running order
         self._seq = 0
+        self.deferred = False  # the last schedule left out a request it could see now, for the async cutoff
 
     def has_work(self) -> bool:
         return bool(self.running) or len(self.waiting) > 0
@@ -64,8 +69,11 @@ class Scheduler:
             remaining = min(remaining, self.cfg.long_prefill_token_threshold)
         return min(remaining, budget)
 
-    def schedule(self, now: float) -> StepPlan:
+    def schedule(self, now: float, admit_before: float | None = None) -> StepPlan:
+        """The next iteration's plan; waiting requests the engine got after admit_before (default: now)
+        are not yet visible to it."""
         shape = BatchShapeBuilder()
+        self.deferred = False
         scheduled: list[tuple[RequestState, int]] = []
         preempted: list[RequestState] = []
         budget = self._schedule_cohort_step(scheduled, preempted, shape) if self.use_cohort else -1
@@ -74,7 +82,7 @@ class Scheduler:
             self.dissolve_cohort()
             budget = self._schedule_running(self.cfg.max_num_batched_tokens, scheduled, preempted, shape)
         if not preempted:
-            self._admit_waiting(now, budget, scheduled, shape)
+            self._admit_waiting(now, now if admit_before is None else admit_before, budget, scheduled, shape)
         cohort_steps = not per_request and self.cohort.size > 0
         return StepPlan(tuple(scheduled), tuple(preempted), shape.build(), cohort_steps, per_request)
 
@@ -114,6 +122,7 @@ class Scheduler:
         gone = self._allocate_or_preempt(growth, preempted)
         for state, new in asks:
             if new and state.rid not in gone:
+                self._register(state, state.num_computed + new)
                 scheduled.append((state, new))
                 shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
         shape.add_decodes(self.cohort.size, self.cohort.kv_tokens)
@@ -206,6 +215,7 @@ class Scheduler:
                 budget -= new
                 index += 1
         for state, new in scheduled:
+            self._register(state, state.num_computed + new)
             shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
         return budget
 
@@ -228,12 +238,25 @@ class Scheduler:
 
     # ---- admission ----
 
+    def _register(self, state: RequestState, num_tokens_after: int) -> None:
+        """Full blocks of a scheduled request enter the prefix cache as they are allocated."""
+        if self.kv.caching and not state.req.private:
+            self.kv.cache_full_blocks(state.rid, state.token_segments(), num_tokens_after)
+
     def _admit_waiting(
-        self, now: float, budget: int, scheduled: list[tuple[RequestState, int]], shape: BatchShapeBuilder
+        self,
+        now: float,
+        admit_before: float,
+        budget: int,
+        scheduled: list[tuple[RequestState, int]],
+        shape: BatchShapeBuilder,
     ) -> None:
         kv, cfg = self.kv, self.cfg
         while len(self.waiting) and budget > 0 and len(self.running) < cfg.max_num_seqs:
             state = self.waiting.peek()
+            if state.submitted_s > admit_before:
+                self.deferred = state.submitted_s <= now  # visible now: the next schedule may admit it
+                break
             hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
             start = hit.num_tokens
             if state.req.preloaded_tokens > start and state.num_preemptions == 0:  # KV sent by a prefill pod
@@ -247,6 +270,7 @@ class Scheduler:
             self.waiting.pop()
             kv.record_admission(state.num_tokens, hit.num_tokens)
             self._admit(state, now, start)
+            self._register(state, start + new)
             scheduled.append((state, new))
             shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
             budget -= new

@@ -24,10 +24,12 @@ class RequestState:
         "first_preempt_s",
         "first_scheduled_s",
         "first_token_s",
+        "ingress_s",
         "last_admit_s",
         "num_computed",
         "num_output",
         "num_preemptions",
+        "output_delay_s",
         "prefill_s",
         "rejected_reason",
         "req",
@@ -59,6 +61,8 @@ class RequestState:
         self.sync_clock = 0  # decode-cohort clock at which num_computed/num_output were last exact
         self.visible_s = -1.0  # when the client sees the first content (the first_visible_token-th token)
         self.submitted_s = req.arrival_s  # when this engine got it (later than arrival after routing delays)
+        self.ingress_s = 0.0  # of which in the API server (parsing, tokenization) before the engine core
+        self.output_delay_s = 0.0  # API-server time between emitting the visible token and sending it
 
     @property
     def num_tokens(self) -> int:

@@ -92,10 +92,11 @@ class Recorder:
         """Record a request that finished, was rejected, or is still in flight (status given)."""
         req = state.req
         has_token = state.visible_s >= 0  # TTFT as the client sees it
-        ttft = state.visible_s - req.arrival_s + self.frontend_s if has_token else np.nan
+        frontend = state.ingress_s + state.output_delay_s + self.frontend_s  # API server + fixed extra
+        ttft = state.visible_s + state.output_delay_s - req.arrival_s + self.frontend_s if has_token else np.nan
         gateway = queue = recompute = prefill = waiting = stream = np.nan
         if has_token:
-            gateway = state.submitted_s - req.arrival_s  # no ready replica (cold start), a retry after a failure
+            gateway = state.submitted_s - state.ingress_s - req.arrival_s  # no ready replica, a retry
             queue = state.first_scheduled_s - state.submitted_s
             recompute = state.last_admit_s - state.first_scheduled_s
             prefill = state.prefill_s
@@ -130,9 +131,9 @@ class Recorder:
                 prefill,
                 waiting,
                 stream,
-                self.frontend_s if has_token else np.nan,
+                frontend if has_token else np.nan,
                 tpot,
-                state.finish_s - req.arrival_s + self.frontend_s if finished else np.nan,
+                state.finish_s - req.arrival_s + frontend if finished else np.nan,
                 req.priority,
                 req.session_id,
             )

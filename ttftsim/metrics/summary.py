@@ -1,5 +1,7 @@
 """Summaries of a run: request counts, TTFT / TPOT / ITL / end-to-end percentiles, the TTFT breakdown,
-throughput, goodput under the SLO, and prefix-cache hit rate."""
+throughput, goodput under the SLO, and prefix-cache hit rate. Each TTFT percentile also gets its 95%
+order-statistic interval (ttft_interval_s; metrics/intervals.py): how far the percentile of this many
+requests could move by sampling alone, not the model's error."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ttftsim.config.scenario import Slo
+from ttftsim.metrics.intervals import CONFIDENCE, rank_interval
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
 BREAKDOWN = ("gateway_s", "queue_s", "recompute_s", "prefill_s", "waiting_s", "stream_s", "frontend_s")
@@ -22,6 +25,26 @@ def distribution(values: NDArray[np.float64]) -> dict[str, float | None]:
         return {"mean": None, **dict.fromkeys(QUANTILES)}
     result: dict[str, float | None] = {"mean": float(finite.mean())}
     result.update({name: float(np.quantile(finite, q)) for name, q in QUANTILES.items()})
+    return result
+
+
+def quantile_intervals(values: NDArray[np.float64]) -> dict[str, Any]:
+    """Each percentile's 95% order-statistic interval [X(rank_lo), X(rank_hi)] of the finite values, with the
+    coverage the ranks reach (below 95% only where there are too few values, e.g. P99.9 of 1,000)."""
+    ordered = np.sort(values[np.isfinite(values)])
+    result: dict[str, Any] = {"confidence": CONFIDENCE, "num_samples": len(ordered)}
+    for name, q in QUANTILES.items():
+        if len(ordered) < 2:
+            result[name] = {"lo": None, "hi": None, "rank_lo": None, "rank_hi": None, "coverage": None}
+            continue
+        ranks = rank_interval(len(ordered), q)
+        result[name] = {
+            "lo": float(ordered[ranks.rank_lo - 1]),
+            "hi": float(ordered[ranks.rank_hi - 1]),
+            "rank_lo": ranks.rank_lo,
+            "rank_hi": ranks.rank_hi,
+            "coverage": ranks.coverage,
+        }
     return result
 
 
@@ -60,7 +83,8 @@ def summarize(
     finished = requests[requests["status"] == "finished"]
     with_token = requests[requests["ttft_s"].notna()]
     span = max(span_s, 1e-12)
-    ttft = distribution(requests["ttft_s"].to_numpy(dtype=np.float64))
+    ttft_values = requests["ttft_s"].to_numpy(dtype=np.float64)
+    ttft = distribution(ttft_values)
     summary: dict[str, Any] = {
         "requests": {
             "arrived": len(requests),
@@ -72,6 +96,7 @@ def summarize(
             "preemptions": int(requests["num_preemptions"].sum()),
         },
         "ttft_s": ttft,
+        "ttft_interval_s": quantile_intervals(ttft_values),
         "tpot_s": distribution(finished["tpot_s"].to_numpy(dtype=np.float64)),
         "itl_s": weighted_distribution(*itl),
         "e2e_s": distribution(finished["e2e_s"].to_numpy(dtype=np.float64)),

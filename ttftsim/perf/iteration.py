@@ -1,10 +1,17 @@
 """Iteration-time model: the time of one engine step on one replica, and its breakdown by operator.
 
 Per transformer layer on each TP rank: QKV and output projections, the MLP (dense, or MoE with the
-experts the batch actually hits), prefill attention (FlashAttention: no n x n matrix, cost in query-key
-pairs), decode attention (reads the KV cache), fused norm/residual/RoPE/activation kernels, and two TP
-all-reduces. Once per step: the LM head for the sampled sequences only, and a fixed host overhead that is
-smaller for decode-only steps replayed from a CUDA graph. Pipeline parallelism is not modelled.
+experts the batch actually hits, as one fused kernel), prefill attention (FlashAttention: no n x n
+matrix, cost in query-key pairs), decode attention (reads the KV cache), fused norm/residual/RoPE/activation
+kernels, and two TP all-reduces. Once per step: the LM head for the sampled sequences only, and the host
+time (scheduling, input preparation, launches, sampling bookkeeping).
+
+CUDA graphs (cudagraph.py): a batch within the capture limit runs its captured kernels at the padded token
+count, and its host time is that of a FULL graph (uniform decode), of PIECEWISE graphs (attention launched
+eagerly in every layer), or eager. With async scheduling (vLLM v1/engine/core.py
+EngineCore.step_with_batch_queue: step k+1 is scheduled and its inputs prepared while step k runs on the
+device) the host time overlaps the device time: a step takes max(device, host) instead of their sum.
+Pipeline parallelism is not modelled.
 
 Everything that depends only on (tokens, sampled) is memoised: decode steps differ only in attention.
 """
@@ -21,9 +28,16 @@ from ttftsim.config.dtypes import KvDtype, WeightDtype, gemm_compute_dtype, kv_b
 from ttftsim.config.hardware import HardwareProfile, Link
 from ttftsim.model.spec import ModelSpec
 from ttftsim.perf.batch import BatchShape
-from ttftsim.perf.kernels import AttentionShape, KernelCosts, RooflineCosts
+from ttftsim.perf.cudagraph import GraphDispatch, GraphMode
+from ttftsim.perf.kernels import AttentionShape, KernelCosts, MoeShape, RooflineCosts
 
 ACTIVATION_BYTES = 2  # bf16 activations
+# PIECEWISE graphs replay the pieces between attention ops and launch attention eagerly: per decoder layer
+# one graph launch plus the attention op's two kernels (KV-cache write, FlashAttention) against twelve launches
+# when nothing is captured (norm, QKV, RoPE, cache write, attention, O, all-reduce, add+norm, gate-up, SiLU-mul,
+# down, all-reduce). So a piecewise step's host time sits 3/12 of the way from the FULL-graph figure to the
+# eager one. A count of launches, not a measurement.
+PIECEWISE_HOST_SHARE = 3.0 / 12.0
 
 
 @dataclass(frozen=True)
@@ -35,9 +49,11 @@ class Deployment:
     tp: int = 1
     weight_dtype: WeightDtype = "bf16"
     kv_dtype: KvDtype = "bf16"
-    cudagraph_max_seqs: int = 512  # decode batches up to this size replay a CUDA graph; 0 = eager only
+    cudagraph_max_seqs: int = 512  # vLLM's max_cudagraph_capture_size (tokens); 0 = eager only
     iteration_overhead_s: float | None = None  # engine-version override of the hardware's host overhead
     decode_graph_iteration_s: float | None = None
+    max_num_seqs: int | None = None  # FULL decode graphs are captured up to this size (None: every size)
+    async_scheduling: bool = False  # host time overlaps device time (vLLM --async-scheduling)
 
     def __post_init__(self) -> None:
         if self.model.num_attention_heads % self.tp:
@@ -56,10 +72,16 @@ class Deployment:
 
 @dataclass(frozen=True)
 class StepTiming:
-    """One iteration's time and where it goes (seconds per operator class, summed over layers)."""
+    """One iteration's time and where it goes (seconds per operator class, summed over layers).
+    Invariant: the breakdown sums to total_s; its `overhead` entry is the host time not hidden under the
+    device (host_s - hidden_host_s)."""
 
     total_s: float
     breakdown: Mapping[str, float] = field(default_factory=dict)
+    host_s: float = 0.0
+    hidden_host_s: float = 0.0
+    graph_mode: GraphMode = "eager"
+    num_padded_tokens: int = 0
 
 
 class IterationModel:
@@ -79,15 +101,24 @@ class IterationModel:
         self._wbytes = weight_bytes_per_param(deployment.weight_dtype)
         self._dtype = gemm_compute_dtype(deployment.weight_dtype)
         self._inter = m.intermediate_size // tp
+        self._experts = MoeShape(
+            m.num_local_experts, m.num_experts_per_tok, m.hidden_size, self._inter, self._wbytes, self._dtype
+        )
         self._dense_cache: dict[tuple[int, int], dict[str, float]] = {}
         self._dense_total: dict[tuple[int, int], float] = {}
         overhead = deployment.hardware.overhead
         eager = deployment.iteration_overhead_s
         graph = deployment.decode_graph_iteration_s
-        self._eager_s = overhead.iteration_s if eager is None else eager
-        self._graph_s = overhead.decode_graph_iteration_s if graph is None else graph
-        if deployment.cudagraph_max_seqs == 0:
-            self._graph_s = self._eager_s
+        eager_s = overhead.iteration_s if eager is None else eager
+        graph_s = overhead.decode_graph_iteration_s if graph is None else graph
+        self._host_s: dict[GraphMode, float] = {
+            "full": graph_s,
+            "piecewise": graph_s + PIECEWISE_HOST_SHARE * (eager_s - graph_s),
+            "eager": eager_s,
+        }
+        graphs = deployment.cudagraph_max_seqs if deployment.hardware.kind == "gpu" else 0  # no graphs on CPU
+        self.graphs = GraphDispatch.of(graphs, deployment.max_num_seqs)
+        self._async = deployment.async_scheduling
 
     # ---- parts that depend only on the token and sampled counts ----
 
@@ -98,11 +129,9 @@ class IterationModel:
         spec, h, inter = self.deployment.model, self.deployment.model.hidden_size, self._inter
         if not spec.is_moe:
             return self._gemm(tokens, 2 * inter, h) + self._gemm(tokens, h, inter)
-        experts, top_k = spec.num_local_experts, spec.num_experts_per_tok
-        hit = experts * (1.0 - (1.0 - top_k / experts) ** tokens)
-        per_expert = max(1, round(tokens * top_k / hit))
-        router = self.costs.gemm_s(tokens, experts, h, "bf16", experts * h * 2.0)
-        return router + hit * (self._gemm(per_expert, 2 * inter, h) + self._gemm(per_expert, h, inter))
+        experts = self._experts  # one fused kernel pair over the experts hit, not one GEMM per expert
+        router = self.costs.gemm_s(tokens, experts.num_experts, h, "bf16", experts.num_experts * h * 2.0)
+        return router + self.costs.moe_s(tokens, experts.experts_hit(tokens), experts)
 
     def _elementwise_s(self, tokens: int) -> float:
         a, h = self._attn, self.deployment.model.hidden_size
@@ -148,9 +177,14 @@ class IterationModel:
 
     # ---- public ----
 
+    def graph_mode(self, shape: BatchShape) -> GraphMode:
+        """FULL for a uniform decode batch (every sequence one new token), PIECEWISE for any other batch
+        within the capture limit, eager above it (cudagraph.py)."""
+        return self.graphs.mode(shape.num_tokens, shape.prefill_tokens == shape.num_prefill_seqs)
+
     def overhead_s(self, shape: BatchShape) -> float:
-        graphable = shape.is_decode_only and shape.num_decode_seqs <= self.deployment.cudagraph_max_seqs
-        return self._graph_s if graphable else self._eager_s
+        """Host time of the step (scheduling, input preparation, launches), hidden or not."""
+        return self._host_s[self.graph_mode(shape)]
 
     def _attention_parts(self, shape: BatchShape) -> tuple[float, float]:
         prefill = self.costs.prefill_attention_s(
@@ -159,36 +193,59 @@ class IterationModel:
         decode = self.costs.decode_attention_s(shape.num_decode_seqs, shape.decode_kv_tokens, self._attn)
         return self._layers * prefill, self._layers * decode
 
+    def _step_s(self, device_s: float, host_s: float) -> float:
+        """Host time after the device time (synchronous), or overlapped with it (async scheduling)."""
+        return max(device_s, host_s) if self._async else device_s + host_s
+
     def time_s(self, shape: BatchShape) -> float:
         """Iteration time in seconds (the fast path the engine calls every step)."""
         if shape.num_tokens == 0:
             return 0.0
         prefill, decode = self._attention_parts(shape)
-        return self._dense_s(shape.num_tokens, shape.num_sampled) + prefill + decode + self.overhead_s(shape)
+        dense = self._dense_s(self.graphs.padded_tokens(shape.num_tokens), shape.num_sampled)
+        return self._step_s(dense + prefill + decode, self.overhead_s(shape))
+
+    def idle_start_s(self, shape: BatchShape) -> float:
+        """An iteration started from idle: its host time (scheduling, input preparation) runs before the
+        device starts, with no earlier step to hide under, even with async scheduling."""
+        if shape.num_tokens == 0:
+            return 0.0
+        prefill, decode = self._attention_parts(shape)
+        dense = self._dense_s(self.graphs.padded_tokens(shape.num_tokens), shape.num_sampled)
+        return dense + prefill + decode + self.overhead_s(shape)
 
     def timing(self, shape: BatchShape) -> StepTiming:
-        """Iteration time with its breakdown by operator class."""
+        """Iteration time with its breakdown by operator class; `overhead` is the host time left exposed."""
         if shape.num_tokens == 0:
             return StepTiming(0.0, {})
-        breakdown = dict(self._dense_parts(shape.num_tokens, shape.num_sampled))
+        padded = self.graphs.padded_tokens(shape.num_tokens)
+        breakdown = dict(self._dense_parts(padded, shape.num_sampled))
         breakdown["prefill_attention"], breakdown["decode_attention"] = self._attention_parts(shape)
-        breakdown["overhead"] = self.overhead_s(shape)
-        return StepTiming(sum(breakdown.values()), breakdown)
+        device_s = sum(breakdown.values())
+        host_s = self.overhead_s(shape)
+        total_s = self._step_s(device_s, host_s)
+        breakdown["overhead"] = total_s - device_s if self._async else host_s
+        return StepTiming(total_s, breakdown, host_s, host_s - breakdown["overhead"], self.graph_mode(shape), padded)
 
     def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
         """The time of a decode-only iteration of num_seqs sequences as a function of their KV total (sum,
         including this step's token): for runs short enough that numpy's call overhead would dominate.
         Equal, bit for bit, to time_s on the same shape."""
-        dense = self._dense_s(num_seqs, num_seqs)
-        overhead = self.overhead_s(BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=num_seqs))
+        dense = self._dense_s(self.graphs.padded_tokens(num_seqs), num_seqs)
+        host = self.overhead_s(BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=num_seqs))
         layers, attention, shape = self._layers, self.costs.decode_attention_s, self._attn
-        return lambda kv_tokens: dense + layers * attention(num_seqs, kv_tokens, shape) + overhead
+        if self._async:
+            return lambda kv_tokens: max(dense + layers * attention(num_seqs, kv_tokens, shape), host)
+        return lambda kv_tokens: dense + layers * attention(num_seqs, kv_tokens, shape) + host
 
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:
         """Times of `steps` consecutive decode-only iterations of an unchanged batch of num_seqs sequences
         whose KV context starts at kv_tokens (sum, including this step's token) and grows by num_seqs per
         step. Equal, step by step, to calling time_s on each iteration's shape."""
         shape = BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=kv_tokens, num_sampled=num_seqs)
-        fixed = self._dense_s(num_seqs, num_seqs) + self.overhead_s(shape)
+        dense = self._dense_s(self.graphs.padded_tokens(num_seqs), num_seqs)
+        host = self.overhead_s(shape)
         contexts = kv_tokens + num_seqs * np.arange(steps, dtype=np.float64)
-        return fixed + self._layers * self.costs.decode_attention_many_s(num_seqs, contexts, self._attn)
+        device = dense + self._layers * self.costs.decode_attention_many_s(num_seqs, contexts, self._attn)
+        result: NDArray[np.float64] = np.maximum(device, host) if self._async else device + host
+        return result

@@ -36,6 +36,24 @@ class AttentionShape:
         return 2 * self.kv_heads * self.head_dim * self.kv_bytes
 
 
+@dataclass(frozen=True, slots=True)
+class MoeShape:
+    """Per-GPU geometry of one fused-MoE layer: every expert's gate-up (2 inter x hidden) and down
+    (hidden x inter) weights, inter being the expert width after TP sharding."""
+
+    num_experts: int
+    top_k: int
+    hidden: int
+    inter: int
+    weight_bytes: float  # per parameter
+    dtype: ComputeDtype
+
+    def experts_hit(self, tokens: int) -> float:
+        """Expected number of distinct experts `tokens` tokens route to, each picking top_k of num_experts
+        at random: E (1 - (1 - k/E)^T)."""
+        return self.num_experts * (1.0 - (1.0 - self.top_k / self.num_experts) ** tokens)
+
+
 class KernelCosts(Protocol):
     """Seconds for one kernel of each operator class on one GPU."""
 
@@ -59,6 +77,12 @@ class KernelCosts(Protocol):
 
     def allreduce_s(self, message_bytes: float, ranks: int, link: Link) -> float:
         """An all-reduce of message_bytes across `ranks` GPUs over `link`."""
+        ...
+
+    def moe_s(self, tokens: int, hit: float, shape: MoeShape) -> float:
+        """The fused experts of one MoE layer for `tokens` tokens spread over `hit` experts (vLLM
+        fused_experts: top-k softmax, align, grouped gate-up GEMM, SiLU-mul, grouped down GEMM, top-k
+        sum); the router GEMM and the all-reduce are separate."""
         ...
 
     def memory_s(self, moved_bytes: float) -> float:
@@ -142,3 +166,23 @@ class RooflineCosts:
 
     def memory_s(self, moved_bytes: float) -> float:
         return self._mem_latency_s + moved_bytes / self._bw
+
+    def moe_s(self, tokens: int, hit: float, shape: MoeShape) -> float:
+        """Two grouped GEMMs over the hit experts, each reading a hit expert's weights once and running at
+        the GEMM efficiency of its rows per expert, and the small routing and reduction kernels."""
+        if tokens <= 0:
+            return 0.0
+        rows, h, inter = tokens * shape.top_k, shape.hidden, shape.inter
+        efficiency = self.gemm_efficiency(max(1, round(rows / hit)))
+        peak = self._peak(shape.dtype) * efficiency
+        gate_up = max(
+            4.0 * rows * inter * h / peak,
+            self.memory_s(2.0 * hit * inter * h * shape.weight_bytes + 2.0 * rows * (h + 2 * inter)),
+        )
+        down = max(
+            2.0 * rows * inter * h / peak,
+            self.memory_s(hit * inter * h * shape.weight_bytes + 2.0 * rows * (inter + h)),
+        )
+        routing = 2.0 * self.memory_s(4.0 * tokens * (shape.num_experts + 2 * shape.top_k))  # top-k softmax, align
+        reduce = self.memory_s(6.0 * rows * inter) + self.memory_s(2.0 * rows * h + 2.0 * tokens * h)  # SiLU-mul, sum
+        return gate_up + down + routing + reduce

@@ -23,6 +23,10 @@ class StepCostModel(Protocol):
 
     def time_s(self, shape: BatchShape) -> float: ...
 
+    def idle_start_s(self, shape: BatchShape) -> float:
+        """The time of an iteration the engine starts from idle: no step in flight hides its host time."""
+        ...
+
     def decode_step_s(self, num_seqs: int) -> Callable[[int], float]: ...
 
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]: ...
@@ -51,6 +55,9 @@ class LinearStepModel:
             + self.per_kv_token_s * kv
             + self.per_attn_pair_s * shape.prefill_attn_pairs
         )
+
+    def idle_start_s(self, shape: BatchShape) -> float:
+        return self.time_s(shape)  # measured serially: host time is already in fixed_s
 
     def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
         return lambda kv_tokens: self.time_s(

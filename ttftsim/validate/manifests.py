@@ -57,6 +57,8 @@ BOOL_FLAGS = {
     "--enable-chunked-prefill": ("enable_chunked_prefill", True),
     "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
     "--enforce-eager": ("enforce_eager", True),
+    "--async-scheduling": ("async_scheduling", True),
+    "--no-async-scheduling": ("async_scheduling", False),
 }
 IGNORED_VALUE_FLAGS = ("--host", "--port", "--served-model-name", "--download-dir", "--api-key", "--uvicorn-log-level")
 QUANT_NAMES = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "compressed-tensors": "int8", "bitsandbytes": "int4"}

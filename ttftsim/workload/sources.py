@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from ttftsim.config.scenario import Client
 from ttftsim.config.workload import (
     ClosedLoop,
     ConversationWorkload,
@@ -22,6 +23,7 @@ from ttftsim.config.workload import (
 )
 from ttftsim.kvcache.hashing import Segment
 from ttftsim.workload.arrivals import arrival_times
+from ttftsim.workload.clients import ClientBehaviour, behaviour
 from ttftsim.workload.lengths import sample_lengths
 from ttftsim.workload.request import ContentIds, Request
 from ttftsim.workload.traces import load_trace
@@ -99,6 +101,35 @@ def open_loop_source(
     return float(env.now)  # when the traffic ended
 
 
+class ClientProcess:
+    """The load generator's own loop: it sends one request at a time, each `turnaround_s` after the later
+    of the previous send and the moment it could send (a response ended, a phase began)."""
+
+    def __init__(self, turnaround_s: float) -> None:
+        self.turnaround_s = turnaround_s
+        self.free_at = 0.0
+
+    def send_at(self, ready_s: float) -> float:
+        self.free_at = max(ready_s, self.free_at) + self.turnaround_s
+        return self.free_at
+
+
+class WarmupBarrier:
+    """Counts warm-up requests sent and returned; `open` fires when the last one returns."""
+
+    def __init__(self, env: simpy.Environment, warmup_requests: int) -> None:
+        self.left_to_send = warmup_requests
+        self.left_to_return = warmup_requests
+        self.open = env.event()
+        if not warmup_requests:
+            self.open.succeed()
+
+    def returned(self) -> None:
+        self.left_to_return -= 1
+        if self.left_to_return == 0 and not self.open.triggered:
+            self.open.succeed()
+
+
 def closed_loop_client(
     env: simpy.Environment,
     spec: SyntheticWorkload,
@@ -106,13 +137,26 @@ def closed_loop_client(
     submit: Submit,
     budget: list[int],
     shared: tuple[Segment, ...],
+    client: tuple[ClientBehaviour, ClientProcess, WarmupBarrier | None] | None = None,
 ) -> Generator[simpy.Event, Any, None]:
-    """One client: send, wait for the answer, think, repeat; stops at duration_s or when budget runs out."""
+    """One client: send, wait for the answer, think, repeat; stops at duration_s or when budget runs out.
+    Sends go through the tool's one process (ClientProcess), one turnaround each. With a warm-up barrier,
+    a client whose warm-up share is sent waits for every warm-up request to return; then all clients start
+    the measured phase together."""
     loop = spec.arrivals
     assert isinstance(loop, ClosedLoop)
-    if loop.ramp_up_s:
+    tool, sender, barrier = client or (ClientBehaviour(False, False, 0.0), ClientProcess(0.0), None)
+    if loop.ramp_up_s and not tool.synchronized_start:
         yield env.timeout(float(ctx.rng.uniform(0.0, loop.ramp_up_s)))
     while (spec.duration_s is None or env.now < spec.duration_s) and budget[0] > 0:
+        warming = barrier is not None and barrier.left_to_send > 0
+        if barrier is not None and not warming and not barrier.open.triggered:
+            yield barrier.open
+            continue
+        if warming and barrier is not None:
+            barrier.left_to_send -= 1
+        if sender.turnaround_s:
+            yield env.timeout(sender.send_at(env.now) - env.now)
         budget[0] -= 1
         prompt = int(sample_lengths(spec.prompt_tokens, ctx.rng, 1, ctx.base)[0])
         output = int(sample_lengths(spec.output_tokens, ctx.rng, 1, ctx.base)[0])
@@ -123,6 +167,8 @@ def closed_loop_client(
         )
         submit(request, done)
         yield done
+        if warming and barrier is not None:
+            barrier.returned()
         if loop.think_time_s:
             yield env.timeout(loop.think_time_s)
 
@@ -175,7 +221,7 @@ def conversation_starter(
 
 
 def start_workload(
-    env: simpy.Environment, workload: Workload, ctx: WorkloadContext, submit: Submit
+    env: simpy.Environment, workload: Workload, ctx: WorkloadContext, submit: Submit, client: Client | None = None
 ) -> list[Request] | None:
     """Start the processes of a closed-loop or conversation workload (returns None); for an open-loop
     workload return its requests, which the caller feeds (a source process, or the engine itself)."""
@@ -186,7 +232,11 @@ def start_workload(
         budget = [workload.num_requests if workload.num_requests is not None else 1 << 62]
         tokens = workload.shared_prefix_tokens
         shared: tuple[Segment, ...] = ((ctx.content.new(), tokens),) if tokens else ()
+        tool = behaviour(client or Client())
+        warmup = client.warmup_requests if client is not None else 0
+        barrier = WarmupBarrier(env, warmup) if tool.barrier_after_warmup and warmup else None
+        sender = ClientProcess(tool.turnaround_s)
         for _ in range(workload.arrivals.clients):
-            env.process(closed_loop_client(env, workload, ctx, submit, budget, shared))
+            env.process(closed_loop_client(env, workload, ctx, submit, budget, shared, (tool, sender, barrier)))
         return None
     return open_loop_requests(workload, ctx)

