@@ -14,8 +14,12 @@ a response and its next request.
 Every tool times TTFT from sending the request to the first streamed chunk (vLLM sends one whenever a step
 produced token ids), so the first token is the visible one for all of them.
 
-Turnaround (response end -> next send): measured on the real tools against the real server on this
-machine kind (benchmarks/vllm_cpu/serve_runs, docs/engine-semantics.md); a scenario can set its own.
+Turnaround (response end -> next send through the tool's one process): the median gap between a response's
+end and the next send in the tools' own closed-loop records against the real vLLM server on this machine
+kind (benchmarks/vllm_cpu/compare_serve.py, serve_runs/, 2 cores, the client pinned to one): vllm-bench
+0.32 ms, GuideLLM 0.8.1 10.6 ms, aiperf 0.13 7.0 ms. inference-perf (needs Python >= 3.12) and genai-perf
+were not run: genai-perf takes aiperf's figure (its successor shares the design), inference-perf
+vllm-bench's (one asyncio process, no record processing before the next send). A scenario can set its own.
 """
 
 from __future__ import annotations
@@ -32,15 +36,17 @@ class ClientBehaviour:
     turnaround_s: float  # response end -> next send
 
 
-MEASURED_TURNAROUND_S = 0.001  # replaced by the measurement of benchmarks/vllm_cpu (see module docstring)
+VLLM_BENCH_TURNAROUND_S = 0.00032  # measured (module docstring)
+GUIDELLM_TURNAROUND_S = 0.0106  # measured
+AIPERF_TURNAROUND_S = 0.0070  # measured
 
 BEHAVIOURS = {
     "ideal": ClientBehaviour(False, False, 0.0),
-    "vllm-bench": ClientBehaviour(True, False, MEASURED_TURNAROUND_S),
-    "guidellm": ClientBehaviour(True, False, MEASURED_TURNAROUND_S),
-    "inference-perf": ClientBehaviour(True, False, MEASURED_TURNAROUND_S),
-    "aiperf": ClientBehaviour(True, True, MEASURED_TURNAROUND_S),
-    "genai-perf": ClientBehaviour(True, True, MEASURED_TURNAROUND_S),
+    "vllm-bench": ClientBehaviour(True, False, VLLM_BENCH_TURNAROUND_S),
+    "guidellm": ClientBehaviour(True, False, GUIDELLM_TURNAROUND_S),
+    "inference-perf": ClientBehaviour(True, False, VLLM_BENCH_TURNAROUND_S),
+    "aiperf": ClientBehaviour(True, True, AIPERF_TURNAROUND_S),
+    "genai-perf": ClientBehaviour(True, True, AIPERF_TURNAROUND_S),
 }
 
 
