@@ -65,7 +65,9 @@ def test_p90_and_p99_of_three_thousand() -> None:
     assert (rank_interval(3000, 0.9).rank_lo, rank_interval(3000, 0.9).rank_hi) == (2667, 2733)
     p99 = rank_interval(3000, 0.99)
     assert (p99.rank_lo, p99.rank_hi) == (2959, 2981)
-    assert p99.coverage == pytest.approx(_coverage(3000, 0.99, 2959, 2981), abs=1e-12)
+    assert p99.coverage == pytest.approx(
+        _coverage(3000, 0.99, 2959, 2981), abs=1e-9
+    )  # log-gamma sums: ~1e-12 off scipy at n = 3000
 
 
 def test_too_few_samples_clamp_to_the_extremes_and_report_the_coverage() -> None:
