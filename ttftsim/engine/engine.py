@@ -73,10 +73,7 @@ class Engine:
         self.first_visible_token = first_visible_token  # the client sees content with this token
         self._awaiting_visible: list[RequestState] = []  # cohort members whose visible token is still ahead
         self._last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
-        api = cfg.api_server
-        self.api = ApiServer(
-            ApiServerCostsS(api.per_request_s, api.per_prompt_token_s, api.per_output_token_s, api.per_step_s)
-        )
+        self.api = ApiServer(ApiServerCostsS(**cfg.api_server.model_dump()))
         self._api_on = not self.api.costs.is_free
         self._run_accounted = 0  # iterations of the decode run in flight whose tokens the API server has
         self.on_end: Callable[[RequestState, str], None] | None = None  # cluster: a request left this engine
@@ -368,9 +365,9 @@ class Engine:
     def _run_cap(self, plan: StepPlan) -> int:
         """At most how many identical decode-only iterations follow from this plan (1 = just step; also
         when a waiting request becomes visible at the next schedule)."""
-        if plan.per_request or plan.scheduled or plan.preempted or not self.closed_form_decode:
+        if plan.per_request or plan.scheduled or plan.preempted or self.scheduler.deferred:
             return 1
-        if self.scheduler.deferred:
+        if not self.closed_form_decode:  # the reference path steps every iteration
             return 1
         return min(MAX_RUN_STEPS, self.scheduler.cohort.steps_to_next_finish())
 
@@ -445,8 +442,7 @@ class Engine:
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
         self.recorder.itl_run(durations[:done], cohort.size)
         if self._api_on:
-            first = self._run_accounted
-            self.api.output_run(start, ends[first:done], durations[first:done], cohort.size)
+            self._hand_run_tokens(start, ends, durations, done)
         if self._awaiting_visible:
             self._mark_visible([start + end for end in ends[:done]], self.api.costs.output_s(cohort.size))
         self._advance_cohort(done)
@@ -456,10 +452,13 @@ class Engine:
         if self._run is None:
             return
         start, ends, durations = self._run
-        done = bisect.bisect_right(ends, until - start)
-        if done > self._run_accounted:
-            first, size = self._run_accounted, self.scheduler.cohort.size
-            self.api.output_run(start, ends[first:done], durations[first:done], size)
+        self._hand_run_tokens(start, ends, durations, bisect.bisect_right(ends, until - start))
+
+    def _hand_run_tokens(self, start: float, ends: Any, durations: Any, done: int) -> None:
+        """The API server gets the tokens of the run's first `done` iterations not handed to it yet."""
+        first = self._run_accounted
+        if done > first:
+            self.api.output_run(start, ends[first:done], durations[first:done], self.scheduler.cohort.size)
             self._run_accounted = done
 
     def settle(self) -> None:

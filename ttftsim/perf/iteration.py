@@ -197,22 +197,23 @@ class IterationModel:
         """Host time after the device time (synchronous), or overlapped with it (async scheduling)."""
         return max(device_s, host_s) if self._async else device_s + host_s
 
+    def _device_s(self, shape: BatchShape) -> float:
+        """The step's kernels: the captured ones at the padded token count, attention at the real one."""
+        prefill, decode = self._attention_parts(shape)
+        return self._dense_s(self.graphs.padded_tokens(shape.num_tokens), shape.num_sampled) + prefill + decode
+
     def time_s(self, shape: BatchShape) -> float:
         """Iteration time in seconds (the fast path the engine calls every step)."""
         if shape.num_tokens == 0:
             return 0.0
-        prefill, decode = self._attention_parts(shape)
-        dense = self._dense_s(self.graphs.padded_tokens(shape.num_tokens), shape.num_sampled)
-        return self._step_s(dense + prefill + decode, self.overhead_s(shape))
+        return self._step_s(self._device_s(shape), self.overhead_s(shape))
 
     def idle_start_s(self, shape: BatchShape) -> float:
         """An iteration started from idle: its host time (scheduling, input preparation) runs before the
         device starts, with no earlier step to hide under, even with async scheduling."""
         if shape.num_tokens == 0:
             return 0.0
-        prefill, decode = self._attention_parts(shape)
-        dense = self._dense_s(self.graphs.padded_tokens(shape.num_tokens), shape.num_sampled)
-        return dense + prefill + decode + self.overhead_s(shape)
+        return self._device_s(shape) + self.overhead_s(shape)
 
     def timing(self, shape: BatchShape) -> StepTiming:
         """Iteration time with its breakdown by operator class; `overhead` is the host time left exposed."""

@@ -31,7 +31,9 @@ from ttftsim.config.scenario import Client
 
 @dataclass(frozen=True)
 class ClientBehaviour:
-    synchronized_start: bool  # every client sends its first request at once (no ramp)
+    """What differs between tools once their clients start together (every real tool does; only ideal
+    clients spread over a ramp, which Scenario allows for them alone)."""
+
     barrier_after_warmup: bool  # the measured phase starts when every warm-up request has returned
     turnaround_s: float  # response end -> next send
 
@@ -41,12 +43,12 @@ GUIDELLM_TURNAROUND_S = 0.0106  # measured
 AIPERF_TURNAROUND_S = 0.0070  # measured
 
 BEHAVIOURS = {
-    "ideal": ClientBehaviour(False, False, 0.0),
-    "vllm-bench": ClientBehaviour(True, False, VLLM_BENCH_TURNAROUND_S),
-    "guidellm": ClientBehaviour(True, False, GUIDELLM_TURNAROUND_S),
-    "inference-perf": ClientBehaviour(True, False, VLLM_BENCH_TURNAROUND_S),
-    "aiperf": ClientBehaviour(True, True, AIPERF_TURNAROUND_S),
-    "genai-perf": ClientBehaviour(True, True, AIPERF_TURNAROUND_S),
+    "ideal": ClientBehaviour(False, 0.0),
+    "vllm-bench": ClientBehaviour(False, VLLM_BENCH_TURNAROUND_S),
+    "guidellm": ClientBehaviour(False, GUIDELLM_TURNAROUND_S),
+    "inference-perf": ClientBehaviour(False, VLLM_BENCH_TURNAROUND_S),
+    "aiperf": ClientBehaviour(True, AIPERF_TURNAROUND_S),
+    "genai-perf": ClientBehaviour(True, AIPERF_TURNAROUND_S),
 }
 
 
@@ -55,4 +57,4 @@ def behaviour(client: Client) -> ClientBehaviour:
     base = BEHAVIOURS[client.tool]
     if client.turnaround_s is None:
         return base
-    return ClientBehaviour(base.synchronized_start, base.barrier_after_warmup, client.turnaround_s)
+    return ClientBehaviour(base.barrier_after_warmup, client.turnaround_s)

@@ -23,7 +23,7 @@ from ttftsim.config.workload import (
 )
 from ttftsim.kvcache.hashing import Segment
 from ttftsim.workload.arrivals import arrival_times
-from ttftsim.workload.clients import ClientBehaviour, behaviour
+from ttftsim.workload.clients import behaviour
 from ttftsim.workload.lengths import sample_lengths
 from ttftsim.workload.request import ContentIds, Request
 from ttftsim.workload.traces import load_trace
@@ -137,7 +137,8 @@ def closed_loop_client(
     submit: Submit,
     budget: list[int],
     shared: tuple[Segment, ...],
-    client: tuple[ClientBehaviour, ClientProcess, WarmupBarrier | None] | None = None,
+    sender: ClientProcess | None = None,
+    barrier: WarmupBarrier | None = None,
 ) -> Generator[simpy.Event, Any, None]:
     """One client: send, wait for the answer, think, repeat; stops at duration_s or when budget runs out.
     Sends go through the tool's one process (ClientProcess), one turnaround each. With a warm-up barrier,
@@ -145,16 +146,18 @@ def closed_loop_client(
     the measured phase together."""
     loop = spec.arrivals
     assert isinstance(loop, ClosedLoop)
-    tool, sender, barrier = client or (ClientBehaviour(False, False, 0.0), ClientProcess(0.0), None)
-    if loop.ramp_up_s and not tool.synchronized_start:
+    sender = sender or ClientProcess(0.0)
+    if loop.ramp_up_s:  # only ideal clients have one (Scenario refuses it for a real tool)
         yield env.timeout(float(ctx.rng.uniform(0.0, loop.ramp_up_s)))
     while (spec.duration_s is None or env.now < spec.duration_s) and budget[0] > 0:
-        warming = barrier is not None and barrier.left_to_send > 0
-        if barrier is not None and not warming and not barrier.open.triggered:
-            yield barrier.open
-            continue
-        if warming and barrier is not None:
-            barrier.left_to_send -= 1
+        warming = False
+        if barrier is not None:
+            if barrier.left_to_send:
+                barrier.left_to_send -= 1
+                warming = True
+            elif not barrier.open.triggered:
+                yield barrier.open
+                continue
         if sender.turnaround_s:
             yield env.timeout(sender.send_at(env.now) - env.now)
         budget[0] -= 1
@@ -167,7 +170,8 @@ def closed_loop_client(
         )
         submit(request, done)
         yield done
-        if warming and barrier is not None:
+        if warming:
+            assert barrier is not None
             barrier.returned()
         if loop.think_time_s:
             yield env.timeout(loop.think_time_s)
@@ -232,11 +236,12 @@ def start_workload(
         budget = [workload.num_requests if workload.num_requests is not None else 1 << 62]
         tokens = workload.shared_prefix_tokens
         shared: tuple[Segment, ...] = ((ctx.content.new(), tokens),) if tokens else ()
-        tool = behaviour(client or Client())
-        warmup = client.warmup_requests if client is not None else 0
-        barrier = WarmupBarrier(env, warmup) if tool.barrier_after_warmup and warmup else None
+        client = client or Client()
+        tool = behaviour(client)
+        warmup = client.warmup_requests if tool.barrier_after_warmup else 0
+        barrier = WarmupBarrier(env, warmup) if warmup else None
         sender = ClientProcess(tool.turnaround_s)
         for _ in range(workload.arrivals.clients):
-            env.process(closed_loop_client(env, workload, ctx, submit, budget, shared, (tool, sender, barrier)))
+            env.process(closed_loop_client(env, workload, ctx, submit, budget, shared, sender, barrier))
         return None
     return open_loop_requests(workload, ctx)
