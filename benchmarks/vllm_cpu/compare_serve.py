@@ -143,7 +143,8 @@ def closed_loop(run: dict[str, Any], sc_base: dict[str, Any], tool: str, clients
         "output_tokens": {"type": "fixed", "value": outputs},
         "num_requests": len(ok),
     }
-    client = {"tool": tool, "turnaround_s": delta, "warmup_requests": warmup}
+    # every run here sent one prompt per request (warm-up included) from its own input file
+    client = {"tool": tool, "turnaround_s": delta, "warmup_requests": warmup, "dataset_entries": "unique"}
     ttfts = []
     for seed in range(3):
         frame = simulate(scenario(sc_base["cost"], sc_base["api"], workload, client), ROOT, seed=seed).requests

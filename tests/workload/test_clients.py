@@ -76,3 +76,85 @@ def test_a_real_tool_refuses_an_ideal_ramp() -> None:
                 },
             }
         )
+
+
+# ---- the tool's prompt dataset (aiperf/genai-perf --num-dataset-entries) ----
+
+UNIFORM = {"type": "uniform", "low": 40, "high": 400}
+
+
+def test_aiperf_cycles_its_dataset_each_pass_in_a_new_order_and_repeats_hit_the_prefix_cache() -> None:
+    client = Client(tool="aiperf", dataset_entries=3, turnaround_s=0.0)
+    frame = _run(client, clients=1, requests=7, prompts=UNIFORM)
+    lengths = frame["prompt_tokens"].tolist()
+    assert len(set(lengths[:3])) == 3  # three entries, each once in the first pass
+    assert sorted(lengths[3:6]) == sorted(lengths[:3])  # the second pass: the same three, reshuffled
+    assert lengths[6] in lengths[:3]
+    # vLLM serves a repeated prompt from cache up to its last full block before the last token (16-token blocks)
+    expected = [0, 0, 0] + [(n - 1) // 16 * 16 for n in lengths[3:]]
+    assert frame["cached_tokens"].tolist() == expected
+
+
+def test_genai_perf_cycles_its_dataset_in_order() -> None:
+    frame = _run(Client(tool="genai-perf", dataset_entries=2, turnaround_s=0.0), 1, 5, UNIFORM)
+    lengths = frame["prompt_tokens"].tolist()
+    assert lengths[2:] == [lengths[0], lengths[1], lengths[0]]
+
+
+def test_the_default_dataset_is_the_tools_own() -> None:
+    from ttftsim.workload.clients import behaviour
+
+    assert behaviour(Client(tool="aiperf")).dataset_entries == 100  # aiperf's NUM_DATASET_ENTRIES
+    assert behaviour(Client(tool="genai-perf")).dataset_entries == 100
+    assert behaviour(Client(tool="aiperf", dataset_entries="unique")).dataset_entries is None
+    for tool in ("ideal", "vllm-bench", "inference-perf", "guidellm"):  # a new prompt per request
+        assert behaviour(Client(tool=tool)).dataset_entries is None
+
+
+def test_a_unique_dataset_never_repeats_a_prompt() -> None:
+    frame = _run(
+        Client(tool="aiperf", dataset_entries="unique", turnaround_s=0.0), 1, 6, {"type": "fixed", "value": 64}
+    )
+    assert frame["cached_tokens"].tolist() == [0] * 6
+
+
+def test_an_open_loop_workload_draws_from_the_dataset_too() -> None:
+    from ttftsim.workload.sources import open_loop_requests
+
+    spec = SyntheticWorkload.model_validate(
+        {
+            "type": "synthetic",
+            "arrivals": {"type": "constant", "rate": 10.0},
+            "prompt_tokens": UNIFORM,
+            "output_tokens": {"type": "fixed", "value": 4},
+            "num_requests": 6,
+        }
+    )
+    ctx = WorkloadContext(np.random.default_rng(0), Path())
+    requests = open_loop_requests(spec, ctx, Client(tool="genai-perf", dataset_entries=3))
+    contents = [r.segments for r in requests]
+    assert contents[3:] == contents[:3] and len(set(contents[:3])) == 3
+    assert not any(r.private for r in requests)  # repeated prompts share blocks
+
+
+def test_dataset_entries_need_a_synthetic_workload() -> None:
+    from ttftsim.config.scenario import Scenario
+
+    with pytest.raises(ValueError, match="dataset_entries applies to synthetic workloads"):
+        Scenario.model_validate(
+            {
+                "model": "Llama-3.1-8B",
+                "hardware": "H100-SXM5-80GB",
+                "client": {"tool": "aiperf", "dataset_entries": 10},
+                "workload": {
+                    "type": "shared_prefix",
+                    "arrivals": {"type": "poisson", "rate": 1.0},
+                    "num_groups": 1,
+                    "num_prompts_per_group": 2,
+                    "system_prompt_len": 10,
+                    "question_len": 10,
+                    "output_len": 4,
+                    "num_requests": 4,
+                },
+            }
+        )

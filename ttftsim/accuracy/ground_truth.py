@@ -24,7 +24,9 @@ from ttftsim.metrics.intervals import reported_levels
 
 CLIENT_TIMEOUT_S = 300.0  # inference-perf's request timeout in these runs
 # The closed-loop points were measured by AIConfigurator's bench_run (aiperf profile --concurrency c
-# --num-requests 20c --warmup-request-count 2c): a warm-up of 2c requests, then 20c measured ones.
+# --num-requests 20c --warmup-request-count 2c): a warm-up of 2c requests, then 20c measured ones. Its
+# benchmark runners ask for a prompt per request (src/aiconfigurator/eval/benchmarks/genai_perf_runner.py:
+# --num-dataset-entries = warm-up + measured), not the tool's default 100 that would repeat prompts.
 WARMUP_PER_CLIENT = 2
 MEASURED_PER_CLIENT = 20
 # What the open-loop runs had that is not simulated, and what that changes (docs/engine-semantics.md 7).
@@ -146,7 +148,7 @@ def _closed_loop_case(row: pd.Series) -> Case:
                 "output_tokens": {"type": "fixed", "value": osl},
                 "num_requests": warmup + MEASURED_PER_CLIENT * concurrency,
             },
-            "client": {"tool": "aiperf", "warmup_requests": warmup},
+            "client": {"tool": "aiperf", "warmup_requests": warmup, "dataset_entries": "unique"},
         }
     )
     measured = {"ttft_mean": float(row["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(row["silicon_tpot_ms"]) / 1e3}

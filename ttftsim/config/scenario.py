@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from ttftsim.config.base import StrictModel
 from ttftsim.config.cluster import Cluster
 from ttftsim.config.engine import EngineArgs
-from ttftsim.config.workload import ClosedLoop, Workload
+from ttftsim.config.workload import ClosedLoop, SyntheticWorkload, Workload
 
 KernelCosts = Literal["auto", "roofline", "calibrated"]
 ClientTool = Literal["ideal", "vllm-bench", "inference-perf", "aiperf", "genai-perf", "guidellm"]
@@ -37,6 +37,12 @@ class Client(StrictModel):
         le=1_000_000,
         description="Closed loop: requests of a warm-up phase (aiperf/genai-perf --warmup-request-count); "
         "the measured phase starts with every client at once when they have all returned",
+    )
+    dataset_entries: Annotated[int, Field(ge=1, le=10_000_000)] | Literal["unique"] | None = Field(
+        default=None,
+        description="Synthetic workloads: distinct prompts the tool generates and cycles through (aiperf/"
+        "genai-perf --num-dataset-entries, default 100: request 101 repeats a prompt, which vLLM's prefix "
+        "cache then serves); unique = a new prompt per request; default: the tool's own rule",
     )
 
 
@@ -108,5 +114,10 @@ class Scenario(StrictModel):
             raise ValueError(
                 f"workload.arrivals.ramp_up_s ({arrivals.ramp_up_s:g}) spreads ideal clients only; client.tool "
                 f"{self.client.tool} starts its clients as the tool does"
+            )
+        if isinstance(self.client.dataset_entries, int) and not isinstance(self.workload, SyntheticWorkload):
+            raise ValueError(
+                f"client.dataset_entries applies to synthetic workloads; a {self.workload.type} workload "
+                "spells out its own prompts"
             )
         return self

@@ -20,11 +20,19 @@ kind (benchmarks/vllm_cpu/compare_serve.py, serve_runs/, 2 cores, the client pin
 0.32 ms, GuideLLM 0.8.1 10.6 ms, aiperf 0.13 7.0 ms. inference-perf (needs Python >= 3.12) and genai-perf
 were not run: genai-perf takes aiperf's figure (its successor shares the design), inference-perf
 vllm-bench's (one asyncio process, no record processing before the next send). A scenario can set its own.
+
+Prompts of a synthetic workload: aiperf and genai-perf generate a dataset of --num-dataset-entries
+prompts (default 100: aiperf 0.13 config/dataset/defaults.py NUM_DATASET_ENTRIES; genai-perf
+inputs/input_constants.py DEFAULT_NUM_DATASET_ENTRIES) and cycle through it for as many requests as asked,
+warm-up included: aiperf with one ShuffleSampler for both phases (dataset/dataset_samplers.py: every entry
+once in random order, then a new order; timing/phase_orchestrator.py), genai-perf in order. Request 101
+therefore repeats a prompt whose blocks vLLM's prefix cache (on by default) may still hold. vllm-bench's
+random dataset, inference-perf's random data and guidellm's synthetic data make one prompt per request.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ttftsim.config.scenario import Client
 
@@ -36,25 +44,32 @@ class ClientBehaviour:
 
     barrier_after_warmup: bool  # the measured phase starts when every warm-up request has returned
     turnaround_s: float  # response end -> next send
+    dataset_entries: int | None = None  # distinct synthetic prompts cycled through; None: one per request
+    shuffled: bool = False  # each pass over the entries in a new random order (else in order)
 
 
 VLLM_BENCH_TURNAROUND_S = 0.00032  # measured (module docstring)
 GUIDELLM_TURNAROUND_S = 0.0106  # measured
 AIPERF_TURNAROUND_S = 0.0070  # measured
+AIPERF_DATASET_ENTRIES = 100  # aiperf and genai-perf --num-dataset-entries default (module docstring)
 
 BEHAVIOURS = {
     "ideal": ClientBehaviour(False, 0.0),
     "vllm-bench": ClientBehaviour(False, VLLM_BENCH_TURNAROUND_S),
     "guidellm": ClientBehaviour(False, GUIDELLM_TURNAROUND_S),
     "inference-perf": ClientBehaviour(False, VLLM_BENCH_TURNAROUND_S),
-    "aiperf": ClientBehaviour(True, AIPERF_TURNAROUND_S),
-    "genai-perf": ClientBehaviour(True, AIPERF_TURNAROUND_S),
+    "aiperf": ClientBehaviour(True, AIPERF_TURNAROUND_S, AIPERF_DATASET_ENTRIES, shuffled=True),
+    "genai-perf": ClientBehaviour(True, AIPERF_TURNAROUND_S, AIPERF_DATASET_ENTRIES),
 }
 
 
 def behaviour(client: Client) -> ClientBehaviour:
-    """The tool's behaviour with the scenario's own turnaround, if it sets one."""
+    """The tool's behaviour with the scenario's own turnaround and dataset size, where it sets them."""
     base = BEHAVIOURS[client.tool]
-    if client.turnaround_s is None:
-        return base
-    return ClientBehaviour(base.barrier_after_warmup, client.turnaround_s)
+    turnaround = base.turnaround_s if client.turnaround_s is None else client.turnaround_s
+    entries = client.dataset_entries
+    if entries is None:
+        entries = base.dataset_entries
+    elif entries == "unique":
+        entries = None
+    return replace(base, turnaround_s=turnaround, dataset_entries=entries)

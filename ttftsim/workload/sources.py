@@ -41,9 +41,50 @@ class WorkloadContext:
         self.request_ids: Iterator[int] = itertools.count()
 
 
-def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext) -> list[Request]:
+class PromptPool:
+    """The prompts a synthetic workload sends: a new one per request, or, for a tool that generates a fixed
+    dataset (aiperf/genai-perf --num-dataset-entries), `entries` prompts cycled through (workload/clients.py):
+    each pass in order, or in a new random order when `shuffled`. An entry keeps its content and lengths."""
+
+    def __init__(self, spec: SyntheticWorkload, ctx: WorkloadContext, entries: int | None, shuffled: bool) -> None:
+        self.spec, self.ctx, self.shuffled = spec, ctx, shuffled
+        tokens = spec.shared_prefix_tokens
+        self.shared: tuple[Segment, ...] = ((ctx.content.new(), tokens),) if tokens else ()
+        self.entries: list[tuple[tuple[Segment, ...], int, int]] = []
+        if entries is not None:
+            self.entries = [self._new_prompt() for _ in range(entries)]
+        self._order: list[int] = []
+
+    def _new_prompt(self) -> tuple[tuple[Segment, ...], int, int]:
+        prompt = int(sample_lengths(self.spec.prompt_tokens, self.ctx.rng, 1, self.ctx.base)[0])
+        output = int(sample_lengths(self.spec.output_tokens, self.ctx.rng, 1, self.ctx.base)[0])
+        return (*self.shared, (self.ctx.content.new(), prompt)), self.spec.shared_prefix_tokens + prompt, output
+
+    def next(self) -> tuple[tuple[Segment, ...], int, int]:
+        """The next request's (segments, prompt tokens, output tokens)."""
+        if not self.entries:
+            return self._new_prompt()
+        if not self._order:
+            count = len(self.entries)
+            order = self.ctx.rng.permutation(count).tolist() if self.shuffled else list(range(count))
+            self._order = order[::-1]  # popped from the end
+        return self.entries[self._order.pop()]
+
+    def request(self, arrival_s: float, priority: int = 0) -> Request:
+        segments, prompt, output = self.next()
+        request_id = next(self.ctx.request_ids)
+        return Request(request_id, arrival_s, prompt, output, segments, priority, private=not self._shares())
+
+    def _shares(self) -> bool:
+        return bool(self.shared or self.entries)
+
+
+def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext, pool: PromptPool | None) -> list[Request]:
     assert not isinstance(spec.arrivals, ClosedLoop)
     times = arrival_times(spec.arrivals, ctx.rng, spec.duration_s, spec.num_requests)
+    if pool is not None and pool.entries:
+        priorities = ctx.rng.integers(0, spec.priority_levels, len(times)).tolist()
+        return [pool.request(t, prio) for t, prio in zip(times.tolist(), priorities, strict=True)]
     prompts = sample_lengths(spec.prompt_tokens, ctx.rng, len(times), ctx.base)
     outputs = sample_lengths(spec.output_tokens, ctx.rng, len(times), ctx.base)
     priorities = ctx.rng.integers(0, spec.priority_levels, len(times))
@@ -78,10 +119,12 @@ def _shared_prefix_requests(spec: SharedPrefixWorkload, ctx: WorkloadContext) ->
     ]
 
 
-def open_loop_requests(workload: Workload, ctx: WorkloadContext) -> list[Request]:
+def open_loop_requests(workload: Workload, ctx: WorkloadContext, client: Client | None = None) -> list[Request]:
     """Every request of an open-loop workload, in arrival order."""
     if isinstance(workload, SyntheticWorkload):
-        return _synthetic_requests(workload, ctx)
+        tool = behaviour(client or Client())
+        pool = PromptPool(workload, ctx, tool.dataset_entries, tool.shuffled) if tool.dataset_entries else None
+        return _synthetic_requests(workload, ctx, pool)
     if isinstance(workload, SharedPrefixWorkload):
         return _shared_prefix_requests(workload, ctx)
     assert isinstance(workload, TraceWorkload)
@@ -136,7 +179,7 @@ def closed_loop_client(
     ctx: WorkloadContext,
     submit: Submit,
     budget: list[int],
-    shared: tuple[Segment, ...],
+    prompts: PromptPool,
     sender: ClientProcess | None = None,
     barrier: WarmupBarrier | None = None,
 ) -> Generator[simpy.Event, Any, None]:
@@ -161,14 +204,8 @@ def closed_loop_client(
         if sender.turnaround_s:
             yield env.timeout(sender.send_at(env.now) - env.now)
         budget[0] -= 1
-        prompt = int(sample_lengths(spec.prompt_tokens, ctx.rng, 1, ctx.base)[0])
-        output = int(sample_lengths(spec.output_tokens, ctx.rng, 1, ctx.base)[0])
-        segments = (*shared, (ctx.content.new(), prompt))
         done = env.event()
-        request = Request(
-            next(ctx.request_ids), env.now, spec.shared_prefix_tokens + prompt, output, segments, private=not shared
-        )
-        submit(request, done)
+        submit(prompts.request(env.now), done)
         yield done
         if warming:
             assert barrier is not None
@@ -234,14 +271,13 @@ def start_workload(
         return None
     if isinstance(workload, SyntheticWorkload) and isinstance(workload.arrivals, ClosedLoop):
         budget = [workload.num_requests if workload.num_requests is not None else 1 << 62]
-        tokens = workload.shared_prefix_tokens
-        shared: tuple[Segment, ...] = ((ctx.content.new(), tokens),) if tokens else ()
         client = client or Client()
         tool = behaviour(client)
+        prompts = PromptPool(workload, ctx, tool.dataset_entries, tool.shuffled)
         warmup = client.warmup_requests if tool.barrier_after_warmup else 0
         barrier = WarmupBarrier(env, warmup) if warmup else None
         sender = ClientProcess(tool.turnaround_s)
         for _ in range(workload.arrivals.clients):
-            env.process(closed_loop_client(env, workload, ctx, submit, budget, shared, sender, barrier))
+            env.process(closed_loop_client(env, workload, ctx, submit, budget, prompts, sender, barrier))
         return None
-    return open_loop_requests(workload, ctx)
+    return open_loop_requests(workload, ctx, client)
