@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ttftsim.shared_data import shared_dir
+from tests.reference_data import require_shared
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -28,7 +28,7 @@ def _compare(actual: Any, expected: Any, where: str = "") -> None:
 def test_example_reproduces_its_recorded_summary(path: Path) -> None:
     from examples.record import recorded_summary
 
-    if "../shared" in path.read_text() and shared_dir() is None:
-        pytest.skip("this example replays a trace from ../shared, which is absent")
+    if "../shared" in path.read_text():
+        require_shared(f"{path.name} replays a trace from it")
     expected = json.loads((EXAMPLES / "expected" / f"{path.stem}.json").read_text())
     _compare(json.loads(json.dumps(recorded_summary(path))), expected)
