@@ -9,8 +9,8 @@ import simpy
 
 from ttftsim.config.engine import ApiServerCosts, EngineArgs, resolve_engine
 from ttftsim.engine.engine import Engine
+from ttftsim.engine.recorder import Recorder
 from ttftsim.hardware.catalog import load_hardware
-from ttftsim.metrics.recorder import Recorder
 from ttftsim.perf.linear import LinearStepModel, StepCostModel
 from ttftsim.workload.request import Request
 

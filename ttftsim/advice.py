@@ -12,9 +12,12 @@ from typing import Any
 import yaml
 from pydantic import Field
 
+from ttftsim.compare import compare
 from ttftsim.config.base import StrictModel
 from ttftsim.config.loading import parse_mapping
+from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
+from ttftsim.explain import decode_intensity, kv_bytes, prefill_flops
 
 QUICK_REQUESTS = 200
 QUICK_SECONDS = 60.0
@@ -99,8 +102,6 @@ def materialize(
     claims_path: Path, claims: list[Claim], pairs: Path, quick: bool
 ) -> list[tuple[Claim, Run, Path, Path]]:
     """Write each run's two scenarios as files (runnable with `ttftsim compare`)."""
-    from ttftsim.config.scenario import Scenario
-
     pairs.mkdir(parents=True, exist_ok=True)
     out = []
     for claim in claims:
@@ -168,8 +169,6 @@ def _ms(value: float | None) -> str:
 
 
 def run_advice(claims_path: Path, pairs: Path, quick: bool, only: set[int] | None = None) -> list[dict[str, Any]]:
-    from ttftsim.compare import compare
-
     claims = [c for c in load_claims(claims_path) if only is None or c.id in only]
     results: dict[int, list[dict[str, Any]]] = {c.id: [] for c in claims}
     for claim, run, before, after in materialize(claims_path, claims, pairs, quick):
@@ -244,8 +243,6 @@ def _summary(runs: list[dict[str, Any]]) -> str:
 
 
 def _arithmetic() -> list[str]:
-    from ttftsim.explain import decode_intensity, kv_bytes, prefill_flops
-
     kv = kv_bytes("Llama-3.1-70B", "bf16", 32768)
     flops = prefill_flops("Llama-3.1-70B", 5000)
     return [

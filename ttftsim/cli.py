@@ -1,4 +1,8 @@
-"""Command line: parse, load config, one library call, render. Exit 0 ok, 1 SLO/plan failure, 2 bad input."""
+"""Command line: parse, load config, one library call, render. Exit 0 ok, 1 SLO/plan failure, 2 bad input.
+
+Each command imports the library it calls inside its function: `ttftsim models` or `--help` should not pay
+for importing the simulator, the planner or plotly (no command-local import here avoids a cycle: the import
+contracts in .importlinter keep the layers acyclic)."""
 
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from ttftsim.model.size import active_param_count, kv_bytes_per_token, param_cou
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.iteration import Deployment, IterationModel
 from ttftsim.perf.memory import DoesNotFitError, MemorySettings, plan_memory
-from ttftsim.render import render_summary
+from ttftsim.render import render_accuracy, render_compare, render_plan, render_summary, render_validation
 
 app = typer.Typer(
     name="ttftsim",
@@ -93,7 +97,7 @@ def step(
 ) -> None:
     """Time of one engine iteration and its breakdown by operator (calibrated kernel times where the GPU
     has a calibration, as in simulate; --kernel-costs roofline for the uncalibrated roofline)."""
-    from ttftsim.simulate import kernel_costs_for
+    from ttftsim.replica import kernel_costs_for
 
     deployment = _deployment(model, gpu, tp, weight_dtype, kv_dtype)
     shape = BatchShape.from_sequences(
@@ -177,7 +181,6 @@ def plan(
 ) -> None:
     """Find the cheapest deployments that meet the SLOs. Exit 1 when none does (what came closest is shown)."""
     from ttftsim.plan.run import run_plan
-    from ttftsim.render import render_plan
 
     if backend not in ("local", "ray"):
         raise InputError("--backend", "", f"unknown backend {backend!r} (local or ray)")
@@ -223,7 +226,6 @@ def validate(
 ) -> None:
     """Check a deployment (memory, KV, TP, GPU requests and affinity, probes, HPA) and predict its TTFT.
     Exit 0 pass, 1 a finding is an error, 2 invalid input."""
-    from ttftsim.render import render_validation
     from ttftsim.validate.run import validate as check
 
     report = check(deploy, list(manifest or []))
@@ -244,7 +246,6 @@ def compare(
 ) -> None:
     """The same traffic through two scenarios: TTFT percentiles, TPOT, throughput, cost, TTFT breakdown."""
     from ttftsim.compare import compare as run
-    from ttftsim.render import render_compare
 
     result = run(first, second, seed)
     if as_json:
@@ -263,14 +264,14 @@ def schema(
     from ttftsim.docs import drift, write
 
     if check:
-        stale = drift(docs)
+        stale = drift(docs, app)
         for path in stale:
             console.print(f"[red]out of date:[/] {path} (run `ttftsim schema`)")
         if stale:
             raise typer.Exit(1)
         console.print("docs match the schemas and the CLI")
         return
-    for written in write(out, docs):
+    for written in write(out, docs, app):
         console.print(f"wrote {written}")
 
 
@@ -433,7 +434,6 @@ def accuracy(
     from ttftsim.accuracy.ground_truth import case_notes, read_ground_truth, with_kernel_costs
     from ttftsim.accuracy.harness import as_json as to_json
     from ttftsim.accuracy.harness import run_all, summarize
-    from ttftsim.render import render_accuracy
 
     cases = read_ground_truth(ground_truth)
     results, skipped = run_all(with_kernel_costs(cases, kernel_costs))

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ttftsim.hardware.catalog import load_hardware
-from ttftsim.simulate import SimulationResult, load_scenario, resolve_ref, simulate
+from ttftsim.replica import resolve_ref
+from ttftsim.simulate import SimulationResult, load_scenario, simulate
 
 ROWS = (
     ("requests finished", ("requests", "finished"), 1.0),
@@ -66,4 +67,5 @@ def compare(first: Path, second: Path, seed: int | None = None) -> dict[str, Any
         "b": b.name,
         "traffic": f"{first.name}'s workload, seed {seed if seed is not None else a.seed}",
         "rows": rows,
+        "warnings": list(dict.fromkeys(w for r in results for w in r["warnings"])),  # what A or B did not model
     }

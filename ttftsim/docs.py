@@ -1,5 +1,6 @@
 """JSON Schemas of every input file (editor completion), and docs/config.md and docs/cli.md generated from
-them and from the command line's own definitions; `ttftsim schema --check` fails when the docs drift."""
+them and from the command line's own definitions; `ttftsim schema --check` fails when the docs drift.
+The command line hands in its typer app: the docs read it, they do not import the CLI."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import typer
 from pydantic import BaseModel
+from typer.main import get_command
 
 from ttftsim.config.deploy import Deploy
 from ttftsim.config.hardware import HardwareProfile
@@ -74,11 +77,7 @@ def config_md() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def cli_md() -> str:
-    from typer.main import get_command
-
-    from ttftsim.cli import app
-
+def cli_md(app: typer.Typer) -> str:
     group: Any = get_command(app)
     out = [
         "# Command line",
@@ -102,7 +101,7 @@ def cli_md() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def write(out: Path | None, docs_dir: Path) -> list[Path]:
+def write(out: Path | None, docs_dir: Path, app: typer.Typer) -> list[Path]:
     written = []
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -110,16 +109,16 @@ def write(out: Path | None, docs_dir: Path) -> list[Path]:
             path = out / f"{name}.schema.json"
             path.write_text(json.dumps(schema, indent=1) + "\n", encoding="utf-8")
             written.append(path)
-    for path, text in ((docs_dir / "config.md", config_md()), (docs_dir / "cli.md", cli_md())):
+    for path, text in ((docs_dir / "config.md", config_md()), (docs_dir / "cli.md", cli_md(app))):
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return written
 
 
-def drift(docs_dir: Path) -> list[str]:
+def drift(docs_dir: Path, app: typer.Typer) -> list[str]:
     """Docs that differ from what the schemas and the CLI generate now."""
     stale = []
-    for path, text in ((docs_dir / "config.md", config_md()), (docs_dir / "cli.md", cli_md())):
+    for path, text in ((docs_dir / "config.md", config_md()), (docs_dir / "cli.md", cli_md(app))):
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             stale.append(str(path))
     return stale

@@ -30,8 +30,9 @@ import simpy
 
 from ttftsim.config.scenario import Scenario
 from ttftsim.engine.engine import Engine
-from ttftsim.metrics.recorder import Recorder
-from ttftsim.simulate import build_replica, simulate
+from ttftsim.engine.recorder import Recorder
+from ttftsim.replica import build_replica
+from ttftsim.simulate import simulate
 from ttftsim.workload.request import Request
 
 HERE = Path(__file__).resolve().parent

@@ -17,7 +17,7 @@ from ttftsim.cluster.cluster import ClusterSim, ReplicaBuild, Wrap
 from ttftsim.cluster.run import run_until_done
 from ttftsim.config.cluster import Cluster
 from ttftsim.engine.engine import Engine
-from ttftsim.metrics.recorder import Recorder
+from ttftsim.engine.recorder import Recorder
 from ttftsim.perf.linear import LinearStepModel
 from ttftsim.workload.request import Request
 from ttftsim.workload.sources import open_loop_source

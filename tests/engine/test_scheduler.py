@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import feed, make_engine, request
+from ttftsim.engine.recorder import Recorder
 from ttftsim.hardware.catalog import load_hardware
-from ttftsim.metrics.recorder import Recorder
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.iteration import Deployment, IterationModel

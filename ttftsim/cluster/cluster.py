@@ -35,8 +35,9 @@ from ttftsim.cluster.placement import Node, could_ever_fit, pick_node, unschedul
 from ttftsim.cluster.router import Router
 from ttftsim.config.cluster import Cluster, NodePool
 from ttftsim.engine.engine import Engine
+from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.state import RequestState
-from ttftsim.metrics.recorder import Recorder
+from ttftsim.hardware.catalog import load_hardware
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.linear import StepCostModel
 from ttftsim.workload.request import Request
@@ -193,8 +194,6 @@ class ClusterSim:
         container without an nvidia.com/gpu request sees no GPU, even on a GPU node)."""
         if self.gpus_per_pod > 0:
             return node.pool.hardware
-        from ttftsim.hardware.catalog import load_hardware
-
         return node.pool.hardware if load_hardware(node.pool.hardware).kind == "cpu" else CPU_HARDWARE
 
     def _new_pod(self, role: str, warm_start: bool = False) -> Pod:
@@ -729,8 +728,6 @@ class ClusterSim:
 
     def cost(self) -> dict[str, float]:
         """Node-hours, GPU-hours and dollars, billed from the node's request to its removal."""
-        from ttftsim.hardware.catalog import load_hardware
-
         node_hours = gpu_hours = dollars = 0.0
         for node in self.nodes:
             end = node.ended_s if node.ended_s >= 0 else self.env.now
@@ -751,6 +748,4 @@ def _gpus_per_node(pool: NodePool) -> int:
     """The pool's GPUs per node: its own setting, or its hardware profile's."""
     if pool.gpus_per_node is not None:
         return pool.gpus_per_node
-    from ttftsim.hardware.catalog import load_hardware
-
     return load_hardware(pool.hardware).gpus_per_node

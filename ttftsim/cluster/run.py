@@ -14,10 +14,11 @@ import simpy
 from ttftsim.cluster.cluster import ClusterSim, ReplicaBuild, Wrap
 from ttftsim.config.scenario import Scenario
 from ttftsim.engine.engine import Engine
+from ttftsim.engine.recorder import Recorder
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
-from ttftsim.metrics.recorder import Recorder
 from ttftsim.perf.memory import DoesNotFitError
+from ttftsim.replica import build_replica, resolve_ref
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
 
 CHUNK_S = 30.0  # without a horizon, the run stops at the first chunk end with traffic over and nothing left,
@@ -62,8 +63,6 @@ def fixed_cluster(
 
 def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
     """hardware name -> ReplicaBuild, built once per hardware (a pod on a CPU node runs at CPU speed)."""
-    from ttftsim.simulate import build_replica
-
     cache: dict[str, ReplicaBuild] = {}
 
     def build(hardware: str) -> ReplicaBuild:
@@ -106,8 +105,6 @@ def run_cluster(
     """Simulate; returns the cluster (for its logs and engines) and the end time."""
     spec = scenario.cluster
     assert spec is not None
-    from ttftsim.simulate import resolve_ref
-
     for index, pool in enumerate(spec.node_pools):
         try:
             load_hardware(resolve_ref(pool.hardware, base), source)

@@ -30,10 +30,10 @@ import simpy
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
+from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.scheduler import Scheduler, StepPlan
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import KVCacheManager
-from ttftsim.metrics.recorder import Recorder
 from ttftsim.perf.linear import StepCostModel
 from ttftsim.workload.request import Request
 

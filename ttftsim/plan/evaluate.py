@@ -20,15 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ttftsim.cluster.run import fixed_cluster
-from ttftsim.config.plan import Plan, PlanSlo
+from ttftsim.config.plan import Plan
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import ConversationWorkload, TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
+from ttftsim.metrics.slo import meets_slo, slo_figures
 from ttftsim.perf.memory import DoesNotFitError
+from ttftsim.replica import build_replica
+from ttftsim.simulate import simulate
+from ttftsim.workload.request import ContentIds
+from ttftsim.workload.traces import load_trace
 
 LOW_LOAD = 0.05  # the bisection's known-good end, as a fraction of the saturated throughput
 BISECTION_STEPS = 6
@@ -122,9 +126,6 @@ def scenario(
 @functools.lru_cache(maxsize=8)
 def trace_rate(workload_json: str, base: str) -> float:
     """Requests per second of a trace as its workload replays it (loaded once per process)."""
-    from ttftsim.workload.request import ContentIds
-    from ttftsim.workload.traces import load_trace
-
     spec = TraceWorkload.model_validate_json(workload_json)
     requests = load_trace(
         spec.model_copy(update={"num_requests": None}), Path(base), np.random.default_rng(0), ContentIds()
@@ -135,50 +136,11 @@ def trace_rate(workload_json: str, base: str) -> float:
     return len(requests) / span
 
 
-def slo_figures(requests: pd.DataFrame) -> dict[str, float]:
-    """Percentiles over every arrival (inf for one that never got a first token or never finished)."""
-    if not len(requests):
-        return {"ttft_p50_s": math.inf, "ttft_p90_s": math.inf, "ttft_p99_s": math.inf}
-    ttft = requests["ttft_s"].fillna(np.inf).to_numpy(dtype=np.float64)
-    tpot = requests["tpot_s"].to_numpy(dtype=np.float64)
-    finished = requests["status"].to_numpy() == "finished"
-    tpot = np.where(finished, np.nan_to_num(tpot, nan=0.0), np.inf)
-    e2e = requests["e2e_s"].fillna(np.inf).to_numpy(dtype=np.float64)
-
-    def q(values: Any, p: float) -> float:
-        return float(np.quantile(values, p, method="inverted_cdf"))
-
-    return {
-        "ttft_p50_s": q(ttft, 0.5),
-        "ttft_p90_s": q(ttft, 0.9),
-        "ttft_p99_s": q(ttft, 0.99),
-        "tpot_p99_s": q(tpot, 0.99),
-        "e2e_p99_s": q(e2e, 0.99),
-        "output_tokens_per_unit": _tokens_per_unit(requests[requests["status"] == "finished"]),
-    }
-
-
-def _tokens_per_unit(requests: pd.DataFrame) -> float:
-    """Output tokens of served requests per unit of the plan's rate: per request, or per session for
-    conversations (whose rate is in sessions/s; every turn's tokens count toward its session)."""
-    sessions = requests["session_id"]
-    units = sessions[sessions >= 0].nunique() + int((sessions < 0).sum())
-    return float(requests["generated_tokens"].sum()) / units if units else 0.0
-
-
 def meets(plan: Plan, figures: dict[str, float]) -> bool:
     return meets_slo(plan.slo, figures)
 
 
-def meets_slo(slo: PlanSlo, figures: dict[str, float]) -> bool:
-    checks = [("ttft_p99_s", slo.ttft_p99_s), ("ttft_p90_s", slo.ttft_p90_s), ("tpot_p99_s", slo.tpot_p99_s)]
-    checks.append(("e2e_p99_s", slo.e2e_p99_s))
-    return all(target is None or figures[name] <= target for name, target in checks)
-
-
 def _simulate(plan: Plan, base: str, cand: Candidate, rate: float, num_requests: int) -> dict[str, float]:
-    from ttftsim.simulate import simulate
-
     result = simulate(scenario(plan, cand, rate, num_requests, base), Path(base))
     figures = slo_figures(result.requests)
     span = float(result.requests["finish_s"].max() - result.requests["arrival_s"].min())
@@ -188,8 +150,6 @@ def _simulate(plan: Plan, base: str, cand: Candidate, rate: float, num_requests:
 
 def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
     """Whether the candidate starts, and its saturated throughput (requests/s of one replica)."""
-    from ttftsim.simulate import build_replica
-
     try:
         replica = build_replica(scenario(plan, cand, 1.0, 1, base), Path(base))
     except (DoesNotFitError, InputError) as exc:
@@ -197,8 +157,6 @@ def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
     hardware = load_hardware(cand.hardware)
     if cand.tensor_parallel_size > hardware.gpus_per_node * 8:
         return {"feasible": False, "reason": "tensor parallelism beyond 8 nodes"}
-    from ttftsim.simulate import simulate
-
     result = simulate(scenario(plan, cand, 1.0, plan.probe_requests, base, flood=True), Path(base))
     finished = result.requests[result.requests["status"] == "finished"]
     if not len(finished):
@@ -273,8 +231,6 @@ def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = "."
 
 def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, Any]:
     """The deployment at the peak rate as a cluster; add replicas while it misses (a few at most)."""
-    from ttftsim.simulate import simulate
-
     for extra in range(MAX_EXTRA_REPLICAS + 1):
         count = replicas + extra
         if count > plan.search.max_replicas:
@@ -288,7 +244,5 @@ def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, 
 
 def bound_weight_bytes(plan: Plan, base: str, cand: Candidate) -> float:
     """All the replica's weight bytes (every TP shard), for cold-start estimates."""
-    from ttftsim.simulate import build_replica
-
     replica = build_replica(scenario(plan, cand, 1.0, 1, base), Path(base))
     return float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0

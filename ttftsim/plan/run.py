@@ -11,14 +11,18 @@ from typing import Any
 
 import pandas as pd
 
+from ttftsim.config.engine import resolve_engine
 from ttftsim.config.loading import load_file
 from ttftsim.config.plan import Plan
 from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.model.catalog import load_model
 from ttftsim.plan import evaluate
 from ttftsim.plan.manifests import dump, manifests, vllm_args
 from ttftsim.plan.search import Progress, Row, Runner, pareto, search
 from ttftsim.plan.store import Store
+from ttftsim.replica import resolve_ref
 
 HF_IDS = {  # presets -> the repository `vllm serve` loads
     "Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct",
@@ -114,11 +118,6 @@ def run_plan(
 
 def check_plan(plan: Plan, path: Path) -> None:
     """What the schema cannot know: the model and hardware exist, the engine arguments resolve."""
-    from ttftsim.config.engine import resolve_engine
-    from ttftsim.hardware.catalog import load_hardware
-    from ttftsim.model.catalog import load_model
-    from ttftsim.simulate import resolve_ref
-
     source, base = str(path), path.resolve().parent
     model = load_model(resolve_ref(plan.model, base), source)
     for index, name in enumerate(plan.search.hardware):

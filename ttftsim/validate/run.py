@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
@@ -17,11 +18,17 @@ from ttftsim.config.cluster import PodSpec
 from ttftsim.config.deploy import Deploy
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.loading import load_file
+from ttftsim.config.scenario import Scenario
+from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
+from ttftsim.metrics.slo import meets_slo, slo_figures
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.memory import DoesNotFitError
+from ttftsim.replica import build_replica, resolve_ref
+from ttftsim.simulate import simulate
 from ttftsim.validate.manifests import ServingWorkload, find_serving, hardware_for_label, read_documents
+from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 
 MAX_EXTRA_REPLICAS = 8
 
@@ -189,8 +196,6 @@ def _has_shm(serving: ServingWorkload) -> bool:
 
 
 def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, source: str) -> Any:
-    from ttftsim.simulate import build_replica, resolve_ref
-
     model = load_model(resolve_ref(target.model, base), source)
     tp = target.engine.tensor_parallel_size
     if model.num_attention_heads % tp:
@@ -239,17 +244,10 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
 
 def _mean_context(scenario: Any, base: Path) -> float:
     """Mean prompt + output tokens of the traffic (its open-loop requests; a conversation's first turns)."""
-    import numpy as np
-
-    from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
-    from ttftsim.workload.sources import WorkloadContext, open_loop_requests
-
     workload = scenario.workload
     if isinstance(workload, ConversationWorkload) or (
         isinstance(workload, SyntheticWorkload) and workload.arrivals.type == "closed_loop"
     ):
-        from ttftsim.simulate import simulate
-
         sample = simulate(scenario.model_copy(update={"horizon_s": 60.0}), base).requests
         return float((sample["prompt_tokens"] + sample["output_tokens"]).mean()) if len(sample) else 0.0
     requests = open_loop_requests(workload, WorkloadContext(np.random.default_rng(0), base))
@@ -326,8 +324,6 @@ def _probe_budget(probe: dict[str, Any]) -> float:
 
 
 def _scenario(deploy: Deploy, target: Target, replicas: int, cluster: bool = False) -> Any:
-    from ttftsim.config.scenario import Scenario
-
     data: dict[str, Any] = {
         "name": deploy.name,
         "model": target.model,
@@ -342,9 +338,6 @@ def _scenario(deploy: Deploy, target: Target, replicas: int, cluster: bool = Fal
 
 
 def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None:
-    from ttftsim.plan.evaluate import meets_slo, slo_figures
-    from ttftsim.simulate import simulate
-
     serving = target.serving
     replicas = target.replicas
     if serving is not None and serving.hpa is not None:

@@ -1,0 +1,107 @@
+"""Build one engine replica from a scenario: resolve its model and hardware references, the engine
+arguments, the memory plan (KV blocks) and the iteration-cost model (roofline, calibrated kernel times, or
+measured step costs). What the single-replica run, the cluster's pods, the plan and validate all start
+engines from; it builds values only and runs nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ttftsim.calibration.costs import CalibratedCosts, fit_path
+from ttftsim.config.engine import ResolvedEngine, resolve_engine
+from ttftsim.config.hardware import HardwareProfile
+from ttftsim.config.scenario import KernelCosts as KernelCostsChoice
+from ttftsim.config.scenario import Scenario
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.model.catalog import load_model
+from ttftsim.perf.iteration import Deployment, IterationModel
+from ttftsim.perf.kernels import KernelCosts
+from ttftsim.perf.linear import LinearStepModel, StepCostModel
+from ttftsim.perf.memory import MemoryPlan, MemorySettings, plan_memory
+
+
+@dataclass(frozen=True)
+class Replica:
+    """Everything needed to start one engine: resolved arguments, cost model, KV blocks."""
+
+    engine: ResolvedEngine
+    perf: IterationModel
+    memory: MemoryPlan | None
+    num_blocks: int
+    cost: StepCostModel  # what the engine is timed with: the roofline model, or measured costs
+    kernel_costs: str = "roofline"  # which kernel times the model uses, and from where
+
+
+def resolve_ref(ref: str, base: Path) -> str:
+    """Paths in a scenario are relative to its file; names (presets, profiles) pass through."""
+    candidate = base / ref
+    return str(candidate) if ("/" in ref or ref.endswith((".json", ".yaml", ".yml"))) and candidate.exists() else ref
+
+
+def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> Replica:
+    model = load_model(resolve_ref(scenario.model, base), source)
+    hardware = load_hardware(resolve_ref(scenario.hardware, base), source)
+    try:
+        engine = resolve_engine(scenario.engine, hardware, model.max_position_embeddings, model.native_dtype)
+        deployment = Deployment(
+            model,
+            hardware,
+            engine.tp,
+            engine.weight_dtype,
+            engine.kv_dtype,
+            min(engine.cudagraph_max_seqs, engine.max_num_batched_tokens),  # vLLM caps captures at the budget
+            engine.iteration_overhead_s,
+            engine.decode_graph_iteration_s,
+            engine.max_num_seqs,
+            engine.async_scheduling,
+        )
+    except ValueError as exc:
+        raise InputError(source, "engine", str(exc)) from None
+    settings = MemorySettings(
+        engine.gpu_memory_utilization,
+        engine.max_num_batched_tokens,
+        engine.max_num_seqs,
+        engine.block_size,
+        engine.max_model_len,
+        engine.enforce_eager,
+    )
+    memory = plan_memory(deployment, settings)
+    blocks = engine.num_gpu_blocks_override or memory.num_blocks
+    kernel_costs, kernel_note = kernel_costs_for(scenario.kernel_costs, hardware, source)
+    perf = IterationModel(deployment, kernel_costs)
+    measured = scenario.measured_step_cost
+    cost: StepCostModel = (
+        perf
+        if measured is None
+        else LinearStepModel(
+            measured.fixed_s,
+            measured.per_token_s,
+            measured.per_kv_token_s,
+            measured.per_attn_pair_s,
+            measured.per_decode_token_s,
+        )
+    )
+    note = kernel_note if measured is None else "measured step costs (measured_step_cost)"
+    return Replica(engine, perf, memory, blocks, cost, note)
+
+
+def kernel_costs_for(
+    choice: KernelCostsChoice, hardware: HardwareProfile, source: str
+) -> tuple[KernelCosts | None, str]:
+    """The calibrated costs where asked for and available (None means the roofline), and a note that says
+    which were used."""
+    if choice == "roofline":
+        return None, "roofline (kernel_costs: roofline)"
+    costs = CalibratedCosts.load(hardware)
+    if costs is not None:
+        return costs, f"calibrated ({fit_path(hardware.name).name})"
+    if choice == "calibrated":
+        raise InputError(
+            source,
+            "kernel_costs",
+            f"no calibration for {hardware.name} ({fit_path(hardware.name)}); "
+            "run `ttftsim calibrate --from ...` or use kernel_costs: roofline",
+        )
+    return None, f"roofline (no calibration for {hardware.name})"
