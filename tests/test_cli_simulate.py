@@ -17,6 +17,7 @@ def test_simulate_json_and_outputs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["requests"]["finished"] > 900 and summary["slo"]["met"] is True
+    assert summary["warnings"] == []  # Llama-3.1-8B: nothing read and left unmodelled
     for name in ("requests.parquet", "requests.csv", "steps.parquet", "timeseries.csv", "summary.json", "metrics.prom"):
         assert (tmp_path / name).stat().st_size > 0, name
     assert "vllm:time_to_first_token_seconds_bucket" in (tmp_path / "metrics.prom").read_text()
@@ -29,6 +30,17 @@ def test_same_seed_same_numbers_and_seed_changes_them() -> None:
     first.pop("simulation"), second.pop("simulation"), other.pop("simulation")
     assert first == second
     assert first["ttft_s"] != other["ttft_s"]
+
+
+def test_a_sliding_window_model_warns_without_failing_the_run(tmp_path: Path) -> None:
+    scenario = tmp_path / "mistral.yaml"
+    text = EXAMPLE.read_text().replace("model: Llama-3.1-8B", "model: Mistral-7B-v0.1")
+    scenario.write_text(text.replace("duration_s: 120", "duration_s: 10"))
+    shown = run("simulate", str(scenario))
+    assert shown.returncode == 0, shown.stderr
+    assert "warning: sliding_window=4096 (Mistral-7B-v0.1) is parsed but not modelled" in shown.stdout
+    warnings = json.loads(run("simulate", str(scenario), "--json").stdout)["warnings"]
+    assert len(warnings) == 1 and warnings[0].startswith("sliding_window=4096 (Mistral-7B-v0.1) is parsed")
 
 
 def test_unmet_slo_exits_1(tmp_path: Path) -> None:

@@ -148,11 +148,19 @@ def memory(
 def simulate(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML: model, hardware, engine, workload")],
     seed: Annotated[int | None, typer.Option(help="Random seed (default: the scenario's)")] = None,
-    out: Annotated[Path | None, typer.Option(help="Write requests, iterations, time series, summary here")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout")] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write requests, iterations, time series, summary here; the wall time goes to run.json"),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary as JSON on stdout (the same bytes for the same seed)")
+    ] = False,
 ) -> None:
-    """Simulate one replica under a workload. Exit 1 when the scenario's slo.ttft_p99_s is not met."""
+    """Simulate one replica under a workload. Exit 1 when the scenario's slo.ttft_p99_s is not met.
+    --json and summary.json hold only what the scenario and seed determine (identical bytes run after run);
+    the wall time is in the human output and in run.json; anything read but not modelled is in warnings."""
     from ttftsim.metrics.export import write_results
+    from ttftsim.run_info import write_run_info
     from ttftsim.simulate import load_scenario
     from ttftsim.simulate import simulate as run
 
@@ -162,10 +170,11 @@ def simulate(
     summary = result.summary()
     if out is not None:
         write_results(out, result.requests, result.steps, result.time_series(), summary, result.prometheus())
+        write_run_info(out, result.run_info())
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     else:
-        render_summary(console, summary)
+        render_summary(console, summary, result.wall_s)
     if summary.get("slo", {}).get("met") is False:
         raise typer.Exit(1)
 
@@ -175,11 +184,18 @@ def plan(
     plan_file: Annotated[Path, typer.Argument(help="Plan YAML: model, traffic, SLOs, the space to search")],
     workers: Annotated[int, typer.Option(min=1, help="Candidates simulated in parallel")] = 2,
     backend: Annotated[str, typer.Option(help="local (processes) or ray")] = "local",
-    out: Annotated[Path | None, typer.Option(help="Where results, manifests and the checkpoint go")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Where results, manifests and the checkpoint go; tasks computed or reused: run.json"),
+    ] = None,
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted run in --out")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON on stdout (the same bytes for the same seed)")
+    ] = False,
 ) -> None:
-    """Find the cheapest deployments that meet the SLOs. Exit 1 when none does (what came closest is shown)."""
+    """Find the cheapest deployments that meet the SLOs. Exit 1 when none does (what came closest is shown).
+    --json and plan.json are identical for the same plan and seed, fresh or resumed; the tasks computed and
+    taken from the checkpoint are in the human output and in run.json."""
     from ttftsim.plan.run import run_plan
 
     if backend not in ("local", "ray"):
@@ -222,10 +238,13 @@ def _plan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | 
 def validate(
     deploy: Annotated[Path, typer.Argument(help="Deployment file: traffic, SLO, and manifests or engine arguments")],
     manifest: Annotated[list[Path] | None, typer.Option(help="Kubernetes manifest (repeatable)")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print findings and prediction as JSON")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print findings, warnings and prediction as JSON (deterministic)")
+    ] = False,
 ) -> None:
     """Check a deployment (memory, KV, TP, GPU requests and affinity, probes, HPA) and predict its TTFT.
-    Exit 0 pass, 1 a finding is an error, 2 invalid input."""
+    Exit 0 pass, 1 a finding is an error, 2 invalid input. What the manifests or the model set that is not
+    modelled (pipeline parallelism, a sliding window, unknown vLLM flags) is a warning; it never fails a run."""
     from ttftsim.validate.run import validate as check
 
     report = check(deploy, list(manifest or []))
@@ -242,7 +261,9 @@ def compare(
     first: Annotated[Path, typer.Argument(help="Scenario A (its traffic is used for both)")],
     second: Annotated[Path, typer.Argument(help="Scenario B")],
     seed: Annotated[int | None, typer.Option(help="Random seed (default: A's)")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as JSON (the same bytes for the same seed)")
+    ] = False,
 ) -> None:
     """The same traffic through two scenarios: TTFT percentiles, TPOT, throughput, cost, TTFT breakdown."""
     from ttftsim.compare import compare as run
@@ -424,7 +445,9 @@ def _web_app() -> Any:
 @app.command()
 def accuracy(
     ground_truth: Annotated[Path, typer.Argument(help="Measured runs: open-loop JSON or closed-loop CSV")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print results and summary as JSON")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print results and summary as JSON (the same bytes every run)")
+    ] = False,
     kernel_costs: Annotated[
         KernelCosts,
         typer.Option(help="Kernel times: calibrated where the GPU has a fit (auto), the roofline, or calibrated"),

@@ -67,4 +67,5 @@ def compare(first: Path, second: Path, seed: int | None = None) -> dict[str, Any
         "b": b.name,
         "traffic": f"{first.name}'s workload, seed {seed if seed is not None else a.seed}",
         "rows": rows,
+        "warnings": list(dict.fromkeys(w for r in results for w in r["warnings"])),  # what A or B did not model
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -26,7 +27,14 @@ def _interval_cells(intervals: dict[str, Any]) -> list[str]:
     return cells
 
 
-def render_summary(console: Console, summary: dict[str, Any]) -> None:
+def render_warnings(console: Console, warnings: list[str]) -> None:
+    """What a run read but did not model, one line each."""
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
+def render_summary(console: Console, summary: dict[str, Any], wall_s: float | None = None) -> None:
+    """The summary; wall_s (a run fact, not in the summary) ends the last line when given."""
     config, counts = summary["config"], summary["requests"]
     console.print(
         f"[bold]{config['scenario']}[/]: {config['model']} on {config['engine']['tp']} x {config['hardware']}, "
@@ -60,10 +68,10 @@ def render_summary(console: Console, summary: dict[str, Any]) -> None:
         console.print(f"SLO TTFT P99 <= {summary['slo']['ttft_p99_s'] * 1e3:.0f} ms: {verdict}")
     if "cluster" in summary:
         _render_cluster(console, summary["cluster"])
+    render_warnings(console, summary.get("warnings", []))
     sim = summary["simulation"]
-    console.print(
-        f"[dim]simulated {sim['sim_end_s']:.1f} s ({sim['iterations']:,} iterations) in {sim['wall_s']:.2f} s[/]"
-    )
+    took = f" in {wall_s:.2f} s" if wall_s is not None else ""
+    console.print(f"[dim]simulated {sim['sim_end_s']:.1f} s ({sim['iterations']:,} iterations){took}[/]")
 
 
 def _render_cluster(console: Console, cluster: dict[str, Any]) -> None:
@@ -203,13 +211,15 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     console.print(_kernel_times(sorted({row.candidate.hardware for row in result.rows})))
     if result.winner is None:
         console.print(f"[red]no candidate meets the SLOs.[/] Closest: {result.closest()}")
+        render_warnings(console, list(result.warnings))
         return
     win = result.winner
     console.print(
         f"[green]recommended:[/] {win.candidate.label()} x {win.replicas} replicas "
         f"({win.gpus} GPUs, {_money(win.cost_per_hour)}/hour), predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms"
     )
-    console.print(f"wrote {folder}/plan.json, ranked.csv, vllm-args.txt, manifests.yaml")
+    render_warnings(console, list(result.warnings))
+    console.print(f"wrote {folder}/plan.json, run.json, ranked.csv, vllm-args.txt, manifests.yaml")
 
 
 def render_validation(console: Console, report: Any) -> None:
@@ -231,6 +241,7 @@ def render_validation(console: Console, report: Any) -> None:
             f"prediction with {p['replicas']} replicas: TTFT P50 {_ms(p['ttft_p50_s'])} ms, "
             f"P99 {_ms(p['ttft_p99_s'])} ms; kernel times: {p['kernel_costs']}"
         )
+    render_warnings(console, report.warnings)
     console.print("[green]PASS[/]" if report.passed else "[red]FAIL[/]")
 
 
@@ -247,6 +258,7 @@ def render_compare(console: Console, result: dict[str, Any]) -> None:
         change = "-" if row["relative"] is None else f"{row['relative']:+.1%}"
         table.add_row(row["metric"], _num(row["a"]), _num(row["b"]), _num(row["delta"]), change)
     console.print(table)
+    render_warnings(console, result.get("warnings", []))
 
 
 def _kernel_times(gpus: list[str]) -> str:

@@ -203,8 +203,8 @@ def simulate(
         env.process(_ticker(env, expected, progress))
     env.run(until=scenario.horizon_s)
     gauges = {
-        "num_requests_running": float(len(engine.scheduler.running)),
-        "num_requests_waiting": float(len(engine.scheduler.waiting)),
+        "num_requests_running": float(engine.num_running),
+        "num_requests_waiting": float(engine.num_waiting),
         "kv_cache_usage_perc": engine.kv.usage(),
     }
     for state in engine.in_flight():
@@ -257,8 +257,8 @@ def _simulate_cluster(
     itl_values, itl_weights = recorder.itl_samples()
     live = [e for pod, e in ((p, p.engine) for p in cluster.pods) if e is not None and pod.state == "ready"]
     gauges = {
-        "num_requests_running": float(sum(len(e.scheduler.running) for e in live)),
-        "num_requests_waiting": float(sum(len(e.scheduler.waiting) for e in live)),
+        "num_requests_running": float(sum(e.num_running for e in live)),
+        "num_requests_waiting": float(sum(e.num_waiting for e in live)),
         "kv_cache_usage_perc": float(np.mean([e.kv.usage() for e in live])) if live else 0.0,
     }
     steps = pd.concat([recorder.steps_frame(), cluster.prefill_recorder.steps_frame()], ignore_index=True)

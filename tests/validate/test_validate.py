@@ -30,6 +30,7 @@ def test_the_example_passes_with_a_prediction() -> None:
     assert report["passed"] and report["deployment"]["hardware"] == "H100-SXM5-80GB"
     assert report["deployment"]["engine"]["max_num_seqs"] == 128
     assert report["prediction"]["replicas"] == 2 and report["prediction"]["ttft_p99_s"] < 0.5
+    assert report["warnings"] == []  # nothing parsed and left unmodelled
 
 
 INVALID = [
@@ -128,3 +129,18 @@ def test_slo_miss_suggests_a_replica_count_that_works(tmp_path: Path) -> None:
     suggested = int(slo["fix"].split()[1])
     fixed = _copy(tmp_path / "..", ("rate: 12", "rate: 80"), ("minReplicas: 2", f"minReplicas: {suggested}"))
     assert run("validate", str(fixed)).returncode == 0  # the suggestion passes
+
+
+def test_pipeline_parallelism_and_unknown_flags_are_warnings_that_do_not_fail(tmp_path: Path) -> None:
+    path = _copy(tmp_path)
+    k8s = (tmp_path / "k8s.yaml").read_text().replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 2")
+    flags = '--pipeline-parallel-size, "2", --speculative-config, "{}", '
+    (tmp_path / "k8s.yaml").write_text(k8s.replace("args: [", "args: [" + flags))
+    shown = run("validate", str(path))
+    assert shown.returncode == 0, shown.stdout + shown.stderr  # passes, as without the flags
+    assert "warning: pipeline_parallel_size=2 (Deployment/chat-8b) is parsed but not modelled" in shown.stdout
+    report = json.loads(run("validate", str(path), "--json").stdout)
+    assert report["passed"] and len(report["warnings"]) == 2
+    assert report["warnings"][0].startswith("pipeline_parallel_size=2 (Deployment/chat-8b) is parsed but not modelled")
+    assert "PP=1" in report["warnings"][0] and "TP x PP = 2 GPUs" in report["warnings"][0]
+    assert report["warnings"][1].startswith("vLLM flag --speculative-config (Deployment/chat-8b) is parsed but not")

@@ -380,7 +380,7 @@ class ClusterSim:
         same_gpu = other = 0
         for index in node.pods:
             engine = self.pods[index].engine
-            if index == pod.index or engine is None or not engine.scheduler.running:
+            if index == pod.index or engine is None or not engine.num_running:
                 continue
             if node.gpu_of.get(index) == mine:
                 same_gpu += 1

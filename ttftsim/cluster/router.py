@@ -96,7 +96,7 @@ class Router:
         for pod in pods:
             if pod.index not in scraped:
                 engine = _engine(pod)
-                scraped[pod.index] = PodMetrics(len(engine.scheduler.waiting), engine.kv.usage())
+                scraped[pod.index] = PodMetrics(engine.num_waiting, engine.kv.usage())
         return [scraped[pod.index] for pod in pods]
 
     def _best(self, pods: list[Routable], values: list[float]) -> Routable:

@@ -99,7 +99,7 @@ class Engine:
             return state
         if req.private:
             self.kv.mark_private(req.request_id)
-        self.scheduler.waiting.add(state)
+        self.scheduler.add(state)
         if not self._wakeup.triggered:
             self._wakeup.succeed()
         return state
@@ -119,10 +119,9 @@ class Engine:
         """Time until the engine must look up: the next pulled arrival, a request leaving the API server,
         or a timeout check."""
         gaps = [self._feed[0].arrival_s - self.env.now] if self._feed else []
-        if self._api_on and len(self.scheduler.waiting):
-            pending = self.scheduler.waiting.peek().submitted_s - self.env.now
-            if pending > 0:
-                gaps.append(pending)
+        head = self.scheduler.next_submitted_s() if self._api_on else None
+        if head is not None and head > self.env.now:
+            gaps.append(head - self.env.now)
         if self.client_timeout_s is not None and self.scheduler.has_work():
             gaps.append(max(0.0, self._next_expiry - self.env.now))
         return min(gaps) if gaps else None
@@ -133,27 +132,8 @@ class Engine:
         if timeout is None or now < self._next_expiry:
             return
         self._next_expiry = now + EXPIRY_CHECK_S
-        cutoff = now - timeout
-        sched = self.scheduler
-        for state in [s for s in sched.running if s.req.arrival_s <= cutoff]:
-            if state.rid in sched.cohort.members:
-                sched.cohort.leave(state)
-            elif state in sched.prefilling:
-                sched.prefilling.remove(state)
-            sched.running.remove(state)
-            self.kv.free(state.rid)
-            self.kv.forget(state.rid)
+        for state in self.scheduler.expire(now - timeout):
             self._abort(state)
-        kept = []
-        while len(sched.waiting):
-            state = sched.waiting.pop()
-            if state.req.arrival_s <= cutoff:
-                self.kv.forget(state.rid)
-                self._abort(state)
-            else:
-                kept.append(state)
-        for state in kept:
-            sched.waiting.add(state)
 
     def _abort(self, state: RequestState) -> None:
         state.status, state.rejected_reason = "aborted", f"client timeout after {self.client_timeout_s:g} s"
@@ -183,16 +163,18 @@ class Engine:
         if isinstance(state.waiter, simpy.Event) and not state.waiter.triggered:
             state.waiter.succeed(state)
 
+    @property
+    def num_running(self) -> int:
+        return self.scheduler.num_running
+
+    @property
+    def num_waiting(self) -> int:
+        return self.scheduler.num_waiting
+
     def in_flight(self) -> list[RequestState]:
         """Requests not yet ended (counters made exact), running first."""
         self.settle()
-        self.scheduler.dissolve_cohort()
-        waiting = []
-        while len(self.scheduler.waiting):
-            waiting.append(self.scheduler.waiting.pop())
-        for state in waiting:
-            self.scheduler.waiting.add(state)
-        return [*self.scheduler.running, *waiting]
+        return self.scheduler.in_flight()
 
     def fail_all(self) -> list[RequestState]:
         """The replica dies: stop its loop and hand back every request not yet ended (nothing recorded;
@@ -201,13 +183,7 @@ class Engine:
             self.process.interrupt("replica lost")
         self._run = None
         self._feed.clear()
-        sched = self.scheduler
-        sched.dissolve_cohort()
-        lost = list(sched.running)
-        while len(sched.waiting):
-            lost.append(sched.waiting.pop())
-        sched.running.clear()
-        return lost
+        return self.scheduler.drain()
 
     # ---- the loop ----
 
@@ -281,8 +257,8 @@ class Engine:
                 duration,
                 self.replica,
                 tokens,
-                len(self.scheduler.running),
-                len(self.scheduler.waiting),
+                self.scheduler.num_running,
+                self.scheduler.num_waiting,
                 self.kv.usage(),
                 steps,
             )
@@ -300,9 +276,8 @@ class Engine:
             state.num_computed = 0
         if state.num_output >= state.req.output_tokens:
             self._finish(state)
-        elif state.is_decoding and self.scheduler.use_cohort and state in self.scheduler.prefilling:
-            self.scheduler.prefilling.remove(state)
-            self.scheduler.cohort.join(state)
+        elif state.is_decoding:
+            self.scheduler.to_cohort(state)
 
     def _emit_token(self, state: RequestState, duration: float, delay: float) -> None:
         """A token sampled at the end of this iteration (the first, or one more of a stepping request);
@@ -347,13 +322,7 @@ class Engine:
                 self._finish(state)
 
     def _finish(self, state: RequestState) -> None:
-        if self.kv.caching and not state.req.private:
-            self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
-        self.scheduler.running.remove(state)
-        if state in self.scheduler.prefilling:
-            self.scheduler.prefilling.remove(state)
-        self.kv.free(state.rid)
-        self.kv.forget(state.rid)
+        self.scheduler.finish(state)
         state.status = "finished"
         state.finish_s = self.env.now
         if state.visible_s < 0:  # fewer tokens than the first visible one: the client sees the end

@@ -1,8 +1,7 @@
-"""Waiting-queue orders and preemption victims: the policies the scheduler is given (FCFS, priority).
+"""Waiting-queue orders, the policy the scheduler is given (FCFS, priority); victims: engine/preemption.py.
 
-FCFS: arrival order; a preempted request goes back to the front; the victim is the last running request.
-Priority: lowest (priority, arrival) first; the victim is the running request with the highest
-(priority, arrival), as vLLM's priority policy.
+FCFS: arrival order; a preempted request goes back to the front.
+Priority: lowest (priority, arrival) first, as vLLM's priority policy.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ class WaitingQueue(Protocol):
     def prepend(self, state: RequestState) -> None: ...
     def peek(self) -> RequestState: ...
     def pop(self) -> RequestState: ...
-    def victim_index(self, running: list[RequestState]) -> int: ...
 
 
 class FcfsQueue:
@@ -42,9 +40,6 @@ class FcfsQueue:
     def pop(self) -> RequestState:
         return self._items.popleft()
 
-    def victim_index(self, running: list[RequestState]) -> int:
-        return len(running) - 1
-
 
 class PriorityQueue:
     def __init__(self) -> None:
@@ -64,10 +59,6 @@ class PriorityQueue:
 
     def pop(self) -> RequestState:
         return heapq.heappop(self._heap)[3]
-
-    def victim_index(self, running: list[RequestState]) -> int:
-        keys = [(s.req.priority, s.req.arrival_s, s.rid) for s in running]
-        return max(range(len(running)), key=keys.__getitem__)
 
 
 def make_queue(policy: str) -> WaitingQueue:

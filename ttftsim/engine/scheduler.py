@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.cohort import DecodeCohort
+from ttftsim.engine.preemption import PreemptionPolicy, make_preemption
 from ttftsim.engine.queues import WaitingQueue, make_queue
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import NO_HIT, KVCacheManager
@@ -45,13 +46,16 @@ class StepPlan:
 
 
 class Scheduler:
-    """Owns the running list, the waiting queue and the decode cohort; asks the KV manager for blocks."""
+    """Owns the request state: the running list, the waiting queue and the decode cohort; asks the KV
+    manager for blocks. Nobody else edits them: requests come in through `add`, leave through `finish`,
+    `expire` and `drain`; gauges and `in_flight` read them."""
 
     def __init__(self, engine: ResolvedEngine, kv: KVCacheManager, use_cohort: bool = True) -> None:
         self.cfg = engine
         self.kv = kv
         self.running: list[RequestState] = []
         self.waiting: WaitingQueue = make_queue(engine.scheduling_policy)
+        self.preemption: PreemptionPolicy = make_preemption(engine.scheduling_policy)
         self.recompute_all = engine.kv_cache_mode == "none"
         self.use_cohort = use_cohort and not self.recompute_all
         self.cohort = DecodeCohort(engine.block_size)
@@ -61,6 +65,81 @@ class Scheduler:
 
     def has_work(self) -> bool:
         return bool(self.running) or len(self.waiting) > 0
+
+    # ---- request state: in, out, gauges ----
+
+    @property
+    def num_running(self) -> int:
+        return len(self.running)
+
+    @property
+    def num_waiting(self) -> int:
+        return len(self.waiting)
+
+    def add(self, state: RequestState) -> None:
+        self.waiting.add(state)
+
+    def next_submitted_s(self) -> float | None:
+        """When the head of the waiting queue reached the engine (None: nothing waits)."""
+        return self.waiting.peek().submitted_s if len(self.waiting) else None
+
+    def to_cohort(self, state: RequestState) -> None:
+        """A running request whose prefill is done decodes with the cohort from now on."""
+        if self.use_cohort and state in self.prefilling:
+            self.prefilling.remove(state)
+            self.cohort.join(state)
+
+    def finish(self, state: RequestState) -> None:
+        """A request generated its last token (already out of the cohort): its full blocks stay in the
+        prefix cache, the rest are freed."""
+        if self.kv.caching and not state.req.private:
+            self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
+        self.running.remove(state)
+        if state in self.prefilling:
+            self.prefilling.remove(state)
+        self.kv.free(state.rid)
+        self.kv.forget(state.rid)
+
+    def expire(self, cutoff_s: float) -> list[RequestState]:
+        """Take out every request that arrived at or before cutoff_s (its client gave up), freeing its
+        blocks; running ones first, then waiting ones in queue order."""
+        gone = [s for s in self.running if s.req.arrival_s <= cutoff_s]
+        for state in gone:
+            if state.rid in self.cohort.members:
+                self.cohort.leave(state)
+            elif state in self.prefilling:
+                self.prefilling.remove(state)
+            self.running.remove(state)
+            self.kv.free(state.rid)
+        kept: list[RequestState] = []
+        for state in self._pop_waiting():
+            (gone if state.req.arrival_s <= cutoff_s else kept).append(state)
+        for state in kept:
+            self.waiting.add(state)
+        for state in gone:
+            self.kv.forget(state.rid)
+        return gone
+
+    def in_flight(self) -> list[RequestState]:
+        """Every request not yet ended, running first, waiting in queue order (the queue is unchanged)."""
+        self.dissolve_cohort()
+        waiting = self._pop_waiting()
+        for state in waiting:
+            self.waiting.add(state)
+        return [*self.running, *waiting]
+
+    def drain(self) -> list[RequestState]:
+        """Hand back every request (the replica is gone): running first, then waiting."""
+        self.dissolve_cohort()
+        lost = [*self.running, *self._pop_waiting()]
+        self.running.clear()
+        return lost
+
+    def _pop_waiting(self) -> list[RequestState]:
+        states: list[RequestState] = []
+        while len(self.waiting):
+            states.append(self.waiting.pop())
+        return states
 
     def _chunk(self, remaining: int, budget: int) -> int:
         if self.recompute_all or not self.cfg.enable_chunked_prefill:
@@ -112,8 +191,8 @@ class Scheduler:
         if self.kv.mode == "paged":
             due = self.cohort.due(self.cohort.clock)
             needed = len(due) + sum(self.kv.blocks_needed(s.rid, tokens) for _, s, tokens in growth)
-            if needed > self.kv.pool.num_free and self.cfg.scheduling_policy != "fcfs":
-                return -1
+            if needed > self.kv.pool.num_free and not self.preemption.takes_tail:
+                return -1  # a victim inside the order frees budget for later requests: the reference loop
             if needed <= self.kv.pool.num_free:  # every allocation succeeds: no preemption to decide
                 self._allocate_all(growth, due)
                 growth = []
@@ -131,14 +210,14 @@ class Scheduler:
     def _allocate_or_preempt(
         self, growth: list[tuple[int, RequestState, int]], preempted: list[RequestState]
     ) -> set[int]:
-        """Blocks for each entry in running order, preempting from the tail when they run out; the ids of
-        the preempted."""
+        """Blocks for each entry in running order, preempting the policy's victim (the tail: see
+        _schedule_cohort_step) when they run out; the ids of the preempted."""
         gone: set[int] = set()
         for _, state, tokens in growth:
             if state.rid in gone:
                 continue
             while not (self.kv.allocate(state.rid, tokens) if tokens else self.kv.append_block(state.rid)):
-                victim = self._preempt_tail()
+                victim = self._preempt_victim()
                 gone.add(victim.rid)
                 preempted.append(victim)
                 if victim is state:
@@ -158,9 +237,9 @@ class Scheduler:
             start = end
         kv.append_blocks([member.rid for member in due[start:]])
 
-    def _preempt_tail(self) -> RequestState:
-        """FCFS victim: the last running request, out of the cohort or the prefilling list."""
-        victim = self.running.pop()
+    def _preempt_victim(self) -> RequestState:
+        """The policy's victim, out of the running list and the cohort or the prefilling list."""
+        victim = self.running.pop(self.preemption.victim_index(self.running))
         if victim.rid in self.cohort.members:
             self.cohort.leave(victim)
         else:
@@ -202,7 +281,7 @@ class Scheduler:
                 continue
             new = new or state.num_tokens - state.num_computed  # recompute-all: an oversized lone step
             while not kv.allocate(state.rid, state.num_computed + new):
-                victim_at = self.waiting.victim_index(running)
+                victim_at = self.preemption.victim_index(running)
                 victim = running.pop(victim_at)
                 budget += self._unschedule(victim, scheduled)
                 self._preempt(victim)

@@ -1,8 +1,10 @@
 """A decoder-only transformer's architecture, read from the Hugging Face `config.json` users already have.
 
 Covers Llama 2/3, Mistral, Qwen2/2.5 (attention biases) and Mixtral-style MoE (num_local_experts,
-num_experts_per_tok). Sliding-window attention (Mistral v0.1) is not modelled: attention spans the full
-context, which is exact for prompts shorter than the window (4,096 tokens).
+num_experts_per_tok). Sliding-window attention (Mistral v0.1) and a checkpoint's own quantization_config
+are read but not modelled (attention spans the full context, which is exact for contexts shorter than the
+window; weights take torch_dtype unless the engine sets a quantization): each run says so in its warnings
+(ttftsim/model/not_modelled.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ class ModelSpec(BaseModel):
     num_local_experts: int = Field(ge=1, description="MoE experts per layer (1 for a dense model)")
     num_experts_per_tok: int = Field(ge=1, description="Experts each token is routed to (top-k)")
     native_dtype: WeightDtype = Field(description="Checkpoint dtype (torch_dtype)")
+    sliding_window: int | None = Field(
+        default=None, ge=1, description="Attention window in tokens when one applies (read, not modelled)"
+    )
+    quantization_method: str | None = Field(
+        default=None, description="quantization_config.quant_method of a quantized checkpoint (read, not modelled)"
+    )
 
     @model_validator(mode="after")
     def _check_shapes(self) -> ModelSpec:
@@ -79,6 +87,11 @@ def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
     data["num_experts_per_tok"] = data.get("num_experts_per_tok") or 1
     torch_dtype = data.get("torch_dtype") or data.get("dtype") or "bfloat16"
     data["native_dtype"] = HF_TORCH_DTYPES.get(str(torch_dtype), "bf16")
+    if data.get("model_type") == "qwen2" and not data.get("use_sliding_window"):
+        data["sliding_window"] = None  # Qwen2 configs carry a window they do not use unless use_sliding_window
+    quantization = data.get("quantization_config")
+    if isinstance(quantization, dict):
+        data["quantization_method"] = str(quantization.get("quant_method") or "unnamed")
     return data
 
 

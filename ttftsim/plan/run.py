@@ -18,11 +18,13 @@ from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model
+from ttftsim.model.not_modelled import model_warnings
 from ttftsim.plan import evaluate
 from ttftsim.plan.manifests import dump, manifests, vllm_args
 from ttftsim.plan.search import Progress, Row, Runner, pareto, search
 from ttftsim.plan.store import Store
 from ttftsim.replica import resolve_ref
+from ttftsim.run_info import write_run_info
 
 HF_IDS = {  # presets -> the repository `vllm serve` loads
     "Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct",
@@ -45,6 +47,7 @@ class PlanResult:
     winner: Row | None
     computed: int
     reused: int
+    warnings: tuple[str, ...] = ()  # what the plan reads but does not model
 
     @property
     def fully_simulated(self) -> int:
@@ -71,12 +74,16 @@ class PlanResult:
             "slo": self.plan.slo.model_dump(),
             "candidates": len(self.rows),
             "fully_simulated": self.fully_simulated,
-            "tasks": {"computed": self.computed, "from_checkpoint": self.reused},
             "winner": _row_json(self.winner) if self.winner else None,
             "closest": None if self.winner else self.closest(),
             "pareto": [_row_json(r) for r in self.front],
             "ranked": [_row_json(r) for r in self.rows],
+            "warnings": list(self.warnings),
         }
+
+    def run_info(self) -> dict[str, Any]:
+        """What differs between a fresh and a resumed run of the same plan (ttftsim/run_info.py)."""
+        return {"tasks": {"computed": self.computed, "from_checkpoint": self.reused}}
 
 
 def _row_json(row: Row) -> dict[str, Any]:
@@ -99,7 +106,7 @@ def run_plan(
     progress: Progress | None = None,
 ) -> PlanResult:
     plan = load_plan(path)
-    check_plan(plan, path)
+    warnings = check_plan(plan, path)
     if isinstance(plan.workload, TraceWorkload) and plan.peak_rate is None:  # plan for the trace's own rate
         rate = evaluate.trace_rate(plan.workload.model_dump_json(), str(path.resolve().parent))
         plan = plan.model_copy(update={"peak_rate": rate})
@@ -111,24 +118,28 @@ def run_plan(
         runner.close()
         store.close()
     winner = next((r for r in rows if r.status == "confirmed"), None)
-    result = PlanResult(plan, rows, pareto(rows), winner, runner.computed, store.reused)
+    result = PlanResult(plan, rows, pareto(rows), winner, runner.computed, store.reused, tuple(warnings))
     write_outputs(result, out, str(path.resolve().parent))
     return result
 
 
-def check_plan(plan: Plan, path: Path) -> None:
-    """What the schema cannot know: the model and hardware exist, the engine arguments resolve."""
+def check_plan(plan: Plan, path: Path) -> list[str]:
+    """What the schema cannot know: the model and hardware exist, the engine arguments resolve. Returns
+    what the plan's model declares that is not modelled (warnings)."""
     source, base = str(path), path.resolve().parent
     model = load_model(resolve_ref(plan.model, base), source)
+    warnings: list[str] = []
     for index, name in enumerate(plan.search.hardware):
         try:
             hardware = load_hardware(resolve_ref(name, base), source)
         except InputError as exc:
             raise InputError(source, f"search.hardware.{index}", exc.message) from None
         try:
-            resolve_engine(plan.engine, hardware, model.max_position_embeddings, model.native_dtype)
+            engine = resolve_engine(plan.engine, hardware, model.max_position_embeddings, model.native_dtype)
         except ValueError as exc:
             raise InputError(source, "engine", str(exc)) from None
+        warnings += model_warnings(model, engine.max_model_len, engine.weight_dtype)
+    return list(dict.fromkeys(warnings))
 
 
 def model_id(plan: Plan) -> str:
@@ -142,6 +153,7 @@ def model_id(plan: Plan) -> str:
 def write_outputs(result: PlanResult, out: Path, base: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps(result.as_json(), indent=1) + "\n", encoding="utf-8")
+    write_run_info(out, result.run_info())
     pd.DataFrame([_row_json(r) for r in result.rows]).drop(columns=["candidate"]).to_csv(
         out / "ranked.csv", index=False
     )

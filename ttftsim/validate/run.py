@@ -24,6 +24,7 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.slo import meets_slo, slo_figures
 from ttftsim.model.catalog import load_model
+from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref
 from ttftsim.simulate import simulate
@@ -47,6 +48,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     prediction: dict[str, Any] | None = None
     deployment: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # read but not modelled: said, never silently ignored
 
     @property
     def passed(self) -> bool:
@@ -61,6 +63,7 @@ class Report:
             "passed": self.passed,
             "deployment": self.deployment,
             "findings": [asdict(f) for f in self.findings],
+            "warnings": self.warnings,
             "prediction": self.prediction,
         }
 
@@ -89,7 +92,11 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
     }
     if target.serving is not None:
         _check_manifests(report, target.serving, target)
+        report.warnings += _not_modelled(target.serving, target.engine.tensor_parallel_size)
     replica = _check_engine(report, deploy, target, base, str(path))
+    if replica is not None:
+        engine = replica.engine
+        report.warnings += model_warnings(replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype)
     if replica is not None and target.hardware is not None:
         weights = float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0
         if target.serving is not None:
@@ -186,8 +193,22 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
             f"{where}: TP {tp} without an in-memory /dev/shm volume; NCCL falls back or fails with the 64 MB default",
             "mount an emptyDir with medium: Memory at /dev/shm",
         )
+
+
+def _not_modelled(serving: ServingWorkload, tp: int) -> list[str]:
+    """What the manifests' vllm command sets that the prediction leaves out, one warning each."""
+    where = f"{serving.kind}/{serving.name}"
+    warnings = []
+    pp = serving.pipeline_parallel
+    if pp > 1:
+        warnings.append(
+            f"pipeline_parallel_size={pp} ({where}) is parsed but not modelled: predictions assume PP=1, one "
+            f"TP={tp} replica holding every layer, so memory fit, KV capacity and step times ignore the split into "
+            f"{pp} stages and its pipeline bubbles; only the GPU-request check counts TP x PP = {tp * pp} GPUs"
+        )
     for flag in serving.not_modelled:
-        report.add("info", "not-modelled", f"{where}: vLLM flag {flag} is not modelled; its effect is not predicted")
+        warnings.append(f"vLLM flag {flag} ({where}) is parsed but not modelled: its effect is not predicted")
+    return warnings
 
 
 def _has_shm(serving: ServingWorkload) -> bool:
