@@ -26,6 +26,7 @@ from ttftsim.engine.recorder import Recorder
 from ttftsim.metrics.prometheus import exposition
 from ttftsim.metrics.summary import summarize
 from ttftsim.metrics.timeseries import time_series
+from ttftsim.model.not_modelled import model_warnings
 from ttftsim.replica import Replica, build_replica
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
 
@@ -50,7 +51,8 @@ class SimulationResult:
     cluster: ClusterReport | None = None
 
     def summary(self) -> dict[str, Any]:
-        """Summary with the configuration that produced it."""
+        """Summary with the configuration that produced it, and what it read but did not model (warnings).
+        Only what the inputs and seed determine: the same bytes every run (the wall time is in run_info)."""
         engine, memory = self.replica.engine, self.replica.memory
         summary = summarize(
             self.requests,
@@ -74,10 +76,16 @@ class SimulationResult:
             summary["cluster"] = self._cluster_summary(self.cluster)
         summary["simulation"] = {
             "sim_end_s": self.sim_end_s,
-            "wall_s": self.wall_s,
             "iterations": int(self.steps["num_steps"].sum()) if len(self.steps) else 0,
         }
+        summary["warnings"] = model_warnings(
+            self.replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype
+        )
         return summary
+
+    def run_info(self) -> dict[str, Any]:
+        """What differs between two runs of the same inputs and seed (ttftsim/run_info.py)."""
+        return {"wall_s": self.wall_s}
 
     def _cluster_summary(self, report: ClusterReport) -> dict[str, Any]:
         spec = self.scenario.cluster
