@@ -85,3 +85,12 @@ def test_the_compiled_list_names_real_modules() -> None:
     package = Path(__file__).resolve().parents[1] / "ttftsim"
     for name in COMPILED:
         assert (package / f"{name.replace('.', '/')}.py").exists(), name
+
+
+def test_coverage_omits_exactly_the_compiled_modules() -> None:
+    """Coverage cannot trace compiled modules; pyproject.toml omits them and nothing else."""
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    omitted = pyproject["tool"]["coverage"]["run"]["omit"]
+    assert omitted == [f"ttftsim/{name.replace('.', '/')}.py" for name in COMPILED]
