@@ -36,37 +36,56 @@ def test_round_robin_and_least_outstanding() -> None:
     rr, group = router("round_robin"), pods([0, 0, 0])
     assert [rr.pick(group, req(i), 0.0).index for i in range(5)] == [0, 1, 2, 0, 1]  # type: ignore[arg-type]
     assert router("least_outstanding").pick(pods([3, 1, 2]), req(0), 0.0).index == 1  # type: ignore[arg-type]
+    assert router("least_outstanding").pick(pods([3, 2, 1]), req(0), 0.0).index == 2  # type: ignore[arg-type]
 
 
-def test_power_of_two_never_picks_the_busiest_of_its_pair() -> None:
+def test_least_outstanding_breaks_ties_with_the_runs_generator() -> None:
+    # pods 1 and 2 tie at 0 in flight; each pick draws integers(2) from the seeded generator, and
+    # default_rng(0) draws 1, 1, 1, 0, 0: the second, second, second, then the first of the tied pair
+    lor, group = router("least_outstanding", seed=0), pods([2, 0, 0])
+    assert [lor.pick(group, req(i), 0.0).index for i in range(5)] == [2, 2, 2, 1, 1]  # type: ignore[arg-type]
+
+
+def test_power_of_two_takes_the_less_busy_of_its_pair_and_the_first_drawn_on_a_tie() -> None:
+    # default_rng(3).choice(3, size=2, replace=False) draws the pairs (0, 1), (0, 2), (2, 1), (2, 0), (2, 1),
+    # (0, 2), (2, 0), (0, 2). Pod 1 (0 in flight) wins each pair it is in; pods 0 and 2 (9 each) tie: the
+    # first drawn stays (the second must have strictly fewer in flight to win).
     p2c, group = router("power_of_two", seed=3), pods([9, 0, 9])
-    picks = [p2c.pick(group, req(i), 0.0).index for i in range(30)]  # type: ignore[arg-type]
-    assert picks.count(1) >= 15  # pod 1 wins every pair it is in (2 of 3 pairs)
-    assert set(picks) <= {0, 1, 2}
+    picks = [p2c.pick(group, req(i), 0.0).index for i in range(8)]  # type: ignore[arg-type]
+    assert picks == [1, 0, 1, 2, 1, 0, 2, 0]
 
 
 def test_session_affinity_sticks_while_the_replica_lives() -> None:
-    sticky, group = router("session_affinity"), pods([0, 5, 5])
+    sticky, group = router("session_affinity"), pods([0, 5, 3])
     assert sticky.pick(group, req(0, session=42), 0.0).index == 0  # type: ignore[arg-type]
     group[0].outstanding = 99
     assert sticky.pick(group, req(1, session=42), 0.0).index == 0  # type: ignore[arg-type]
-    assert sticky.pick(group[1:], req(2, session=42), 0.0).index in (1, 2)  # type: ignore[arg-type]
+    # pod 0 gone: the session moves to the least loaded of the rest (pod 2, 3 in flight < 5) ...
+    assert sticky.pick(group[1:], req(2, session=42), 0.0).index == 2  # type: ignore[arg-type]
+    # ... and sticks there, even when pod 0 is back and pod 2 is now the busiest
+    group[2].outstanding = 50
+    assert sticky.pick(group, req(3, session=42), 0.0).index == 2  # type: ignore[arg-type]
+    # no session: least outstanding (pod 1, 5 in flight)
+    assert sticky.pick(group, req(4), 0.0).index == 1  # type: ignore[arg-type]
 
 
 def test_prefix_aware_follows_the_prefix_unless_the_queue_outweighs_it() -> None:
     prefix, group = router("prefix_aware"), pods([0, 0])
     shared = ((1, 160), (2, 32))  # a 160-token system prompt, then a question
     first = prefix.pick(group, req(0, shared), 0.0).index  # type: ignore[arg-type]
+    assert first == 1  # a tie on empty pods (4 each): default_rng(0)'s first integers(2) is 1
     again = prefix.pick(group, req(1, ((1, 160), (3, 32))), 0.0).index  # type: ignore[arg-type]
-    assert again == first  # 10 of 12 blocks matched: 3 x 0.83 beats ties elsewhere
-    # a long waiting queue on that pod: queue-scorer 0 there, 1 elsewhere: 2 x 1 < 3 x 0.83 still follows...
+    # 10 of 12 blocks matched: 2 x 1 (queue) + 2 x 1 (KV) + 3 x 10/12 = 6.5 on pod 1 against 4 on pod 0
+    assert again == first
+    # a long waiting queue on that pod: queue-scorer 0 there, 1 elsewhere: 0 + 2 + 2.5 = 4.5 > 2 + 2 + 0 = 4
+    # still follows...
     engine = group[first].engine
     assert engine is not None
     for i in range(5):
         engine.submit(Request(100 + i, 0.0, 10, 1, ((900 + i, 10),)))
     assert prefix.pick(group, req(2, ((1, 160), (4, 32))), 1.0).index == first  # type: ignore[arg-type]
-    # ... but a request sharing nothing goes where the queue is short
-    assert prefix.pick(group, req(3, ((5, 64),)), 1.0).index == 1 - first  # type: ignore[arg-type]
+    # ... but a request sharing nothing goes where the queue is short: 2 + 2 = 4 on pod 0 against 0 + 2 = 2
+    assert prefix.pick(group, req(3, ((5, 64),)), 1.0).index == 0  # type: ignore[arg-type]
 
 
 def test_pod_metrics_are_those_of_the_last_scrape() -> None:
@@ -77,9 +96,22 @@ def test_pod_metrics_are_those_of_the_last_scrape() -> None:
     assert engine is not None
     for i in range(5):
         engine.submit(Request(100 + i, 0.0, 10, 1, ((900 + i, 10),)))
-    # requests sharing nothing, 20 ms later: equal (stale) queues, so ties, broken at random
-    stale = {prefix.pick(group, req(i, ((50 + i, 64),)), 0.02).index for i in range(1, 40)}  # type: ignore[arg-type]
-    assert stale == {0, 1}
-    # after the next scrape (t = 50 ms) the queue on pod 0 is seen
-    fresh = {prefix.pick(group, req(i, ((50 + i, 64),)), 0.06).index for i in range(40, 60)}  # type: ignore[arg-type]
-    assert fresh == {1}
+    # requests sharing nothing, 20 ms later: equal (stale) queues, so ties, broken by the seeded generator:
+    # default_rng(0)'s integers(2) draws 1 (the pick at t = 0), then 1, 1, 0, 0, 0, 0
+    stale = [prefix.pick(group, req(i, ((50 + i, 64),)), 0.02).index for i in range(1, 7)]  # type: ignore[arg-type]
+    assert stale == [1, 1, 0, 0, 0, 0]
+    # after the next scrape (t = 50 ms) the queue on pod 0 is seen: queue-scorer 0 there, 1 on pod 1
+    fresh = [prefix.pick(group, req(i, ((50 + i, 64),)), 0.06).index for i in range(40, 46)]  # type: ignore[arg-type]
+    assert fresh == [1] * 6
+
+
+def test_kv_aware_takes_the_lowest_scraped_kv_usage() -> None:
+    kv, group = router("kv_aware"), pods([0, 0, 0])
+    for pod, blocks in zip(group, (300, 100, 200), strict=True):  # of 1000 blocks: usage 0.3, 0.1, 0.2
+        engine = pod.engine
+        assert engine is not None and engine.kv.allocate(900 + pod.index, 16 * blocks)
+    assert kv.pick(group, req(0), 0.0).index == 1  # type: ignore[arg-type]
+    busy = group[1].engine
+    assert busy is not None and busy.kv.allocate(999, 16 * 400)  # pod 1 now at 0.5
+    assert kv.pick(group, req(1), 0.04).index == 1  # type: ignore[arg-type]  # scraped at t = 0: still 0.1
+    assert kv.pick(group, req(2), 0.05).index == 2  # type: ignore[arg-type]  # the 50 ms scrape: 0.2 is lowest

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from ttftsim.config.scenario import Slo
 from ttftsim.metrics.summary import BREAKDOWN, quantile_intervals, summarize
@@ -42,7 +45,13 @@ def test_each_ttft_percentile_gets_its_order_statistic_interval() -> None:
     }
     assert (intervals["p90"]["rank_lo"], intervals["p90"]["rank_hi"]) == (84, 96)
     assert (intervals["p90"]["lo"], intervals["p90"]["hi"]) == (0.084, 0.096)
-    assert intervals["p99"]["coverage"] < 0.95  # 100 requests cannot pin a P99 to 95%
+    # 100 requests cannot pin a P99 to 95%: no upper rank leaves 2.5% above, so X(97)..X(100), whose coverage
+    # is P(97 <= B <= 99) for B ~ Binomial(100, 0.99) = 0.0610 + 0.1849 + 0.3697 = 0.6156
+    p99 = intervals["p99"]
+    assert (p99["rank_lo"], p99["rank_hi"], p99["lo"], p99["hi"]) == (97, 100, 0.097, 0.100)
+    exact = sum(math.comb(100, k) * 0.99**k * 0.01 ** (100 - k) for k in (97, 98, 99))
+    assert p99["coverage"] == pytest.approx(exact, abs=1e-12)
+    assert p99["coverage"] == pytest.approx(0.6156, abs=1e-4)
 
 
 def test_intervals_without_enough_values() -> None:
