@@ -56,7 +56,11 @@ def pods_metric_replicas(metric: PodsMetricInput, target: float, current: int, t
     new_ratio = (sum(samples) + fill * metric.missing) / count / target
     if abs(1.0 - new_ratio) <= tolerance or (ratio < 1.0) != (new_ratio < 1.0):
         return current
-    return math.ceil(new_ratio * count)
+    desired = math.ceil(new_ratio * count)
+    # replica_calculator.go: "the change of metrics length would cause a change in scale direction"
+    if (new_ratio < 1.0 and desired > current) or (new_ratio > 1.0 and desired < current):
+        return current
+    return desired
 
 
 def external_metric_replicas(
