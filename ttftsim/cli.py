@@ -160,11 +160,14 @@ def simulate(
     --json and summary.json hold only what the scenario and seed determine (identical bytes run after run);
     the wall time is in the human output and in run.json; anything read but not modelled is in warnings."""
     from ttftsim.metrics.export import write_results
+    from ttftsim.result_folder import check_target
     from ttftsim.run_info import write_run_info
     from ttftsim.simulate import load_scenario
     from ttftsim.simulate import simulate as run
 
     spec = load_scenario(scenario)
+    if out is not None:
+        check_target(out)  # a bad --out is said before the run, not after it
     with _progress(enabled=not as_json) as report:
         result = run(spec, scenario.parent, seed, progress=report, source=str(scenario))
     summary = result.summary()
@@ -197,6 +200,7 @@ def plan(
     --json and plan.json are identical for the same plan and seed, fresh or resumed; the tasks computed and
     taken from the checkpoint are in the human output and in run.json."""
     from ttftsim.plan.run import run_plan
+    from ttftsim.result_folder import check_target
 
     if backend not in ("local", "ray"):
         raise InputError("--backend", "", f"unknown backend {backend!r} (local or ray)")
@@ -206,6 +210,7 @@ def plan(
         except ImportError:
             raise InputError("--backend", "", "ray is not installed (pip install 'ttftsim[dist]')") from None
     folder = out or Path(f"plan-{plan_file.stem}")
+    check_target(folder)
     with _plan_progress(enabled=not as_json) as report:
         result = run_plan(plan_file, folder, workers, backend, resume, report)
     if as_json:
@@ -556,6 +561,10 @@ def main() -> None:
     atexit.register(gc.freeze)
     try:
         app()
+    except SystemExit as exc:
+        if exc.code == 130:  # typer turns Ctrl-C (KeyboardInterrupt) into exit 130 without a word
+            _fail("interrupted: results are written only once complete; a plan keeps its checkpoint (--resume)")
+        raise
     except InputError as exc:
         _fail(f"error: {exc.one_line()}")
         sys.exit(2)

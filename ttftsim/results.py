@@ -1,17 +1,29 @@
 """Find and read results in a results folder, for the dashboard and `ttftsim report`: simulation outputs
 (`simulate --out`: summary.json, requests.parquet, timeseries.csv), plans (`plan --out`: plan.json,
-manifests.yaml) and accuracy reports (`accuracy --json` saved as a .json file). Nothing outside the
-folder is read: every path is resolved and checked to lie inside it."""
+manifests.yaml) and accuracy reports (`accuracy --json` saved as a .json file).
+
+Nothing outside the folder is read: every path, each file inside a result folder included, is resolved
+(links followed) and checked to lie inside it. Hidden entries (staging folders of a write in progress,
+.git) are skipped. A simulation or plan folder is shown only when complete: its marker (complete.json,
+ttftsim/result_folder.py) is there and every file it lists has the size it records; otherwise it is listed
+as incomplete, with the reason. A malformed result is a ResultError naming the file and the field."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from ttftsim import result_shapes
+from ttftsim.errors import InputError
+from ttftsim.result_folder import MARKER, Marker, parse_marker
+
+MAIN_FILE = {"simulation": "summary.json", "plan": "plan.json"}  # the file that makes a folder a result
 
 
 class ResultError(Exception):
@@ -19,14 +31,24 @@ class ResultError(Exception):
 
 
 @dataclass(frozen=True)
+class Incomplete:
+    """A result folder without a valid completion marker: listed, never shown."""
+
+    folder: str  # relative to the root
+    kind: str  # simulation or plan
+    reason: str
+
+
+@dataclass(frozen=True)
 class Found:
     simulations: list[str]  # folder paths relative to the root
     plans: list[str]
     accuracy: list[str]  # file paths relative to the root
+    incomplete: list[Incomplete] = field(default_factory=list)
 
 
 def inside(root: Path, relative: str) -> Path:
-    """The path under root, refusing anything that resolves outside it (.., absolute paths, links)."""
+    """The path under root, resolved, refusing anything that resolves outside it (.., absolute paths, links)."""
     base = root.resolve()
     target = (base / relative).resolve()
     if target != base and base not in target.parents:
@@ -34,40 +56,74 @@ def inside(root: Path, relative: str) -> Path:
     return target
 
 
+def _join(folder: str, name: str) -> str:
+    return name if folder in ("", ".") else f"{folder}/{name}"
+
+
 def discover(root: Path) -> Found:
     base = root.resolve()
-    simulations, plans, accuracy = [], [], []
-    if base.is_dir():
-        for path in sorted(base.rglob("*.json")):
-            relative = path.relative_to(base).as_posix()
-            if base not in path.resolve().parents:
-                continue
-            if path.name == "summary.json":
-                simulations.append(path.parent.relative_to(base).as_posix() or ".")
-            elif path.name == "plan.json":
-                plans.append(path.parent.relative_to(base).as_posix() or ".")
-            elif _looks_like_accuracy(path):
-                accuracy.append(relative)
-    return Found(simulations, plans, accuracy)
+    found = Found([], [], [], [])
+    if not base.is_dir():
+        return found
+    for path in sorted(base.rglob("*.json")):
+        relative = path.relative_to(base)
+        hidden = any(part.startswith(".") for part in relative.parts)
+        if hidden or base not in path.resolve().parents or not path.is_file():  # a FIFO would block a read
+            continue
+        kind = next((k for k, name in MAIN_FILE.items() if name == path.name), None)
+        if kind is None:
+            if path.name != MARKER and _looks_like_accuracy(path):
+                found.accuracy.append(relative.as_posix())
+            continue
+        folder = relative.parent.as_posix()
+        try:
+            complete(root, folder, kind)
+        except ResultError as exc:
+            found.incomplete.append(Incomplete(folder, kind, str(exc)))
+            continue
+        (found.simulations if kind == "simulation" else found.plans).append(folder)
+    return found
 
 
 def _looks_like_accuracy(path: Path) -> bool:
     try:
-        head = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        head = json.loads(path.resolve().read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deep
         return path.name.startswith("accuracy")  # listed, so that the page can say what is wrong with it
     return isinstance(head, dict) and "stages" in head and "summary" in head
 
 
-def _json(path: Path) -> dict[str, Any]:
+def complete(root: Path, folder: str, kind: str) -> Marker:
+    """The folder's completion marker, checked: present, for this kind of result, and every file it lists
+    inside the root with the recorded size. ResultError saying why the result is incomplete otherwise."""
+    try:
+        marker = parse_marker(inside(root, _join(folder, MARKER)).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        why = f"no {MARKER} (interrupted while writing, or written before ttftsim marked results complete)"
+        raise ResultError(f"{folder}: incomplete: {why}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ResultError(f"{folder}: incomplete: {MARKER} unreadable ({exc})") from None
+    if marker.kind != kind or MAIN_FILE[kind] not in marker.files:
+        raise ResultError(f"{folder}: incomplete: its {MARKER} is not for a {kind} result")
+    for name, size in sorted(marker.files.items()):
+        path = inside(root, _join(folder, name))
+        if not path.is_file():
+            raise ResultError(f"{folder}: incomplete: {name} is missing")
+        if path.stat().st_size != size:
+            raise ResultError(f"{folder}: incomplete: {name} changed after it was written ({size} bytes recorded)")
+    return marker
+
+
+def _json(root: Path, relative: str) -> dict[str, Any]:
+    path = inside(root, relative)
+    if not path.is_file():
+        raise ResultError(f"{relative}: not found (or not a file)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResultError(f"{path.name}: not found") from None
-    except (OSError, ValueError) as exc:
-        raise ResultError(f"{path.name}: not readable JSON ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ResultError(f"{relative}: not readable JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ResultError(f"{path.name}: expected a JSON object")
+        raise ResultError(f"{relative}: expected a JSON object")
     return data
 
 
@@ -86,49 +142,59 @@ class Simulation:
 
 
 def load_simulation(root: Path, relative: str) -> Simulation:
-    folder = inside(root, relative)
+    inside(root, relative)
+    complete(root, relative, "simulation")
+    summary = _json(root, _join(relative, "summary.json"))
+    requests_path, series_path = (inside(root, _join(relative, n)) for n in ("requests.parquet", "timeseries.csv"))
     try:
-        summary = _json(folder / "summary.json")
-    except ResultError as exc:
-        raise ResultError(f"{relative}/{exc}") from None
-    try:
-        requests = pd.read_parquet(folder / "requests.parquet")
-        series = pd.read_csv(folder / "timeseries.csv")
+        requests = pd.read_parquet(requests_path)
+        series = pd.read_csv(series_path)
     except FileNotFoundError as exc:
         raise ResultError(f"{relative}: {Path(str(exc.filename)).name} missing") from None
     except Exception as exc:  # a damaged Parquet or CSV: say so in the page
         raise ResultError(f"{relative}: unreadable results ({type(exc).__name__}: {exc})") from None
-    if "ttft_s" not in requests.columns or "ttft_breakdown_mean_s" not in summary:
-        raise ResultError(f"{relative}: not a ttftsim simulation result (no ttft_s / breakdown)")
+    try:
+        result_shapes.check_summary(summary)
+    except ValueError as exc:
+        raise ResultError(f"{_join(relative, 'summary.json')}: {exc}") from None
+    try:
+        result_shapes.check_frames(requests, series)
+    except ValueError as exc:
+        raise ResultError(f"{relative}/{exc}") from None
     name = str((summary.get("config") or {}).get("scenario", relative))
     return Simulation(name, summary, requests, series)
 
 
 def load_plan(root: Path, relative: str) -> tuple[dict[str, Any], str]:
-    folder = inside(root, relative)
+    inside(root, relative)
+    marker = complete(root, relative, "plan")
+    plan = _json(root, _join(relative, "plan.json"))
     try:
-        plan = _json(folder / "plan.json")
-    except ResultError as exc:
-        raise ResultError(f"{relative}/{exc}") from None
-    if "ranked" not in plan:
-        raise ResultError(f"{relative}/plan.json: not a ttftsim plan result")
-    manifests = folder / "manifests.yaml"
-    return plan, manifests.read_text(encoding="utf-8") if manifests.exists() else ""
+        result_shapes.check_plan(plan)
+    except ValueError as exc:
+        raise ResultError(f"{_join(relative, 'plan.json')}: {exc}") from None
+    if "manifests.yaml" not in marker.files:  # a plan without a winner has none
+        return plan, ""
+    return plan, inside(root, _join(relative, "manifests.yaml")).read_text(encoding="utf-8", errors="replace")
 
 
 def load_accuracy(root: Path, relative: str) -> dict[str, Any]:
-    report = _json(inside(root, relative))
-    if "stages" not in report:
-        raise ResultError(f"{relative}: not a ttftsim accuracy report (no stages)")
+    report = _json(root, relative)
+    try:
+        result_shapes.check_accuracy(report)
+    except ValueError as exc:
+        raise ResultError(f"{relative}: not a ttftsim accuracy report ({exc})") from None
     return report
 
 
 def write_report(root: Path, out: Path) -> list[str]:
-    """Every result under root as figures in one self-contained HTML file (plotly.js embedded once)."""
+    """Every result under root as figures in one self-contained HTML file (plotly.js embedded once), written
+    to a hidden file beside out and renamed over it when done. Returns what was not shown, and why."""
     import plotly.io as pio
 
     from ttftsim import figures
 
+    check_report_target(out)
     found = discover(root)
 
     def simulation(relative: str) -> tuple[str, list[Any]]:
@@ -144,7 +210,7 @@ def write_report(root: Path, out: Path) -> list[str]:
         return f"Accuracy: {relative}", [figures.accuracy_scatter(load_accuracy(root, relative))]
 
     sections: list[str] = []
-    problems: list[str] = []
+    problems = [item.reason for item in found.incomplete]
     kinds = ((found.simulations, simulation), (found.plans, plan), (found.accuracy, accuracy))
     for results, render in kinds:
         for relative in results:
@@ -152,6 +218,9 @@ def write_report(root: Path, out: Path) -> list[str]:
                 title, shown = render(relative)
             except ResultError as exc:
                 problems.append(str(exc))
+                continue
+            except Exception as exc:  # a shape the checks let through: one line in the report, not a crash
+                problems.append(f"{relative}: not drawn ({type(exc).__name__}: {exc})")
                 continue
             sections.append(f"<h2>{escape(title)}</h2>")
             for fig in shown:  # plotly.js inline once, with the first figure
@@ -166,5 +235,19 @@ def write_report(root: Path, out: Path) -> list[str]:
         + (f"<h2>Not shown</h2><ul>{notes}</ul>" if notes else "")
         + "</body></html>"
     )
-    out.write_text(html, encoding="utf-8")
+    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    try:
+        partial.write_text(html, encoding="utf-8")
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
     return problems
+
+
+def check_report_target(out: Path) -> None:
+    """The report goes to a file in a folder that exists: said before any work, naming the path."""
+    if out.is_dir():
+        raise InputError(str(out), "", "is a folder (-o takes the HTML file to write)")
+    if not out.parent.is_dir():
+        missing = "does not exist" if not out.parent.exists() else "is not a folder"
+        raise InputError(str(out), "", f"folder {out.parent} {missing}")

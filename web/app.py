@@ -1,8 +1,10 @@
 """The ttftsim dashboard (Plotly Dash): a scenario explorer, the plan view, a side-by-side comparison and the
 accuracy view, over the results in one folder. Started by `ttftsim dashboard RESULTS_DIR`.
 
-Paths chosen in the page are resolved inside the results folder and refused otherwise; a malformed result
-shows its error in the page."""
+The boundary: every file read is resolved (links followed) inside the results folder and refused otherwise
+(ttftsim/results.py); a result folder without its completion marker is listed as incomplete and cannot be
+opened; the explorer runs only model presets and hardware profiles, or files inside the results folder, whatever
+a request sends; a malformed result, or any error while drawing it, is shown in the page (never an HTTP 500)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ttftsim import figures
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import all_profiles
 from ttftsim.model.catalog import preset_names
-from ttftsim.results import ResultError, discover, load_accuracy, load_plan, load_simulation
+from ttftsim.results import Found, ResultError, discover, inside, load_accuracy, load_plan, load_simulation
 
 MAX_REQUESTS = 5000
 
@@ -131,6 +133,7 @@ def create_app(root: Path) -> Dash:
         [
             html.H1("ttftsim"),
             html.Div(f"results: {root}", className="root"),
+            html.Div(id="incomplete", className="incomplete"),
             dcc.Interval(id="refresh", interval=5000, n_intervals=0),
             dcc.Tabs(
                 id="tabs",
@@ -155,11 +158,16 @@ def _callbacks(app: Dash, root: Path) -> None:  # noqa: C901 (one closure per vi
         Output("compare-a", "options"),
         Output("compare-b", "options"),
         Output("accuracy-result", "options"),
+        Output("incomplete", "children"),
         Input("refresh", "n_intervals"),
     )
-    def _options(_: int) -> tuple[list[str], ...]:
-        found = discover(root)
-        return found.simulations, found.plans, found.simulations, found.simulations, found.accuracy
+    def _options(_: int) -> tuple[Any, ...]:
+        try:
+            found = discover(root)
+        except Exception as exc:  # an unreadable folder: said in the page, the lists stay empty
+            return [], [], [], [], [], f"error: cannot list the results folder ({type(exc).__name__}: {exc})"
+        simulations, plans = _choices(found, "simulation"), _choices(found, "plan")
+        return simulations, plans, simulations, simulations, found.accuracy, _incomplete(found)
 
     @app.callback(
         Output("explorer-dist", "figure"),
@@ -189,10 +197,16 @@ def _callbacks(app: Dash, root: Path) -> None:  # noqa: C901 (one closure per vi
                     return _empty(), _empty(), _empty(), "", ""
                 sim = load_simulation(root, result)
                 return (*_simulation_figures(sim.requests, sim.summary, sim.series, sim.slo_s), "")
-            requests, summary, series, slo = _run(form)
+            requests, summary, series, slo = _run(root, form)
             return (*_simulation_figures(requests, summary, series, slo), "")
-        except (ResultError, InputError, ValueError) as exc:
-            return _empty(), _empty(), _empty(), "", f"error: {exc}"
+        except Exception as exc:  # whatever goes wrong is said in the page, never an HTTP 500
+            return (
+                _empty(),
+                _empty(),
+                _empty(),
+                "",
+                _error(exc, result if ctx.triggered_id == "explorer-result" else "the run"),
+            )
 
     @app.callback(
         Output("plan-scatter", "figure"),
@@ -208,24 +222,9 @@ def _callbacks(app: Dash, root: Path) -> None:  # noqa: C901 (one closure per vi
         if not result:
             return _empty("pick a plan"), [], [], "", "", ""
         try:
-            plan, manifests = load_plan(root, result)
-        except ResultError as exc:
-            return _empty(), [], [], "", "", f"error: {exc}"
-        keys = (
-            "label",
-            "status",
-            "replicas",
-            "gpus",
-            "cost_per_hour",
-            "ttft_p50_s",
-            "ttft_p99_s",
-            "headroom",
-            "reason",
-        )
-        rows = [{k: _cell(r.get(k)) for k in keys} for r in plan["ranked"]]
-        winner = plan.get("winner") or {}
-        text = f"{plan.get('plan')}: {plan.get('candidates')} candidates; recommended: {winner.get('label', 'none')}"
-        return figures.plan_scatter(plan), rows, [{"name": k, "id": k} for k in keys], manifests, text, ""
+            return _plan_outputs(*load_plan(root, result))
+        except Exception as exc:  # whatever goes wrong is said in the page, never an HTTP 500
+            return _empty(), [], [], "", "", _error(exc, result)
 
     @app.callback(
         Output("compare-cdf", "figure"),
@@ -240,17 +239,9 @@ def _callbacks(app: Dash, root: Path) -> None:  # noqa: C901 (one closure per vi
         if not a or not b:
             return _empty("pick two results"), [], [], ""
         try:
-            first, second = load_simulation(root, a), load_simulation(root, b)
-        except ResultError as exc:
-            return _empty(), [], [], f"error: {exc}"
-        rows = []
-        for key in ("p50", "p90", "p99", "p999"):
-            va, vb = first.summary["ttft_s"][key], second.summary["ttft_s"][key]
-            change = None if va in (None, 0) or vb is None else f"{(vb - va) / va:+.1%}"
-            rows.append({"metric": f"TTFT {key.upper()} (ms)", "A": _ms(va), "B": _ms(vb), "change": change})
-        columns = [{"name": k, "id": k} for k in ("metric", "A", "B", "change")]
-        labels = (f"A: {a} ({first.name})", f"B: {b} ({second.name})")
-        return figures.compare_cdf(first.requests, second.requests, labels), rows, columns, ""
+            return _compare_outputs(root, a, b)
+        except Exception as exc:  # whatever goes wrong is said in the page, never an HTTP 500
+            return _empty(), [], [], _error(exc, f"{a} / {b}")
 
     @app.callback(
         Output("accuracy-scatter", "figure"),
@@ -264,16 +255,49 @@ def _callbacks(app: Dash, root: Path) -> None:  # noqa: C901 (one closure per vi
         if not result:
             return _empty("pick a report"), [], [], ""
         try:
-            report = load_accuracy(root, result)
-        except ResultError as exc:
-            return _empty(), [], [], f"error: {exc}"
-        metrics = (report.get("summary") or {}).get("metrics") or {}
-        rows = [
-            {"metric": k, **{f: _cell(v.get(f)) for f in ("median_ape", "p90_ape", "max_ape", "stages")}}
-            for k, v in metrics.items()
-        ]
-        columns = [{"name": k, "id": k} for k in ("metric", "median_ape", "p90_ape", "max_ape", "stages")]
-        return figures.accuracy_scatter(report), rows, columns, ""
+            return _accuracy_outputs(load_accuracy(root, result))
+        except Exception as exc:  # whatever goes wrong is said in the page, never an HTTP 500
+            return _empty(), [], [], _error(exc, result)
+
+
+def _plan_outputs(plan: dict[str, Any], manifests: str) -> tuple[Any, ...]:
+    keys = (
+        "label",
+        "status",
+        "replicas",
+        "gpus",
+        "cost_per_hour",
+        "ttft_p50_s",
+        "ttft_p99_s",
+        "headroom",
+        "reason",
+    )
+    rows = [{k: _cell(r.get(k)) for k in keys} for r in plan["ranked"]]
+    winner = plan.get("winner") or {}
+    text = f"{plan.get('plan')}: {plan.get('candidates')} candidates; recommended: {winner.get('label', 'none')}"
+    return figures.plan_scatter(plan), rows, [{"name": k, "id": k} for k in keys], manifests, text, ""
+
+
+def _compare_outputs(root: Path, a: str, b: str) -> tuple[Any, ...]:
+    first, second = load_simulation(root, a), load_simulation(root, b)
+    rows = []
+    for key in ("p50", "p90", "p99", "p999"):
+        va, vb = first.summary["ttft_s"][key], second.summary["ttft_s"][key]
+        change = None if va in (None, 0) or vb is None else f"{(vb - va) / va:+.1%}"
+        rows.append({"metric": f"TTFT {key.upper()} (ms)", "A": _ms(va), "B": _ms(vb), "change": change})
+    columns = [{"name": k, "id": k} for k in ("metric", "A", "B", "change")]
+    labels = (f"A: {a} ({first.name})", f"B: {b} ({second.name})")
+    return figures.compare_cdf(first.requests, second.requests, labels), rows, columns, ""
+
+
+def _accuracy_outputs(report: dict[str, Any]) -> tuple[Any, ...]:
+    metrics = (report.get("summary") or {}).get("metrics") or {}
+    rows = [
+        {"metric": k, **{f: _cell(v.get(f)) for f in ("median_ape", "p90_ape", "max_ape", "stages")}}
+        for k, v in metrics.items()
+    ]
+    columns = [{"name": k, "id": k} for k in ("metric", "median_ape", "p90_ape", "max_ape", "stages")]
+    return figures.accuracy_scatter(report), rows, columns, ""
 
 
 def _simulation_figures(requests: Any, summary: dict[str, Any], series: Any, slo: float | None) -> tuple[Any, ...]:
@@ -291,7 +315,33 @@ def _simulation_figures(requests: Any, summary: dict[str, Any], series: Any, slo
     )
 
 
-def _run(form: tuple[Any, ...]) -> tuple[Any, ...]:
+def _choices(found: Found, kind: str) -> list[dict[str, Any]]:
+    """The complete results of a kind to pick from, then its incomplete ones: listed, but disabled."""
+    names = found.simulations if kind == "simulation" else found.plans
+    options: list[dict[str, Any]] = [{"label": name, "value": name} for name in names]
+    for item in (i for i in found.incomplete if i.kind == kind):
+        options.append({"label": f"{item.folder} (incomplete)", "value": item.folder, "disabled": True})
+    return options
+
+
+def _incomplete(found: Found) -> Any:
+    if not found.incomplete:
+        return None
+    count = len(found.incomplete)
+    return [
+        html.Span(f"{count} incomplete result{'s' * (count > 1)}, not shown:"),
+        html.Ul([html.Li(item.reason) for item in found.incomplete]),
+    ]
+
+
+def _error(exc: Exception, shown: str | None) -> str:
+    """The line a view shows for an error: the message of a known one, the type too for anything else."""
+    if isinstance(exc, ResultError | InputError | ValueError):
+        return f"error: {exc}"
+    return f"error: {shown or 'this view'} could not be shown ({type(exc).__name__}: {exc})"
+
+
+def _run(root: Path, form: tuple[Any, ...]) -> tuple[Any, ...]:
     """Simulate the scenario the form describes (model, GPU, TP, engine knobs, traffic, SLO)."""
     model, hardware, tp, seqs, batch, flags, rate, prompt, output, count, slo_ms = form
     from ttftsim.config.scenario import Scenario
@@ -311,8 +361,8 @@ def _run(form: tuple[Any, ...]) -> tuple[Any, ...]:
     scenario = Scenario.model_validate(
         {
             "name": "explorer",
-            "model": model,
-            "hardware": hardware,
+            "model": _model_ref(root, model),
+            "hardware": _hardware_ref(root, hardware),
             "engine": engine,
             "workload": {
                 "type": "synthetic",
@@ -329,6 +379,33 @@ def _run(form: tuple[Any, ...]) -> tuple[Any, ...]:
     except Exception as exc:  # a configuration that does not fit, an inconsistent TP: shown in the page
         raise ValueError(str(exc)) from None
     return result.requests, result.summary(), result.time_series(), float(slo_ms) / 1e3
+
+
+def _model_ref(root: Path, value: Any) -> str:
+    """A preset by name, or a config.json inside the results folder (by its resolved path): nothing else,
+    whatever the request sends."""
+    if isinstance(value, str) and value in preset_names():
+        return value
+    return _file_inside(root, value, (".json",), "model", "a model preset or a config.json")
+
+
+def _hardware_ref(root: Path, value: Any) -> str:
+    """A hardware profile by name, or a profile YAML inside the results folder (by its resolved path)."""
+    if isinstance(value, str) and value in {profile.name for profile in all_profiles()}:
+        return value
+    return _file_inside(root, value, (".yaml", ".yml"), "GPU", "a hardware profile or a profile YAML")
+
+
+def _file_inside(root: Path, value: Any, suffixes: tuple[str, ...], field: str, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field}: choose {what}")
+    try:
+        path = inside(root, value)
+    except ResultError as exc:
+        raise ValueError(f"{field} {exc}") from None
+    if not path.is_file() or path.suffix not in suffixes:
+        raise ValueError(f"{field} {value}: not {what} inside the results folder")
+    return str(path)
 
 
 def _ms(value: Any) -> str:

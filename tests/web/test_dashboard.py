@@ -1,7 +1,9 @@
 """The dashboard end to end in headless Chromium (Playwright): it starts, each view renders its figures with
 no console errors, running a scenario from the explorer updates the figures, a malformed result shows an
-error in the page. Screenshots go to tests/web/screenshots/ (or $TTFTSIM_SCREENSHOTS). And the
-self-contained HTML report."""
+error in the page, an incomplete result is listed as such and cannot be picked. Screenshots go to
+tests/web/screenshots/ (or $TTFTSIM_SCREENSHOTS). The boundary through Dash's HTTP endpoint (Flask's test
+client, no browser): links out of the folder, paths in the explorer's form, malformed results are answered
+in the page, never with an HTTP 500. And the self-contained HTML report."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.test_cli import run
+from ttftsim.result_folder import MARKER, staged
 from ttftsim.results import ResultError, discover, inside, load_simulation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,9 +69,10 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert plan.returncode == 0, plan.stderr
     (root / "accuracy-h100.json").write_text(json.dumps(ACCURACY))
     (root / "accuracy-broken.json").write_text('{"stages": [')
-    broken = root / "sim-broken"
-    broken.mkdir()
-    (broken / "summary.json").write_text('{"ttft_s": ')
+    with staged(root / "sim-broken", "simulation") as broken:  # complete, and malformed
+        (broken / "summary.json").write_text('{"ttft_s": ')
+    shutil.copytree(root / "sim-small", root / "sim-interrupted")
+    (root / "sim-interrupted" / MARKER).unlink()  # as a write interrupted while its files moved leaves it
     return root
 
 
@@ -82,6 +86,7 @@ def test_paths_outside_the_results_folder_are_refused(results: Path, tmp_path: P
         inside(results, "escape")
     found = discover(results)
     assert {"sim-small", "sim-l40s", "sim-broken"} <= set(found.simulations)
+    assert [i.folder for i in found.incomplete] == ["sim-interrupted"]
     assert found.plans == ["plan-quickstart"] and "accuracy-h100.json" in found.accuracy
 
 
@@ -93,6 +98,7 @@ def test_report_is_one_self_contained_html_file(results: Path, tmp_path: Path) -
     assert html.count("plotly.js v") >= 1 and '<script src="https://cdn' not in html  # embedded, no CDN
     assert html.count('class="plotly-graph-div"') >= 3 * 2 + 1 + 1  # 2 simulations x 3, the plan, the accuracy
     assert "Not shown" in html and "accuracy-broken.json" in html and "sim-broken" in html
+    assert "sim-interrupted: incomplete" in html
 
 
 def _free_port() -> int:
@@ -230,3 +236,126 @@ def test_compare_and_accuracy_views(server: str, browser: Any) -> None:
     _pick(page, "accuracy-result", "accuracy-broken.json")
     page.wait_for_function("document.querySelector('#accuracy-error').innerText.includes('error')", timeout=30_000)
     assert errors == []
+
+
+def test_an_incomplete_result_is_listed_and_cannot_be_picked(server: str, browser: Any) -> None:
+    page, errors = _page(browser, server)
+    page.wait_for_function(
+        "document.querySelector('#incomplete').innerText.includes('sim-interrupted')", timeout=30_000
+    )
+    assert "1 incomplete result, not shown" in page.inner_text("#incomplete")
+    assert f"no {MARKER}" in page.inner_text("#incomplete")
+    page.click("#explorer-result")
+    option = page.get_by_role("option", name="sim-interrupted (incomplete)", exact=True)
+    option.wait_for(timeout=15_000)
+    _shot(page, "incomplete")
+    option.click(force=True)  # disabled: nothing is loaded
+    page.keyboard.press("Escape")
+    assert page.inner_text("#explorer-summary") == "" and _traces(page, "explorer-dist", at_least=0) == 0
+    assert errors == []
+
+
+def _dash(root: Path) -> Any:
+    pytest.importorskip("dash", reason="the dashboard needs Dash (pip install 'ttftsim[web]')")
+    from ttftsim.cli import _web_app
+
+    return _web_app().create_app(root).server.test_client()
+
+
+def _update(
+    client: Any, outputs: list[str], inputs: dict[str, Any], state: dict[str, Any] | None = None, changed: int = 0
+) -> Any:
+    """POST one callback to Dash's endpoint as the page does (inputs and state in the callback's order, the
+    changed input by index); the response, whatever its status."""
+    pairs = [output.rsplit(".", 1) for output in outputs]
+    body = {
+        "output": ".." + "...".join(outputs) + "..",
+        "outputs": [{"id": i, "property": p} for i, p in pairs],
+        "inputs": [{"id": k.rsplit(".", 1)[0], "property": k.rsplit(".", 1)[1], "value": v} for k, v in inputs.items()],
+        "state": [
+            {"id": k.rsplit(".", 1)[0], "property": k.rsplit(".", 1)[1], "value": v} for k, v in (state or {}).items()
+        ],
+        "changedPropIds": [list(inputs)[changed]],
+    }
+    return client.post("/_dash-update-component", json=body)
+
+
+EXPLORER = ["explorer-dist.figure", "explorer-breakdown.figure", "explorer-series.figure"]
+EXPLORER += ["explorer-summary.children", "explorer-error.children"]
+
+
+def _explorer_form(model: str, hardware: str) -> dict[str, Any]:
+    values = (model, hardware, 1, None, None, ["chunked"], 4, 200, 20, 50, 500)
+    names = ("model", "hardware", "tp", "seqs", "batch", "flags", "rate", "prompt", "output", "requests", "slo")
+    return {f"explorer-{name}.value": value for name, value in zip(names, values, strict=True)}
+
+
+def _error_of(response: Any, view: str) -> str:
+    assert response.status_code == 200, response.data[:500]
+    return str(response.get_json()["response"][f"{view}-error"]["children"])
+
+
+def test_the_explorer_runs_only_presets_or_files_inside_the_results_folder(tmp_path: Path) -> None:
+    root, outside = tmp_path / "results", tmp_path / "elsewhere"
+    root.mkdir()
+    outside.mkdir()
+    model = ROOT / "ttftsim" / "model" / "presets" / "Llama-3.1-8B.json"
+    shutil.copy(model, outside / "config.json")
+    client = _dash(root)
+    run_inputs = {"explorer-run.n_clicks": 1, "explorer-result.value": None}
+    for path in (str(outside / "config.json"), "../elsewhere/config.json", "/etc/passwd"):
+        response = _update(client, EXPLORER, run_inputs, _explorer_form(path, "H100-SXM5-80GB"))
+        assert "outside the results folder, refused" in _error_of(response, "explorer"), path
+    response = _update(client, EXPLORER, run_inputs, _explorer_form("Llama-3.1-8B", "/etc/hostname"))
+    assert "GPU /etc/hostname: outside the results folder" in _error_of(response, "explorer")
+    (root / "models").mkdir()
+    (root / "models" / "config.json").symlink_to(outside / "config.json")  # a link out: refused too
+    response = _update(client, EXPLORER, run_inputs, _explorer_form("models/config.json", "H100-SXM5-80GB"))
+    assert "outside the results folder" in _error_of(response, "explorer")
+    shutil.copy(model, root / "models" / "mine.json")  # a config.json inside the folder runs
+    response = _update(client, EXPLORER, run_inputs, _explorer_form("models/mine.json", "H100-SXM5-80GB"))
+    assert _error_of(response, "explorer") == ""
+    assert "50 requests" in response.get_json()["response"]["explorer-summary"]["children"]
+
+
+def test_malformed_and_escaping_results_answer_in_the_page_never_500(
+    results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "results"
+    shutil.copytree(results / "sim-small", root / "sim-small")
+    with staged(root / "sim-shape", "simulation") as folder:  # readable JSON of the wrong shape
+        for name in ("requests.parquet", "timeseries.csv"):
+            shutil.copy(root / "sim-small" / name, folder / name)
+        (folder / "summary.json").write_text('{"ttft_s": 7, "requests": [], "ttft_breakdown_mean_s": {}}')
+    with staged(root / "plan-shape", "plan") as folder:
+        (folder / "plan.json").write_text('{"ranked": "all of them"}')
+    (root / "accuracy-shape.json").write_text('{"stages": [{"measured": []}], "summary": {}}')
+    shutil.copytree(root / "sim-small", tmp_path / "outside")
+    (root / "sim-linked").symlink_to(tmp_path / "outside", target_is_directory=True)
+    client = _dash(root)
+    form = _explorer_form("Llama-3.1-8B", "H100-SXM5-80GB")
+    pick = {"explorer-run.n_clicks": 0, "explorer-result.value": "sim-shape"}
+    error = _error_of(_update(client, EXPLORER, pick, form, changed=1), "explorer")
+    assert "sim-shape/summary.json: ttft_s: expected an object, got int" in error
+    pick["explorer-result.value"] = "sim-linked"
+    error = _error_of(_update(client, EXPLORER, pick, form, changed=1), "explorer")
+    assert "outside the results folder, refused" in error
+    plan = ["plan-scatter.figure", "plan-table.data", "plan-table.columns", "plan-manifests.children"]
+    plan += ["plan-summary.children", "plan-error.children"]
+    response = _update(client, plan, {"plan-result.value": "plan-shape"})
+    assert "ranked: expected a list of objects" in _error_of(response, "plan")
+    accuracy = ["accuracy-scatter.figure", "accuracy-table.data", "accuracy-table.columns", "accuracy-error.children"]
+    response = _update(client, accuracy, {"accuracy-result.value": "accuracy-shape.json"})
+    assert "stages.0.case: expected text, got null" in _error_of(response, "accuracy")
+    compare = ["compare-cdf.figure", "compare-table.data", "compare-table.columns", "compare-error.children"]
+    response = _update(client, compare, {"compare-a.value": "sim-small", "compare-b.value": "sim-shape"})
+    assert "sim-shape/summary.json" in _error_of(response, "compare")
+    from ttftsim import figures
+
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("a figure that fails")
+
+    monkeypatch.setattr(figures, "ttft_distribution", broken)  # anything the checks let through
+    pick["explorer-result.value"] = "sim-small"
+    error = _error_of(_update(client, EXPLORER, pick, form, changed=1), "explorer")
+    assert error == "error: sim-small could not be shown (RuntimeError: a figure that fails)"

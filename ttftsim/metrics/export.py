@@ -1,5 +1,6 @@
 """Write a run's results to a folder: requests (Parquet and CSV), iterations (Parquet), time series (CSV),
-summary (JSON), and a Prometheus exposition (metrics.prom)."""
+summary (JSON), and a Prometheus exposition (metrics.prom). Written crash-safe: staged beside the folder, marked
+complete last, then moved into place (ttftsim/result_folder.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from ttftsim.result_folder import staged
 
 
 def write_results(
@@ -18,19 +21,13 @@ def write_results(
     summary: dict[str, Any],
     prometheus_text: str,
 ) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    written = [
-        out / "requests.parquet",
-        out / "requests.csv",
-        out / "steps.parquet",
-        out / "timeseries.csv",
-        out / "summary.json",
-        out / "metrics.prom",
-    ]
-    requests.to_parquet(written[0], index=False)
-    requests.to_csv(written[1], index=False)
-    steps.to_parquet(written[2], index=False)
-    series.to_csv(written[3], index=False)
-    written[4].write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    written[5].write_text(prometheus_text, encoding="utf-8")
-    return written
+    names = ["requests.parquet", "requests.csv", "steps.parquet", "timeseries.csv", "summary.json", "metrics.prom"]
+    with staged(out, "simulation") as folder:
+        written = [folder / name for name in names]
+        requests.to_parquet(written[0], index=False)
+        requests.to_csv(written[1], index=False)
+        steps.to_parquet(written[2], index=False)
+        series.to_csv(written[3], index=False)
+        written[4].write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        written[5].write_text(prometheus_text, encoding="utf-8")
+    return [out / name for name in names]

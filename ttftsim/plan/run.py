@@ -24,6 +24,7 @@ from ttftsim.plan.manifests import dump, manifests, vllm_args
 from ttftsim.plan.search import Progress, Row, Runner, pareto, search
 from ttftsim.plan.store import Store
 from ttftsim.replica import resolve_ref
+from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
 
 HF_IDS = {  # presets -> the repository `vllm serve` loads
@@ -151,6 +152,13 @@ def model_id(plan: Plan) -> str:
 
 
 def write_outputs(result: PlanResult, out: Path, base: str) -> None:
+    """The outputs, crash-safe: staged beside out, marked complete last, then moved in (ttftsim/result_folder.py);
+    the checkpoint already in out stays where it is."""
+    with staged(out, "plan") as folder:
+        _write_files(result, folder, base)
+
+
+def _write_files(result: PlanResult, out: Path, base: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps(result.as_json(), indent=1) + "\n", encoding="utf-8")
     write_run_info(out, result.run_info())

@@ -123,7 +123,7 @@ class Runner:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.shutdown(cancel_futures=True)  # after Ctrl-C, queued tasks are not run
 
 
 @dataclass
