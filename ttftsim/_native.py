@@ -29,6 +29,7 @@ COMPILED = (
     "calibration.splines",
     "engine.api_server",
     "engine.cohort",
+    "engine.decode_run",
     "engine.engine",
     "engine.queues",
     "engine.recorder",

@@ -20,16 +20,15 @@ and the cost model; it stays plain typed Python.
 from __future__ import annotations
 
 import bisect
-import math
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
 
-import numpy as np
 import simpy
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
+from ttftsim.engine.decode_run import MAX_RUN_STEPS, DecodeRun, RunTimes, run_times
 from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.scheduler import Scheduler, StepPlan
 from ttftsim.engine.state import RequestState
@@ -37,8 +36,6 @@ from ttftsim.kvcache.manager import KVCacheManager
 from ttftsim.perf.linear import StepCostModel
 from ttftsim.workload.request import Request
 
-MAX_RUN_STEPS = 4096
-SHORT_RUN_STEPS = 32  # decode runs up to this long are computed in Python, longer ones with numpy
 EXPIRY_CHECK_S = 1.0  # how often client timeouts are enforced (simulated seconds)
 
 
@@ -65,7 +62,7 @@ class Engine:
         self.scheduler = Scheduler(cfg, self.kv, use_cohort=self.closed_form_decode)
         self.num_blocks = num_blocks
         self._wakeup = env.event()
-        self._run: tuple[float, Any, Any] | None = None  # (start, cumulative ends, durations) of a decode run
+        self._run: DecodeRun | None = None  # the closed-form decode run in flight
         self._feed: deque[Request] = deque()  # open-loop arrivals the engine pulls itself, in time order
         self.client_timeout_s = client_timeout_s
         self._next_expiry = 0.0
@@ -340,23 +337,13 @@ class Engine:
             return 1
         return min(MAX_RUN_STEPS, self.scheduler.cohort.steps_to_next_finish())
 
-    def _block_limit(self, steps: int) -> int:
-        """How many of `steps` decode iterations the free KV blocks cover (the first has its blocks)."""
-        if self.cfg.kv_cache_mode != "paged":
-            return steps
-        cohort, free = self.scheduler.cohort, self.kv.pool.num_free
-        for step in range(2, steps + 1):
-            free -= cohort.due_count(cohort.clock + step - 1)
-            if free < 0:
-                return step - 1
-        return steps
-
     def _decode_run(self, plan: StepPlan, steps: int) -> Generator[simpy.Event, Any, None]:
         """Up to `steps` decode-only iterations in one timeout; an arrival cuts the run after the
         iteration in progress."""
         env, start = self.env, self.env.now
-        ends, durations = self._run_times(plan, steps)
-        self._run = (start, ends, durations)
+        times = self._run_times(plan, steps)
+        ends, durations = times.ends, times.durations
+        self._run = DecodeRun(start, times)
         self._run_accounted = 0
         done = len(ends)
         if self.accepts_pushes:  # a pushed request may cut the run
@@ -376,30 +363,10 @@ class Engine:
         self._run = None
         self._apply_run(start, ends, durations, done)
 
-    def _run_times(self, plan: StepPlan, steps: int) -> tuple[Any, Any]:
-        """(end times from now, durations) of the run's iterations: at most `steps`, as many as the free
-        blocks cover, up to the one in progress when the next request arrives. Short runs are computed
-        step by step in Python (numpy's per-call overhead would dominate), long ones as arrays."""
-        size, kv_tokens = self.scheduler.cohort.size, plan.shape.decode_kv_tokens
-        step_s = self.perf.decode_step_s(size)
-        first = step_s(kv_tokens)
+    def _run_times(self, plan: StepPlan, steps: int) -> RunTimes:
+        free = self.kv.pool.num_free if self.cfg.kv_cache_mode == "paged" else None
         gap = self._next_arrival_in()
-        if gap is not None:  # iterations only get longer in a run: the first bounds how many fit before gap
-            steps = min(steps, math.ceil(gap / first) + 1)
-        steps = self._block_limit(steps)
-        if steps > SHORT_RUN_STEPS:
-            durations = self.perf.decode_run_s(size, kv_tokens, steps)
-            ends = np.cumsum(durations)
-            cut = steps if gap is None else int(np.searchsorted(ends, gap, side="left")) + 1
-            return ends[:cut], durations[:cut]
-        times, end_times, end, limit = [first], [first], first, math.inf if gap is None else gap
-        while end < limit and len(end_times) < steps:
-            kv_tokens += size
-            duration = step_s(kv_tokens)
-            end += duration
-            times.append(duration)
-            end_times.append(end)
-        return end_times, times
+        return run_times(self.perf, self.scheduler.cohort, plan.shape.decode_kv_tokens, steps, gap, free)
 
     def _apply_run(self, start: float, ends: Any, durations: Any, done: int) -> None:
         """The first `done` iterations of a decode run: blocks in stepping order, then tokens."""
@@ -420,8 +387,9 @@ class Engine:
         """Hand the API server the tokens of the decode run's iterations that ended by `until`."""
         if self._run is None:
             return
-        start, ends, durations = self._run
-        self._hand_run_tokens(start, ends, durations, bisect.bisect_right(ends, until - start))
+        run = self._run
+        ends = run.times.ends
+        self._hand_run_tokens(run.start_s, ends, run.times.durations, bisect.bisect_right(ends, until - run.start_s))
 
     def _hand_run_tokens(self, start: float, ends: Any, durations: Any, done: int) -> None:
         """The API server gets the tokens of the run's first `done` iterations not handed to it yet."""
@@ -440,7 +408,7 @@ class Engine:
             self.submit(feed.popleft(), pulled=True)
         if self._run is None:
             return
-        start, ends, durations = self._run
+        start, ends, durations = self._run.start_s, self._run.times.ends, self._run.times.durations
         self._run = None
         done = bisect.bisect_left(ends, self.env.now - start)
         if done:
