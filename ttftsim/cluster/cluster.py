@@ -32,7 +32,7 @@ from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
 from ttftsim.cluster.hpa import ExternalMetricInput, Hpa, MetricInput, PodsMetricInput
 from ttftsim.cluster.metrics import TTFT_BUCKETS, histogram_quantile
 from ttftsim.cluster.placement import Node, could_ever_fit, pick_node, unschedulable_reason
-from ttftsim.cluster.router import Router
+from ttftsim.cluster.routing import make_router
 from ttftsim.config.cluster import Cluster, NodePool
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder
@@ -135,7 +135,7 @@ class ClusterSim:
         self.client_timeout_s = client_timeout_s
         self.nodes: list[Node] = []
         self.pods: list[Pod] = []
-        self.router = Router(spec.router, rng)
+        self.router = make_router(spec.router, rng)
         self.hpa = Hpa(spec.autoscaling) if spec.autoscaling else None
         bounds = spec.autoscaling
         self.desired = min(max(spec.replicas, bounds.min_replicas), bounds.max_replicas) if bounds else spec.replicas
@@ -145,7 +145,7 @@ class ClusterSim:
         self._gateway: deque[tuple[Request, simpy.Event | None]] = deque()
         self._routable: list[Pod] = []
         self._prefill_routable: list[Pod] = []
-        self.prefill_router = Router(spec.router, rng)
+        self.prefill_router = make_router(spec.router, rng)
         self.prefill_recorder = Recorder(0.0)  # prefill pods' records: iterations, never client requests
         self._original: dict[int, tuple[Request, simpy.Event | None]] = {}  # disaggregated: the client's request
         self._prefilled: set[int] = set()
@@ -412,8 +412,8 @@ class ClusterSim:
                 self.log.hpa.append({"time_s": self.env.now, "current": 0, "ready": 0, "desired": 1})
                 self.scale_to(1)
             return
-        pod = (self.prefill_router if prefill else self.router).pick(pods, req, self.env.now)  # type: ignore[arg-type]
-        assert isinstance(pod, Pod) and pod.engine is not None
+        pod = (self.prefill_router if prefill else self.router).pick(pods, req, self.env.now)
+        assert pod.engine is not None
         pod.outstanding += 1
         self._owner[req.request_id] = pod
         if prefill:
