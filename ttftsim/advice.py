@@ -14,10 +14,10 @@ from pydantic import Field
 
 from ttftsim.compare import compare
 from ttftsim.config.base import StrictModel
-from ttftsim.config.loading import parse_mapping
+from ttftsim.config.loading import parse_mapping, read_mapping
 from ttftsim.config.scenario import Scenario
-from ttftsim.errors import InputError
 from ttftsim.explain import decode_intensity, kv_bytes, prefill_flops
+from ttftsim.inputs.structured import load_structured
 
 QUICK_REQUESTS = 200
 QUICK_SECONDS = 60.0
@@ -50,12 +50,7 @@ class Claims(StrictModel):
 
 
 def load_claims(path: Path) -> list[Claim]:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(str(path), "", "file not found") from None
-    except yaml.YAMLError as exc:
-        raise InputError(str(path), "", f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    raw = load_structured(path)  # size, UTF-8, bounded YAML (ttftsim/inputs)
     return parse_mapping(Claims, {"claims": raw}, str(path)).claims
 
 
@@ -107,7 +102,7 @@ def materialize(
     for claim in claims:
         for index, run in enumerate(claim.runs, 1):
             base_path = claims_path.parent / run.base
-            base = yaml.safe_load(base_path.read_text(encoding="utf-8"))
+            base = read_mapping(base_path)
             files = []
             for side, overlay in (("before", run.before), ("after", run.after)):
                 data = deep_merge(base, overlay)

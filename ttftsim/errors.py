@@ -6,6 +6,8 @@ naming where it came from and which field; the CLI prints it on one line and exi
 
 from __future__ import annotations
 
+MAX_SOURCE, MAX_FIELD, MAX_MESSAGE = 300, 160, 400  # characters of each part of the one line
+
 
 class InputError(Exception):
     """Bad user input: names the source (file or option), the field, and what is wrong."""
@@ -21,5 +23,21 @@ class InputError(Exception):
         return (InputError, (self.source, self.field, self.message))
 
     def one_line(self) -> str:
-        where = f"{self.source}: {self.field}" if self.field else self.source
-        return f"{where}: {self.message}".replace("\n", " ")
+        """Source, field and message on one line, each cut short: an error never echoes a whole input."""
+        where = (
+            f"{_cut(self.source, MAX_SOURCE)}: {_cut(self.field, MAX_FIELD)}"
+            if self.field
+            else _cut(self.source, MAX_SOURCE)
+        )
+        return _printable(f"{where}: {_cut(self.message, MAX_MESSAGE)}".replace("\n", " ").replace("\r", " "))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _printable(text: str) -> str:
+    """Control characters and other line breaks (form feed, U+2028...) escaped: the line stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

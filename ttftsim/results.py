@@ -10,7 +10,7 @@ as incomplete, with the reason. A malformed result is a ResultError naming the f
 
 from __future__ import annotations
 
-import json
+import io
 import os
 from dataclasses import dataclass, field
 from html import escape
@@ -21,6 +21,8 @@ import pandas as pd
 
 from ttftsim import result_shapes
 from ttftsim.errors import InputError
+from ttftsim.inputs.files import read_bytes, read_text
+from ttftsim.inputs.structured import parse_json
 from ttftsim.result_folder import MARKER, Marker, parse_marker
 
 MAIN_FILE = {"simulation": "summary.json", "plan": "plan.json"}  # the file that makes a folder a result
@@ -87,8 +89,8 @@ def discover(root: Path) -> Found:
 
 def _looks_like_accuracy(path: Path) -> bool:
     try:
-        head = json.loads(path.resolve().read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deep
+        head = parse_json(read_text(path.resolve(), what="result file"), str(path), finite=False)
+    except InputError:  # RecursionError: JSON nested too deep
         return path.name.startswith("accuracy")  # listed, so that the page can say what is wrong with it
     return isinstance(head, dict) and "stages" in head and "summary" in head
 
@@ -96,12 +98,15 @@ def _looks_like_accuracy(path: Path) -> bool:
 def complete(root: Path, folder: str, kind: str) -> Marker:
     """The folder's completion marker, checked: present, for this kind of result, and every file it lists
     inside the root with the recorded size. ResultError saying why the result is incomplete otherwise."""
-    try:
-        marker = parse_marker(inside(root, _join(folder, MARKER)).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    path = inside(root, _join(folder, MARKER))
+    if not path.exists() and not path.is_symlink():
         why = f"no {MARKER} (interrupted while writing, or written before ttftsim marked results complete)"
-        raise ResultError(f"{folder}: incomplete: {why}") from None
-    except (OSError, ValueError, RecursionError) as exc:
+        raise ResultError(f"{folder}: incomplete: {why}")
+    try:
+        marker = parse_marker(read_text(path, what="completion marker"))
+    except InputError as exc:
+        raise ResultError(f"{folder}: incomplete: {MARKER} unreadable ({exc.message})") from None
+    except (ValueError, RecursionError) as exc:
         raise ResultError(f"{folder}: incomplete: {MARKER} unreadable ({exc})") from None
     if marker.kind != kind or MAIN_FILE[kind] not in marker.files:
         raise ResultError(f"{folder}: incomplete: its {MARKER} is not for a {kind} result")
@@ -119,9 +124,9 @@ def _json(root: Path, relative: str) -> dict[str, Any]:
     if not path.is_file():
         raise ResultError(f"{relative}: not found (or not a file)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ResultError(f"{relative}: not readable JSON ({exc})") from None
+        data = parse_json(read_text(path, what="result file"), relative, finite=False)
+    except InputError as exc:  # the loader's bounds: size, UTF-8, nesting, duplicate keys (ttftsim/inputs)
+        raise ResultError(exc.one_line()) from None
     if not isinstance(data, dict):
         raise ResultError(f"{relative}: expected a JSON object")
     return data
@@ -147,10 +152,10 @@ def load_simulation(root: Path, relative: str) -> Simulation:
     summary = _json(root, _join(relative, "summary.json"))
     requests_path, series_path = (inside(root, _join(relative, n)) for n in ("requests.parquet", "timeseries.csv"))
     try:
-        requests = pd.read_parquet(requests_path)
-        series = pd.read_csv(series_path)
-    except FileNotFoundError as exc:
-        raise ResultError(f"{relative}: {Path(str(exc.filename)).name} missing") from None
+        requests = pd.read_parquet(io.BytesIO(read_bytes(requests_path, "trace", "requests.parquet")))
+        series = pd.read_csv(io.StringIO(read_text(series_path, "trace", "timeseries.csv")))
+    except InputError as exc:
+        raise ResultError(f"{relative}: {exc.message}") from None
     except Exception as exc:  # a damaged Parquet or CSV: say so in the page
         raise ResultError(f"{relative}: unreadable results ({type(exc).__name__}: {exc})") from None
     try:
@@ -175,7 +180,11 @@ def load_plan(root: Path, relative: str) -> tuple[dict[str, Any], str]:
         raise ResultError(f"{_join(relative, 'plan.json')}: {exc}") from None
     if "manifests.yaml" not in marker.files:  # a plan without a winner has none
         return plan, ""
-    return plan, inside(root, _join(relative, "manifests.yaml")).read_text(encoding="utf-8", errors="replace")
+    try:
+        text = read_bytes(inside(root, _join(relative, "manifests.yaml")), what="manifests.yaml")
+    except InputError as exc:
+        raise ResultError(f"{relative}: {exc.message}") from None
+    return plan, text.decode("utf-8", errors="replace")
 
 
 def load_accuracy(root: Path, relative: str) -> dict[str, Any]:

@@ -10,16 +10,22 @@ re-tokenised count of the streamed text, about twice the generated tokens for ra
 
 from __future__ import annotations
 
-import json
+import io
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
 from ttftsim.accuracy.names import resolve_hardware, resolve_model
+from ttftsim.config.loading import validation_error
 from ttftsim.config.scenario import KernelCosts, Scenario
 from ttftsim.errors import InputError
+from ttftsim.inputs.files import excerpt, read_text
+from ttftsim.inputs.structured import parse_json
 from ttftsim.metrics.intervals import reported_levels
 
 CLIENT_TIMEOUT_S = 300.0  # inference-perf's request timeout in these runs
@@ -163,22 +169,35 @@ def _closed_loop_case(row: pd.Series) -> Case:
 
 
 def read_ground_truth(path: Path) -> list[Case]:
-    """Cases from an open-loop JSON or a closed-loop CSV file; errors name the file and field."""
+    """Cases from an open-loop JSON or a closed-loop CSV file (read through ttftsim/inputs); a run or row of
+    the wrong shape is one error naming the file, the run or line, and the field."""
     source = str(path)
+    text = read_text(path, what="ground truth")
+    if path.suffix == ".json":
+        runs = parse_json(text, source)
+        if not isinstance(runs, list):
+            raise InputError(source, "", "expected a JSON list of runs")
+        return [_case(partial(_open_loop_case, run, source), source, f"run {i}") for i, run in enumerate(runs)]
     try:
-        if path.suffix == ".json":
-            runs = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(runs, list):
-                raise InputError(source, "", "expected a JSON list of runs")
-            return [_open_loop_case(run, source) for run in runs]
-        frame = pd.read_csv(path)
-        return [_closed_loop_case(row) for _, row in frame.iterrows()]
-    except FileNotFoundError:
-        raise InputError(source, "", "file not found") from None
+        frame = pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise InputError(source, "", f"cannot parse ground truth ({str(exc).strip()[:160]})") from None
+    return [
+        _case(partial(_closed_loop_case, row), source, f"line {i + 2}") for i, (_, row) in enumerate(frame.iterrows())
+    ]
+
+
+def _case(build: Callable[[], Case], source: str, where: str) -> Case:
+    """One case built from a run or row, its shape errors turned into one line naming the field."""
+    try:
+        return build()
+    except ValidationError as exc:
+        error = validation_error(source, exc)
+        raise InputError(source, f"{where} (as scenario {error.field})", error.message) from None
     except KeyError as exc:
-        raise InputError(source, str(exc.args[0]), "field missing from ground truth") from None
-    except (json.JSONDecodeError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise InputError(source, "", f"cannot parse ground truth ({exc})") from None
+        raise InputError(source, f"{where} {excerpt(exc.args[0], 30)}", "field missing from ground truth") from None
+    except (TypeError, AttributeError, ValueError, ZeroDivisionError, IndexError) as exc:
+        raise InputError(source, where, f"malformed ground truth ({excerpt(str(exc), 120)})") from None
 
 
 def with_kernel_costs(cases: list[Case], kernel_costs: KernelCosts) -> list[Case]:

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 
 class StrictModel(BaseModel):
-    """Frozen, forbids unknown fields, validates defaults; every field carries a description."""
+    """Frozen, forbids unknown fields, validates defaults, refuses NaN and infinities (every number of an
+    input is a finite quantity); every field carries a description."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)

@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from ttftsim.errors import InputError
+from ttftsim.inputs.structured import load_structured
 from ttftsim.model.spec import ModelSpec, spec_from_hf_config
 
 _SUFFIXES = ("-instruct", "-chat-hf", "-hf", "-chat")
@@ -38,12 +39,7 @@ def load_model(ref: str, source: str = "model") -> ModelSpec:
     path = Path(ref)
     if path.suffix == ".json" or path.is_file() or path.is_dir():
         config_path = path / "config.json" if path.is_dir() else path
-        try:
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(str(config_path), "", "model config.json not found") from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(str(config_path), "", f"not a readable config.json ({exc})") from None
+        config = load_structured(config_path, "model config.json")  # size, UTF-8, bounded JSON (ttftsim/inputs)
         if not isinstance(config, dict):
             raise InputError(str(config_path), "", "config.json must hold a JSON object")
         name = config_path.parent.name if config_path.name == "config.json" else config_path.stem

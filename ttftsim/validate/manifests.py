@@ -1,6 +1,7 @@
 """Read what `ttftsim validate` needs from real Kubernetes manifests: the serving workload (Deployment,
 StatefulSet or LeaderWorkerSet), its vLLM container and `vllm serve` arguments, resources, placement
-rules, probes, volumes, and the HPA that scales it."""
+rules, probes, volumes, and the HPA that scales it. Which node labels name a GPU, and which values mean
+which GPU, is the hardware profiles' (hwprofiles/*.yaml node_labels), never a table here."""
 
 from __future__ import annotations
 
@@ -9,32 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import node_label_keys
+from ttftsim.inputs.files import excerpt, read_text
+from ttftsim.inputs.structured import parse_yaml_documents
+from ttftsim.validate.manifest_shapes import check_document
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
-GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
-# label values -> hardware profiles (GPU feature discovery, GKE, Karpenter on AWS)
-GPU_VALUES = {
-    "nvidia-a100-80gb-pcie": "A100-PCIe-80GB",
-    "nvidia-a100-sxm4-40gb": "A100-SXM4-40GB",
-    "nvidia-a100-sxm4-80gb": "A100-SXM4-80GB",
-    "nvidia-a100-80gb": "A100-SXM4-80GB",
-    "nvidia-tesla-a100": "A100-SXM4-40GB",
-    "a100": "A100-SXM4-80GB",
-    "nvidia-h100-pcie": "H100-PCIe-80GB",
-    "nvidia-h100-80gb-hbm3": "H100-SXM5-80GB",
-    "nvidia-h100-80gb": "H100-SXM5-80GB",
-    "nvidia-h100-mega-80gb": "H100-SXM5-80GB",
-    "h100": "H100-SXM5-80GB",
-    "nvidia-h200": "H200-SXM-141GB",
-    "nvidia-h200-141gb": "H200-SXM-141GB",
-    "h200": "H200-SXM-141GB",
-    "nvidia-l40s": "L40S-48GB",
-    "l40s": "L40S-48GB",
-}
-
 # vLLM flags -> EngineArgs fields (value flags); boolean flags below
 VALUE_FLAGS = {
     "--tensor-parallel-size": "tensor_parallel_size",
@@ -92,8 +74,9 @@ class ServingWorkload:
 
     def hardware_label(self) -> str | None:
         """The GPU type the pods are pinned to, from nodeSelector or required node affinity."""
+        labels = node_label_keys()  # the keys hwprofiles/ name GPUs by
         selector = self.pod_spec.get("nodeSelector") or {}
-        for label in GPU_LABELS:
+        for label in labels:
             if label in selector:
                 return str(selector[label])
         required = ((self.pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
@@ -101,7 +84,7 @@ class ServingWorkload:
         ) or {}
         for term in required.get("nodeSelectorTerms") or []:
             for expression in term.get("matchExpressions") or []:
-                if expression.get("key") in GPU_LABELS and expression.get("operator") == "In":
+                if expression.get("key") in labels and expression.get("operator") == "In":
                     values = expression.get("values") or []
                     if values:
                         return str(values[0])
@@ -109,21 +92,18 @@ class ServingWorkload:
 
 
 def read_documents(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The file's Kubernetes objects (ttftsim/inputs: size, UTF-8, bounded YAML), each shape-checked."""
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(source, "", "manifest file not found") from None
-    try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise InputError(source, "", f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    documents = [d for d in parse_yaml_documents(read_text(path, what="manifest file"), source) if d is not None]
     out = []
     for index, document in enumerate(documents):
         if not isinstance(document, dict) or "kind" not in document:
             raise InputError(source, f"document {index}", "not a Kubernetes object (no kind)")
+        check_document(document, f"{source}#{index}")
         if document.get("kind") == "List":
-            out += [(f"{source}#{index}", item) for item in document.get("items") or [] if isinstance(item, dict)]
+            for item_index, item in enumerate(document.get("items") or []):
+                check_document(item, f"{source}#{index}.items.{item_index}")
+                out.append((f"{source}#{index}", item))
         else:
             out.append((f"{source}#{index}", document))
     return out
@@ -143,8 +123,11 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]]) -> ServingWorkload
         else:
             template, size = spec.get("template"), 1
         pod_spec = (template or {}).get("spec") or {}
-        for container in pod_spec.get("containers") or []:
-            words = _command(container)
+        for index, container in enumerate(pod_spec.get("containers") or []):
+            try:
+                words = _command(container)
+            except ValueError as exc:  # shlex: an unbalanced quote
+                raise InputError(source, f"containers.{index}.command", f"cannot split the command ({exc})") from None
             if _is_vllm(container, words):
                 name = str((document.get("metadata") or {}).get("name", ""))
                 model, engine, pp, ignored = parse_vllm_args(words, f"{source} container {container.get('name', '')}")
@@ -244,7 +227,7 @@ def _int(value: str, source: str, flag: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise InputError(source, flag, f"expects an integer, got {value!r}") from None
+        raise InputError(source, flag, f"expects an integer, got {excerpt(value)}") from None
 
 
 def _flag_value(key: str, value: str, source: str, flag: str) -> Any:
@@ -256,7 +239,7 @@ def _flag_value(key: str, value: str, source: str, flag: str) -> Any:
         try:
             return float(value)
         except ValueError:
-            raise InputError(source, flag, f"expects a number, got {value!r}") from None
+            raise InputError(source, flag, f"expects a number, got {excerpt(value)}") from None
     if key == "quantization":
         return QUANT_NAMES.get(value, value)
     if key == "kv_cache_dtype":
@@ -264,7 +247,3 @@ def _flag_value(key: str, value: str, source: str, flag: str) -> Any:
     if key == "dtype":
         return {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}.get(value, value)
     return value
-
-
-def hardware_for_label(value: str) -> str | None:
-    return GPU_VALUES.get(value.lower())

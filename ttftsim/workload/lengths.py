@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import io
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,29 +20,63 @@ from ttftsim.config.workload import (
     UniformLength,
 )
 from ttftsim.errors import InputError
+from ttftsim.inputs.files import excerpt, read_text
+from ttftsim.inputs.limits import Limits, current_limits
+from ttftsim.inputs.structured import is_json, parse_json
 
 Ints = NDArray[np.int64]
 
 
 def read_empirical(spec: EmpiricalLength, base: Path) -> Ints:
+    """Observed lengths from a JSON list or a CSV column (ttftsim/inputs: a regular UTF-8 file within the
+    trace size limit): every value a whole number of tokens, 1 to the token limit."""
     path = (base / spec.path).resolve()
+    source, limits = str(path), current_limits()
+    text = read_text(path, "trace", "length file", limits)
+    if is_json(path):
+        data = parse_json(text, source, limits)
+        if not isinstance(data, list):
+            raise InputError(source, "", f"expected a JSON list of lengths, got {type(data).__name__}")
+        raw: list[Any] = data
+        where = "item {}"
+    else:
+        try:
+            frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+            raise InputError(source, "", f"not a CSV of lengths ({str(exc).strip()[:120]})") from None
+        field = spec.column or str(frame.columns[0])
+        if field not in frame.columns:
+            found = ", ".join(excerpt(c, 20) for c in frame.columns[:8])
+            raise InputError(source, "column", f"no column {excerpt(field)} (columns: {found})")
+        raw = frame[field].tolist()
+        where = "line {} " + field
+    return _checked_lengths(raw, source, where, limits)
+
+
+def _checked_lengths(raw: list[Any], source: str, where: str, limits: Limits) -> Ints:
+    """Every value a whole number of tokens in [1, limits.tokens]; `where` names a value by its index."""
+    if not raw:
+        raise InputError(source, "", "no lengths in the file")
+    for index, value in enumerate(raw):
+        number = _number(value)
+        if number is None or number != int(number) or not 1 <= number <= limits.tokens:
+            why = "not a whole number" if number is None or number != int(number) else "outside 1 to the token limit"
+            hint = f" ({limits.how_to_raise('tokens')})" if number is not None and number > limits.tokens else ""
+            number_of = index if where.startswith("item") else index + 2  # a CSV's line: after the header
+            raise InputError(source, where.format(number_of), f"{why}: {excerpt(value)}{hint}")
+    return np.asarray([int(_number(v) or 0) for v in raw], dtype=np.int64)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) else None
     try:
-        if path.suffix == ".json":
-            values = np.asarray(json.loads(path.read_text()), dtype=np.int64)
-        else:
-            frame = pd.read_csv(path)
-            column = spec.column or str(frame.columns[0])
-            if column not in frame.columns:
-                raise InputError(str(path), "column", f"no column {column!r} (columns: {', '.join(frame.columns)})")
-            values = frame[column].to_numpy(dtype=np.int64)
-    except FileNotFoundError:
-        raise InputError(str(path), "", "length file not found") from None
-    except (ValueError, OSError) as exc:
-        raise InputError(str(path), "", f"cannot read lengths ({exc})") from None
-    values = values[values > 0]
-    if len(values) == 0:
-        raise InputError(str(path), "", "no positive lengths in file")
-    return values
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def sample_lengths(spec: LengthDist, rng: np.random.Generator, count: int, base: Path = Path()) -> Ints:
