@@ -74,7 +74,9 @@ class ConstantArrivals(StrictModel):
 class GammaArrivals(StrictModel):
     type: Literal["gamma"] = Field(description="Gamma renewal process with a coefficient of variation")
     rate: float = Field(gt=0, description="Requests per second")
-    cv: float = Field(gt=0, description="Coefficient of variation of inter-arrival times (1 = Poisson)")
+    cv: float = Field(
+        ge=0.01, le=100, description="Coefficient of variation of inter-arrival times (1 = Poisson; 0.01 to 100)"
+    )
 
 
 class WeibullArrivals(StrictModel):

@@ -23,6 +23,7 @@ from ttftsim.config.workload import (
 )
 from ttftsim.kvcache.hashing import Segment
 from ttftsim.workload.arrivals import arrival_times
+from ttftsim.workload.budget import RequestCounter
 from ttftsim.workload.clients import behaviour
 from ttftsim.workload.lengths import sample_lengths
 from ttftsim.workload.request import ContentIds, Request
@@ -39,6 +40,7 @@ class WorkloadContext:
         self.base = base
         self.content = ContentIds()
         self.request_ids: Iterator[int] = itertools.count()
+        self.sent = RequestCounter()  # closed loops and conversations: stopped at the request limit
 
 
 class PromptPool:
@@ -204,6 +206,7 @@ def closed_loop_client(
         if sender.turnaround_s:
             yield env.timeout(sender.send_at(env.now) - env.now)
         budget[0] -= 1
+        ctx.sent.add()
         done = env.event()
         submit(prompts.request(env.now), done)
         yield done
@@ -231,6 +234,7 @@ def conversation(
         history.append((ctx.content.new(), user))
         prompt = sum(length for _, length in history)
         answer = ctx.content.new()
+        ctx.sent.add()
         done = env.event()
         submit(
             Request(
