@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.factories import engine_config, request
-from ttftsim.cluster.cluster import ClusterSim, ReplicaBuild, Wrap
+from ttftsim.cluster.cluster import ClusterSim
+from ttftsim.cluster.pod import ReplicaBuild, Wrap
 from ttftsim.cluster.run import run_until_done
-from ttftsim.config.cluster import Cluster
+from ttftsim.config.cluster import Cluster, Fault
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.perf.linear import LinearStepModel
@@ -188,7 +189,7 @@ def test_warm_pool_pod_takes_traffic_at_once_and_is_replaced() -> None:
     cluster = ClusterSim(env, Cluster.model_validate(spec), builds, Recorder(0.0), np.random.default_rng(0), 10.0, 1)
     env.run(until=5.0)
     cluster.scale_to(2)
-    assert len(cluster._routable) == 2  # the warm pod serves immediately
+    assert [p.index for p in cluster.gateway.routable] == [0, 1]  # the warm pod (1) serves immediately
     env.run(until=60.0)
     warm = [p for p in cluster.pods if p.role == "warm" and p.state == "ready"]
     assert len(warm) == 1 and warm[0].created_s == 5.0  # a new warm pod refilled the pool
@@ -309,7 +310,7 @@ def test_a_tp_group_larger_than_a_node_is_gang_scheduled_on_whole_nodes() -> Non
     assert [n.used_gpus for n in cluster.nodes[3:]] == [8, 0]
     worker = first.workers[0]
     ready_nodes = [n for n in cluster.nodes if n.state == "ready"]
-    env.process(cluster._fault(0.0, "node", ready_nodes.index(worker)))  # (a delay from now)
+    env.process(cluster.faults.inject(Fault(at_s=0.0, kind="node", index=ready_nodes.index(worker))))  # from now
     env.run(until=env.now + 1)
     assert first.state == "failed"  # losing any node of the group loses the pod
 

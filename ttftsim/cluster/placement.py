@@ -10,15 +10,21 @@ Scores, each normalized to [0, 100] and weighted as in default_plugins.go:
   ImageLocality x1 (image size x the share of nodes holding it, scaled from 23 MB to 1000 MB).
 PodTopologySpread and soft inter-pod terms score every node alike here (no topology domains modelled).
 Ties are broken with the run's seeded random generator, as kube-scheduler breaks them at random.
+
+The Binder runs the scheduling cycle for one pod and binds it: one node, or for a TP group larger than a
+node a gang of whole nodes of one pool (LeaderWorkerSet, all or nothing), each giving the same GPU share.
+Bound pods hold GPUs, CPU and memory on their nodes until released.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ttftsim.config.cluster import NodePool, PodSpec
+from ttftsim.hardware.catalog import load_hardware
 
 WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "BalancedAllocation": 1, "ImageLocality": 1}
 IMAGE_MIN_BYTES = 23e6
@@ -153,3 +159,88 @@ def unschedulable_reason(pool: NodePool, pod: PodSpec, gpus: int, gpus_per_node:
         if taint.effect != "PreferNoSchedule" and not any(t.tolerates(taint) for t in pod.tolerations):
             return f"taint {taint.key}={taint.value}:{taint.effect} not tolerated"
     return ""
+
+
+def gpus_per_node(pool: NodePool) -> int:
+    """The pool's GPUs per node: its own setting, or its hardware profile's."""
+    if pool.gpus_per_node is not None:
+        return pool.gpus_per_node
+    return load_hardware(pool.hardware).gpus_per_node
+
+
+@dataclass(frozen=True)
+class Gang:
+    """How one pod spreads over nodes of some size: `num_nodes` nodes, `gpus_each` GPUs on each."""
+
+    num_nodes: int
+    gpus_each: int
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """The serving pod's GPU request and how many pods may share one GPU (time-slicing replicas)."""
+
+    gpus: int
+    pods_per_gpu: int = 1
+
+    def gang(self, per_node: int) -> Gang:
+        """On nodes of per_node GPUs: one node when the pod fits one, else ceil(gpus / per_node) nodes
+        (gang-scheduled), the GPUs split evenly (rounded up)."""
+        if self.gpus <= per_node * self.pods_per_gpu or per_node == 0:
+            return Gang(1, self.gpus)
+        size = math.ceil(self.gpus / per_node)
+        return Gang(size, math.ceil(self.gpus / size))
+
+
+class Binder:
+    """Binds pods to nodes. Invariant: a node's used GPUs, CPUs and memory are the sums of the requests of
+    the pods in its `pods` list (a gang member counts its share of the pod's GPUs)."""
+
+    def __init__(self, pod: PodSpec, pools: list[NodePool], shape: PodShape, rng: np.random.Generator) -> None:
+        self.pod, self.pools, self.shape, self.rng = pod, pools, shape, rng
+
+    def pick(self, nodes: list[Node]) -> list[Node] | None:
+        """The node, or all the nodes of a multi-node pod (all or nothing), kube-scheduler would bind."""
+        single = pick_node(nodes, self.pod, self.shape.gpus, self.rng)
+        if single is not None:
+            return [single]
+        for pool in self.pools:
+            members = [n for n in nodes if n.pool is pool and n.state == "ready"]
+            if not members:
+                continue
+            gang = self.shape.gang(members[0].gpus)
+            if gang.num_nodes == 1:
+                continue
+            chosen: list[Node] = []
+            for _ in range(gang.num_nodes):
+                node = pick_node([n for n in members if n not in chosen], self.pod, gang.gpus_each, self.rng)
+                if node is None:
+                    break
+                chosen.append(node)
+            if len(chosen) == gang.num_nodes:
+                return chosen
+        return None
+
+    def share(self, nodes: list[Node]) -> int:
+        """GPUs the pod holds on each of its nodes."""
+        return self.shape.gang(nodes[0].gpus).gpus_each if len(nodes) > 1 else self.shape.gpus
+
+    def bind(self, pod_index: int, nodes: list[Node]) -> None:
+        share = self.share(nodes)
+        for node in nodes:
+            node.pods.append(pod_index)
+            node.take_gpu(pod_index, share)
+            node.used_cpus += self.pod.cpus
+            node.used_memory_gib += self.pod.memory_gib
+
+    def release(self, pod_index: int, nodes: list[Node], now: float) -> None:
+        """Give back what the pod held; a node left without pods is empty from now (the node scale-down clock)."""
+        share = self.share(nodes) if nodes else self.shape.gpus
+        for node in nodes:
+            node.pods.remove(pod_index)
+            node.gpu_of.pop(pod_index, None)
+            node.used_gpus -= share
+            node.used_cpus -= self.pod.cpus
+            node.used_memory_gib -= self.pod.memory_gib
+            if not node.pods:
+                node.empty_since_s = now

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from ttftsim.cluster.cluster import ClusterSim, ReplicaBuild, Wrap
+from ttftsim.cluster.cluster import ClusterSim
+from ttftsim.cluster.pod import ReplicaBuild, Wrap
 from ttftsim.config.scenario import Scenario
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder

@@ -1,0 +1,68 @@
+"""A serving pod's record (what the lifecycle, the gateway and the books read) and what it runs.
+
+Lifecycle states: pending (no node takes it yet) -> starting (bound, cold-starting) -> ready (routable)
+-> draining (scaled down: no new requests) -> terminated; or failed (its node or itself failed) or
+crashloop (the engine does not start on the node's hardware). Roles: serving (the decode pods when
+disaggregated), warm (an idle loaded pod a scale-up promotes) and prefill.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import simpy
+
+from ttftsim.cluster.placement import Node
+from ttftsim.engine.engine import Engine
+from ttftsim.engine.recorder import Recorder
+from ttftsim.perf.linear import StepCostModel
+
+LIVE_STATES = ("pending", "starting", "ready", "crashloop")
+
+Wrap = Callable[[StepCostModel], StepCostModel]
+
+
+@dataclass
+class Pod:
+    """One pod. Invariant: `node` is set (and the pod holds its GPUs there and on `workers`) exactly while
+    its state is starting, ready, draining or crashloop; `engine` is set once it became ready."""
+
+    index: int
+    role: str  # serving (decode pods when disaggregated) | warm | prefill
+    created_s: float
+    state: str = "pending"  # pending, starting, ready, draining, terminated, failed, crashloop
+    node: Node | None = None  # the leader's node
+    workers: list[Node] = field(default_factory=list)  # the other nodes of a multi-node (LeaderWorkerSet) pod
+    engine: Engine | None = None
+    outstanding: int = 0
+    bound_s: float = math.nan
+    ready_s: float = math.nan
+    ended_s: float = math.nan
+    end_reason: str = ""
+    phases: list[tuple[str, float, float]] = field(default_factory=list)
+    process: simpy.Process | None = None
+    waited_for_node: bool = False
+    kv_bytes_per_token: float = 0.0  # its model's KV bytes per token (all TP shards), for P/D transfers
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE_STATES
+
+    @property
+    def nodes(self) -> list[Node]:
+        """Every node the pod holds GPUs on, the leader's first."""
+        return ([self.node] if self.node is not None else []) + self.workers
+
+
+@dataclass(frozen=True)
+class ReplicaBuild:
+    """What a pod on a node of some hardware runs: the engine's pieces, or why it cannot start."""
+
+    make: Callable[[simpy.Environment, Recorder, int, Wrap | None], Engine] | None
+    weight_bytes: float
+    tp: int
+    enforce_eager: bool
+    error: str = ""
+    kv_bytes_per_token: float = 0.0  # the whole model's (all TP shards), for KV transfers

@@ -1,0 +1,100 @@
+"""What Prometheus scrapes from the serving pods for the HPA (serving-semantics.md 1.1 and 5): each
+ready pod's vLLM gauges and the cluster's TTFT histogram counts, every scrape_interval_s, kept for the
+rate window; and the HPA's metric inputs computed from them at a sync.
+
+The TTFT histogram is vLLM's vllm:time_to_first_token_seconds summed over pods (from the engine's
+arrival, not the gateway's); its P99 is histogram_quantile over the counts that arrived in the rate
+window (an External metric). Gauges are Pods metrics: the latest scrape's sample of each pod that is
+starting, ready or crash-looping; pods without a sample count as missing. Not modelled: scrape jitter,
+the adapter's own cache, per-pod histograms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import simpy
+from numpy.typing import NDArray
+
+from ttftsim.cluster.hpa import ExternalMetricInput, MetricInput, PodsMetricInput
+from ttftsim.cluster.metrics import TTFT_BUCKETS, histogram_quantile
+from ttftsim.cluster.pod import Pod
+from ttftsim.config.cluster import Autoscaling
+from ttftsim.engine.state import RequestState
+
+
+class TtftHistogram:
+    """Counts of first tokens per TTFT bucket (the last one +Inf), as every serving pod's engine reports them."""
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(len(TTFT_BUCKETS) + 1, dtype=np.int64)
+
+    def observe(self, state: RequestState) -> None:
+        ttft = state.first_token_s - state.submitted_s  # vLLM's histogram: from the engine's arrival
+        self.counts[int(np.searchsorted(TTFT_BUCKETS, ttft, side="left"))] += 1
+
+
+@dataclass(frozen=True)
+class PodGauges:
+    """vLLM's gauges of one pod at a scrape, named as the HPA's metrics name them."""
+
+    num_requests_waiting: float
+    num_requests_running: float
+    kv_cache_usage_perc: float
+
+
+@dataclass(frozen=True)
+class Scrape:
+    time_s: float
+    ttft_counts: NDArray[np.int64]  # cumulative counts per bucket at the scrape
+    gauges: dict[int, PodGauges]  # by pod index: the ready serving pods
+
+
+class Prometheus:
+    """Scrapes every scrape_interval_s; keeps the scrapes of the last rate window and one interval more."""
+
+    def __init__(
+        self, env: simpy.Environment, spec: Autoscaling, histogram: TtftHistogram, serving: Callable[[], list[Pod]]
+    ) -> None:
+        self.env, self.spec, self.histogram, self.serving = env, spec, histogram, serving
+        self.scrapes: deque[Scrape] = deque()
+
+    def run(self) -> Generator[simpy.Event, Any, None]:
+        spec = self.spec
+        while True:
+            gauges = {}
+            for pod in self.serving():
+                if pod.state == "ready" and pod.engine is not None:
+                    sched = pod.engine.scheduler
+                    gauges[pod.index] = PodGauges(
+                        float(len(sched.waiting)), float(len(sched.running)), pod.engine.kv.usage()
+                    )
+            now = self.env.now
+            self.scrapes.append(Scrape(now, self.histogram.counts.copy(), gauges))
+            while self.scrapes and self.scrapes[0].time_s < now - spec.rate_window_s - spec.scrape_interval_s:
+                self.scrapes.popleft()
+            yield self.env.timeout(spec.scrape_interval_s)
+
+    def metric_inputs(self) -> list[MetricInput]:
+        """Each HPA metric's input now, in the order of the spec's metrics."""
+        spec = self.spec
+        now, latest = self.env.now, self.scrapes[-1] if self.scrapes else None
+        inputs: list[MetricInput] = []
+        serving = [p for p in self.serving() if p.state in ("starting", "ready", "crashloop")]
+        for metric in spec.metrics:
+            if metric.name == "ttft_p99_s":
+                window = [s for s in self.scrapes if s.time_s >= now - spec.rate_window_s]
+                value = math.nan
+                if len(window) >= 2:
+                    value = histogram_quantile(0.99, TTFT_BUCKETS, window[-1].ttft_counts - window[0].ttft_counts)
+                inputs.append(ExternalMetricInput(value))
+                continue
+            gauges = latest.gauges if latest else {}
+            samples = tuple(getattr(gauges[p.index], metric.name) for p in serving if p.index in gauges)
+            inputs.append(PodsMetricInput(samples, len(serving) - len(samples)))
+        return inputs
