@@ -36,20 +36,21 @@ def main() -> int:
         cluster = base.cluster.model_copy(update={"autoscaling": autoscaling, "warm_pool": warm})
         result = simulate(base.model_copy(update={"cluster": cluster}), ROOT / "examples")
         summary = result.summary()
+        assert summary.cluster is not None
         series = result.time_series()
         p99 = [None if v != v else round(float(v), 2) for v in series["ttft_p99_s"]]
         ready = [int(v) if v == v else None for v in series["pods_ready"]]
         report[label] = {
-            "slo_violation_minutes": summary["cluster"]["slo_violation_minutes"],
-            "ttft_p99_s": summary["ttft_s"]["p99"],
-            "cost_usd": summary["cluster"]["cost_usd"],
-            "cold_starts": summary["cluster"]["cold_start_s"]["count"],
+            "slo_violation_minutes": summary.cluster.slo_violation_minutes,
+            "ttft_p99_s": summary.ttft_s.p99,
+            "cost_usd": summary.cluster.cost_usd,
+            "cold_starts": summary.cluster.cold_start_s.count,
             "p99_per_minute_s": p99,
             "ready_replicas_per_minute": ready,
         }
         print(
             f"== {label}: SLO-violation minutes {report[label]['slo_violation_minutes']:.0f}, "
-            f"run P99 {summary['ttft_s']['p99']:.2f} s, cost ${summary['cluster']['cost_usd']:.2f}"
+            f"run P99 {summary.ttft_s.p99:.2f} s, cost ${summary.cluster.cost_usd:.2f}"
         )
         print("   P99 TTFT per minute (s):", " ".join("-" if v is None else f"{v:g}" for v in p99))
         print("   ready replicas per minute:", " ".join("-" if v is None else str(v) for v in ready))

@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 def recorded_summary(path: Path) -> dict[str, object]:
     """The summary of one example without the wall-clock figures."""
     result = simulate(load_scenario(path), path.parent, source=str(path))
-    summary = result.summary()
+    summary = result.summary().to_json()
     summary.pop("simulation")
     return summary
 

@@ -172,13 +172,13 @@ def simulate(
         result = run(spec, scenario.parent, seed, progress=report, source=str(scenario))
     summary = result.summary()
     if out is not None:
-        write_results(out, result.requests, result.steps, result.time_series(), summary, result.prometheus())
+        write_results(out, result.requests, result.steps, result.time_series(), summary.to_json(), result.prometheus())
         write_run_info(out, result.run_info())
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")
     else:
         render_summary(console, summary, result.wall_s)
-    if summary.get("slo", {}).get("met") is False:
+    if summary.slo is not None and not summary.slo.met:
         raise typer.Exit(1)
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ttftsim.metrics.percentiles import percentile
 from ttftsim.metrics.summary import BREAKDOWN
 
 PERCENTILES = {"P50": 0.5, "P90": 0.9, "P99": 0.99}
@@ -29,7 +30,7 @@ def ttft_distribution(requests: pd.DataFrame, slo_s: float | None, title: str = 
             col=2,
         )
         for label, q in PERCENTILES.items():
-            value = float(np.quantile(ordered, q))
+            value = percentile(ordered, q)
             for col in (1, 2):
                 fig.add_vline(x=value, line_dash="dot", line_color="gray", row=1, col=col)
             fig.add_annotation(x=value, y=q, text=f"{label} {value:,.0f} ms", showarrow=False, row=1, col=2, yshift=10)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -10,86 +12,96 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from ttftsim.accuracy.harness import StageResult
+    from ttftsim.metrics.run_summary import ClusterFigures, QuantileIntervals, RunSummary
+    from ttftsim.metrics.slo import SloVerdict
 
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1e3:,.1f}"
 
 
-def _interval_cells(intervals: dict[str, Any]) -> list[str]:
+def _interval_cells(intervals: QuantileIntervals) -> list[str]:
     """The mean column (no interval) and each percentile's lo-hi order-statistic interval, in ms."""
     cells = ["-"]
-    for name in ("p50", "p90", "p99", "p999"):
-        interval = intervals[name]
-        short = interval["coverage"] is not None and interval["coverage"] < intervals["confidence"]
-        text = f"{_ms(interval['lo'])}-{_ms(interval['hi'])}" if interval["lo"] is not None else "-"
-        cells.append(text + (f" ({interval['coverage']:.0%})" if short else ""))
+    for interval in intervals.by_level().values():
+        short = interval.coverage is not None and interval.coverage < intervals.confidence
+        text = f"{_ms(interval.lo)}-{_ms(interval.hi)}" if interval.lo is not None else "-"
+        cells.append(text + (f" ({interval.coverage:.0%})" if short else ""))
     return cells
 
 
-def render_warnings(console: Console, warnings: list[str]) -> None:
+def render_warnings(console: Console, warnings: Sequence[str]) -> None:
     """What a run read but did not model, one line each."""
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
-def render_summary(console: Console, summary: dict[str, Any], wall_s: float | None = None) -> None:
-    """The summary; wall_s (a run fact, not in the summary) ends the last line when given."""
-    config, counts = summary["config"], summary["requests"]
+def render_summary(console: Console, summary: RunSummary, wall_s: float | None = None) -> None:
+    """The summary of a simulation (config and simulation facts set); wall_s (a run fact, not in the
+    summary) ends the last line when given."""
+    config, counts = summary.config, summary.requests
+    assert config is not None and summary.simulation is not None
     console.print(
-        f"[bold]{config['scenario']}[/]: {config['model']} on {config['engine']['tp']} x {config['hardware']}, "
-        f"{config['num_gpu_blocks']:,} KV blocks ({config['kv_capacity_tokens']:,} tokens); "
-        f"kernel times: {config.get('kernel_costs', 'roofline')}"
+        f"[bold]{config.scenario}[/]: {config.model} on {config.engine['tp']} x {config.hardware}, "
+        f"{config.num_gpu_blocks:,} KV blocks ({config.kv_capacity_tokens:,} tokens); "
+        f"kernel times: {config.kernel_costs}"
     )
     console.print(
-        f"requests: {counts['arrived']:,} arrived, {counts['finished']:,} finished, {counts['rejected']:,} rejected, "
-        f"{counts['failed']:,} failed, {counts['aborted']:,} aborted, {counts['in_flight']:,} in flight; "
-        f"{counts['preemptions']:,} preemptions"
+        f"requests: {counts.arrived:,} arrived, {counts.finished:,} finished, {counts.rejected:,} rejected, "
+        f"{counts.failed:,} failed, {counts.aborted:,} aborted, {counts.in_flight:,} in flight; "
+        f"{counts.preemptions:,} preemptions"
     )
     table = Table("metric (ms)", "mean", "P50", "P90", "P99", "P99.9")
-    for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "end-to-end")):
-        dist = summary[key]
-        table.add_row(label, *(_ms(dist[name]) for name in ("mean", "p50", "p90", "p99", "p999")))
-        if key == "ttft_s" and "ttft_interval_s" in summary:
-            table.add_row("  95% interval", *_interval_cells(summary["ttft_interval_s"]))
+    rows = (("TTFT", summary.ttft_s), ("TPOT", summary.tpot_s), ("ITL", summary.itl_s), ("end-to-end", summary.e2e_s))
+    for label, dist in rows:
+        table.add_row(label, *(_ms(value) for value in (dist.mean, dist.p50, dist.p90, dist.p99, dist.p999)))
+        if label == "TTFT":
+            table.add_row("  95% interval", *_interval_cells(summary.ttft_interval_s))
     console.print(table)
-    breakdown = summary["ttft_breakdown_mean_s"]
+    breakdown = asdict(summary.ttft_breakdown_mean_s)
     console.print(
         "TTFT breakdown (mean ms): " + ", ".join(f"{k.removesuffix('_s')} {_ms(v)}" for k, v in breakdown.items())
     )
-    rate = summary["throughput"]
+    rate = summary.throughput
     console.print(
-        f"throughput: {rate['requests_per_s']:.2f} req/s, {rate['output_tokens_per_s']:,.0f} output tok/s; "
-        f"goodput {rate['goodput_requests_per_s']:.2f} req/s; prefix-cache hit rate "
-        f"{summary['prefix_cache']['hit_rate']:.1%}"
+        f"throughput: {rate.requests_per_s:.2f} req/s, {rate.output_tokens_per_s:,.0f} output tok/s; "
+        f"goodput {rate.goodput_requests_per_s:.2f} req/s; prefix-cache hit rate "
+        f"{summary.prefix_cache.hit_rate:.1%}"
     )
-    if "slo" in summary:
-        verdict = "[green]met[/]" if summary["slo"]["met"] else "[red]NOT met[/]"
-        console.print(f"SLO TTFT P99 <= {summary['slo']['ttft_p99_s'] * 1e3:.0f} ms: {verdict}")
-    if "cluster" in summary:
-        _render_cluster(console, summary["cluster"])
-    render_warnings(console, summary.get("warnings", []))
-    sim = summary["simulation"]
+    if summary.slo is not None:
+        _render_slo(console, summary.slo)
+    if summary.cluster is not None:
+        _render_cluster(console, summary.cluster)
+    render_warnings(console, summary.warnings or ())
+    sim = summary.simulation
     took = f" in {wall_s:.2f} s" if wall_s is not None else ""
-    console.print(f"[dim]simulated {sim['sim_end_s']:.1f} s ({sim['iterations']:,} iterations){took}[/]")
+    console.print(f"[dim]simulated {sim.sim_end_s:.1f} s ({sim.iterations:,} iterations){took}[/]")
 
 
-def _render_cluster(console: Console, cluster: dict[str, Any]) -> None:
-    cold = cluster["cold_start_s"]
-    cold_text = f"{cold['count']} cold starts (median {cold['median']:.0f} s)" if cold["count"] else "no cold starts"
-    per_million = cluster["cost_per_million_output_tokens_usd"]
+def _render_slo(console: Console, verdict: SloVerdict) -> None:
+    """One line per percentile target: TTFT P99 <= 500 ms: met."""
+    for check in verdict.checks:
+        metric, level = check.target.removesuffix("_s").split("_")
+        state = "[green]met[/]" if check.is_met else "[red]NOT met[/]"
+        console.print(f"SLO {metric.upper()} {level.upper()} <= {check.target_s * 1e3:.0f} ms: {state}")
+
+
+def _render_cluster(console: Console, cluster: ClusterFigures) -> None:
+    cold = cluster.cold_start_s
+    cold_text = f"{cold.count} cold starts (median {cold.median:.0f} s)" if cold.count else "no cold starts"
+    per_million = cluster.cost_per_million_output_tokens_usd
     console.print(
-        f"cluster: up to {cluster['max_ready_replicas']} ready replicas, {cluster['pods_created']} pods created, "
-        f"{cold_text}, {cluster['scale_events']} HPA scale events; "
-        f"{cluster['retried_requests']:,} requests retried, {cluster['failed_requests']:,} failed"
+        f"cluster: up to {cluster.max_ready_replicas} ready replicas, {cluster.pods_created} pods created, "
+        f"{cold_text}, {cluster.scale_events} HPA scale events; "
+        f"{cluster.retried_requests:,} requests retried, {cluster.failed_requests:,} failed"
     )
-    if cluster["pods_pending"]:
-        console.print(f"[red]{cluster['pods_pending']} pods still Pending:[/] " + "; ".join(cluster["pending_reasons"]))
-    for reason in cluster["pods_not_starting"]:
+    if cluster.pods_pending:
+        console.print(f"[red]{cluster.pods_pending} pods still Pending:[/] " + "; ".join(cluster.pending_reasons))
+    for reason in cluster.pods_not_starting:
         console.print(f"[red]pods in CrashLoopBackOff:[/] {reason}")
-    violation = cluster["slo_violation_minutes"]
+    violation = cluster.slo_violation_minutes
     console.print(
-        f"cost: ${cluster['cost_usd']:,.2f} ({cluster['gpu_hours']:.2f} GPU-hours"
+        f"cost: ${cluster.cost_usd:,.2f} ({cluster.gpu_hours:.2f} GPU-hours"
         + (f", ${per_million:.2f} per million output tokens" if per_million is not None else "")
         + ")"
         + (f"; SLO-violation minutes: {violation:.1f}" if violation is not None else "")
@@ -182,7 +194,7 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     plan = result.plan
     console.print(
         f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, "
-        f"P99 TTFT <= {plan.slo.ttft_p99_s * 1e3:.0f} ms; "
+        f"P99 TTFT <= {plan.slo.percentile_targets()['ttft_p99_s'] * 1e3:.0f} ms; "
         f"{len(result.rows)} candidates, {result.fully_simulated} confirmed by cluster simulation; "
         f"tasks computed {result.computed}, from checkpoint {result.reused}"
     )
@@ -235,11 +247,11 @@ def render_validation(console: Console, report: Any) -> None:
         console.print(f"[{color}]{finding.severity:<7}[/] [{finding.check}] {finding.message}", highlight=False)
         if finding.fix:
             console.print(f"          fix: {finding.fix}", highlight=False)
-    if report.prediction:
+    if report.prediction is not None:
         p = report.prediction
         console.print(
-            f"prediction with {p['replicas']} replicas: TTFT P50 {_ms(p['ttft_p50_s'])} ms, "
-            f"P99 {_ms(p['ttft_p99_s'])} ms; kernel times: {p['kernel_costs']}"
+            f"prediction with {p.replicas} replicas: TTFT P50 {_ms(p.figures.ttft_p50_s)} ms, "
+            f"P99 {_ms(p.figures.ttft_p99_s)} ms; kernel times: {p.kernel_costs}"
         )
     render_warnings(console, report.warnings)
     console.print("[green]PASS[/]" if report.passed else "[red]FAIL[/]")

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from contextlib import ContextDecorator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ttftsim.config.workload import StagedArrivals
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.metrics.prometheus import exposition
+from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, RunConfig, RunSummary, SimulationFacts
 from ttftsim.metrics.summary import summarize
 from ttftsim.metrics.timeseries import time_series
 from ttftsim.model.not_modelled import model_warnings
@@ -50,7 +51,7 @@ class SimulationResult:
     final_gauges: dict[str, float]
     cluster: ClusterReport | None = None
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         """Summary with the configuration that produced it, and what it read but did not model (warnings).
         Only what the inputs and seed determine: the same bytes every run (the wall time is in run_info)."""
         engine, memory = self.replica.engine, self.replica.memory
@@ -61,62 +62,61 @@ class SimulationResult:
             (self.prefix_query_tokens, self.prefix_hit_tokens),
             self.sim_end_s,
         )
-        summary["config"] = {
-            "scenario": self.scenario.name,
-            "model": self.replica.perf.deployment.model.name,
-            "hardware": self.replica.perf.deployment.hardware.name,
-            "engine": asdict(engine) | {"api_server": engine.api_server.model_dump()},
-            "num_gpu_blocks": self.replica.num_blocks,
-            "kv_capacity_tokens": self.replica.num_blocks * engine.block_size,
-            "memory_plan_bytes": asdict(memory) if memory else None,
-            "kernel_costs": self.replica.kernel_costs,
-            "seed": self.seed,
-        }
-        if self.cluster is not None:
-            summary["cluster"] = self._cluster_summary(self.cluster)
-        summary["simulation"] = {
-            "sim_end_s": self.sim_end_s,
-            "iterations": int(self.steps["num_steps"].sum()) if len(self.steps) else 0,
-        }
-        summary["warnings"] = model_warnings(
-            self.replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype
+        config = RunConfig(
+            scenario=self.scenario.name,
+            model=self.replica.perf.deployment.model.name,
+            hardware=self.replica.perf.deployment.hardware.name,
+            engine=asdict(engine) | {"api_server": engine.api_server.model_dump()},
+            num_gpu_blocks=self.replica.num_blocks,
+            kv_capacity_tokens=self.replica.num_blocks * engine.block_size,
+            memory_plan_bytes=asdict(memory) if memory else None,
+            kernel_costs=self.replica.kernel_costs,
+            seed=self.seed,
         )
-        return summary
+        return replace(
+            summary,
+            config=config,
+            cluster=None if self.cluster is None else self._cluster_summary(self.cluster),
+            simulation=SimulationFacts(self.sim_end_s, int(self.steps["num_steps"].sum()) if len(self.steps) else 0),
+            warnings=tuple(
+                model_warnings(self.replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype)
+            ),
+        )
 
     def run_info(self) -> dict[str, Any]:
         """What differs between two runs of the same inputs and seed (ttftsim/run_info.py)."""
         return {"wall_s": self.wall_s}
 
-    def _cluster_summary(self, report: ClusterReport) -> dict[str, Any]:
+    def _cluster_summary(self, report: ClusterReport) -> ClusterFigures:
         spec = self.scenario.cluster
         assert spec is not None
         pods = report.pods
         cold = pods[(pods["created_s"] > 0) & pods["ready_s"].notna()]
         output_tokens = float(self.requests["generated_tokens"].sum())
         target = self.scenario.slo.ttft_p99_s or self.scenario.slo.ttft_s
-        return {
-            **report.cost,
-            "cost_per_million_output_tokens_usd": report.cost["cost_usd"] / output_tokens * 1e6
-            if output_tokens
-            else None,
-            "slo_violation_minutes": (
+        return ClusterFigures(
+            node_hours=report.cost["node_hours"],
+            gpu_hours=report.cost["gpu_hours"],
+            cost_usd=report.cost["cost_usd"],
+            cost_per_million_output_tokens_usd=report.cost["cost_usd"] / output_tokens * 1e6 if output_tokens else None,
+            slo_violation_minutes=(
                 report.slo_violation_minutes(self.requests, target, spec.slo_window_s) if target else None
             ),
-            "pods_created": len(pods),
-            "cold_start_s": {
-                "count": len(cold),
-                "median": float((cold["ready_s"] - cold["created_s"]).median()) if len(cold) else None,
-                "max": float((cold["ready_s"] - cold["created_s"]).max()) if len(cold) else None,
-            },
-            "max_ready_replicas": int(report.series["pods_ready"].max()) if len(report.series) else 0,
-            "scale_events": int((report.hpa["desired"] != report.hpa["current"]).sum()) if len(report.hpa) else 0,
-            "retried_requests": int((self.requests["attempts"] > 1).sum()),
-            "failed_requests": int((self.requests["status"] == "failed").sum()),
-            "faults": report.faults,
-            "pods_not_starting": sorted(set(pods.loc[pods["state"] == "crashloop", "end_reason"])),
-            "pods_pending": int((pods["state"] == "pending").sum()),
-            "pending_reasons": report.pending_reasons,
-        }
+            pods_created=len(pods),
+            cold_start_s=ColdStarts(
+                count=len(cold),
+                median=float((cold["ready_s"] - cold["created_s"]).median()) if len(cold) else None,
+                max=float((cold["ready_s"] - cold["created_s"]).max()) if len(cold) else None,
+            ),
+            max_ready_replicas=int(report.series["pods_ready"].max()) if len(report.series) else 0,
+            scale_events=int((report.hpa["desired"] != report.hpa["current"]).sum()) if len(report.hpa) else 0,
+            retried_requests=int((self.requests["attempts"] > 1).sum()),
+            failed_requests=int((self.requests["status"] == "failed").sum()),
+            faults=tuple(report.faults),
+            pods_not_starting=tuple(sorted(set(pods.loc[pods["state"] == "crashloop", "end_reason"]))),
+            pods_pending=int((pods["state"] == "pending").sum()),
+            pending_reasons=tuple(report.pending_reasons),
+        )
 
     def time_series(self) -> pd.DataFrame:
         frame = time_series(self.requests, self.steps, self.scenario.metrics_window_s)

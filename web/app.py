@@ -17,8 +17,18 @@ from dash import Dash, Input, Output, State, ctx, dash_table, dcc, html
 from ttftsim import figures
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import all_profiles
+from ttftsim.metrics.run_summary import RunSummary
 from ttftsim.model.catalog import preset_names
-from ttftsim.results import Found, ResultError, discover, inside, load_accuracy, load_plan, load_simulation
+from ttftsim.results import (
+    Found,
+    ResultError,
+    Simulation,
+    discover,
+    inside,
+    load_accuracy,
+    load_plan,
+    load_simulation,
+)
 
 MAX_REQUESTS = 5000
 
@@ -196,7 +206,7 @@ def _callbacks(app: Dash, root: Path) -> None:  # noqa: C901 (one closure per vi
                 if not result:
                     return _empty(), _empty(), _empty(), "", ""
                 sim = load_simulation(root, result)
-                return (*_simulation_figures(sim.requests, sim.summary, sim.series, sim.slo_s), "")
+                return (*_simulation_figures(sim.requests, _summary(sim), sim.series, sim.slo_s), "")
             requests, summary, series, slo = _run(root, form)
             return (*_simulation_figures(requests, summary, series, slo), "")
         except Exception as exc:  # whatever goes wrong is said in the page, never an HTTP 500
@@ -282,7 +292,7 @@ def _compare_outputs(root: Path, a: str, b: str) -> tuple[Any, ...]:
     first, second = load_simulation(root, a), load_simulation(root, b)
     rows = []
     for key in ("p50", "p90", "p99", "p999"):
-        va, vb = first.summary["ttft_s"][key], second.summary["ttft_s"][key]
+        va, vb = (getattr(_summary(sim).ttft_s, key) for sim in (first, second))
         change = None if va in (None, 0) or vb is None else f"{(vb - va) / va:+.1%}"
         rows.append({"metric": f"TTFT {key.upper()} (ms)", "A": _ms(va), "B": _ms(vb), "change": change})
     columns = [{"name": k, "id": k} for k in ("metric", "A", "B", "change")]
@@ -300,16 +310,23 @@ def _accuracy_outputs(report: dict[str, Any]) -> tuple[Any, ...]:
     return figures.accuracy_scatter(report), rows, columns, ""
 
 
-def _simulation_figures(requests: Any, summary: dict[str, Any], series: Any, slo: float | None) -> tuple[Any, ...]:
-    ttft = summary["ttft_s"]
-    counts = summary["requests"]
+def _summary(sim: Simulation) -> RunSummary:
+    """A saved summary as the typed summary (one this version cannot read is said in the page)."""
+    try:
+        return RunSummary.from_json(sim.summary)
+    except ValueError as exc:
+        raise ResultError(f"{sim.name}: summary.json: {exc}") from None
+
+
+def _simulation_figures(requests: Any, summary: RunSummary, series: Any, slo: float | None) -> tuple[Any, ...]:
+    ttft, counts = summary.ttft_s, summary.requests
     text = (
-        f"{counts['arrived']} requests, {counts['finished']} finished; TTFT P50 {_ms(ttft['p50'])} ms, "
-        f"P90 {_ms(ttft['p90'])} ms, P99 {_ms(ttft['p99'])} ms"
+        f"{counts.arrived} requests, {counts.finished} finished; TTFT P50 {_ms(ttft.p50)} ms, "
+        f"P90 {_ms(ttft.p90)} ms, P99 {_ms(ttft.p99)} ms"
     )
     return (
         figures.ttft_distribution(requests, slo),
-        figures.ttft_breakdown(summary),
+        figures.ttft_breakdown(summary.to_json()),
         figures.time_series(series, slo),
         text,
     )

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from ttftsim.config.scenario import Slo
+from ttftsim.metrics.run_summary import QuantileInterval
 from ttftsim.metrics.summary import BREAKDOWN, quantile_intervals, summarize
 
 
@@ -32,7 +33,7 @@ def _requests(ttft_s: list[float]) -> pd.DataFrame:
 
 def test_each_ttft_percentile_gets_its_order_statistic_interval() -> None:
     ttft = [i / 1000 for i in range(100, 0, -1)]  # 1 ms .. 100 ms, unsorted
-    summary = summarize(_requests(ttft), (np.array([0.01]), np.array([1.0])), Slo(), (0, 0), 10.0)
+    summary = summarize(_requests(ttft), (np.array([0.01]), np.array([1.0])), Slo(), (0, 0), 10.0).to_json()
     assert set(summary["ttft_s"]) == {"mean", "p50", "p90", "p99", "p999"}  # the existing keys, unchanged
     intervals = summary["ttft_interval_s"]
     assert intervals["confidence"] == 0.95 and intervals["num_samples"] == 100
@@ -56,5 +57,5 @@ def test_each_ttft_percentile_gets_its_order_statistic_interval() -> None:
 
 def test_intervals_without_enough_values() -> None:
     intervals = quantile_intervals(np.array([0.1, np.nan]))
-    assert intervals["num_samples"] == 1
-    assert intervals["p50"] == {"lo": None, "hi": None, "rank_lo": None, "rank_hi": None, "coverage": None}
+    assert intervals.num_samples == 1
+    assert intervals.p50 == QuantileInterval(None, None, None, None, None)

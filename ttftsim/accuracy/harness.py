@@ -36,6 +36,7 @@ from ttftsim.metrics.intervals import (
     reported_quantile_interval,
     sample_quantile_interval,
 )
+from ttftsim.metrics.percentiles import percentile
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.simulate import simulate
 
@@ -97,9 +98,9 @@ def _predicted_open_loop(window: pd.DataFrame) -> dict[str, float]:
     ttft = done["ttft_s"].to_numpy()
     return {
         "ttft_mean": float(ttft.mean()),
-        "ttft_p50": float(np.quantile(ttft, 0.5)),
-        "ttft_p90": float(np.quantile(ttft, 0.9)),
-        "ttft_p99": float(np.quantile(ttft, 0.99)),
+        "ttft_p50": percentile(ttft, 0.5),
+        "ttft_p90": percentile(ttft, 0.9),
+        "ttft_p99": percentile(ttft, 0.99),
         "tpot_p50": float(done["tpot_s"].median()),
         "e2e_p50": float(done["e2e_s"].median()),
         "aborted_fraction": float((window["status"] == "aborted").mean()),
@@ -220,7 +221,7 @@ def summarize(results: list[StageResult]) -> dict[str, Any]:
         errors = [r.errors()[metric] for r in normal if metric in r.errors()]
         per_metric[metric] = {
             "median_ape": statistics.median(errors),
-            "p90_ape": float(np.quantile(errors, 0.9)),
+            "p90_ape": percentile(np.asarray(errors, dtype=np.float64), 0.9),
             "max_ape": max(errors),
             "stages": len(errors),
         }

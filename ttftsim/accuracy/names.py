@@ -2,7 +2,8 @@
 weight dtype.
 
 - Systems: AIConfigurator's names (h100_sxm, a100_sxm, l40s, b200_sxm, ...) map to the hwprofiles/ profile
-  of that GPU; a profile name (H100-SXM5-80GB) stays as it is. A system with no profile is a problem.
+  that names it (its aiconfigurator_system; a100_sxm is the 80 GB part); a profile name (H100-SXM5-80GB)
+  stays as it is. A system with no profile is a problem.
   Names match exactly (case aside), not by prefix as scenario files may: h20 is not the H200.
 - Models: a Hugging Face id with an organisation (nvidia/, meta-llama/, RedHatAI/, ...) and a checkpoint
   quantization suffix (-FP8, -FP8-dynamic, -AWQ, -GPTQ-Int4, -W8A8, -quantized.w4a16, ...) maps to the
@@ -19,18 +20,9 @@ import re
 from dataclasses import dataclass
 
 from ttftsim.config.dtypes import WeightDtype
-from ttftsim.hardware.catalog import all_profiles
+from ttftsim.hardware.catalog import all_profiles, hardware_for_system
 from ttftsim.model.catalog import preset_names
 
-# AIConfigurator system name -> hwprofiles/ profile (its a100_sxm is the 80 GB part: mem_capacity 80 GiB)
-SYSTEM_PROFILES = {
-    "a100_sxm": "A100-SXM4-80GB",
-    "a100_pcie": "A100-PCIe-80GB",
-    "h100_sxm": "H100-SXM5-80GB",
-    "h100_pcie": "H100-PCIe-80GB",
-    "h200_sxm": "H200-SXM-141GB",
-    "l40s": "L40S-48GB",
-}
 _UNQUANTIZED = {"", "bf16", "bfloat16", "fp16", "float16", "half", "auto"}
 PRECISIONS: dict[str, WeightDtype] = {
     "fp8": "fp8",
@@ -85,12 +77,13 @@ def resolve_hardware(system: str) -> ResolvedHardware:
     """An AIConfigurator system name or one of our profile names, exactly (case aside): no prefixes, since
     a system such as h20 would otherwise be taken for the H200."""
     key = system.strip().lower()
-    if key in SYSTEM_PROFILES:
-        return ResolvedHardware(SYSTEM_PROFILES[key])
+    named = hardware_for_system(key)
+    if named is not None:
+        return ResolvedHardware(named)
     profiles = {profile.name.lower(): profile.name for profile in all_profiles()}
     if key in profiles:
         return ResolvedHardware(profiles[key])
-    known = ", ".join(sorted(SYSTEM_PROFILES))
+    known = ", ".join(sorted(p.aiconfigurator_system for p in all_profiles() if p.aiconfigurator_system))
     return ResolvedHardware(
         system, f"no hardware profile for system {system!r} (systems with one: {known}; or a hwprofiles/ name)"
     )

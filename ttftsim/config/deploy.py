@@ -3,11 +3,11 @@ Kubernetes manifests (the usual case) or as engine arguments and a replica count
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ttftsim.config.base import StrictModel
 from ttftsim.config.engine import EngineArgs
-from ttftsim.config.plan import PlanSlo
+from ttftsim.config.slo import Slo, percentile_slo
 from ttftsim.config.workload import Workload
 
 
@@ -22,5 +22,10 @@ class Deploy(StrictModel):
     replicas: int | None = Field(default=None, ge=1, description="Replicas when there are no manifests")
     gpus_per_node: int | None = Field(default=None, ge=1, le=64, description="GPUs per node (default: profile's)")
     traffic: Workload = Field(description="The expected traffic")
-    slo: PlanSlo = Field(description="What the deployment must meet")
+    slo: Slo = Field(description="What the deployment must meet (percentiles; ttft_p99_s required)")
     vllm_version: str = Field(default="0.15.1", description="vLLM version the image runs (defaults follow it)")
+
+    @field_validator("slo")
+    @classmethod
+    def _percentile_slo(cls, slo: Slo) -> Slo:
+        return percentile_slo(slo, "a deployment")

@@ -149,7 +149,7 @@ class ResolvedEngine:
 def _tier(hardware: HardwareProfile, defaults: VersionDefaults) -> tuple[int, int]:
     if hardware.kind == "cpu":
         return defaults.cpu_tier
-    big = hardware.memory_bytes >= 70 * 2**30 and not hardware.name.upper().startswith("A100")
+    big = hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.device_name.lower()  # vLLM's own test
     return defaults.big_gpu_tier if big else defaults.small_gpu_tier
 
 

@@ -1,6 +1,9 @@
 """Schema of a hardware profile (hwprofiles/*.yaml): one accelerator, its node, and where each number comes from.
 
 Peak FLOP/s are the dense figures, never the 2:4-sparse ones. Bandwidths are per GPU and one direction.
+Every per-accelerator fact lives here, not in Python: the device name vLLM's defaults read, the Kubernetes
+node labels that name the GPU (validate reads them, plan writes them), the NCCL memory reserve, the name
+other tools give the system. Adding a GPU means adding one file.
 The `roofline` block holds the default efficiencies the iteration-time model uses before a calibration
 replaces them; `overhead` holds the engine's fixed per-iteration host time on this kind of host.
 """
@@ -73,6 +76,27 @@ class HardwareProfile(StrictModel):
     inter_node_link: Link = Field(description="Network between nodes, per GPU")
     host_to_device_bw_bytes_per_s: float = Field(gt=0, description="Host-to-device copy bandwidth, bytes/s")
     gpus_per_node: int = Field(ge=1, le=64, description="Accelerators per node")
+    device_name: str = Field(
+        min_length=1,
+        description="The name the driver reports (nvidia-smi --query-gpu=name, torch.cuda.get_device_name), "
+        "e.g. NVIDIA H100 80GB HBM3; vLLM picks its default batch limits from it and the memory size",
+    )
+    node_labels: dict[str, list[str]] = Field(
+        description="Kubernetes node labels that mark a node with this accelerator: label key -> the values that "
+        "mean it (GPU feature discovery's nvidia.com/gpu.product, GKE's cloud.google.com/gke-accelerator, "
+        "Karpenter's karpenter.k8s.aws/instance-gpu-name, ...). validate reads a pod's hardware from any of them "
+        "(values match case-insensitively); plan pins its pods with the first key's first value"
+    )
+    nccl_reserve_bytes_by_tp: dict[int, int] = Field(
+        min_length=1,
+        description="NCCL buffers per GPU by tensor-parallel size, bytes (part of vLLM's non-torch memory); a TP "
+        "size not listed takes the next larger one listed, or the largest listed beyond them",
+    )
+    aiconfigurator_system: str | None = Field(
+        default=None,
+        description="AIConfigurator's name for this system (h100_sxm, ...): ground truth and kernel tables "
+        "that name it resolve to this profile",
+    )
     price_per_gpu_hour_usd: float = Field(ge=0, description="Default price per GPU-hour; users override it")
     roofline: RooflineDefaults = Field(description="Default efficiencies before calibration")
     overhead: Overhead = Field(description="Fixed per-iteration host overhead")
@@ -91,8 +115,21 @@ class HardwareProfile(StrictModel):
             "price_per_gpu_hour_usd",
             "roofline",
             "overhead",
+            "nccl_reserve_bytes_by_tp",
         }
         missing = sorted(required - set(self.sources))
         if missing:
             raise ValueError(f"sources has no entry for {', '.join(missing)}")
+        return self
+
+    @model_validator(mode="after")
+    def _sane_tables(self) -> HardwareProfile:
+        bad_tp = {tp: size for tp, size in self.nccl_reserve_bytes_by_tp.items() if tp < 1 or size < 0}
+        if bad_tp:
+            raise ValueError(f"nccl_reserve_bytes_by_tp needs TP sizes >= 1 and bytes >= 0, got {bad_tp}")
+        empty = sorted(key for key, values in self.node_labels.items() if not key or not all(values) or not values)
+        if empty:
+            raise ValueError(
+                f"node_labels {', '.join(map(repr, empty))}: a label key needs one or more non-empty values"
+            )
         return self

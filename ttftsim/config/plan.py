@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from ttftsim.config.base import StrictModel
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.engine import EngineArgs
+from ttftsim.config.slo import Slo, percentile_slo
 from ttftsim.config.workload import (
     ConstantArrivals,
     ConversationWorkload,
@@ -23,15 +24,6 @@ from ttftsim.config.workload import (
 
 RouterName = Literal["round_robin", "least_outstanding", "power_of_two", "session_affinity", "prefix_aware", "kv_aware"]
 RATE_ARRIVALS = (PoissonArrivals, ConstantArrivals, GammaArrivals, WeibullArrivals)
-
-
-class PlanSlo(StrictModel):
-    """What the deployment must meet at the peak rate (every arrival counts; unserved ones are late)."""
-
-    ttft_p99_s: float = Field(gt=0, description="P99 time to first token, seconds")
-    ttft_p90_s: float | None = Field(default=None, gt=0, description="P90 time to first token, seconds")
-    tpot_p99_s: float | None = Field(default=None, gt=0, description="P99 time per output token, seconds")
-    e2e_p99_s: float | None = Field(default=None, gt=0, description="P99 end-to-end latency, seconds")
 
 
 class SearchSpace(StrictModel):
@@ -69,7 +61,7 @@ class Plan(StrictModel):
     peak_rate: float | None = Field(
         default=None, gt=0, description="Requests per second to plan for (default: the workload's rate; a trace's own)"
     )
-    slo: PlanSlo = Field(description="Targets at the peak rate")
+    slo: Slo = Field(description="Targets at the peak rate (percentiles; ttft_p99_s required)")
     search: SearchSpace = Field(description="Deployments to consider")
     headroom: float = Field(
         default=0.1, ge=0, lt=1, description="Size replicas so each runs at most at (1 - headroom) of its capacity"
@@ -83,6 +75,11 @@ class Plan(StrictModel):
         default_factory=dict, description="Price per GPU-hour by hardware name (default: the profile's)"
     )
     seed: int = Field(default=0, ge=0, description="Random seed; same plan and seed, same result")
+
+    @field_validator("slo")
+    @classmethod
+    def _percentile_slo(cls, slo: Slo) -> Slo:
+        return percentile_slo(slo, "a plan")
 
     @model_validator(mode="after")
     def _rate_traffic(self) -> Plan:

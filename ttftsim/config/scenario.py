@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from ttftsim.config.base import StrictModel
 from ttftsim.config.cluster import Cluster
 from ttftsim.config.engine import EngineArgs
+from ttftsim.config.slo import Slo
 from ttftsim.config.workload import ClosedLoop, SyntheticWorkload, Workload
 
 KernelCosts = Literal["auto", "roofline", "calibrated"]
@@ -44,14 +45,6 @@ class Client(StrictModel):
         "genai-perf --num-dataset-entries, default 100: request 101 repeats a prompt, which vLLM's prefix "
         "cache then serves); unique = a new prompt per request; default: the tool's own rule",
     )
-
-
-class Slo(StrictModel):
-    """Targets a request must meet to count toward goodput."""
-
-    ttft_s: float | None = Field(default=None, gt=0, description="Per-request TTFT target, seconds")
-    tpot_s: float | None = Field(default=None, gt=0, description="Per-request TPOT target, seconds")
-    ttft_p99_s: float | None = Field(default=None, gt=0, description="P99 TTFT target for the run, seconds")
 
 
 class MeasuredStepCost(StrictModel):
@@ -91,7 +84,9 @@ class Scenario(StrictModel):
     client_timeout_s: float | None = Field(
         default=None, gt=0, description="Clients abort requests not finished this long after sending them"
     )
-    slo: Slo = Field(default_factory=Slo, description="Targets for goodput and pass/fail")
+    slo: Slo = Field(
+        default_factory=Slo, description="Targets: percentiles over every arrival (pass/fail), per request (goodput)"
+    )
     kernel_costs: KernelCosts = Field(
         default="auto",
         description="Operator costs. auto: the curves fitted to measured kernel tables when the GPU has a "

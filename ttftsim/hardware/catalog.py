@@ -1,7 +1,9 @@
-"""Find hardware profiles by name or path.
+"""Find hardware profiles by name or path, or by what other tools call them: a Kubernetes node label's
+value, an AIConfigurator system name.
 
 Profiles live in the repository's `hwprofiles/` folder (a wheel carries a copy; or `$TTFTSIM_HWPROFILES`);
 adding a GPU means adding a file there. Names match case-insensitively, and a unique prefix works (``H100-SXM5``).
+Label values and system names match exactly (case aside), and two profiles claiming the same one is an error.
 """
 
 from __future__ import annotations
@@ -55,3 +57,34 @@ def load_hardware(ref: str, source: str = "hardware") -> HardwareProfile:
     names = ", ".join(_load_path(p).name for p in paths.values())
     reason = "ambiguous" if matches else "unknown"
     raise InputError(source, "hardware", f"{reason} hardware {ref!r} (profiles: {names})")
+
+
+def node_label_keys() -> tuple[str, ...]:
+    """The node label keys the profiles name a GPU by (nvidia.com/gpu.product, ...), in profile order."""
+    return tuple(dict.fromkeys(key for profile in all_profiles() for key in profile.node_labels))
+
+
+def hardware_for_label(value: str) -> str | None:
+    """The profile whose node_labels list this value (under any key, case aside); None when none does."""
+    return _claims(
+        "node_labels", {p.name: [v for vs in p.node_labels.values() for v in vs] for p in all_profiles()}
+    ).get(value.lower())
+
+
+def hardware_for_system(system: str) -> str | None:
+    """The profile of an AIConfigurator system name (h100_sxm, ...); None when no profile names it."""
+    named = {p.name: [p.aiconfigurator_system] for p in all_profiles() if p.aiconfigurator_system}
+    return _claims("aiconfigurator_system", named).get(system.strip().lower())
+
+
+def _claims(field: str, names: dict[str, list[str]]) -> dict[str, str]:
+    """Lower-cased name -> the profile that claims it; InputError when two profiles claim one."""
+    owner: dict[str, str] = {}
+    for profile, values in names.items():
+        for value in values:
+            other = owner.setdefault(value.lower(), profile)
+            if other != profile:
+                raise InputError(
+                    str(profiles_dir()), field, f"{value!r} names two hardware profiles: {other} and {profile}"
+                )
+    return owner

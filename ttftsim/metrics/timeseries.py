@@ -1,10 +1,21 @@
 """Time series per window: arrival rate, running and waiting requests, KV usage, prefix hit rate, and
-TTFT percentiles of the requests that got their first token in the window."""
+TTFT percentiles (metrics/percentiles.py) of the requests that got their first token in the window."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
+
+from ttftsim.metrics.percentiles import percentile
+
+WINDOW_LEVELS = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+
+
+def _percentile_of(q: float) -> Callable[[pd.Series], float]:
+    """The q-percentile of one window's TTFTs (metrics/percentiles.py)."""
+    return lambda values: percentile(values.dropna().to_numpy(dtype=np.float64), q)
 
 
 def _window(times: pd.Series, width: float) -> pd.Series:
@@ -21,14 +32,8 @@ def time_series(requests: pd.DataFrame, steps: pd.DataFrame, width_s: float) -> 
     arrivals["hit_rate"] = arrivals["cached_tokens"] / arrivals["prompt_tokens"].where(arrivals["prompt_tokens"] > 0)
     served = requests[requests["first_token_s"].notna()]
     ttft = served.groupby(_window(served["first_token_s"], width_s))["ttft_s"]
-    percentiles = pd.DataFrame(
-        {
-            "ttft_p50_s": ttft.quantile(0.5),
-            "ttft_p90_s": ttft.quantile(0.9),
-            "ttft_p99_s": ttft.quantile(0.99),
-            "first_tokens": ttft.size(),
-        }
-    )
+    columns = {f"ttft_{name}_s": ttft.agg(_percentile_of(q)) for name, q in WINDOW_LEVELS.items()}
+    percentiles = pd.DataFrame(columns | {"first_tokens": ttft.size()})
     gauges = (
         steps.groupby(_window(steps["time_s"], width_s)).agg(
             running=("running", "mean"),

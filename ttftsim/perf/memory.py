@@ -2,7 +2,8 @@
 
 requested = ceil(device memory x gpu_memory_utilization); KV cache = requested - weights - peak
 activation of a profiling forward pass at max_num_batched_tokens - non-torch memory (CUDA context, NCCL
-buffers) - the CUDA-graph estimate; blocks = KV cache // (block_size x KV bytes per token on one GPU).
+buffers: the hardware profile's nccl_reserve_bytes_by_tp) - the CUDA-graph estimate;
+blocks = KV cache // (block_size x KV bytes per token on one GPU).
 The activation peak and the fixed reserves are estimates (documented below), not vLLM's profiler.
 """
 
@@ -11,14 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ttftsim.config.hardware import HardwareProfile
 from ttftsim.model.size import kv_bytes_per_token, weight_bytes
 from ttftsim.perf.iteration import Deployment
 
 GB = 1e9
 GIB = 2**30
 CUDA_CONTEXT_BYTES = int(0.5 * GIB)  # torch/CUDA context and allocator slack, seen in vLLM start-up logs
-NCCL_BYTES_BY_TP = {1: 0, 2: 358_612_992, 4: 411_041_792}  # AIConfigurator h100_sxm.system.yaml nccl_mem
-NCCL_BYTES_LARGE_TP = 411_041_792
 CUDAGRAPH_BYTES = int(0.75 * GIB)  # vLLM logs "Graph capturing ... took 0.3-1.5 GiB" for 7B-70B models
 SAMPLER_LOGIT_BYTES = 4  # the profiling run materialises fp32 logits for max_num_seqs sequences
 
@@ -75,6 +75,14 @@ def activation_peak_bytes(deployment: Deployment, settings: MemorySettings) -> i
     return settings.max_num_batched_tokens * per_token + logits
 
 
+def nccl_reserve_bytes(hardware: HardwareProfile, tp: int) -> int:
+    """NCCL buffers per GPU at this TP size, from the profile's table: its entry, else the next larger TP
+    listed, else the largest listed (buffers stop growing with the group)."""
+    table = hardware.nccl_reserve_bytes_by_tp
+    at_or_above = [size for size in sorted(table) if size >= tp]
+    return table[at_or_above[0] if at_or_above else max(table)]
+
+
 def _gb(value: float) -> str:
     return f"{value / GB:.1f} GB"
 
@@ -90,7 +98,7 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
             f"offers {_gb(requested * tp)} at gpu_memory_utilization {settings.gpu_memory_utilization}"
         )
     activation = activation_peak_bytes(deployment, settings)
-    non_torch = CUDA_CONTEXT_BYTES + NCCL_BYTES_BY_TP.get(tp, NCCL_BYTES_LARGE_TP)
+    non_torch = CUDA_CONTEXT_BYTES + nccl_reserve_bytes(hw, tp)
     graphs = 0 if settings.enforce_eager or hw.kind == "cpu" else CUDAGRAPH_BYTES
     kv_cache = requested - weights - activation - non_torch - graphs
     per_token = kv_bytes_per_token_per_gpu(deployment)

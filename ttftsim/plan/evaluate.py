@@ -24,10 +24,11 @@ import numpy as np
 from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.plan import Plan
 from ttftsim.config.scenario import Scenario
+from ttftsim.config.slo import PER_REQUEST_TARGETS
 from ttftsim.config.workload import ConversationWorkload, TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
-from ttftsim.metrics.slo import meets_slo, slo_figures
+from ttftsim.metrics.slo import SloFigures, slo_figures
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica
 from ttftsim.simulate import simulate
@@ -78,8 +79,9 @@ class Candidate:
 
 
 def plan_digest(plan: Plan) -> str:
-    """Identity of a plan for its checkpoint: its content, not its file name."""
-    return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()[:16]
+    """Identity of a plan for its checkpoint: its content, not its file name (the SLO's per-request targets,
+    which a plan refuses, left out: the digest a plan had before the SLO schemas were one)."""
+    return hashlib.sha256(plan.model_dump_json(exclude={"slo": set(PER_REQUEST_TARGETS)}).encode()).hexdigest()[:16]
 
 
 def engine_args(plan: Plan, cand: Candidate) -> dict[str, Any]:
@@ -136,16 +138,8 @@ def trace_rate(workload_json: str, base: str) -> float:
     return len(requests) / span
 
 
-def meets(plan: Plan, figures: dict[str, float]) -> bool:
-    return meets_slo(plan.slo, figures)
-
-
-def _simulate(plan: Plan, base: str, cand: Candidate, rate: float, num_requests: int) -> dict[str, float]:
-    result = simulate(scenario(plan, cand, rate, num_requests, base), Path(base))
-    figures = slo_figures(result.requests)
-    span = float(result.requests["finish_s"].max() - result.requests["arrival_s"].min())
-    figures["throughput"] = len(result.requests) / span if span > 0 else 0.0
-    return figures
+def _simulate(plan: Plan, base: str, cand: Candidate, rate: float, num_requests: int) -> SloFigures:
+    return slo_figures(simulate(scenario(plan, cand, rate, num_requests, base), Path(base)).requests)
 
 
 def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
@@ -177,19 +171,19 @@ def capacity(plan: Plan, base: str, cand: Candidate, saturated: float) -> dict[s
     low = saturated * LOW_LOAD
     probes = []
     figures = _simulate(plan, base, cand, low, plan.probe_requests)
-    probes.append((low, figures["ttft_p99_s"]))
-    if not meets(plan, figures):
+    probes.append((low, figures.ttft_p99_s))
+    if not figures.meets(plan.slo):
         return {
             "feasible": False,
-            "reason": f"misses the SLO even at low load ({low:.2f} req/s): P99 TTFT {figures['ttft_p99_s']:.3f} s",
+            "reason": f"misses the SLO even at low load ({low:.2f} req/s): P99 TTFT {figures.ttft_p99_s:.3f} s",
             "probes": probes,
         }
     good, bad = low, saturated
     for _ in range(BISECTION_STEPS):
         mid = (good + bad) / 2
         figures = _simulate(plan, base, cand, mid, plan.probe_requests)
-        probes.append((mid, figures["ttft_p99_s"]))
-        if meets(plan, figures):
+        probes.append((mid, figures.ttft_p99_s))
+        if figures.meets(plan.slo):
             good = mid
         else:
             bad = mid
@@ -216,8 +210,9 @@ def sizing(plan: Plan, cand: Candidate, max_rate: float) -> dict[str, Any]:
 
 
 def predict(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, float]:
-    """One replica's share of the peak rate (perfect balance)."""
-    return _simulate(plan, base, cand, plan.target_rate / replicas, plan.probe_requests)
+    """One replica's share of the peak rate (perfect balance): its SloFigures, as plain values (a task's
+    result goes to the checkpoint as JSON)."""
+    return _simulate(plan, base, cand, plan.target_rate / replicas, plan.probe_requests).as_dict()
 
 
 def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = ".") -> Scenario:
@@ -237,9 +232,9 @@ def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, 
             break
         result = simulate(cluster_scenario(plan, cand, count, base), Path(base))
         figures = slo_figures(result.requests)
-        if meets(plan, figures):
-            return {"met": True, "replicas": count, **figures}
-    return {"met": False, "replicas": replicas + MAX_EXTRA_REPLICAS, **figures}
+        if figures.meets(plan.slo):
+            return {"met": True, "replicas": count, **figures.as_dict()}
+    return {"met": False, "replicas": replicas + MAX_EXTRA_REPLICAS, **figures.as_dict()}
 
 
 def bound_weight_bytes(plan: Plan, base: str, cand: Candidate) -> float:

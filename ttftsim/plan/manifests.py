@@ -1,7 +1,8 @@
 """What a user applies for the winning plan: the `vllm serve` arguments and Kubernetes manifests.
 
 A Deployment (or a LeaderWorkerSet when the TP group spans nodes) with the GPU request, a required node
-affinity on the GPU product label that NVIDIA's GPU feature discovery sets, a startup probe that allows
+affinity on the GPU's node label (the hardware profile's first: the product label NVIDIA's GPU feature
+discovery sets), a startup probe that allows
 the predicted cold start on a bare node with margin, readiness and liveness probes on vLLM's /health, a
 Service, and an HPA on the waiting queue (vLLM's gauge through the Prometheus adapter).
 """
@@ -15,21 +16,12 @@ import yaml
 
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
 from ttftsim.config.cluster import PodSpec
+from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.plan import Plan
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.plan.evaluate import Candidate
 
 IMAGE = "vllm/vllm-openai:v{version}"
-PRODUCT_LABEL = "nvidia.com/gpu.product"
-GPU_PRODUCTS = {  # what GPU feature discovery reports for each profile
-    "A100-PCIe-80GB": "NVIDIA-A100-80GB-PCIe",
-    "A100-SXM4-40GB": "NVIDIA-A100-SXM4-40GB",
-    "A100-SXM4-80GB": "NVIDIA-A100-SXM4-80GB",
-    "H100-PCIe-80GB": "NVIDIA-H100-PCIe",
-    "H100-SXM5-80GB": "NVIDIA-H100-80GB-HBM3",
-    "H200-SXM-141GB": "NVIDIA-H200",
-    "L40S-48GB": "NVIDIA-L40S",
-}
 PROBE_PERIOD_S = 10
 STARTUP_MARGIN = 1.5
 
@@ -86,17 +78,7 @@ def manifests(plan: Plan, cand: Candidate, replicas: int, weight_bytes: float, m
     affinity = {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {
-                        "matchExpressions": [
-                            {
-                                "key": PRODUCT_LABEL,
-                                "operator": "In",
-                                "values": [GPU_PRODUCTS.get(cand.hardware, cand.hardware)],
-                            }
-                        ]
-                    }
-                ]
+                "nodeSelectorTerms": [{"matchExpressions": [gpu_node_selector(hardware)]}]
             }
         }
     }
@@ -156,6 +138,13 @@ def manifests(plan: Plan, cand: Candidate, replicas: int, weight_bytes: float, m
         },
     }
     return [workload, service, hpa]
+
+
+def gpu_node_selector(hardware: HardwareProfile) -> dict[str, Any]:
+    """The match expression that pins the pods to the GPU: the profile's first node label and its first value
+    (GPU feature discovery's nvidia.com/gpu.product for NVIDIA GPUs); a profile without one, its name there."""
+    key, value = next(((k, v[0]) for k, v in hardware.node_labels.items()), ("nvidia.com/gpu.product", hardware.name))
+    return {"key": key, "operator": "In", "values": [value]}
 
 
 def dump(documents: list[dict[str, Any]]) -> str:

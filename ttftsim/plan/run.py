@@ -14,6 +14,7 @@ import pandas as pd
 from ttftsim.config.engine import resolve_engine
 from ttftsim.config.loading import load_file
 from ttftsim.config.plan import Plan
+from ttftsim.config.slo import PER_REQUEST_TARGETS
 from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
@@ -72,7 +73,7 @@ class PlanResult:
         return {
             "plan": self.plan.name,
             "target_rate": self.plan.target_rate,
-            "slo": self.plan.slo.model_dump(),
+            "slo": self.plan.slo.model_dump(exclude=set(PER_REQUEST_TARGETS)),  # a plan refuses them
             "candidates": len(self.rows),
             "fully_simulated": self.fully_simulated,
             "winner": _row_json(self.winner) if self.winner else None,

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ttftsim.config.plan import Plan
+from ttftsim.metrics.slo import SloFigures
 from ttftsim.plan import evaluate
 from ttftsim.plan.evaluate import Candidate
 from ttftsim.plan.store import Store
@@ -206,8 +207,9 @@ def _capacities(runner: Runner, ordered: list[Candidate], rows: dict[str, Row]) 
 
 def _predict(runner: Runner, rows: list[Row]) -> None:
     jobs = [("predict", r.candidate, float(r.replicas)) for r in rows]
-    for row, figures in zip(rows, runner.run("predict", jobs), strict=True):
-        row.ttft_p50_s, row.ttft_p99_s = figures["ttft_p50_s"], figures["ttft_p99_s"]
+    for row, result in zip(rows, runner.run("predict", jobs), strict=True):
+        figures = SloFigures.from_dict(result)
+        row.ttft_p50_s, row.ttft_p99_s = figures.ttft_p50_s, figures.ttft_p99_s
         row.cost_per_million_tokens = _per_million(runner.plan, row.cost_per_hour, figures)
 
 
@@ -218,17 +220,18 @@ def _confirm(runner: Runner, rows: list[Row]) -> None:
         size_gpus = (result["replicas"] + row.candidate.warm_pool) * row.candidate.tensor_parallel_size
         row.replicas, row.gpus = result["replicas"], size_gpus
         row.cost_per_hour = size_gpus * evaluate.price_per_gpu_hour(plan, row.candidate.hardware)
-        row.ttft_p50_s, row.ttft_p99_s = result["ttft_p50_s"], result["ttft_p99_s"]
-        row.cost_per_million_tokens = _per_million(plan, row.cost_per_hour, result)
+        figures = SloFigures.from_dict(result)
+        row.ttft_p50_s, row.ttft_p99_s = figures.ttft_p50_s, figures.ttft_p99_s
+        row.cost_per_million_tokens = _per_million(plan, row.cost_per_hour, figures)
         if row.max_rate == row.max_rate:
             row.headroom = 1.0 - plan.target_rate / (row.replicas * row.max_rate)
         row.status = "confirmed" if result["met"] else "missed"
         if not result["met"]:
-            row.reason = f"cluster run misses: P99 TTFT {result['ttft_p99_s']:.3f} s with {result['replicas']} replicas"
+            row.reason = f"cluster run misses: P99 TTFT {figures.ttft_p99_s:.3f} s with {result['replicas']} replicas"
 
 
-def _per_million(plan: Plan, cost_per_hour: float, figures: dict[str, float]) -> float:
-    tokens_per_hour = plan.target_rate * figures.get("output_tokens_per_unit", 0.0) * 3600
+def _per_million(plan: Plan, cost_per_hour: float, figures: SloFigures) -> float:
+    tokens_per_hour = plan.target_rate * figures.output_tokens_per_unit * 3600
     return cost_per_hour / tokens_per_hour * 1e6 if tokens_per_hour > 0 else math.nan
 
 

@@ -21,14 +21,14 @@ from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
 from ttftsim.errors import InputError
-from ttftsim.hardware.catalog import load_hardware
-from ttftsim.metrics.slo import meets_slo, slo_figures
+from ttftsim.hardware.catalog import hardware_for_label, load_hardware
+from ttftsim.metrics.slo import SloFigures, slo_figures
 from ttftsim.model.catalog import load_model
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref
 from ttftsim.simulate import simulate
-from ttftsim.validate.manifests import ServingWorkload, find_serving, hardware_for_label, read_documents
+from ttftsim.validate.manifests import ServingWorkload, find_serving, read_documents
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 
 MAX_EXTRA_REPLICAS = 8
@@ -42,11 +42,23 @@ class Finding:
     fix: str = ""
 
 
+@dataclass(frozen=True)
+class Prediction:
+    """The deployment simulated under the declared traffic: its replicas and SLO figures."""
+
+    replicas: int
+    kernel_costs: str
+    figures: SloFigures
+
+    def as_json(self) -> dict[str, Any]:
+        return {"replicas": self.replicas, "kernel_costs": self.kernel_costs, **self.figures.as_dict()}
+
+
 @dataclass
 class Report:
     name: str
     findings: list[Finding] = field(default_factory=list)
-    prediction: dict[str, Any] | None = None
+    prediction: Prediction | None = None
     deployment: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # read but not modelled: said, never silently ignored
 
@@ -64,7 +76,7 @@ class Report:
             "deployment": self.deployment,
             "findings": [asdict(f) for f in self.findings],
             "warnings": self.warnings,
-            "prediction": self.prediction,
+            "prediction": None if self.prediction is None else self.prediction.as_json(),
         }
 
 
@@ -365,22 +377,22 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
         replicas = int((serving.hpa.get("spec") or {}).get("minReplicas", 1))
     result = simulate(_scenario(deploy, target, replicas, cluster=True), base)
     figures = slo_figures(result.requests)
-    report.prediction = {"replicas": replicas, "kernel_costs": result.replica.kernel_costs, **figures}
-    if meets_slo(deploy.slo, figures):
+    report.prediction = Prediction(replicas, result.replica.kernel_costs, figures)
+    if figures.meets(deploy.slo):
         report.add(
-            "info", "slo", f"predicted P99 TTFT {figures['ttft_p99_s']:.3f} s with {replicas} replicas meets the SLO"
+            "info", "slo", f"predicted P99 TTFT {figures.ttft_p99_s:.3f} s with {replicas} replicas meets the SLO"
         )
         return
     needed = None
     for extra in range(1, MAX_EXTRA_REPLICAS + 1):
         more = slo_figures(simulate(_scenario(deploy, target, replicas + extra, cluster=True), base).requests)
-        if meets_slo(deploy.slo, more):
+        if more.meets(deploy.slo):
             needed = replicas + extra
             break
     report.add(
         "error",
         "slo",
-        f"predicted P99 TTFT {_seconds(figures['ttft_p99_s'])} with {replicas} replicas misses the SLO "
+        f"predicted P99 TTFT {_seconds(figures.ttft_p99_s)} with {replicas} replicas misses the SLO "
         f"({deploy.slo.ttft_p99_s:g} s)",
         f"run {needed} replicas (minReplicas)"
         if needed

@@ -1,0 +1,51 @@
+"""One SLO schema for scenario, plan and deployment files: the existing files load unchanged, a plan or a
+deployment needs ttft_p99_s and refuses per-request (goodput) targets, a scenario takes every target."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ttftsim.config.deploy import Deploy
+from ttftsim.config.loading import parse_mapping
+from ttftsim.config.plan import Plan
+from ttftsim.config.scenario import Scenario
+from ttftsim.errors import InputError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _with_slo(path: Path, slo: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(path.read_text())
+    return data | {"slo": slo}
+
+
+def test_a_scenario_takes_percentile_and_per_request_targets() -> None:
+    slo = {"ttft_p99_s": 0.5, "ttft_p90_s": 0.3, "tpot_p99_s": 0.05, "e2e_p99_s": 20, "ttft_s": 1, "tpot_s": 0.1}
+    scenario = parse_mapping(Scenario, _with_slo(EXAMPLES / "llama31-8b-h100.yaml", slo), "s.yaml")
+    assert scenario.slo.percentile_targets() == {
+        "ttft_p99_s": 0.5,
+        "ttft_p90_s": 0.3,
+        "tpot_p99_s": 0.05,
+        "e2e_p99_s": 20,
+    }
+
+
+@pytest.mark.parametrize(("schema", "path"), [(Plan, "plans/quickstart.yaml"), (Deploy, "validate/deploy.yaml")])
+@pytest.mark.parametrize(
+    ("slo", "message"),
+    [
+        ({"ttft_p90_s": 0.3}, "ttft_p99_s is required"),
+        ({"ttft_p99_s": 0.5, "ttft_s": 1}, "ttft_s (1) are per-request goodput targets"),
+        ({"ttft_p99_s": 0.5, "ttft_p50_s": 1}, "unknown field"),
+    ],
+)
+def test_plans_and_deployments_need_a_p99_and_take_percentiles_only(
+    schema: type[Plan | Deploy], path: str, slo: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InputError, match="slo") as raised:
+        parse_mapping(schema, _with_slo(EXAMPLES / path, slo), path)
+    assert message in str(raised.value.message)

@@ -1,0 +1,111 @@
+"""Adding a GPU means adding one file: a profile dropped into a profile folder (TTFTSIM_HWPROFILES) loads,
+simulates, sets its own NCCL reserve and vLLM's default batch limits, and `validate` recognises pods pinned
+to it by a node label the profile declares (a label key no shipped profile uses), all without Python."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ttftsim.config.scenario import Scenario
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import hardware_for_label, load_hardware, profiles_dir
+from ttftsim.perf.memory import CUDA_CONTEXT_BYTES, nccl_reserve_bytes
+from ttftsim.plan.manifests import gpu_node_selector
+from ttftsim.simulate import simulate
+from ttftsim.validate.run import validate
+
+NCCL_TP2 = 500_000_000
+PROFILE = {
+    "name": "X200-SXM-96GB",
+    "device_name": "NVIDIA X200",
+    "node_labels": {"example.com/accelerator": ["x200-96gb"], "nvidia.com/gpu.product": ["NVIDIA-X200"]},
+    "nccl_reserve_bytes_by_tp": {1: 0, 2: NCCL_TP2, 8: 600_000_000},
+}
+TRAFFIC = {
+    "type": "synthetic",
+    "arrivals": {"type": "poisson", "rate": 4},
+    "prompt_tokens": {"type": "fixed", "value": 256},
+    "output_tokens": {"type": "fixed", "value": 16},
+    "num_requests": 20,
+}
+MANIFEST = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: chat}
+spec:
+  replicas: 1
+  template:
+    spec:
+      nodeSelector: {example.com/accelerator: X200-96GB}
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.15.1
+          command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct, --tensor-parallel-size, "2"]
+          resources: {limits: {nvidia.com/gpu: 2, memory: 64Gi}, requests: {cpu: "8"}}
+"""
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shipped profiles plus the new one: an H100-like 96 GB part under a name nothing in Python knows."""
+    profiles = tmp_path / "profiles"
+    shutil.copytree(profiles_dir(), profiles)
+    data = yaml.safe_load((profiles / "h100-sxm5-80gb.yaml").read_text()) | PROFILE
+    data["memory_bytes"] = 96 * 2**30
+    del data["aiconfigurator_system"]
+    (profiles / "x200-sxm-96gb.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    monkeypatch.setenv("TTFTSIM_HWPROFILES", str(profiles))
+    return tmp_path
+
+
+def test_a_new_profile_loads_and_names_its_labels(folder: Path) -> None:
+    x200 = load_hardware("x200")
+    assert x200.name == "X200-SXM-96GB"
+    assert hardware_for_label("x200-96gb") == hardware_for_label("NVIDIA-X200") == "X200-SXM-96GB"
+    assert gpu_node_selector(x200) == {"key": "example.com/accelerator", "operator": "In", "values": ["x200-96gb"]}
+
+
+def test_a_new_profile_simulates_with_its_own_nccl_reserve_and_defaults(folder: Path) -> None:
+    scenario = Scenario.model_validate(
+        {
+            "model": "Llama-3.1-8B",
+            "hardware": "X200-SXM-96GB",
+            "engine": {"tensor_parallel_size": 2},
+            "workload": TRAFFIC,
+            "slo": {"ttft_p99_s": 5.0},
+        }
+    )
+    summary = simulate(scenario, folder).summary()
+    assert summary.config is not None and summary.config.hardware == "X200-SXM-96GB"
+    assert summary.config.memory_plan_bytes is not None
+    assert summary.config.memory_plan_bytes["non_torch_bytes"] == CUDA_CONTEXT_BYTES + NCCL_TP2
+    assert summary.config.engine["max_num_batched_tokens"] == 8192  # >= 70 GiB and not an A100: vLLM's big tier
+    assert summary.config.kernel_costs.startswith("roofline")  # no calibration for it: said, not an error
+    assert summary.requests.finished == 20 and summary.slo is not None and summary.slo.met
+
+
+def test_validate_reads_the_new_gpu_from_its_node_label(folder: Path) -> None:
+    (folder / "k8s.yaml").write_text(MANIFEST)
+    deploy = {"name": "chat", "manifests": ["k8s.yaml"], "traffic": TRAFFIC, "slo": {"ttft_p99_s": 5.0}}
+    (folder / "deploy.yaml").write_text(yaml.safe_dump(deploy))
+    report = validate(folder / "deploy.yaml", [])
+    assert report.deployment["hardware"] == "X200-SXM-96GB"
+    assert not [f for f in report.findings if f.check == "gpu-affinity"], report.findings
+    assert report.prediction is not None and report.passed, report.findings
+
+
+def test_nccl_reserve_of_an_unlisted_tp_is_the_next_listed_one(folder: Path) -> None:
+    x200 = load_hardware("x200")
+    reserves = [nccl_reserve_bytes(x200, tp) for tp in (1, 2, 3, 4, 8, 16)]
+    assert reserves == [0, NCCL_TP2, 600_000_000, 600_000_000, 600_000_000, 600_000_000]
+
+
+def test_two_profiles_claiming_one_label_value_is_an_error(folder: Path) -> None:
+    profiles = folder / "profiles"
+    data = yaml.safe_load((profiles / "x200-sxm-96gb.yaml").read_text()) | {"name": "X200-copy"}
+    (profiles / "x200-copy.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(InputError, match="'x200-96gb' names two hardware profiles: X200-copy and X200-SXM-96GB"):
+        hardware_for_label("x200-96gb")

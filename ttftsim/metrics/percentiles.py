@@ -1,0 +1,53 @@
+"""Percentiles, computed in this one place for the whole package.
+
+Reported percentiles (the summary's TTFT / TPOT / ITL / end-to-end distributions, the time series, the
+figures, the accuracy harness) use numpy's default: linear interpolation between the two closest ranks
+(Hyndman and Fan's type 7), at position (n - 1) q of the sorted values. That is what `vllm bench serve`,
+inference-perf and aiperf report (numpy.percentile with its default method), so a simulated P99 and a
+benchmark's P99 are the same statistic. Samples with integer weights (a run of identical inter-token gaps
+recorded once) get exactly the percentile of the samples written out one by one.
+
+SLO verdicts are the one other definition, on purpose: `slo_percentile` is the smallest value that at least
+a share q of the samples are at or below (the inverted empirical CDF, numpy's method="inverted_cdf").
+An SLO "P99 TTFT <= x over every arrival" means "at least 99% of arrivals got their first token within
+x", and that holds exactly when slo_percentile(ttft, 0.99) <= x; an arrival never served is +inf, which
+interpolation would smear into a neighbour (or into NaN: inf x 0). The plan, `validate` and the summary's
+verdict use it; nothing else does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+LEVELS = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}  # the summary's percentiles, by JSON key
+
+
+def percentile(values: NDArray[np.float64], q: float) -> float:
+    """The q-quantile (0 <= q <= 1) by linear interpolation, as the benchmark tools report it; values must
+    be finite and not empty."""
+    return float(np.quantile(values, q))
+
+
+def weighted_percentile(values: NDArray[np.float64], weights: NDArray[np.float64], q: float) -> float:
+    """`percentile` of the samples with each value repeated by its (integer) weight, without writing them
+    out: the two order statistics around position (N - 1) q of the N weighted samples, interpolated."""
+    order = np.argsort(values, kind="stable")
+    ordered, cumulative = values[order], np.cumsum(weights[order])
+    total = cumulative[-1]
+    position = (total - 1) * q
+    below = math.floor(position)
+    # the 0-based sample k is the first value whose cumulative weight exceeds k
+    lo = ordered[int(np.searchsorted(cumulative, below + 1, side="left"))]
+    hi = ordered[int(np.searchsorted(cumulative, min(below + 2, total), side="left"))]
+    share = position - below
+    # numpy's own lerp, to the last bit: from the nearer end
+    return float(hi - (hi - lo) * (1 - share) if share >= 0.5 else lo + (hi - lo) * share)
+
+
+def slo_percentile(values: NDArray[np.float64], q: float) -> float:
+    """The smallest value at least a share q of the values are at or below (+inf counts: an arrival never
+    served); the figure an SLO percentile target is judged against. Values must not be empty."""
+    return float(np.quantile(values, q, method="inverted_cdf"))
