@@ -100,3 +100,28 @@ def decode(data: bytes, source: str) -> str:
 def read_text(path: Path, kind: FileKind = "config", what: str = "file", limits: Limits | None = None) -> str:
     """The file's text: regular, within its size limit, UTF-8."""
     return decode(read_bytes(path, kind, what, limits), str(path))
+
+
+def is_file(path: Path) -> bool:
+    """Whether a name the user gave is an existing file, False for a name the system cannot take as a path
+    (too long, a NUL byte): a model or profile name is then looked up by name, never a traceback."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """As is_file, for a folder."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def exists(path: Path) -> bool:
+    """As is_file, for anything at the path."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
