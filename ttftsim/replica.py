@@ -15,6 +15,7 @@ from ttftsim.config.scenario import KernelCosts as KernelCostsChoice
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
+from ttftsim.inputs.files import exists
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.iteration import Deployment, IterationModel
 from ttftsim.perf.kernels import KernelCosts
@@ -37,7 +38,7 @@ class Replica:
 def resolve_ref(ref: str, base: Path) -> str:
     """Paths in a scenario are relative to its file; names (presets, profiles) pass through."""
     candidate = base / ref
-    return str(candidate) if ("/" in ref or ref.endswith((".json", ".yaml", ".yml"))) and candidate.exists() else ref
+    return str(candidate) if ("/" in ref or ref.endswith((".json", ".yaml", ".yml"))) and exists(candidate) else ref
 
 
 def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> Replica:
