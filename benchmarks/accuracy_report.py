@@ -209,6 +209,78 @@ def _skipped_lines(skipped: list[tuple[str, str]]) -> list[str]:
     return ["Not simulated:", "", *[f"- {name}: {reason}" for name, reason in skipped], ""]
 
 
+INPUT_SECTION = [  # formats of `ttftsim accuracy FILE` (ttftsim/accuracy/reports/)
+    "## Input: measured runs and benchmark reports",
+    "",
+    "`ttftsim accuracy FILE` tells the format from the file's content, not its name",
+    ("(`ttftsim/accuracy/reports/`). The measured-run files of `../shared/validation` (a JSON list of open-loop"),
+    "runs, a CSV of closed-loop points) name their deployment. A benchmark report says what was sent and",
+    ("measured, not on what: give `--deployment SCENARIO.yaml`, a scenario file with the model, hardware, engine"),
+    ("arguments and costs (`tests/data/reports/cpu-server.yaml` is the real CPU server's); the report's workload"),
+    "and client replace the file's own. Nothing is fitted to a report.",
+    "",
+    "| format | load | per request (when logged) | measured |",
+    "|---|---|---|---|",
+    (
+        "| `vllm bench serve --save-result` JSON (vLLM 0.32) | `request_rate` with `burstiness` (1:"
+        " Poisson, else gamma with CV 1/sqrt(burstiness)); `inf` with `max_concurrency` c: c closed-loop"
+        " clients (without it: every request at once) | `--save-detailed`: `start_times`, `input_lens`,"
+        " `output_lens`, `ttfts`, `latencies`, `errors` | the requests' own values; else"
+        " `mean_`/`median_`/`pNN_ttft_ms`, `median_tpot_ms`, `median_e2el_ms` |"
+    ),
+    (
+        "| GuideLLM 0.8 benchmark JSON (each benchmark of a sweep a case) | `config.strategy`:"
+        " synchronous (1 client), concurrent (`streams`), throughput (`max_concurrency`), constant /"
+        " poisson (`rate`), trace (replayed) | `requests.successful` / `errored` / `incomplete`:"
+        " `request_start_time`, `time_to_first_token_ms`, `request_latency`, `prompt_tokens`,"
+        " `output_tokens` | the requests' own values (GuideLLM's nearest-rank percentiles are recomputed"
+        " as the simulation's); with `--sample-size` the metrics' mean, median and p001..p999 |"
+    ),
+    (
+        "| aiperf 0.13 `profile_export_aiperf.json`; genai-perf `profile_export_genai_perf.json` |"
+        " `input_config.phases` (aiperf: concurrency, or poisson / constant / gamma `rate`; warm-up"
+        " phases before it), `loadgen` (older aiperf), `concurrency` / `request_rate` (genai-perf) |"
+        " none | `time_to_first_token` {avg, p1..p99, min, max}, `inter_token_latency` as TPOT,"
+        " `request_latency` p50, mean lengths |"
+    ),
+    (
+        "| aiperf `profile_export.jsonl` (records) | from `profile_export_aiperf.json` beside it (else"
+        " the send times are replayed) | `metadata.request_start_ns`, `benchmark_phase`,"
+        " `metrics.time_to_first_token`, `request_latency`, `input_sequence_length`,"
+        " `output_sequence_length`, `error` | the profiling phase's requests' own values |"
+    ),
+    (
+        "| vLLM `/metrics` text (`--before SNAPSHOT`: the run is the difference) | the deployment file's"
+        " workload (the server does not know how requests were sent) | none | `vllm:` histograms summed"
+        " over label sets: time_to_first_token, request_time_per_output_token, e2e_request_latency,"
+        " inter_token_latency (time_per_output_token before vLLM 0.11), queue, prefill, decode time,"
+        " iteration_tokens: mean (sum / count) and P50/P90/P99 as histogram_quantile reads them (linear"
+        " within a bucket); failures: request_success_total with finished_reason abort or error |"
+    ),
+    (
+        "| Prometheus `/api/v1/query_range` JSON of the raw `vllm:*` series | as `/metrics` | none | as"
+        " `/metrics`, from each counter's increase over the window (resets counted); gauges"
+        " num_requests_running, num_requests_waiting, kv_cache_usage_perc as their mean and maximum |"
+    ),
+    "",
+    "Workload: an open loop whose send times were logged is replayed at those times with each request's",
+    "lengths (a trace); otherwise the arrival process at the rate, or the closed loop's clients, for the",
+    ("measured requests (plus the warm-up), with lengths sampled from the logged ones or fixed at the report's"),
+    ("means. The client is the tool (its warm-up; GuideLLM's ramp-up, warm-up and cool-down and vllm bench's"),
+    "`--max-concurrency` under a finite rate are noted, not simulated). TPOT is (end-to-end - TTFT) /",
+    "(output - 1) per request throughout (GuideLLM's ITL; its TPOT divides the whole latency). A stage's",
+    ("measured 95% intervals are exact where the report has every request (each order statistic is a reported"),
+    ("level), read outward from the reported percentiles otherwise, and from the bucket bounds for Prometheus"),
+    ("(to within one request). A closed loop with a warm-up is compared by its means (the harness drops the"),
+    ("warm-up by request); every other case by its percentiles over all its requests. Prometheus TTFT is the"),
+    "server's (arrival at the API server to the first token), without the client's connection and the",
+    ("response path. Not read: genai-perf's per-request export (perf_analyzer's `profile_export.json`, another"),
+    ("format), aiperf's user-centric and fixed-schedule phases, a vllm bench ramp-up without `--save-detailed`."),
+    "Malformed, truncated or edited reports are one line naming the file and the field, exit 2.",
+    "",
+]
+
+
 def main() -> int:
     shared = shared_dir()
     if shared is None:
@@ -260,6 +332,7 @@ def main() -> int:
         "intervals overlap. Means: predicted mean +/- 1.96 standard errors (independent requests assumed, so",
         "narrow); a measured mean has no interval, so it agrees when it lies inside the predicted one.",
         "",
+        *INPUT_SECTION,
         "## Calibrated kernels against the roofline",
         "",
         "The same runs with `--kernel-costs roofline` (datasheet peaks, the profile's default efficiencies)",

@@ -1,0 +1,227 @@
+"""Malformed, truncated and edited reports: one InputError naming the file and the field (through the CLI: one
+line on stderr, exit 2), never another exception."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_cli import _assert_one_line_error, run
+from ttftsim.accuracy.reports import measured_cases
+from ttftsim.accuracy.reports.detect import read_report
+from ttftsim.errors import InputError
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+DEPLOYMENT = REPORTS / "cpu-server.yaml"
+VLLM = REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json"
+GUIDELLM = REPORTS / "guidellm-0.8.1" / "benchmarks.json"
+AIPERF = REPORTS / "aiperf-0.13.0" / "profile_export_aiperf.json"
+RECORDS = REPORTS / "aiperf-0.13.0" / "profile_export.jsonl"
+METRICS = REPORTS / "prometheus-2.42" / "metrics-after.txt"
+RANGE = REPORTS / "prometheus-2.42" / "query_range.json"
+
+
+def edited(tmp_path: Path, source: Path, edit: Callable[[Any], None], name: str | None = None) -> Path:
+    data = json.loads(source.read_text())
+    edit(data)
+    path = tmp_path / (name or source.name)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def with_workload(folder: Path) -> Path:
+    """The CPU server's deployment with the Poisson workload of the run the Prometheus files bracket."""
+    path = folder / "deploy.yaml"
+    model = REPORTS / "cpu-server-model" / "config.json"
+    workload = "workload: {type: synthetic, arrivals: {type: poisson, rate: 2}, num_requests: 30,\n"
+    workload += "  prompt_tokens: {type: uniform, low: 32, high: 128}, output_tokens: {type: fixed, value: 16}}\n"
+    path.write_text(DEPLOYMENT.read_text().replace("cpu-server-model/config.json", str(model)) + workload)
+    return path
+
+
+def error_of(path: Path, before: Path | None = None) -> InputError:
+    with pytest.raises(InputError) as caught:
+        read_report(path, before)
+    return caught.value
+
+
+def test_truncated_json_says_where(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.json"
+    cut.write_text(VLLM.read_text()[:5000])
+    error = error_of(cut)
+    assert error.source == str(cut) and "not valid JSON" in error.message
+
+
+@pytest.mark.parametrize(
+    ("source", "edit", "field", "message"),
+    [
+        (VLLM, lambda d: d.update(ttfts="fast"), "ttfts", "expected a list"),
+        (VLLM, lambda d: d.pop("request_rate"), "request_rate", "missing"),
+        (VLLM, lambda d: d["ttfts"].pop(), "start_times", "expected 29 items"),
+        (VLLM, lambda d: d["input_lens"].__setitem__(2, 12.5), "input_lens[2]", "whole number"),
+        (VLLM, lambda d: d.update(request_rate=-1), "request_rate", "positive"),
+        (GUIDELLM, lambda d: d["benchmarks"][0]["config"]["strategy"].update(type_="chaos"), "strategy.type_", "chaos"),
+        (
+            GUIDELLM,
+            lambda d: d["benchmarks"][1]["requests"]["successful"][3].update(time_to_first_token_ms="x"),
+            "benchmarks[1].requests.successful[3].time_to_first_token_ms",
+            "expected a number",
+        ),
+        (GUIDELLM, lambda d: d.update(benchmarks=[]), "benchmarks", "no benchmarks"),
+        (AIPERF, lambda d: d["time_to_first_token"].update(unit="weeks"), "time_to_first_token.unit", "weeks"),
+        (AIPERF, lambda d: d["input_config"].pop("phases"), "input_config", "no load"),
+        (AIPERF, lambda d: d["input_config"]["phases"][1].update(type="fixed_schedule"), "phases[1].type", "not read"),
+        (RANGE, lambda d: d.update(status="error"), "status", "did not succeed"),
+        (RANGE, lambda d: d["data"]["result"][0]["values"][3].__setitem__(1, "many"), "values[3]", "not a finite"),
+        (RANGE, lambda d: [s["metric"].pop("__name__") for s in d["data"]["result"]], "data.result", "no vLLM"),
+    ],
+)
+def test_wrong_field_is_named(
+    tmp_path: Path, source: Path, edit: Callable[[Any], None], field: str, message: str
+) -> None:
+    path = edited(tmp_path, source, edit)
+    error = error_of(path)
+    assert error.source == str(path) and field in error.field and message in error.message, error
+
+
+def test_metrics_without_vllm_series(tmp_path: Path) -> None:
+    other = tmp_path / "metrics.txt"
+    other.write_text("".join(line + "\n" for line in METRICS.read_text().splitlines() if "vllm:" not in line))
+    assert other.read_text().startswith("# HELP python_gc")
+    error = error_of(other)
+    assert (error.field, error.source) == ("vllm:*", str(other)) and "no vLLM series" in error.message
+
+
+def test_metrics_sample_that_is_not_a_number(tmp_path: Path) -> None:
+    bad = tmp_path / "metrics.txt"
+    text = METRICS.read_text()
+    bad.write_text(text + 'vllm:num_requests_running{engine="1"} zero\n')
+    error = error_of(bad)
+    assert error.field == f"line {len(text.splitlines()) + 1} vllm:num_requests_running" and "zero" in error.message
+
+
+def test_snapshots_in_the_wrong_order(tmp_path: Path) -> None:
+    after = REPORTS / "prometheus-2.42" / "metrics-after.txt"
+    error = error_of(REPORTS / "prometheus-2.42" / "metrics-before.txt", after)
+    assert error.field.startswith("vllm:") and "went down" in error.message
+
+
+def test_aiperf_records_with_a_cut_line(tmp_path: Path) -> None:
+    cut = tmp_path / "profile_export.jsonl"
+    text = RECORDS.read_text()
+    cut.write_text(text[: text.rindex("\n", 0, len(text) - 1) + 200])
+    error = error_of(cut)
+    assert error.field == "line 28" and "not valid JSON" in error.message
+
+
+def test_records_missing_a_metric(tmp_path: Path) -> None:
+    lines = RECORDS.read_text().splitlines()
+    row = json.loads(lines[10])
+    del row["metrics"]["time_to_first_token"]
+    path = tmp_path / "profile_export.jsonl"
+    path.write_text("\n".join([*lines[:10], json.dumps(row), *lines[11:]]) + "\n")
+    error = error_of(path)
+    assert error.field == "line 11.metrics.time_to_first_token" and "missing" in error.message
+
+
+def test_unknown_documents(tmp_path: Path) -> None:
+    for name, text in (("x.json", '{"hello": 1}'), ("x.txt", "hello world, this is prose\nand more\n")):
+        path = tmp_path / name
+        path.write_text(text)
+        assert "not a report ttftsim reads" in error_of(path).message
+    genai = tmp_path / "profile_export.json"
+    genai.write_text('{"experiments": []}')
+    assert "profile_export_genai_perf.json" in error_of(genai).message
+
+
+def test_before_is_only_for_a_snapshot() -> None:
+    assert error_of(VLLM, METRICS).source == "--before"
+
+
+def test_a_report_needs_a_deployment_and_a_metrics_file_a_workload() -> None:
+    with pytest.raises(InputError, match="give --deployment"), measured_cases(VLLM):
+        pass
+    with pytest.raises(InputError, match="workload") as caught, measured_cases(RANGE, DEPLOYMENT):
+        pass
+    assert caught.value.source == str(DEPLOYMENT)
+
+
+def test_deployment_that_is_not_a_scenario(tmp_path: Path) -> None:
+    deployment = tmp_path / "deploy.yaml"
+    deployment.write_text("model: Llama-3.1-8B\nengine: {max_num_seqs: -3}\n")
+    with pytest.raises(InputError) as caught, measured_cases(VLLM, deployment):
+        pass
+    assert caught.value.source == str(deployment) and "hardware" in caught.value.field
+
+
+_WRONG = (None, "x", -1, 1e300, [], {}, True)
+
+
+@pytest.mark.parametrize("source", [VLLM, GUIDELLM, AIPERF, RANGE], ids=lambda p: p.parent.name)
+def test_edited_reports_never_raise_anything_else(tmp_path: Path, source: Path) -> None:
+    """Seeded edits of the real reports (a field removed or given a wrong value, a list cut): each is read
+    or refused with an InputError, and what is read becomes a case or an InputError."""
+    original = json.loads(source.read_text())
+    paths = list(_paths(original))
+    rng = random.Random(20)
+    deployment = with_workload(tmp_path)  # a Prometheus report takes the deployment's workload
+    for _ in range(120):
+        data = json.loads(json.dumps(original))
+        parent, key = _resolve(data, rng.choice(paths))
+        roll = rng.random()
+        if roll < 0.3 and isinstance(parent, dict):
+            del parent[key]
+        elif roll < 0.4 and isinstance(parent[key], list):
+            del parent[key][len(parent[key]) // 2 :]
+        else:
+            parent[key] = rng.choice(_WRONG)
+        path = tmp_path / source.name
+        path.write_text(json.dumps(data))
+        try:
+            with measured_cases(path, deployment):
+                pass
+        except InputError:
+            pass
+
+
+def _paths(data: Any, prefix: tuple[Any, ...] = ()) -> Any:
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in list(items)[:40]:
+        yield (*prefix, key)
+        yield from _paths(value, (*prefix, key))
+
+
+def _resolve(data: Any, path: tuple[Any, ...]) -> tuple[Any, Any]:
+    for key in path[:-1]:
+        data = data[key]
+    return data, path[-1]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda tmp: _write(tmp / "cut.json", VLLM.read_text()[:3000]),
+        lambda tmp: edited(tmp, GUIDELLM, lambda d: d["benchmarks"][0]["config"]["strategy"].pop("streams")),
+        lambda tmp: _write(
+            tmp / "metrics.txt", "# HELP process_cpu_seconds_total CPU\nprocess_cpu_seconds_total 1.5\n"
+        ),
+    ],
+    ids=["truncated", "missing-field", "no-vllm-series"],
+)
+def test_cli_says_it_on_one_line(tmp_path: Path, make: Callable[[Path], Path]) -> None:
+    bad = make(tmp_path)
+    _assert_one_line_error(run("accuracy", str(bad), "--deployment", str(DEPLOYMENT)), str(bad))
+
+
+def test_cli_without_a_deployment() -> None:
+    _assert_one_line_error(run("accuracy", str(VLLM)), str(VLLM), "--deployment")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

@@ -1,0 +1,210 @@
+"""Each report reader on a real file of its tool (tests/data/reports/, written by
+benchmarks/vllm_cpu/report_samples.py against the real vLLM 0.32 CPU server): the load, the requests and the
+measured values, checked against numbers read from the file itself."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import run
+from ttftsim.accuracy.reports import measured_cases
+from ttftsim.accuracy.reports.detect import read_report
+from ttftsim.accuracy.reports.measured import Load
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+DEPLOYMENT = REPORTS / "cpu-server.yaml"
+SERVE_RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "vllm_cpu" / "serve_runs"
+MS = 1e-3
+
+
+def test_vllm_bench_detailed_is_replayed_with_each_requests_values() -> None:
+    report = read_report(REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json")
+    assert report.format == "vllm-bench"
+    (run_,) = report.runs
+    assert run_.load == Load(rate_per_s=2.0)  # request_rate 2.0, burstiness 1.0, max_concurrency null
+    assert len(run_.sent.send_s) == 30 and run_.sent.send_s[0] == 0.0
+    assert run_.sent.send_s[1] == pytest.approx(13477.237969594 - 13476.72430432)  # start_times[1] - [0]
+    assert run_.sent.prompt_tokens[:5] == (62, 87, 121, 121, 128) and set(run_.sent.output_tokens) == {16}
+    truth = run_.truth
+    assert (truth.num_succeeded, truth.num_failed, truth.label) == (30, 0, "2 req/s")
+    # vllm bench's own statistics (numpy's linear percentiles, TPOT = (latency - TTFT) / (output - 1)) are the
+    # same statistics of the same requests
+    assert truth.measured["ttft_mean"] == pytest.approx(60.64974056668385 * MS, rel=1e-12)
+    assert truth.measured["ttft_p50"] == pytest.approx(39.9282594999022 * MS, rel=1e-12)
+    assert truth.measured["ttft_p90"] == pytest.approx(115.04927070018313 * MS, rel=1e-12)
+    assert truth.measured["ttft_p99"] == pytest.approx(147.96474515062076 * MS, rel=1e-12)
+    assert truth.measured["tpot_p50"] == pytest.approx(10.368515700065473 * MS, rel=1e-9)
+    assert truth.measured["e2e_p50"] == pytest.approx(238.46581199995853 * MS, rel=1e-12)
+    assert len(truth.ttft_levels_s) == 30 and min(truth.ttft_levels_s) == 0.0 and max(truth.ttft_levels_s) == 1.0
+
+
+def test_vllm_bench_summary_is_a_closed_loop_from_the_statistics() -> None:
+    (run_,) = read_report(REPORTS / "vllm-bench-0.32.0" / "concurrency-4-summary.json").runs
+    assert run_.load == Load(concurrency=4)  # request_rate "inf", max_concurrency 4
+    assert run_.sent.send_s == () and run_.sent.prompt_tokens == ()
+    assert run_.mean_prompt_tokens == pytest.approx(1707 / 24) and run_.mean_output_tokens == 16.0
+    truth = run_.truth
+    assert (truth.num_succeeded, truth.num_failed) == (24, 0)
+    assert truth.measured == pytest.approx(
+        {
+            "ttft_mean": 121.21029929145759 * MS,
+            "ttft_p50": 67.95352500012086 * MS,
+            "ttft_p99": 347.75066753925785 * MS,
+            "tpot_p50": 9.218769299999016 * MS,
+            "tpot_mean": 18.964425391671586 * MS,
+        }
+    )
+    assert truth.ttft_levels_s == pytest.approx({0.5: 67.95352500012086 * MS, 0.99: 347.75066753925785 * MS})
+
+
+def test_guidellm_sweep_is_one_run_per_benchmark() -> None:
+    report = read_report(REPORTS / "guidellm-0.8.1" / "benchmarks.json")
+    assert report.format == "guidellm"
+    first, second = report.runs
+    assert (first.name, second.name) == ("benchmarks #0", "benchmarks #1")
+    assert (first.load, second.load) == (Load(concurrency=2), Load(concurrency=4))  # strategy.streams
+    assert first.sent.prompt_tokens == (122, 85, 73, 88, 63, 96, 71, 128, 108, 106, 82, 60)
+    assert first.sent.send_s == ()  # a closed loop: the clients, not the log, decide when
+    assert first.truth.num_succeeded == second.truth.num_succeeded == 12
+    # the 12 TTFTs of benchmark 0 sorted: ... 108.633041, 118.784666 ... ms: the median is their midpoint (GuideLLM's
+    # own p50, 118.78, is a nearest-rank figure)
+    assert first.truth.measured["ttft_p50"] == pytest.approx((108.633041 + 118.784666) / 2 * MS, abs=1e-9)
+    assert first.truth.measured["ttft_mean"] == pytest.approx(112.65118916829428 * MS, rel=1e-12)  # metrics' mean
+    assert second.truth.measured["ttft_p50"] == pytest.approx((67.192078 + 69.267988) / 2 * MS, abs=1e-9)
+    assert second.truth.measured["ttft_mean"] == pytest.approx(65.4383897781372 * MS, rel=1e-12)
+
+
+def test_aiperf_summary_is_a_closed_loop_with_its_warmup() -> None:
+    (run_,) = read_report(REPORTS / "aiperf-0.13.0" / "profile_export_aiperf.json").runs
+    assert (run_.tool, run_.load) == ("aiperf", Load(concurrency=4, warmup_requests=4))  # phases warmup + profiling
+    assert (run_.mean_prompt_tokens, run_.mean_output_tokens) == (256.0, 32.0)
+    truth = run_.truth
+    assert truth.num_succeeded == 24
+    assert truth.measured["ttft_mean"] == pytest.approx(423.8456101666667 * MS)
+    assert truth.measured["ttft_p50"] == pytest.approx(330.29889099999997 * MS)
+    assert truth.measured["tpot_mean"] == pytest.approx(29.26770194623656 * MS)
+    assert truth.measured["e2e_p50"] == pytest.approx(1338.7014809999998 * MS)
+    assert truth.ttft_levels_s[0.0] == pytest.approx(101.35942 * MS)  # min
+    assert truth.ttft_levels_s[0.99] == pytest.approx(1167.41637067 * MS)
+
+
+def test_aiperf_records_take_the_load_from_the_summary_beside_them() -> None:
+    (run_,) = read_report(REPORTS / "aiperf-0.13.0" / "profile_export.jsonl").runs
+    assert run_.load == Load(concurrency=4, warmup_requests=4)  # 4 warm-up records, 24 profiling ones
+    assert run_.sent.prompt_tokens == (256,) * 24
+    assert run_.truth.num_succeeded == 24
+    assert run_.truth.measured["ttft_mean"] == pytest.approx(423.8456101666667 * MS)  # = the summary's avg
+    assert run_.truth.measured["ttft_p50"] == pytest.approx(330.29889099999997 * MS)
+
+
+def test_aiperf_records_alone_are_replayed(tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text((REPORTS / "aiperf-0.13.0" / "profile_export.jsonl").read_text())
+    (run_,) = read_report(records).runs
+    assert run_.load is not None and run_.load.concurrency is None
+    assert len(run_.sent.send_s) == 24 and run_.notes
+
+
+def test_genai_perf_summary_states_its_load_as_flat_arguments(tmp_path: Path) -> None:
+    data = json.loads((REPORTS / "aiperf-0.13.0" / "profile_export_aiperf.json").read_text())
+    del data["aiperf_version"]
+    data["input_config"] = {"model": ["m"], "concurrency": 4, "warmup_request_count": 4, "request_count": 24}
+    path = tmp_path / "profile_export_genai_perf.json"
+    path.write_text(json.dumps(data))
+    (run_,) = read_report(path).runs
+    assert (run_.tool, run_.model, run_.load) == ("genai-perf", "m", Load(concurrency=4, warmup_requests=4))
+    data["input_config"] = {"request_rate": 2.5}
+    path.write_text(json.dumps(data))
+    assert read_report(path).runs[0].load == Load(rate_per_s=2.5)
+
+
+def test_metrics_snapshot_alone_and_as_a_difference() -> None:
+    after, before = (REPORTS / "prometheus-2.42" / f"metrics-{w}.txt" for w in ("after", "before"))
+    (alone,) = read_report(after).runs
+    (run_,) = read_report(after, before).runs
+    for r in (alone, run_):  # the server was fresh: before holds zeros
+        assert r.load is None and r.truth.num_succeeded == 30
+        # TTFT buckets: 3 at <= 0.02 s, 16 at <= 0.04, 20, 25 at <= 0.1, 30 at <= 0.25; sum 1.6433899402618408
+        assert r.truth.measured["ttft_mean"] == pytest.approx(1.6433899402618408 / 30)
+        assert r.truth.measured["ttft_p50"] == pytest.approx(0.02 + 0.02 * (15 - 3) / (16 - 3))
+        assert r.truth.measured["ttft_p90"] == pytest.approx(0.1 + 0.15 * (27 - 25) / (30 - 25))
+        assert r.truth.ttft_levels_s[16 / 30] == 0.04
+
+
+def test_metrics_difference_of_two_snapshots_of_one_server() -> None:
+    """serve_bench.py's run3 snapshots: after poisson-low (GuideLLM), then after poisson-high (vllm bench, 150
+    requests, per the client's own record)."""
+    after = SERVE_RUNS / "poisson-high-vllmbench" / "run3-metrics.txt"
+    before = SERVE_RUNS / "poisson-low-guidellm" / "run3-metrics.txt"
+    (whole,) = read_report(after).runs
+    (run_,) = read_report(after, before).runs
+    assert whole.truth.num_succeeded == 339 and run_.truth.num_succeeded == 150
+    assert len(json.loads((SERVE_RUNS / "poisson-high-vllmbench" / "run3.json").read_text())["requests"]) == 150
+    assert run_.mean_output_tokens == 16.0
+
+
+def test_prometheus_range_query_by_increase_over_the_window() -> None:
+    report = read_report(REPORTS / "prometheus-2.42" / "query_range.json")
+    assert report.format == "prometheus-range"
+    (run_,) = report.runs
+    truth = run_.truth
+    assert truth.num_succeeded == 30  # time_to_first_token_seconds_count: 0 -> 30 over the window
+    assert truth.measured["ttft_mean"] == pytest.approx(1.6433899402618408 / 30)  # _sum 0 -> 1.64339
+    assert truth.measured["ttft_p50"] == pytest.approx(0.02 + 0.02 * (15 - 3) / (16 - 3))  # as the snapshot's
+    assert truth.measured["running_max"] == 1.0 and truth.measured["waiting_max"] == 0.0
+
+
+def test_detailed_open_loop_becomes_a_trace_of_its_sends(tmp_path: Path) -> None:
+    with measured_cases(REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json", DEPLOYMENT) as (cases, base):
+        (case,) = cases
+        workload = case.scenario.workload
+        assert base == REPORTS and workload.type == "trace" and workload.format == "csv"
+        rows = list(csv.DictReader(Path(workload.path).read_text().splitlines()))
+        assert len(rows) == 30 and rows[0] == {"arrival_s": "0.000000", "input_tokens": "62", "output_tokens": "16"}
+        assert (case.scenario.client.tool, case.scenario.hardware, case.closed_loop) == (
+            "vllm-bench",
+            "CPU-host",
+            False,
+        )
+    assert not Path(workload.path).exists()  # the folder goes with the command
+
+
+def test_closed_loop_with_warmup_is_compared_by_its_means() -> None:
+    with measured_cases(REPORTS / "aiperf-0.13.0" / "profile_export.jsonl", DEPLOYMENT) as (cases, _):
+        (case,) = cases
+        workload = case.scenario.workload
+        assert workload.type == "synthetic" and workload.arrivals.type == "closed_loop"
+        assert workload.num_requests == 28 and workload.prompt_tokens.type == "empirical"
+        assert case.closed_loop and case.warmup_requests == 4 and case.scenario.client.warmup_requests == 4
+        assert set(case.stages[0].measured) == {"ttft_mean", "tpot_mean"}
+
+
+def test_summary_without_lengths_uses_the_mean_lengths() -> None:
+    with measured_cases(REPORTS / "vllm-bench-0.32.0" / "concurrency-4-summary.json", DEPLOYMENT) as (cases, _):
+        workload = cases[0].scenario.workload
+        assert workload.prompt_tokens.type == "fixed" and workload.prompt_tokens.value == 71  # 1707 / 24
+        assert workload.num_requests == 24 and not cases[0].closed_loop
+
+
+def test_metrics_keep_the_deployments_workload(tmp_path: Path) -> None:
+    deployment = tmp_path / "deploy.yaml"
+    workload = "workload: {type: synthetic, arrivals: {type: poisson, rate: 2}, num_requests: 30,\n"
+    workload += "  prompt_tokens: {type: uniform, low: 32, high: 128}, output_tokens: {type: fixed, value: 16}}\n"
+    model = REPORTS / "cpu-server-model" / "config.json"
+    deployment.write_text(DEPLOYMENT.read_text().replace("cpu-server-model/config.json", str(model)) + workload)
+    with measured_cases(REPORTS / "prometheus-2.42" / "query_range.json", deployment) as (cases, _):
+        assert cases[0].scenario.workload.arrivals.rate == 2  # type: ignore[union-attr]
+
+
+def test_accuracy_command_on_a_report() -> None:
+    report = REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json"
+    result = run("accuracy", str(report), "--deployment", str(DEPLOYMENT), "--json")
+    assert result.returncode == 0, result.stderr
+    (stage,) = json.loads(result.stdout)["stages"]
+    assert stage["case"] == "poisson-2rps-detailed" and stage["stage"] == "2 req/s"
+    assert stage["measured"]["ttft_p50"] == pytest.approx(39.9282594999022 * MS, rel=1e-12)
+    assert set(stage["predicted"]) >= {"ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50"}

@@ -1,0 +1,110 @@
+"""Typed access to a parsed report's fields: every read names the file and the field's dotted path when the
+field is missing or of the wrong type, so a truncated or edited report is one line, never a KeyError.
+
+Numbers are finite ints or floats (bool is not a number); counts are whole and not negative."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ttftsim.errors import InputError
+from ttftsim.inputs.files import excerpt
+
+_MISSING = object()
+
+
+class Fields:
+    """A JSON object of one report, with the path that led to it (for errors)."""
+
+    def __init__(self, source: str, data: object, path: str = "") -> None:
+        self.source, self.path = source, path
+        if not isinstance(data, dict):
+            raise self.error("", f"expected an object, got {_kind(data)}")
+        self.data: dict[str, Any] = data
+
+    def where(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path and key else (self.path or key)
+
+    def error(self, key: str, message: str) -> InputError:
+        return InputError(self.source, self.where(key), message)
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def raw(self, key: str) -> Any:
+        value = self.data.get(key, _MISSING)
+        if value is _MISSING or value is None:
+            raise self.error(key, "missing from the report")
+        return value
+
+    def number(self, key: str) -> float:
+        return as_number(self.raw(key), self, key)
+
+    def optional_number(self, key: str) -> float | None:
+        return None if not self.has(key) else self.number(key)
+
+    def count(self, key: str) -> int:
+        return as_count(self.raw(key), self, key)
+
+    def text(self, key: str) -> str:
+        value = self.raw(key)
+        if not isinstance(value, str):
+            raise self.error(key, f"expected text, got {_kind(value)}")
+        return value
+
+    def child(self, key: str) -> Fields:
+        return Fields(self.source, self.raw(key), self.where(key))
+
+    def items(self, key: str) -> list[Any]:
+        value = self.raw(key)
+        if not isinstance(value, list):
+            raise self.error(key, f"expected a list, got {_kind(value)}")
+        return value
+
+    def children(self, key: str) -> list[Fields]:
+        return [Fields(self.source, item, f"{self.where(key)}[{i}]") for i, item in enumerate(self.items(key))]
+
+    def numbers(self, key: str, length: int | None = None) -> list[float]:
+        """A list of numbers (None items are refused), of `length` items when given."""
+        values = self.items(key)
+        if length is not None and len(values) != length:
+            raise self.error(key, f"expected {length} items (one per request), got {len(values)}")
+        return [as_number(v, self, f"{key}[{i}]") for i, v in enumerate(values)]
+
+    def counts(self, key: str, length: int | None = None) -> list[int]:
+        return [round(v) for v in self._whole(key, length)]
+
+    def _whole(self, key: str, length: int | None) -> list[float]:
+        values = self.numbers(key, length)
+        for i, value in enumerate(values):
+            if value < 0 or value != math.floor(value):
+                raise self.error(f"{key}[{i}]", f"expected a whole number of tokens, got {value:g}")
+        return values
+
+
+def as_number(value: object, fields: Fields, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise fields.error(key, f"expected a number, got {_kind(value)}")
+    if not math.isfinite(value):
+        raise fields.error(key, f"expected a finite number, got {value!r}")
+    return float(value)
+
+
+def as_count(value: object, fields: Fields, key: str) -> int:
+    number = as_number(value, fields, key)
+    if number < 0 or number != math.floor(number):
+        raise fields.error(key, f"expected a whole count, got {number:g}")
+    return int(number)
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({value})"
+    if isinstance(value, str):
+        return f"text ({excerpt(value)})"
+    if isinstance(value, int | float):
+        return f"a number ({excerpt(value)})"
+    return excerpt(value)

@@ -1,0 +1,87 @@
+"""vLLM's Prometheus histograms as distributions: the buckets of one metric summed over its label sets
+(engines, models, instances), their mean (sum / count, exact) and percentiles as Prometheus's
+histogram_quantile computes them (linear within the bucket; the first bucket starts at 0; a quantile in the
++Inf bucket is the largest finite bound). A percentile read from buckets is only as fine as they are
+(vLLM's TTFT buckets: ... 0.1, 0.25, 0.5, 0.75, 1 s ...).
+
+Reported levels (for the measured 95% interval): each bucket bound at the share of requests at or below
+it, read outward as for any reported percentiles (metrics/intervals.py); a bound is the value of a rank to
+within one request."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+Labels = tuple[tuple[str, str], ...]
+SeriesKey = tuple[str, Labels]  # metric name and its labels, sorted
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """One metric's buckets: cumulative counts at the finite upper bounds (increasing). Invariant: the
+    cumulative counts never decrease and none exceeds count."""
+
+    bounds: tuple[float, ...]
+    cumulative: tuple[float, ...]
+    count: float
+    total: float
+
+    def mean(self) -> float:
+        return self.total / self.count if self.count > 0 else math.nan
+
+    def quantile(self, q: float) -> float:
+        """histogram_quantile(q): the rank q x count located in its bucket, interpolated linearly."""
+        if self.count <= 0:
+            return math.nan
+        rank = q * self.count
+        lower_bound, lower_count = 0.0, 0.0
+        for bound, cumulative in zip(self.bounds, self.cumulative, strict=True):
+            if cumulative >= rank and cumulative > lower_count:
+                return lower_bound + (bound - lower_bound) * (rank - lower_count) / (cumulative - lower_count)
+            lower_bound, lower_count = bound, cumulative
+        return lower_bound
+
+    def levels(self) -> dict[float, float]:
+        """Share of requests at or below each bound -> the bound (the smallest bound of a share)."""
+        levels: dict[float, float] = {0.0: 0.0}
+        if self.count <= 0:
+            return {}
+        for bound, cumulative in zip(self.bounds, self.cumulative, strict=True):
+            levels.setdefault(cumulative / self.count, bound)
+        return levels
+
+
+def histogram(values: Mapping[SeriesKey, float], name: str) -> Histogram | None:
+    """The histogram `name` (its _bucket, _count and _sum series) summed over label sets; None without
+    buckets. Bucket bounds that do not parse as numbers are left out."""
+    buckets: dict[float, float] = {}
+    count = total = 0.0
+    found = False
+    for (series, labels), value in values.items():
+        if series == f"{name}_bucket":
+            bound = _bound(dict(labels).get("le", ""))
+            if bound is not None:
+                buckets[bound] = buckets.get(bound, 0.0) + value
+                found = True
+        elif series == f"{name}_count":
+            count += value
+        elif series == f"{name}_sum":
+            total += value
+    if not found:
+        return None
+    finite = sorted(b for b in buckets if math.isfinite(b))
+    cumulative = [buckets[b] for b in finite]
+    for i in range(1, len(cumulative)):  # a series scraped mid-update may lag its neighbour: keep it monotone
+        cumulative[i] = max(cumulative[i], cumulative[i - 1])
+    count = max(count, buckets.get(math.inf, 0.0), cumulative[-1] if cumulative else 0.0)
+    return Histogram(tuple(finite), tuple(cumulative), count, total)
+
+
+def _bound(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return None if math.isnan(value) or value < 0 else value

@@ -1,0 +1,122 @@
+"""`vllm bench serve --save-result` JSON (vLLM 0.6 to 0.32; read on 0.32's output).
+
+Load: --request-rate with --burstiness (1: Poisson; else gamma with CV 1/sqrt(burstiness)) is an open loop;
+an infinite rate with --max-concurrency c is a closed loop of c clients, and without it every request at
+once (c = --num-prompts). A finite rate with --max-concurrency is read as the open loop, with a note: ttftsim
+does not cap an open loop's requests in flight. --save-detailed adds per-request lists (start_times,
+input_lens, output_lens, ttfts, latencies, errors): an open loop is then replayed at its logged send times
+with its lengths, a closed loop samples its lengths from them, and the measured values are the requests'
+own. Without them: the summary's mean_/median_/pNN_ statistics and mean lengths from the token totals.
+A ramp-up (--ramp-up-strategy) is replayed with --save-detailed and skipped without it."""
+
+from __future__ import annotations
+
+import math
+
+from ttftsim.accuracy.reports.fields import Fields
+from ttftsim.accuracy.reports.measured import (
+    Load,
+    MeasuredRun,
+    Sent,
+    mean_or_zero,
+    reported_truth,
+    truth_from_requests,
+)
+from ttftsim.config.scenario import ClientTool
+
+TOOL: ClientTool = "vllm-bench"
+_SUMMARY = {"ttft_mean": "mean_ttft_ms", "ttft_p50": "median_ttft_ms", "ttft_p90": "p90_ttft_ms"}
+_SUMMARY |= {"ttft_p99": "p99_ttft_ms", "tpot_p50": "median_tpot_ms", "tpot_mean": "mean_tpot_ms"}
+_SUMMARY |= {"e2e_p50": "median_e2el_ms"}
+
+
+def looks_like(data: object) -> bool:
+    return isinstance(data, dict) and "num_prompts" in data and ("mean_ttft_ms" in data or "ttfts" in data)
+
+
+def read(data: object, source: str, name: str) -> list[MeasuredRun]:
+    fields = Fields(source, data)
+    load, notes = _load(fields)
+    problem = None
+    if fields.has("ramp_up_strategy") and not fields.has("ttfts"):
+        problem = "a ramp-up run without --save-detailed: its send times are not in the report"
+    model = fields.text("model_id") if fields.has("model_id") else ""
+    if fields.has("ttfts"):
+        return [_detailed(fields, name, model, load, notes)]
+    fields.number("mean_ttft_ms")  # the one statistic every TTFT summary has
+    completed = fields.count("completed")
+    measured = {key: fields.number(field) / 1e3 for key, field in _SUMMARY.items() if fields.has(field)}
+    truth = reported_truth(load.label(), measured, _ttft_levels(fields), completed, _failed(fields))
+    per_request = completed or 1
+    return [
+        MeasuredRun(
+            name,
+            TOOL,
+            model,
+            load,
+            Sent(),
+            fields.number("total_input_tokens") / per_request,
+            fields.number("total_output_tokens") / per_request,
+            truth,
+            notes=notes,
+            problem=problem,
+        )
+    ]
+
+
+def _failed(fields: Fields) -> int:
+    return fields.count("failed") if fields.has("failed") else 0
+
+
+def _load(fields: Fields) -> tuple[Load, tuple[str, ...]]:
+    rate = fields.raw("request_rate")
+    concurrency = fields.count("max_concurrency") if fields.has("max_concurrency") else None
+    if rate == "inf":
+        clients = concurrency if concurrency is not None else fields.count("num_prompts")
+        if clients < 1:
+            raise fields.error("max_concurrency", "expected at least one client")
+        return Load(concurrency=clients), ()
+    rate_per_s = fields.number("request_rate")
+    if rate_per_s <= 0:
+        raise fields.error("request_rate", f"expected a positive rate or 'inf', got {rate_per_s:g}")
+    burstiness = fields.number("burstiness") if fields.has("burstiness") else 1.0
+    if burstiness <= 0:
+        raise fields.error("burstiness", f"expected a positive number, got {burstiness:g}")
+    notes: tuple[str, ...] = ()
+    if concurrency is not None:
+        notes = (f"vllm bench also capped requests in flight at {concurrency} (--max-concurrency): not simulated",)
+    if burstiness == 1.0:
+        return Load(rate_per_s=rate_per_s), notes
+    return Load(rate_per_s=rate_per_s, process="gamma", cv=1 / math.sqrt(burstiness)), notes
+
+
+def _ttft_levels(fields: Fields) -> dict[float, float]:
+    """Reported TTFT percentiles (pNN_ttft_ms, median_ttft_ms) as level -> seconds."""
+    levels = {0.5: fields.number("median_ttft_ms") / 1e3} if fields.has("median_ttft_ms") else {}
+    for key in fields.data:
+        if key.startswith("p") and key.endswith("_ttft_ms") and key != "p_ttft_ms":
+            try:
+                level = float(key[1:-8]) / 100
+            except ValueError:
+                continue
+            if 0.0 <= level <= 1.0:
+                levels[level] = fields.number(key) / 1e3
+    return levels
+
+
+def _detailed(fields: Fields, name: str, model: str, load: Load, notes: tuple[str, ...]) -> MeasuredRun:
+    """Per-request lists: a request failed when its error is not empty."""
+    count = len(fields.items("ttfts"))
+    starts, ttfts, latencies = (fields.numbers(key, count) for key in ("start_times", "ttfts", "latencies"))
+    prompts, outputs = fields.counts("input_lens", count), fields.counts("output_lens", count)
+    errors = fields.items("errors")
+    if len(errors) != count:
+        raise fields.error("errors", f"expected {count} items (one per request), got {len(errors)}")
+    ok = [i for i in range(count) if not errors[i]]
+    truth = truth_from_requests(
+        load.label(), [ttfts[i] for i in ok], [latencies[i] for i in ok], [outputs[i] for i in ok], count - len(ok)
+    )
+    first = min(starts, default=0.0)
+    sends = tuple(start - first for start in starts) if load.rate_per_s is not None else ()
+    sent = Sent(tuple(prompts), tuple(outputs), sends)
+    return MeasuredRun(name, TOOL, model, load, sent, mean_or_zero(prompts), mean_or_zero(outputs), truth, notes=notes)
