@@ -23,12 +23,15 @@ from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import StagedArrivals
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder
+from ttftsim.errors import InputError
 from ttftsim.metrics.prometheus import exposition
 from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, RunConfig, RunSummary, SimulationFacts
 from ttftsim.metrics.summary import summarize
 from ttftsim.metrics.timeseries import time_series
 from ttftsim.model.not_modelled import model_warnings
+from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import Replica, build_replica
+from ttftsim.workload.budget import WorkLimitError, check_blocks, check_scenario
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
 
 Progress = Callable[[float], None]
@@ -184,7 +187,29 @@ def simulate(
     closed_form_decode=False steps every iteration and push_arrivals=True delivers open-loop arrivals
     through a source process: both are reference paths that must give the same results."""
     started = time.perf_counter()
-    replica = build_replica(scenario, base, source)
+    check_scenario(scenario, source)  # the work it asks for, refused beyond the limits before anything runs
+    try:
+        replica = build_replica(scenario, base, source)
+    except DoesNotFitError as exc:  # the message names the model, dtype, TP and hardware
+        raise InputError(source, "model, hardware, engine", f"does not fit: {exc}") from None
+    check_blocks(replica.num_blocks, source)
+    try:
+        return _run(scenario, base, seed, replica, source, started, closed_form_decode, push_arrivals, progress)
+    except WorkLimitError as exc:  # a closed loop or conversations reached the request limit while running
+        raise InputError(source, "workload", exc.message) from None
+
+
+def _run(
+    scenario: Scenario,
+    base: Path,
+    seed: int | None,
+    replica: Replica,
+    source: str,
+    started: float,
+    closed_form_decode: bool,
+    push_arrivals: bool,
+    progress: Progress | None,
+) -> SimulationResult:
     if scenario.cluster is not None:
         return _simulate_cluster(scenario, base, seed, replica, source, started)
     env = simpy.Environment()

@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Literal
 
 import yaml
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ttftsim.config.base import StrictModel
 from ttftsim.config.dtypes import KvDtype, WeightDtype
@@ -46,7 +46,11 @@ class EngineArgs(StrictModel):
     max_model_len: int | None = Field(default=None, ge=16, description="Longest prompt + output (default: model's)")
     block_size: Literal[8, 16, 32, 64, 128] = Field(default=16, description="Tokens per KV-cache block")
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="Fraction of device memory")
-    enable_prefix_caching: bool = Field(default=True, description="Reuse KV blocks of identical prefixes")
+    enable_prefix_caching: bool = Field(
+        default=True,
+        description="Reuse KV blocks of identical prefixes (paged mode only: off with kv_cache_mode static or "
+        "none, and setting it true with them is an error)",
+    )
     enable_chunked_prefill: bool = Field(default=True, description="Split long prompts across iterations")
     long_prefill_token_threshold: int = Field(default=0, ge=0, description="Per-request chunk cap (0 = none)")
     scheduling_policy: Literal["fcfs", "priority"] = Field(default="fcfs", description="Waiting-queue order")
@@ -69,6 +73,19 @@ class EngineArgs(StrictModel):
     api_server: ApiServerCosts | None = Field(
         default=None, description="API-server work per request and token (default: the version's measured costs)"
     )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EngineArgs:
+        if (
+            self.kv_cache_mode != "paged"
+            and self.enable_prefix_caching
+            and "enable_prefix_caching" in self.model_fields_set
+        ):
+            raise ValueError(
+                f"enable_prefix_caching true with kv_cache_mode {self.kv_cache_mode}: prefix caching shares paged "
+                "KV blocks only (set it false, or kv_cache_mode paged)"
+            )
+        return self
 
 
 class VersionDefaults(StrictModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
@@ -71,7 +71,7 @@ class Plan(StrictModel):
     )
     confirm_s: float = Field(default=300.0, gt=0, description="Simulated seconds of each confirming cluster run")
     confirm_top: int = Field(default=3, ge=1, description="Cheapest candidates confirmed by a cluster simulation")
-    gpu_prices: dict[str, float] = Field(
+    gpu_prices: dict[str, Annotated[float, Field(ge=0)]] = Field(
         default_factory=dict, description="Price per GPU-hour by hardware name (default: the profile's)"
     )
     seed: int = Field(default=0, ge=0, description="Random seed; same plan and seed, same result")

@@ -27,6 +27,7 @@ from ttftsim.plan.store import Store
 from ttftsim.replica import resolve_ref
 from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
+from ttftsim.workload.budget import check_plan as check_plan_work
 
 HF_IDS = {  # presets -> the repository `vllm serve` loads
     "Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct",
@@ -129,6 +130,7 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
     """What the schema cannot know: the model and hardware exist, the engine arguments resolve. Returns
     what the plan's model declares that is not modelled (warnings)."""
     source, base = str(path), path.resolve().parent
+    check_plan_work(plan, source)  # candidates, probes, confirming runs and pods within the limits
     model = load_model(resolve_ref(plan.model, base), source)
     warnings: list[str] = []
     for index, name in enumerate(plan.search.hardware):

@@ -22,6 +22,7 @@ from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, load_hardware
+from ttftsim.inputs.limits import current_limits
 from ttftsim.metrics.slo import SloFigures, slo_figures
 from ttftsim.model.catalog import load_model
 from ttftsim.model.not_modelled import model_warnings
@@ -29,6 +30,7 @@ from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref
 from ttftsim.simulate import simulate
 from ttftsim.validate.manifests import ServingWorkload, find_serving, read_documents
+from ttftsim.workload.budget import check_workload
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 
 MAX_EXTRA_REPLICAS = 8
@@ -93,6 +95,7 @@ class Target:
 
 def validate(path: Path, extra_manifests: list[Path]) -> Report:
     deploy = load_file(Deploy, path)
+    check_workload(deploy.traffic, str(path), "traffic", None, current_limits())  # bounded work, said up front
     base = path.resolve().parent
     target = _target(deploy, path, base, extra_manifests)
     report = Report(deploy.name)
