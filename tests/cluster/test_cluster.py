@@ -12,29 +12,14 @@ import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.factories import engine_config, request
+from tests.cluster.factories import FAST_POD, NUM_BLOCKS, builds
+from tests.factories import request
 from ttftsim.cluster.cluster import ClusterSim
-from ttftsim.cluster.pod import ReplicaBuild, Wrap
 from ttftsim.cluster.run import run_until_done
 from ttftsim.config.cluster import Cluster, Fault
-from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder
-from ttftsim.perf.linear import LinearStepModel
 from ttftsim.workload.request import Request
 from ttftsim.workload.sources import open_loop_source
-
-COST = LinearStepModel(0.005, 0.0002, 0.00001)
-NUM_BLOCKS = 200
-KV_BYTES_PER_TOKEN = 131072.0  # Llama-3-8B in bf16
-
-
-def builds(hardware: str) -> ReplicaBuild:
-    cfg = engine_config(max_num_seqs=8, max_num_batched_tokens=256)
-
-    def make(env: simpy.Environment, recorder: Recorder, index: int, wrap: Wrap | None) -> Engine:
-        return Engine(env, cfg, COST if wrap is None else wrap(COST), NUM_BLOCKS, recorder, replica=index)
-
-    return ReplicaBuild(make, 16e9, 1, False, "", KV_BYTES_PER_TOKEN)
 
 
 def run(spec: dict[str, Any], requests: list[Request], horizon: float | None, seed: int = 0) -> tuple[ClusterSim, Any]:
@@ -45,9 +30,6 @@ def run(spec: dict[str, Any], requests: list[Request], horizon: float | None, se
     run_until_done(env, cluster, feeder, horizon)
     cluster.close()
     return cluster, recorder.requests_frame()
-
-
-FAST_POD = {"container_start_s": 1, "compile_s": 1, "compile_cached_s": 1, "graph_capture_s": 1, "warmup_s": 0}
 
 
 @st.composite

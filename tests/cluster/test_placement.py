@@ -1,11 +1,11 @@
-"""kube-scheduler filters and scores on a small cluster, worked by hand."""
+"""kube-scheduler filters and scores on a small cluster, and the binder's gangs and GPU slots, worked by hand."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ttftsim.cluster.placement import Node, passes_filters, pick_node, scores
+from ttftsim.cluster.placement import Binder, Gang, Node, PodShape, passes_filters, pick_node, scores
 from ttftsim.config.cluster import NodePool, PodSpec
 
 
@@ -67,3 +67,45 @@ def test_image_locality_and_random_tie_break_is_seeded() -> None:
     pairs = [pick_node(twins[:2], PodSpec(), 1, np.random.default_rng(seed)).index for seed in range(5)]  # type: ignore[union-attr]
     assert pairs == [1, 0, 1, 1, 1]
     assert pick_node([node(0, p, total=0)], PodSpec(gpus=1), 1, np.random.default_rng(0)) is None
+
+
+def test_a_tp_group_larger_than_a_node_spreads_evenly_over_whole_nodes() -> None:
+    assert PodShape(4).gang(8) == Gang(1, 4)
+    assert PodShape(16).gang(8) == Gang(2, 8)
+    assert PodShape(16).gang(6) == Gang(3, 6)  # ceil(16 / 6) = 3 nodes, ceil(16 / 3) = 6 GPUs on each
+    assert PodShape(12).gang(8) == Gang(2, 6)
+    assert PodShape(3).gang(0) == Gang(1, 3)  # a node without GPUs is never part of a gang
+
+
+def test_binder_gangs_whole_free_nodes_all_or_nothing_and_gives_everything_back() -> None:
+    p = pool("p")
+    nodes = [node(0, p, gpus=4), node(1, p), node(2, p)]
+    binder = Binder(PodSpec(gpus=16), [p], PodShape(16), np.random.default_rng(0))
+    # no node has 16 GPUs: a gang of two 8-GPU nodes; node 0 has 4 left, nodes 1 and 2 tie for the leader
+    # and default_rng(0)'s first integers(2) is 1 (node 2); node 1 is the only one left for the worker
+    chosen = binder.pick(nodes)
+    assert [n.index for n in chosen or []] == [2, 1]
+    binder.bind(5, [nodes[2], nodes[1]])
+    assert [(n.pods, n.gpu_of, n.used_gpus, n.used_cpus, n.used_memory_gib) for n in nodes[1:]] == [
+        ([5], {5: 0}, 8, 8.0, 64.0)
+    ] * 2
+    assert binder.pick(nodes) is None  # one node with 8 free is not a gang: nothing is bound
+    assert nodes[0].pods == [] and nodes[0].used_gpus == 4
+    binder.release(5, [nodes[2], nodes[1]], now=7.0)
+    assert [(n.pods, n.gpu_of, n.used_gpus, n.used_cpus, n.empty_since_s) for n in nodes[1:]] == [
+        ([], {}, 0, 0.0, 7.0)
+    ] * 2
+
+
+def test_time_sliced_pods_take_the_lowest_gpu_with_a_free_slot() -> None:
+    p = pool("p")
+    shared = node(0, p, total=2)
+    shared.slots_per_gpu = 2
+    binder = Binder(PodSpec(gpus=1), [p], PodShape(1, pods_per_gpu=2), np.random.default_rng(0))
+    for index in range(3):
+        binder.bind(index, [shared])
+    assert shared.gpu_of == {0: 0, 1: 0, 2: 1}  # two pods on GPU 0, the third on GPU 1
+    binder.release(0, [shared], now=1.0)
+    binder.bind(3, [shared])
+    assert shared.gpu_of == {1: 0, 2: 1, 3: 0}  # GPU 0's freed slot
+    assert shared.used_gpus == 3 and shared.fits(PodSpec(gpus=1), 1)  # 4 slots, 3 taken
