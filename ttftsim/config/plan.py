@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from ttftsim.config.base import StrictModel
+from ttftsim.config.cluster import RouterName
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.slo import Slo, percentile_slo
@@ -22,7 +23,6 @@ from ttftsim.config.workload import (
     Workload,
 )
 
-RouterName = Literal["round_robin", "least_outstanding", "power_of_two", "session_affinity", "prefix_aware", "kv_aware"]
 RATE_ARRIVALS = (PoissonArrivals, ConstantArrivals, GammaArrivals, WeibullArrivals)
 
 
