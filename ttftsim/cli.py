@@ -39,11 +39,20 @@ app = typer.Typer(
     add_completion=False,
 )
 console = Console() if sys.stdout.isatty() else Console(width=160)
+WeightDtypeOption = Annotated[
+    str | None,
+    typer.Option(help="bf16, fp16, fp8, int8 or int4 (default: the checkpoint's; fp8 for an id ending in -FP8)"),
+]
+MaxRequests = Annotated[
+    int | None,
+    typer.Option(help="Most requests one simulation may send (default 2,000,000; docs/inputs.md lists every limit)"),
+]
 
 
 @app.command()
 def models() -> None:
-    """List the model presets (any path to a Hugging Face config.json works too)."""
+    """List the model presets. A scenario's model: also takes a Hugging Face id (meta-llama/Llama-3.1-8B-Instruct,
+    ...-FP8, ...-AWQ: the preset in that format) or the path to any model's config.json."""
     table = Table("preset", "params", "active", "layers", "heads/kv", "KV B/token (bf16)", "bf16 weights")
     for name in preset_names():
         spec = load_model(name)
@@ -83,7 +92,7 @@ def hardware() -> None:
 
 @app.command()
 def step(
-    model: Annotated[str, typer.Option(help="Preset name or path to config.json")],
+    model: Annotated[str, typer.Option(help="Preset, Hugging Face id (org/name-FP8, ...) or path to config.json")],
     gpu: Annotated[str, typer.Option("--hardware", help="Hardware profile name or YAML path")],
     tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel size")] = 1,
     prompt_tokens: Annotated[int, typer.Option(min=0, help="Tokens of one prefill in this step")] = 0,
@@ -92,7 +101,7 @@ def step(
     kernel_costs: Annotated[
         KernelCosts, typer.Option(help="auto (calibrated where the GPU has a fit), roofline, or calibrated")
     ] = "auto",
-    weight_dtype: Annotated[str, typer.Option(help="bf16, fp16, fp8, int8 or int4")] = "bf16",
+    weight_dtype: WeightDtypeOption = None,
     kv_dtype: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
 ) -> None:
     """Time of one engine iteration and its breakdown by operator (calibrated kernel times where the GPU
@@ -116,10 +125,10 @@ def step(
 
 @app.command()
 def memory(
-    model: Annotated[str, typer.Option(help="Preset name or path to config.json")],
+    model: Annotated[str, typer.Option(help="Preset, Hugging Face id (org/name-FP8, ...) or path to config.json")],
     gpu: Annotated[str, typer.Option("--hardware", help="Hardware profile name or YAML path")],
     tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel size")] = 1,
-    weight_dtype: Annotated[str, typer.Option(help="bf16, fp16, fp8, int8 or int4")] = "bf16",
+    weight_dtype: WeightDtypeOption = None,
     kv_dtype: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
     gpu_memory_utilization: Annotated[float, typer.Option(min=0.05, max=1.0)] = 0.9,
     max_num_batched_tokens: Annotated[int, typer.Option(min=1)] = 2048,
@@ -155,6 +164,7 @@ def simulate(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON on stdout (the same bytes for the same seed)")
     ] = False,
+    max_requests: MaxRequests = None,
 ) -> None:
     """Simulate one replica under a workload. Exit 1 when the scenario's slo.ttft_p99_s is not met.
     --json and summary.json hold only what the scenario and seed determine (identical bytes run after run);
@@ -165,6 +175,7 @@ def simulate(
     from ttftsim.simulate import load_scenario
     from ttftsim.simulate import simulate as run
 
+    _request_limit(max_requests)
     spec = load_scenario(scenario)
     if out is not None:
         check_target(out)  # a bad --out is said before the run, not after it
@@ -195,6 +206,7 @@ def plan(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the result as JSON on stdout (the same bytes for the same seed)")
     ] = False,
+    max_requests: MaxRequests = None,
 ) -> None:
     """Find the cheapest deployments that meet the SLOs. Exit 1 when none does (what came closest is shown).
     --json and plan.json are identical for the same plan and seed, fresh or resumed; the tasks computed and
@@ -202,6 +214,7 @@ def plan(
     from ttftsim.plan.run import run_plan
     from ttftsim.result_folder import check_target
 
+    _request_limit(max_requests)
     if backend not in ("local", "ray"):
         raise InputError("--backend", "", f"unknown backend {backend!r} (local or ray)")
     if backend == "ray":
@@ -246,12 +259,14 @@ def validate(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print findings, warnings and prediction as JSON (deterministic)")
     ] = False,
+    max_requests: MaxRequests = None,
 ) -> None:
     """Check a deployment (memory, KV, TP, GPU requests and affinity, probes, HPA) and predict its TTFT.
     Exit 0 pass, 1 a finding is an error, 2 invalid input. What the manifests or the model set that is not
     modelled (pipeline parallelism, a sliding window, unknown vLLM flags) is a warning; it never fails a run."""
     from ttftsim.validate.run import validate as check
 
+    _request_limit(max_requests)
     report = check(deploy, list(manifest or []))
     if as_json:
         sys.stdout.write(json.dumps(report.as_json(), indent=1, default=str) + "\n")
@@ -269,10 +284,12 @@ def compare(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the comparison as JSON (the same bytes for the same seed)")
     ] = False,
+    max_requests: MaxRequests = None,
 ) -> None:
     """The same traffic through two scenarios: TTFT percentiles, TPOT, throughput, cost, TTFT breakdown."""
     from ttftsim.compare import compare as run
 
+    _request_limit(max_requests)
     result = run(first, second, seed)
     if as_json:
         sys.stdout.write(json.dumps(result, indent=1) + "\n")
@@ -449,7 +466,13 @@ def _web_app() -> Any:
 
 @app.command()
 def accuracy(
-    ground_truth: Annotated[Path, typer.Argument(help="Measured runs: open-loop JSON or closed-loop CSV")],
+    ground_truth: Annotated[
+        Path,
+        typer.Argument(
+            help="Measured runs: a benchmark report (vllm bench serve, GuideLLM, aiperf, genai-perf, vLLM /metrics, "
+            "Prometheus query_range; told by content) or open-loop JSON / closed-loop CSV"
+        ),
+    ],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print results and summary as JSON (the same bytes every run)")
     ] = False,
@@ -457,14 +480,28 @@ def accuracy(
         KernelCosts,
         typer.Option(help="Kernel times: calibrated where the GPU has a fit (auto), the roofline, or calibrated"),
     ] = "auto",
+    deployment: Annotated[
+        Path | None,
+        typer.Option(
+            help="A report's deployment: a scenario file (model, hardware, engine); the report's workload "
+            "replaces its own"
+        ),
+    ] = None,
+    before: Annotated[
+        Path | None,
+        typer.Option(
+            help="A /metrics snapshot taken before the run: with a /metrics report, the run is the difference"
+        ),
+    ] = None,
 ) -> None:
     """Simulate measured deployments and compare predicted with measured TTFT (and TPOT)."""
-    from ttftsim.accuracy.ground_truth import case_notes, read_ground_truth, with_kernel_costs
+    from ttftsim.accuracy.ground_truth import case_notes, with_kernel_costs
     from ttftsim.accuracy.harness import as_json as to_json
     from ttftsim.accuracy.harness import run_all, summarize
+    from ttftsim.accuracy.reports import measured_cases
 
-    cases = read_ground_truth(ground_truth)
-    results, skipped = run_all(with_kernel_costs(cases, kernel_costs))
+    with measured_cases(ground_truth, deployment, before) as (cases, base):
+        results, skipped = run_all(with_kernel_costs(cases, kernel_costs), base)
     summary = summarize(results)
     notes = case_notes(cases)
     if as_json:
@@ -530,18 +567,28 @@ def _progress(enabled: bool) -> Iterator[Callable[[float], None] | None]:
         yield lambda fraction: bar.update(task, completed=fraction)
 
 
-def _deployment(model: str, gpu: str, tp: int, weight_dtype: str, kv_dtype: str) -> Deployment:
+def _deployment(model: str, gpu: str, tp: int, weight_dtype: str | None, kv_dtype: str) -> Deployment:
     from typing import get_args
 
-    if weight_dtype not in get_args(WeightDtype):
+    if weight_dtype is not None and weight_dtype not in get_args(WeightDtype):
         raise InputError("--weight-dtype", "", f"unknown weight dtype {weight_dtype!r}")
     if kv_dtype not in get_args(KvDtype):
         raise InputError("--kv-dtype", "", f"unknown KV dtype {kv_dtype!r}")
     spec = load_model(model, "--model")
+    weights = weight_dtype or spec.native_dtype
     try:
-        return Deployment(spec, load_hardware(gpu, "--hardware"), tp, weight_dtype, kv_dtype)  # type: ignore[arg-type]
+        return Deployment(spec, load_hardware(gpu, "--hardware"), tp, weights, kv_dtype)  # type: ignore[arg-type]
     except ValueError as exc:
         raise InputError("--tp", "", str(exc)) from None
+
+
+def _request_limit(value: int | None) -> None:
+    """--max-requests, for this process and the plan's workers (TTFTSIM_MAX_REQUESTS; ttftsim/inputs/limits.py)."""
+    from ttftsim.inputs.limits import set_request_limit
+
+    if value is not None and value < 1:
+        raise InputError("--max-requests", "", f"expects a positive number of requests, got {value}")
+    set_request_limit(value)
 
 
 def _fail(line: str) -> None:
@@ -570,4 +617,8 @@ def main() -> None:
         sys.exit(2)
     except DoesNotFitError as exc:
         _fail(f"error: does not fit: {exc}")
+        sys.exit(2)
+    except OSError as exc:  # a path the user gave that the system refuses (a name too long, no permission)
+        where = InputError(str(exc.filename or "input"), "", exc.strerror or exc.__class__.__name__)
+        _fail(f"error: {where.one_line()}")
         sys.exit(2)
