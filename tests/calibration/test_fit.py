@@ -12,7 +12,7 @@ import pytest
 
 from ttftsim.calibration import curves
 from ttftsim.calibration.costs import CalibratedCosts
-from ttftsim.calibration.fit import calibrate, held_out_mask
+from ttftsim.calibration.fit import assess, calibrate, held_out_mask
 from ttftsim.calibration.tables import import_aiconfigurator
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
@@ -34,17 +34,34 @@ def test_fit_recovers_known_gemm_curve_on_held_out_points() -> None:
     table = _synthetic_gemm_table(truth)
     result = calibrate(table, load_hardware("H100-SXM5-80GB"))
     fit = result["fits"]["gemm/bf16"]
-    assert fit["held_out"] == int(held_out_mask(table).sum()) == len(table) // 5
-    assert fit["held_out_ape"]["median"] < 1e-3
+    assert fit["neighbours"] == int(held_out_mask(table).sum()) == len(table) // 5
+    assert fit["ape"]["neighbours"]["median"] < 1e-3
+    assert fit["ape"]["test"]["median"] < 1e-3  # whole (n, k) shapes unseen: the curve alone carries them
     assert fit["params"] == pytest.approx(truth, rel=0.02)
     assert fit["range"]["m"] == [1.0, 4096.0]
-    assert result["classes"]["gemm/bf16"]["held_out"] == fit["held_out"]
-    assert result["classes"]["gemm/bf16"]["calibrated"]["median"] < 1e-3
+    assert result["classes"]["gemm/bf16"]["points"]["neighbours"] == fit["neighbours"]
+    assert result["classes"]["gemm/bf16"]["points"]["test"] == fit["regions"]["points"]["test"]
+    assert result["classes"]["gemm/bf16"]["ape"]["test"]["median"] < 1e-3
+
+
+def test_assess_measures_the_curves_without_moving_them() -> None:
+    """Re-measuring a calibration file keeps what the simulator reads; only the errors are new."""
+    hw = load_hardware("H100-SXM5-80GB")
+    table = _synthetic_gemm_table([0.5, 300.0, 0.6, 1e-5])
+    fits = json.loads(json.dumps(calibrate(table, hw, evaluate=False)["fits"]))
+    fits["gemm/bf16"]["held_out_ape"] = {"median": 0.0, "p90": 0.0}  # a field of the old format: dropped
+    result = assess(table, hw, fits)
+    fit = result["fits"]["gemm/bf16"]
+    for name in ("params", "correction", "range", "points"):
+        assert fit[name] == fits["gemm/bf16"][name]
+    assert "held_out_ape" not in fit
+    assert fit["ape"]["neighbours"]["median"] < 1e-3 and fit["ape"]["test"]["median"] < 1e-3
+    assert result["assessment"]["held_out"]["gemm"].startswith("whole weight shapes")
 
 
 def test_calibrated_costs_replace_the_roofline_where_fitted(tmp_path: Path) -> None:
     hw = load_hardware("H100-SXM5-80GB")
-    fits = calibrate(_synthetic_gemm_table([0.5, 300.0, 0.6, 1e-5]), hw)["fits"]
+    fits = calibrate(_synthetic_gemm_table([0.5, 300.0, 0.6, 1e-5]), hw, evaluate=False)["fits"]
     costs = CalibratedCosts(hw, fits, "test")
     model = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw), costs)  # warns: k=14336 beyond the fit
     roofline = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw))
@@ -61,7 +78,9 @@ def test_calibrated_costs_replace_the_roofline_where_fitted(tmp_path: Path) -> N
 def test_a_gemm_wider_than_any_measured_is_timed_as_equal_column_blocks() -> None:
     """A 128k-vocabulary LM head on one GPU is wider than the tables: no extrapolation, no warning."""
     hw = load_hardware("H100-SXM5-80GB")
-    costs = CalibratedCosts(hw, calibrate(_synthetic_gemm_table([0.5, 300.0, 0.6, 1e-5]), hw)["fits"], "test")
+    costs = CalibratedCosts(
+        hw, calibrate(_synthetic_gemm_table([0.5, 300.0, 0.6, 1e-5]), hw, evaluate=False)["fits"], "test"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         wide = costs.gemm_s(8, 40_000, 4096, "bf16", 2.0 * 40_000 * 4096)  # 3 blocks of 13,334 (fit: n <= 14,336)
@@ -79,7 +98,8 @@ def test_public_tables_import_and_beat_the_roofline_on_attention(shared: Path) -
     h100 = tables["H100-SXM5-80GB"]
     fits = calibrate(h100[h100["op"] == "decode_attention"].head(3000), load_hardware("H100-SXM5-80GB"))["fits"]
     fit = fits["decode_attention/bf16"]
-    assert fit["held_out_ape"]["median"] < fit["roofline_ape"]["median"]
+    assert fit["regions"]["blocks"]["test"] >= 1
+    assert fit["ape"]["test"]["median"] < fit["ape"]["test_roofline"]["median"]
     json.dumps(fits)  # what calibrate writes must serialise
 
 
@@ -89,7 +109,7 @@ def test_calibrated_costs_evaluate_every_operator_class(shared: Path) -> None:
     tables = import_aiconfigurator(shared / "data" / "kernels" / "aiconfigurator")
     h100 = tables["H100-SXM5-80GB"]
     sample = pd.concat([frame.head(400) for _, frame in h100.groupby(["op", "dtype"])], ignore_index=True)
-    costs = CalibratedCosts(hw, calibrate(sample, hw)["fits"], "sample")
+    costs = CalibratedCosts(hw, calibrate(sample, hw, evaluate=False)["fits"], "sample")
     model = IterationModel(Deployment(load_model("Llama-3.1-8B"), hw, 2), costs)
     with pytest.warns(UserWarning):
         timing = model.timing(BatchShape.from_sequences([512, 1, 1], [0, 700, 900]))

@@ -1,113 +1,43 @@
-"""Fit the cost curves (curves.py) and their spline corrections (splines.py) to measured kernel times,
-holding out every fifth shape.
+"""Fit every operator class of a GPU's kernel tables (curve_fit.py) and measure how well the fits predict.
 
-First the curve's few parameters by least squares on log time (scipy; in log space so they stay positive),
-then the correction on the log residual of the same rows. A fit records the shape range it saw; the report
-compares held-out error with the uncalibrated roofline's, per curve and pooled per operator class.
+Two things per curve:
+- the shipped fit, what the simulator reads: fitted on every row but every fifth of the table, with the
+  settings in curves.CORRECTIONS. Its error on those fifth rows ("neighbours": each lies between fitted
+  rows of the same sweep) is kept for comparison with earlier reports; it is optimistic.
+- the region evaluation (regions.py, tuning.py): whole blocks of shapes held out, the spline's settings
+  chosen on validation blocks, the error reported on test blocks that nothing was fitted or tuned on.
+
+`calibrate` does both; `assess` only the second and the neighbour errors, for curves already fitted
+(calibration/assess.py re-measures the shipped files without moving their curves). Errors are pooled per
+operator class (all-reduce over its GPU counts), next to the uncalibrated roofline's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
-from ttftsim.calibration import curves, splines
-from ttftsim.config.hardware import HardwareProfile, Link
-from ttftsim.perf.kernels import AttentionShape, MoeShape, RooflineCosts
+from ttftsim.calibration import curve_fit, regions, splines, tuning
+from ttftsim.config.hardware import HardwareProfile
 
-Array = curves.Array
+Array = curve_fit.Array
+Errors = dict[str, Array]  # absolute percentage errors per set of rows
 HOLD_OUT_EVERY = 5
-START = {
-    "gemm": [0.7, 128.0, 0.8, 5e-6],
-    "prefill_attention": [0.5, 512.0, 0.8, 1e-5],
-    "decode_attention": [0.6, 5e-6, 1e-7],
-    "allreduce": [1e-5, 1e11, 3e-5, 1e11],
-    "moe": [0.6, 64.0, 0.8, 2e-5],
+SHIPPED = ("op", "dtype", "ranks", "params", "correction", "range", "points")  # what the simulator reads
+ASSESSMENT = {
+    "shipped_fit": f"every row but every {HOLD_OUT_EVERY}th of each table; knots and damping of curves.CORRECTIONS",
+    "held_out": regions.BLOCK_MEANING,
+    "split": f"blocks dealt 3:1:1 to train, validation, test in an order shuffled with seed {regions.SEED}",
+    "tuned": f"max_knots in {list(tuning.KNOTS)} x damping in {list(tuning.DAMPINGS)}: fitted on train, "
+    "chosen on validation (median + P90 APE), refitted on train + validation, scored on test",
 }
 
 
 def held_out_mask(frame: pd.DataFrame) -> Array:
-    """Every fifth row of the table in its original order is kept out of the fit."""
+    """Every fifth row of the table in its original order is kept out of the shipped fit."""
     return np.asarray(np.arange(len(frame)) % HOLD_OUT_EVERY == HOLD_OUT_EVERY - 1)
-
-
-def _predictor(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str) -> Callable[[Array], Array]:
-    col = {c: frame[c].to_numpy(dtype=np.float64) for c in frame.columns if c not in ("op", "dtype")}
-    peak = float(getattr(hw.peak_flops, dtype) or hw.peak_flops.bf16) if op in ("gemm", "moe") else hw.peak_flops.bf16
-    bw = hw.mem_bw_bytes_per_s
-    if op == "gemm":
-        return lambda p: curves.gemm(p, peak, bw, col["m"], col["n"], col["k"], curves.WEIGHT_BYTES[dtype])
-    if op == "moe":
-        return lambda p: curves.moe(
-            p,
-            peak,
-            bw,
-            col["tokens"],
-            col["top_k"],
-            col["hit"],
-            col["hidden"],
-            col["inter"],
-            curves.WEIGHT_BYTES[dtype],
-        )
-    if op == "prefill_attention":
-        return lambda p: curves.prefill_attention(
-            p, peak, bw, col["batch"], col["isl"], col["heads"], col["kv_heads"], col["head_dim"], col["kv_bytes"]
-        )
-    if op == "decode_attention":
-        return lambda p: curves.decode_attention(
-            p, bw, col["batch"], col["isl"], col["kv_heads"], col["head_dim"], col["kv_bytes"]
-        )
-    return lambda p: curves.allreduce(p, col["ranks"], col["message_bytes"])
-
-
-def fit_curve(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str) -> list[float]:
-    measured = np.log(frame["seconds"].to_numpy(dtype=np.float64))
-    predict = _predictor(op, frame, hw, dtype)
-    result = least_squares(lambda x: np.log(predict(np.exp(x))) - measured, np.log(START[op]), method="trf")
-    return [float(v) for v in np.exp(result.x)]
-
-
-def predict(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str, params: list[float]) -> Array:
-    return _predictor(op, frame, hw, dtype)(np.asarray(params))
-
-
-def _columns(frame: pd.DataFrame) -> dict[str, Array]:
-    return {c: frame[c].to_numpy(dtype=np.float64) for c in frame.columns if c not in ("op", "dtype", "source")}
-
-
-def fit_correction(op: str, frame: pd.DataFrame, residual: Array) -> splines.Correction:
-    spec = curves.CORRECTIONS[op]
-    features = curves.correction_features(op, _columns(frame))
-    return splines.fit_correction(features, residual, spec.groups, spec.max_knots, spec.damping)
-
-
-def roofline_predict(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str) -> Array:
-    """The uncalibrated model's time for each measured kernel."""
-    costs = RooflineCosts(hw)
-    out = []
-    for row in frame.itertuples(index=False):
-        r: Any = row
-        if op == "gemm":
-            out.append(costs.gemm_s(int(r.m), int(r.n), int(r.k), dtype, r.n * r.k * curves.WEIGHT_BYTES[dtype]))  # type: ignore[arg-type]
-        elif op == "moe":
-            weights = curves.WEIGHT_BYTES[dtype]
-            experts = MoeShape(int(r.experts), int(r.top_k), int(r.hidden), int(r.inter), weights, dtype)  # type: ignore[arg-type]
-            out.append(costs.moe_s(int(r.tokens), float(r.hit), experts))
-        elif op in ("prefill_attention", "decode_attention"):
-            shape = AttentionShape(int(r.heads), int(r.kv_heads), int(r.head_dim), int(r.kv_bytes))
-            tokens = int(r.batch * r.isl)
-            if op == "prefill_attention":
-                out.append(costs.prefill_attention_s(tokens, int(r.batch * r.isl * (r.isl + 1) // 2), tokens, shape))
-            else:
-                out.append(costs.decode_attention_s(int(r.batch), tokens, shape))
-        else:
-            link: Link = hw.intra_node_link
-            out.append(costs.allreduce_s(float(r.message_bytes), int(r.ranks), link))
-    return np.asarray(out, dtype=np.float64)
 
 
 def groups(table: pd.DataFrame) -> list[tuple[str, str, int | None, pd.DataFrame]]:
@@ -129,49 +59,85 @@ def shape_range(frame: pd.DataFrame) -> dict[str, list[float]]:
     }
 
 
-def calibrate(table: pd.DataFrame, hw: HardwareProfile) -> dict[str, Any]:
-    """Fit every group on its non-held-out rows. Returns `fits` (curves, corrections, ranges, held-out
-    errors per curve) and `classes` (held-out error pooled per operator class and dtype)."""
-    fits: dict[str, Any] = {}
+def shipped_fit(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str) -> dict[str, Any]:
+    """The curve the simulator reads: fitted on every row but every fifth, with the shipped settings."""
+    held = held_out_mask(frame)
+    train = frame[np.logical_not(held)]
+    params = curve_fit.fit_curve(op, train, hw, dtype)
+    curve = curve_fit.predict(op, frame, hw, dtype, params)
+    residual = np.log(frame["seconds"].to_numpy() / curve)[np.logical_not(held)]
+    return {
+        "params": params,
+        "correction": curve_fit.fit_correction(op, train, residual).to_json(),
+        "settings": tuning.Settings.shipped(op).to_json(),
+        "range": shape_range(frame),
+        "points": len(frame),
+    }
+
+
+def neighbour_errors(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str, fit: dict[str, Any]) -> Errors:
+    """A shipped curve's errors (as written, coefficients rounded) on the every-fifth rows it was not fitted on,
+    and the roofline's there."""
+    rows = frame[held_out_mask(frame)]
+    measured = rows["seconds"].to_numpy()
+    model = tuning.Model(fit["params"], splines.Correction.from_json(fit["correction"]))
+    return {
+        "neighbours": curve_fit.ape(model.predict(op, rows, hw, dtype), measured),
+        "neighbours_roofline": curve_fit.ape(curve_fit.roofline_predict(op, rows, hw, dtype), measured),
+    }
+
+
+def region_report(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str) -> tuning.Scored:
+    """The region evaluation's settings, counts and errors; empty when the table has under three blocks."""
+    split = regions.split_by_region(op, frame)
+    if split is None:
+        return tuning.Scored({}, {})
+    result = tuning.evaluate(op, frame, hw, dtype, split)
+    return tuning.Scored({"held_out": regions.BLOCK_MEANING[op], **result.summary}, result.errors)
+
+
+def _key(op: str, dtype: str, ranks: int | None) -> str:
+    return f"{op}/{dtype}" + (f"/{ranks}" if ranks else "")
+
+
+def calibrate(table: pd.DataFrame, hw: HardwareProfile, evaluate: bool = True) -> dict[str, Any]:
+    """Fit every group's shipped curve, then (unless `evaluate` is False: the region evaluation is the slow
+    part, a grid of settings per curve) measure them with `assess`."""
+    fits = {
+        _key(op, dtype, ranks): {"op": op, "dtype": dtype, "ranks": ranks}
+        | shipped_fit(op, frame.dropna(axis=1, how="all"), hw, dtype)
+        for op, dtype, ranks, frame in groups(table)
+    }
+    return assess(table, hw, fits) if evaluate else {"fits": fits}
+
+
+def assess(table: pd.DataFrame, hw: HardwareProfile, fits: dict[str, Any]) -> dict[str, Any]:
+    """Errors of a calibration's curves against the table, the curves left as they are (a fresh fit's, or a
+    file's: lsqr's last digits vary from machine to machine, and re-measuring should not move predictions).
+    Returns `fits` (each curve with its `regions` evaluation and `ape`: quantiles per set of rows),
+    `classes` (the same pooled per operator class and dtype) and `assessment` (what was held out, what tuned)."""
+    out = dict(fits)  # a curve the table has no rows for stays as it is
     pooled: dict[str, dict[str, list[Array]]] = {}
     for op, dtype, ranks, frame in groups(table):
+        key = _key(op, dtype, ranks)
+        if key not in fits:
+            continue
         dropna = frame.dropna(axis=1, how="all")
-        held = held_out_mask(dropna)
-        train = dropna[np.logical_not(held)]
-        params = fit_curve(op, train, hw, dtype)
-        measured = dropna["seconds"].to_numpy()
-        curve = predict(op, dropna, hw, dtype, params)
-        correction = fit_correction(op, train, np.log(measured / curve)[np.logical_not(held)])
-        fitted = curve * np.exp(correction(curves.correction_features(op, _columns(dropna))))
-        errors = {
-            "calibrated": _errors(fitted[held], measured[held]),
-            "roofline": _errors(roofline_predict(op, dropna[held], hw, dtype), measured[held]),
-        }
+        report = region_report(op, dropna, hw, dtype)
+        errors = neighbour_errors(op, dropna, hw, dtype, fits[key]) | report.errors
         for name, values in errors.items():
             pooled.setdefault(f"{op}/{dtype}", {}).setdefault(name, []).append(values)
-        fits[f"{op}/{dtype}" + (f"/{ranks}" if ranks else "")] = {
-            "op": op,
-            "dtype": dtype,
-            "ranks": ranks,
-            "params": params,
-            "correction": correction.to_json(),
-            "range": shape_range(dropna),
-            "points": len(dropna),
-            "held_out": int(held.sum()),
-            "held_out_ape": _quantiles(errors["calibrated"]),
-            "roofline_ape": _quantiles(errors["roofline"]),
+        out[key] = {name: fits[key][name] for name in SHIPPED if name in fits[key]} | {
+            "settings": fits[key].get("settings", tuning.Settings.shipped(op).to_json()),
+            "neighbours": int(held_out_mask(dropna).sum()),
+            "regions": report.summary,
+            "ape": {name: curve_fit.quantiles(values) for name, values in errors.items()},
         }
     classes = {
-        key: {"held_out": int(sum(len(e) for e in by_model["calibrated"]))}
-        | {name: _quantiles(np.concatenate(parts)) for name, parts in by_model.items()}
-        for key, by_model in sorted(pooled.items())
+        key: {
+            "points": {name: int(sum(len(e) for e in parts)) for name, parts in by_rows.items()},
+            "ape": {name: curve_fit.quantiles(np.concatenate(parts)) for name, parts in by_rows.items()},
+        }
+        for key, by_rows in sorted(pooled.items())
     }
-    return {"fits": fits, "classes": classes}
-
-
-def _errors(predicted: Array, measured: Array) -> Array:
-    return np.asarray(np.abs(predicted - measured) / measured)
-
-
-def _quantiles(errors: Array) -> dict[str, float]:
-    return {"median": float(np.median(errors)), "p90": float(np.quantile(errors, 0.9))}
+    return {"fits": out, "classes": classes, "assessment": ASSESSMENT}
