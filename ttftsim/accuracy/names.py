@@ -7,7 +7,8 @@ weight dtype.
   Names match exactly (case aside), not by prefix as scenario files may: h20 is not the H200.
 - Models: a Hugging Face id with an organisation (nvidia/, meta-llama/, RedHatAI/, ...) and a checkpoint
   quantization suffix (-FP8, -FP8-dynamic, -AWQ, -GPTQ-Int4, -W8A8, -quantized.w4a16, ...) maps to the
-  model preset (Meta-Llama-3.1-8B-Instruct -> Llama-3.1-8B) and a WeightDtype.
+  model preset (Meta-Llama-3.1-8B-Instruct -> Llama-3.1-8B) and a WeightDtype, by the rules of
+  ttftsim/model/hf_ids.py that scenario files' `model:` follows too.
 - Precision columns (AIConfigurator's precision: bf16, fp8, fp8_block, int4_wo, nvfp4, ...) map to a
   WeightDtype; bf16/fp16 mean the checkpoint's own dtype (quantization None).
 A format our dtypes cannot express (FP4, W4A8, weight-only int8, bitsandbytes, GGUF, ...) is a problem, as is
@@ -16,12 +17,12 @@ a suffix that disagrees with the precision column. Problems are reasons to skip 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ttftsim.config.dtypes import WeightDtype
 from ttftsim.hardware.catalog import all_profiles, hardware_for_system
-from ttftsim.model.catalog import preset_names
+from ttftsim.model.catalog import closest_presets, find_preset
+from ttftsim.model.hf_ids import WEIGHT_DTYPES, parse_model_id
 
 _UNQUANTIZED = {"", "bf16", "bfloat16", "fp16", "float16", "half", "auto"}
 PRECISIONS: dict[str, WeightDtype] = {
@@ -38,21 +39,6 @@ PRECISIONS: dict[str, WeightDtype] = {
     "awq": "int4",
     "gptq": "int4",
 }
-# Checkpoint suffixes (case-insensitive, at the end of the id, after "-", "_" or "."), most specific first.
-_SUFFIXES: tuple[tuple[str, WeightDtype | None], ...] = (
-    (r"fp8(?:[-_](?:dynamic|static|block))?", "fp8"),
-    (r"w8a8[-_]fp8", "fp8"),
-    (r"(?:quantized\.)?w8a8(?:[-_]int8)?", "int8"),
-    (r"(?:quantized\.)?w4a16", "int4"),
-    (r"(?:awq|gptq)(?:[-_](?:int4|4bit))?", "int4"),
-    (r"int8", "int8"),
-    (r"int4", "int4"),
-    # recognised as quantization, but no WeightDtype fits: weight-only int8 (GPTQ-Int8 runs as W8A16; our
-    # int8 is W8A8), 4-bit floats, int4 weights with fp8 activations, bitsandbytes, GGUF, ...
-    (r"(?:quantized\.)?w8a16|gptq[-_](?:int8|8bit)|(?:nv|mx)?fp4|w4a8|w4afp8|bnb[-_]4bit|gguf|exl2", None),
-)
-_SUFFIX = re.compile(r"[-_.](" + "|".join(f"(?:{p})" for p, _ in _SUFFIXES) + r")$", re.IGNORECASE)
-_NAME_NOISE = re.compile(r"[-_](instruct|chat|hf|base)(?=[-_]|$)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -89,24 +75,6 @@ def resolve_hardware(system: str) -> ResolvedHardware:
     )
 
 
-def _suffix_dtype(matched: str) -> WeightDtype | None:
-    for pattern, dtype in _SUFFIXES:
-        if re.fullmatch(pattern, matched, re.IGNORECASE):
-            return dtype
-    return None  # not reached: the suffix matched one of the patterns
-
-
-def _key(name: str) -> str:
-    """A comparable form: lower case, no instruct/chat/hf/base tags, no Meta- before Llama."""
-    key = _NAME_NOISE.sub("", name).lower()
-    return key.removeprefix("meta-") if key.startswith("meta-llama") else key
-
-
-def _preset(base: str) -> str | None:
-    wanted = _key(base)
-    return next((preset for preset in preset_names() if _key(preset) == wanted), None)
-
-
 def _precision_key(precision: str | None) -> str:
     return "" if precision is None else precision.strip().lower()
 
@@ -121,28 +89,28 @@ def is_known_precision(precision: str | None) -> bool:
     return key in _UNQUANTIZED or key in PRECISIONS
 
 
-def _model_problem(model_id: str, suffix: str | None, precision: str | None) -> str | None:
+def _model_problem(
+    model_id: str, suffix: str | None, suffix_dtype: WeightDtype | None, precision: str | None
+) -> str | None:
     """Why a model id's suffix and the precision column give no single weight dtype, if they do not."""
-    dtypes = "bf16, fp16, fp8, int8, int4"
-    suffix_dtype = _suffix_dtype(suffix) if suffix else None
     if suffix is not None and suffix_dtype is None:
-        return f"quantization suffix {suffix!r} of {model_id!r} has no weight dtype ({dtypes})"
+        return f"quantization suffix {suffix!r} of {model_id!r} has no weight dtype ({WEIGHT_DTYPES})"
     if not is_known_precision(precision):
-        return f"precision {precision!r} of {model_id!r} has no weight dtype ({dtypes})"
+        return f"precision {precision!r} of {model_id!r} has no weight dtype ({WEIGHT_DTYPES})"
     if suffix is not None and precision is not None and precision_dtype(precision) != suffix_dtype:
         return f"{model_id!r} is a {suffix_dtype} checkpoint but the precision column says {precision!r}"
     return None
 
 
 def resolve_model(model_id: str, precision: str | None = None) -> ResolvedModel:
-    """A Hugging Face id (organisation and quantization suffix optional) and an optional precision column."""
-    name = model_id.strip().rsplit("/", 1)[-1]
-    match = _SUFFIX.search(name)
-    base, suffix = (name[: match.start()], match.group(1)) if match else (name, None)
-    problem = _model_problem(model_id, suffix, precision)
-    preset = _preset(base)
+    """A Hugging Face id (organisation and quantization suffix optional; ttftsim/model/hf_ids.py) and an
+    optional precision column."""
+    parsed = parse_model_id(model_id)
+    problem = _model_problem(model_id, parsed.suffix, parsed.dtype, precision)
+    preset = find_preset(parsed.base)
     if problem is None and preset is None:
-        problem = f"unknown model {model_id!r}: no preset for {base!r} (presets: {', '.join(preset_names())})"
+        near = ", ".join(closest_presets(parsed.base)) or "none near; `ttftsim models` lists them"
+        problem = f"unknown model {model_id!r}: no preset for {parsed.base!r} (closest presets: {near})"
     if problem is not None or preset is None:
-        return ResolvedModel(name, None, problem)
-    return ResolvedModel(preset, (_suffix_dtype(suffix) if suffix else None) or precision_dtype(precision))
+        return ResolvedModel(parsed.name, None, problem)
+    return ResolvedModel(preset, parsed.dtype or precision_dtype(precision))

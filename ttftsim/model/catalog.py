@@ -1,16 +1,28 @@
-"""Find a model by preset name, Hugging Face repo id, or a path to a config.json."""
+"""Find a model by preset name, Hugging Face id, or a path to a config.json.
+
+A Hugging Face id (meta-llama/Llama-3.1-8B-Instruct, nvidia/Llama-3.1-8B-Instruct-FP8,
+Qwen/Qwen2.5-7B-Instruct-AWQ) resolves to the preset with its architecture (ttftsim/model/hf_ids.py says how
+ids compare) and takes its weight format from the quantization suffix. A preset may list other names with the
+same architecture and context length (`aliases`, e.g. Phi-3-mini-128k-instruct for Phi-3.5-mini-instruct).
+Nothing is fetched: the presets are the offline source, and any other model is a path to its config.json.
+"""
 
 from __future__ import annotations
 
+import difflib
 import json
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from ttftsim.errors import InputError
+from ttftsim.inputs.files import is_dir, is_file
 from ttftsim.inputs.structured import load_structured
-from ttftsim.model.spec import ModelSpec, spec_from_hf_config
+from ttftsim.model.hf_config import spec_from_hf_config
+from ttftsim.model.hf_ids import WEIGHT_DTYPES, name_key, parse_model_id
+from ttftsim.model.spec import ModelSpec
 
-_SUFFIXES = ("-instruct", "-chat-hf", "-hf", "-chat")
+MAX_SUGGESTIONS = 3
 
 
 def preset_names() -> list[str]:
@@ -18,38 +30,67 @@ def preset_names() -> list[str]:
     return sorted(entry.name.removesuffix(".json") for entry in folder.iterdir() if entry.name.endswith(".json"))
 
 
-def _normalize(name: str) -> str:
-    key = name.rsplit("/", 1)[-1].lower()
-    for suffix in _SUFFIXES:
-        key = key.removesuffix(suffix)
-    return key
+def _preset_text(preset: str) -> str:
+    return (resources.files("ttftsim.model") / "presets" / f"{preset}.json").read_text(encoding="utf-8")
 
 
-def _preset_text(name: str) -> tuple[str, str] | None:
-    wanted = _normalize(name)
+@lru_cache(maxsize=1)
+def _preset_keys() -> dict[str, str]:
+    """name_key of every preset and of its aliases -> the preset (the package's files: read once)."""
+    keys: dict[str, str] = {}
     for preset in preset_names():
-        if _normalize(preset) == wanted:
-            text = (resources.files("ttftsim.model") / "presets" / f"{preset}.json").read_text(encoding="utf-8")
-            return preset, text
-    return None
+        aliases = json.loads(_preset_text(preset)).get("aliases", [])
+        for name in [preset, *aliases]:
+            keys[name_key(name)] = preset
+    return keys
+
+
+def find_preset(name: str) -> str | None:
+    """The preset a model name (organisation and quantization suffix already removed) has the architecture of."""
+    return _preset_keys().get(name_key(name))
+
+
+def closest_presets(name: str) -> list[str]:
+    """Up to MAX_SUGGESTIONS presets whose names are nearest to `name` (difflib), nearest first."""
+    keys = _preset_keys()
+    near = difflib.get_close_matches(name_key(name), list(keys), n=3 * MAX_SUGGESTIONS, cutoff=0.6)
+    return list(dict.fromkeys(keys[key] for key in near))[:MAX_SUGGESTIONS]
+
+
+def _unknown(ref: str, base: str) -> str:
+    near = closest_presets(base)
+    hint = f"closest presets: {', '.join(near)}" if near else "`ttftsim models` lists the presets"
+    return (
+        f"unknown model {ref!r}: no preset for {base!r} ({hint}); "
+        "for another model give the path to its Hugging Face config.json instead"
+    )
+
+
+def _load_config_file(path: Path) -> ModelSpec:
+    config_path = path / "config.json" if is_dir(path) else path
+    config = load_structured(config_path, "model config.json")  # size, UTF-8, bounded JSON (ttftsim/inputs)
+    if not isinstance(config, dict):
+        raise InputError(str(config_path), "", "config.json must hold a JSON object")
+    name = config_path.parent.name if config_path.name == "config.json" else config_path.stem
+    return spec_from_hf_config(config, name, str(config_path))
 
 
 def load_model(ref: str, source: str = "model") -> ModelSpec:
-    """A preset (``Llama-3.1-70B``, ``meta-llama/Llama-3.1-70B-Instruct``) or a config.json path."""
+    """A preset (``Llama-3.1-70B``), a Hugging Face id (``meta-llama/Llama-3.1-70B-Instruct``,
+    ``RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8-dynamic``: the preset in fp8) or a config.json path."""
     path = Path(ref)
-    if path.suffix == ".json" or path.is_file() or path.is_dir():
-        config_path = path / "config.json" if path.is_dir() else path
-        config = load_structured(config_path, "model config.json")  # size, UTF-8, bounded JSON (ttftsim/inputs)
-        if not isinstance(config, dict):
-            raise InputError(str(config_path), "", "config.json must hold a JSON object")
-        name = config_path.parent.name if config_path.name == "config.json" else config_path.stem
-        return spec_from_hf_config(config, name, str(config_path))
-    found = _preset_text(ref)
-    if found is None:
+    if path.suffix == ".json" or is_file(path) or is_dir(path):  # a name too long for a path is no file
+        return _load_config_file(path)
+    model_id = parse_model_id(ref)
+    field = "" if source.startswith("--") else "model"  # a CLI option names itself
+    if model_id.has_unknown_format:
         raise InputError(
-            source,
-            "model",
-            f"unknown model {ref!r}: not a preset ({', '.join(preset_names())}) and not a path to a config.json",
+            source, field, f"quantization suffix {model_id.suffix!r} of {ref!r} has no weight dtype ({WEIGHT_DTYPES})"
         )
-    preset, text = found
-    return spec_from_hf_config(json.loads(text), preset, f"preset {preset}")
+    preset = find_preset(model_id.base)
+    if preset is None:
+        raise InputError(source, field, _unknown(ref, model_id.base))
+    spec = spec_from_hf_config(json.loads(_preset_text(preset)), preset, f"preset {preset}")
+    if model_id.dtype is None:
+        return spec
+    return spec.model_copy(update={"native_dtype": model_id.dtype})

@@ -1,28 +1,43 @@
 """What a model's config.json declares that the simulator reads but does not model, as one warning each, so
 that a run says so instead of silently predicting without it: sliding-window attention (Mistral v0.1, Qwen2
-with use_sliding_window) and the checkpoint's own quantization_config. A window only matters for contexts
-longer than it, so it warns only when the engine admits such contexts (max_model_len above the window).
+with use_sliding_window, Phi-3 4k; on some layers only: Gemma 2/3, gpt-oss) and the checkpoint's own
+quantization_config (gpt-oss's MXFP4). A window only matters for contexts longer than it, so it warns only
+when the engine admits such contexts (max_model_len above the window).
 """
 
 from __future__ import annotations
 
 from ttftsim.model.spec import ModelSpec
 
+# A checkpoint format our weight dtypes lack, and the one that sizes it closest: MXFP4 is 4-bit values with
+# one shared 8-bit scale per 32 (4.25 bits a weight), int4 here 4-bit values with an fp16 scale per 128 (4.125).
+CLOSEST_DTYPE = {"mxfp4": "int4", "fp8": "fp8", "awq": "int4", "gptq": "int4"}
+
 
 def model_warnings(spec: ModelSpec, max_model_len: int, weight_dtype: str) -> list[str]:
     """The warnings for this model served with this max_model_len and weight format (empty: nothing ignored)."""
     warnings = []
     window = spec.sliding_window
-    if window is not None and window < max_model_len:
+    if window is not None and window < max_model_len and spec.num_sliding_window_layers != 0:
         warnings.append(
-            f"sliding_window={window} ({spec.name}) is parsed but not modelled: attention spans the whole context "
-            f"and the KV cache keeps every token, so contexts longer than {window:,} tokens (max_model_len "
+            f"sliding_window={window} ({_where(spec)}) is parsed but not modelled: attention spans the whole "
+            f"context and the KV cache keeps every token, so contexts longer than {window:,} tokens (max_model_len "
             f"{max_model_len:,}) get attention time and KV-cache use over-estimated; exact up to {window:,} tokens"
         )
     if spec.quantization_method is not None and weight_dtype == spec.native_dtype:
+        closest = CLOSEST_DTYPE.get(spec.quantization_method.lower())
+        hint = f" (closest for {spec.quantization_method}: quantization: {closest})" if closest else ""
         warnings.append(
             f"quantization_config (quant_method {spec.quantization_method}) of {spec.name} is parsed but not "
             f"modelled: weights are sized and read as {weight_dtype} (torch_dtype); set the engine's quantization "
-            "(vllm --quantization) to model the quantized checkpoint"
+            f"(vllm --quantization) to model the quantized checkpoint{hint}"
         )
     return warnings
+
+
+def _where(spec: ModelSpec) -> str:
+    """The model, and the layers the window applies to when it is not all of them."""
+    layers = spec.num_sliding_window_layers
+    if layers is None or layers == spec.num_hidden_layers:
+        return spec.name
+    return f"{spec.name}, {layers} of {spec.num_hidden_layers} layers"

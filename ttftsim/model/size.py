@@ -1,7 +1,11 @@
 """Sizes derived from a ModelSpec: parameter counts, weight bytes, KV-cache bytes per token.
 
 KV bytes per token = 2 (K and V) x layers x KV heads x head_dim x bytes per element: GQA divides it by
-the group size, which the common back-of-envelope formula (hidden size x layers) misses.
+the group size, which the common back-of-envelope formula (hidden size x layers) misses. It counts every
+layer, sliding-window ones too (vLLM's hybrid allocator keeps only the window there: not modelled, and said so
+by ttftsim/model/not_modelled.py). Parameter counts follow the Llama layer plus what spec.architecture adds per
+family (biases, Gemma's four norms, Qwen3's q/k norms); gpt-oss's attention sinks (one scalar per head) are
+left out.
 """
 
 from __future__ import annotations
@@ -23,13 +27,20 @@ class LayerParams:
 
 
 def layer_params(spec: ModelSpec) -> LayerParams:
-    h, d = spec.hidden_size, spec.head_dim
+    h, d, arch = spec.hidden_size, spec.head_dim, spec.architecture
     q_width, kv_width = spec.num_attention_heads * d, spec.num_key_value_heads * d
     attention = h * q_width + 2 * h * kv_width + q_width * h
     if spec.has_attention_bias:
         attention += q_width + 2 * kv_width
+    if spec.attention_bias:
+        attention += h  # o_proj's bias
+    expert = 3 * h * spec.intermediate_size
     router = h * spec.num_local_experts if spec.is_moe else 0
-    return LayerParams(attention=attention, expert=3 * h * spec.intermediate_size, router=router, norms=2 * h)
+    if arch.expert_bias:
+        expert += 2 * spec.intermediate_size + h
+        router += spec.num_local_experts if spec.is_moe else 0
+    norms = arch.norms_per_layer * h + (2 * d if arch.qk_norm else 0)
+    return LayerParams(attention=attention, expert=expert, router=router, norms=norms)
 
 
 def embedding_params(spec: ModelSpec) -> int:

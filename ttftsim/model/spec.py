@@ -1,31 +1,62 @@
-"""A decoder-only transformer's architecture, read from the Hugging Face `config.json` users already have.
+"""A decoder-only transformer's architecture: the numbers the simulator sizes and times a model by.
 
-Covers Llama 2/3, Mistral, Qwen2/2.5 (attention biases) and Mixtral-style MoE (num_local_experts,
-num_experts_per_tok). Sliding-window attention (Mistral v0.1) and a checkpoint's own quantization_config
-are read but not modelled (attention spans the full context, which is exact for contexts shorter than the
-window; weights take torch_dtype unless the engine sets a quantization): each run says so in its warnings
-(ttftsim/model/not_modelled.py).
+Covers the Llama layout and the families that differ from it only in where biases and norms sit (what
+`Architecture` records per model_type): Llama 2/3, Mistral, Mixtral-style MoE, Qwen2/2.5 (q/k/v biases),
+Qwen3 and Qwen3-MoE (q/k norms), Gemma 1/2/3 (pre- and post-norms), Phi-3/4, Granite, and gpt-oss (biases
+everywhere, MoE). Reading a Hugging Face config.json into a spec is ttftsim/model/hf_config.py.
+
+Left out, and refused with the reason when a config.json declares them (hf_config.py): multi-head latent
+attention (DeepSeek V2/V3, Kimi K2), shared experts (DeepSeek, Qwen2-MoE, Llama 4), dense and MoE layers
+interleaved, and hybrid attention/state-space stacks. Sliding-window attention and a checkpoint's own
+quantization_config are read but not modelled (attention spans the full context, which is exact for
+contexts shorter than the window; weights take native_dtype unless the engine sets a quantization): each
+run says so in its warnings (ttftsim/model/not_modelled.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ttftsim.config.dtypes import HF_TORCH_DTYPES, WeightDtype
-from ttftsim.config.loading import validation_error
+from ttftsim.config.dtypes import WeightDtype
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2")
+
+@dataclass(frozen=True)
+class Architecture:
+    """What a model_type adds to the Llama layer (parameter counts only; the timing model is the same)."""
+
+    qkv_bias: bool = False  # q, k, v projections carry biases whatever attention_bias says (Qwen2)
+    norms_per_layer: int = 2  # RMSNorms of hidden_size per block (Gemma 2/3 norm before and after each half)
+    qk_norm: bool = False  # an RMSNorm of head_dim on the queries and one on the keys (Qwen3, Gemma 3)
+    expert_bias: bool = False  # the experts' and the router's linears carry biases (gpt-oss)
+
+
+ARCHITECTURES: dict[str, Architecture] = {
+    "llama": Architecture(),  # Llama 2/3, Yi, Falcon3, DeepSeek-R1 Llama distills
+    "mistral": Architecture(),
+    "mixtral": Architecture(),
+    "qwen2": Architecture(qkv_bias=True),  # Qwen2/2.5, DeepSeek-R1 Qwen distills
+    "qwen3": Architecture(qk_norm=True),
+    "qwen3_moe": Architecture(qk_norm=True),
+    "gemma": Architecture(),
+    "gemma2": Architecture(norms_per_layer=4),
+    "gemma3_text": Architecture(norms_per_layer=4, qk_norm=True),
+    "phi3": Architecture(),  # Phi-3, Phi-3.5, Phi-4: fused qkv and gate_up, the same parameters
+    "granite": Architecture(),  # Granite 3.x dense: Llama plus scalar multipliers
+    "gpt_oss": Architecture(expert_bias=True),  # attention biases come from attention_bias: true
+}
+SUPPORTED_MODEL_TYPES = tuple(ARCHITECTURES)
 
 
 class ModelSpec(BaseModel):
-    """Architecture numbers. Invariant: heads divide evenly into KV-head groups, top-k <= experts."""
+    """Architecture numbers. Invariant: heads divide evenly into KV-head groups, top-k <= experts, and the
+    sliding-window layers are no more than the layers."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     name: str = Field(description="Display name of the model")
-    model_type: str = Field(description="Hugging Face model_type (llama, mistral, mixtral, qwen2)")
+    model_type: str = Field(description=f"Hugging Face model_type ({', '.join(SUPPORTED_MODEL_TYPES)})")
     hidden_size: int = Field(gt=0, description="Model width d_model")
     intermediate_size: int = Field(gt=0, description="MLP (or each expert's) inner width")
     num_hidden_layers: int = Field(gt=0, description="Number of transformer blocks")
@@ -37,9 +68,15 @@ class ModelSpec(BaseModel):
     tie_word_embeddings: bool = Field(description="LM head shares the embedding matrix")
     num_local_experts: int = Field(ge=1, description="MoE experts per layer (1 for a dense model)")
     num_experts_per_tok: int = Field(ge=1, description="Experts each token is routed to (top-k)")
-    native_dtype: WeightDtype = Field(description="Checkpoint dtype (torch_dtype)")
+    native_dtype: WeightDtype = Field(
+        description="Weight format of the checkpoint: torch_dtype, or the quantization its id names (-FP8, -AWQ)"
+    )
+    attention_bias: bool = Field(default=False, description="q, k, v and o projections carry biases (gpt-oss)")
     sliding_window: int | None = Field(
         default=None, ge=1, description="Attention window in tokens when one applies (read, not modelled)"
+    )
+    num_sliding_window_layers: int | None = Field(
+        default=None, ge=0, description="Layers that attend within sliding_window (None: every layer)"
     )
     quantization_method: str | None = Field(
         default=None, description="quantization_config.quant_method of a quantized checkpoint (read, not modelled)"
@@ -47,7 +84,7 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="after")
     def _check_shapes(self) -> ModelSpec:
-        if self.model_type not in SUPPORTED_MODEL_TYPES:
+        if self.model_type not in ARCHITECTURES:
             raise ValueError(
                 f"model_type {self.model_type!r} is not supported (supported: {', '.join(SUPPORTED_MODEL_TYPES)})"
             )
@@ -60,7 +97,14 @@ class ModelSpec(BaseModel):
             raise ValueError(
                 f"num_experts_per_tok {self.num_experts_per_tok} exceeds num_local_experts {self.num_local_experts}"
             )
+        windowed = self.num_sliding_window_layers
+        if windowed is not None and windowed > self.num_hidden_layers:
+            raise ValueError(f"num_sliding_window_layers {windowed} exceeds num_hidden_layers {self.num_hidden_layers}")
         return self
+
+    @property
+    def architecture(self) -> Architecture:
+        return ARCHITECTURES[self.model_type]
 
     @property
     def is_moe(self) -> bool:
@@ -68,36 +112,5 @@ class ModelSpec(BaseModel):
 
     @property
     def has_attention_bias(self) -> bool:
-        return self.model_type == "qwen2"
-
-
-def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """Fill the defaults transformers applies when a config.json leaves a field out."""
-    data = dict(config)
-    data["name"] = name
-    heads = data.get("num_attention_heads")
-    data.setdefault("num_key_value_heads", heads)
-    if data.get("head_dim") is None and isinstance(heads, int) and heads > 0:
-        hidden = data.get("hidden_size")
-        if isinstance(hidden, int):
-            data["head_dim"] = hidden // heads
-    data.setdefault("tie_word_embeddings", False)
-    data.setdefault("max_position_embeddings", 4096)
-    data["num_local_experts"] = data.get("num_local_experts") or 1
-    data["num_experts_per_tok"] = data.get("num_experts_per_tok") or 1
-    torch_dtype = data.get("torch_dtype") or data.get("dtype") or "bfloat16"
-    data["native_dtype"] = HF_TORCH_DTYPES.get(str(torch_dtype), "bf16")
-    if data.get("model_type") == "qwen2" and not data.get("use_sliding_window"):
-        data["sliding_window"] = None  # Qwen2 configs carry a window they do not use unless use_sliding_window
-    quantization = data.get("quantization_config")
-    if isinstance(quantization, dict):
-        data["quantization_method"] = str(quantization.get("quant_method") or "unnamed")
-    return data
-
-
-def spec_from_hf_config(config: dict[str, Any], name: str, source: str) -> ModelSpec:
-    """Build a ModelSpec from a parsed config.json; errors name the source file and field."""
-    try:
-        return ModelSpec.model_validate(_with_hf_defaults(config, name))
-    except ValidationError as exc:
-        raise validation_error(source, exc) from None
+        """q, k and v carry biases (o too when attention_bias is set)."""
+        return self.attention_bias or self.architecture.qkv_bias

@@ -1,0 +1,115 @@
+"""A Hugging Face config.json (or one of our presets, which use the same field names) read into a ModelSpec.
+
+Fills the defaults transformers applies when a field is left out, and reads the names families use for the
+same thing: num_experts (Qwen-MoE) for num_local_experts, moe_intermediate_size for the experts' width, a
+multimodal checkpoint's text_config (Gemma 3, Mistral Small 3.1: the language model only; the vision
+encoder's parameters are not counted), layer_types or sliding_window_pattern for how many layers use the
+sliding window. Architectures the spec cannot express are refused with the field that declares them and
+why, rather than sized as if they were something else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from ttftsim.config.dtypes import HF_TORCH_DTYPES
+from ttftsim.config.loading import validation_error
+from ttftsim.errors import InputError
+from ttftsim.model.spec import ModelSpec
+
+# (field, why the spec cannot express a config that sets it): the first one present and truthy is the error
+_UNSUPPORTED: tuple[tuple[str, str], ...] = (
+    ("kv_lora_rank", "multi-head latent attention (DeepSeek V2/V3, Kimi K2) is not modelled"),
+    ("n_shared_experts", "shared experts (DeepSeek-style MoE) are not modelled"),
+    ("shared_expert_intermediate_size", "shared experts (Qwen2-MoE) are not modelled"),
+    ("first_k_dense_replace", "dense layers before the MoE layers are not modelled (every layer is alike)"),
+    ("mlp_only_layers", "dense layers among the MoE layers are not modelled (every layer is alike)"),
+    ("layers_block_type", "hybrid attention / state-space layer stacks (Mamba, Nemotron-H) are not modelled"),
+)
+_HYBRID_LAYERS = {"linear_attention", "mamba", "conv", "recurrent"}
+# Families whose window alternates with full attention by rule rather than by a layer_types list
+_WINDOW_PATTERN = {"gemma2": 2}
+
+
+def _unsupported(config: dict[str, Any]) -> tuple[str, str] | None:
+    for field, why in _UNSUPPORTED:
+        if config.get(field):
+            return field, why
+    for field in ("decoder_sparse_step", "interleave_moe_layer_step"):
+        step = config.get(field)
+        if isinstance(step, int) and step > 1:
+            return field, f"MoE on every {step}th layer only is not modelled (every layer is alike)"
+    layer_types = config.get("layer_types")
+    if isinstance(layer_types, list) and _HYBRID_LAYERS & {str(kind) for kind in layer_types}:
+        return "layer_types", "layers other than attention (linear attention, Mamba) are not modelled"
+    return None
+
+
+def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The language model's fields of a multimodal config (text_config), with the top level's dtype and
+    quantization when the text part leaves them out."""
+    text = config.get("text_config")
+    if not isinstance(text, dict) or "hidden_size" in config:
+        return dict(config)
+    inherited: dict[str, Any] = {
+        key: config[key] for key in ("torch_dtype", "dtype", "quantization_config") if key in config
+    }
+    return inherited | text
+
+
+def _sliding_window_layers(data: dict[str, Any]) -> int | None:
+    """How many layers use the window: from layer_types, from the family's alternation, else all (None)."""
+    given = data.get("num_sliding_window_layers")
+    if isinstance(given, int) or data.get("sliding_window") is None:
+        return given if isinstance(given, int) else None
+    layer_types = data.get("layer_types")
+    if isinstance(layer_types, list):
+        return sum(1 for kind in layer_types if kind == "sliding_attention")
+    pattern = _WINDOW_PATTERN.get(str(data.get("model_type")), data.get("sliding_window_pattern"))
+    layers = data.get("num_hidden_layers")
+    if isinstance(pattern, int) and pattern > 1 and isinstance(layers, int):
+        return layers - layers // pattern  # every pattern-th layer attends globally
+    return None
+
+
+def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """Fill the defaults transformers applies when a config.json leaves a field out."""
+    data = _text_config(config)
+    data["name"] = name
+    heads = data.get("num_attention_heads")
+    data.setdefault("num_key_value_heads", heads)
+    if data.get("head_dim") is None and isinstance(heads, int) and heads > 0:
+        hidden = data.get("hidden_size")
+        if isinstance(hidden, int):
+            data["head_dim"] = hidden // heads
+    data.setdefault("tie_word_embeddings", False)
+    data.setdefault("max_position_embeddings", 4096)
+    data["num_local_experts"] = data.get("num_local_experts") or data.get("num_experts") or 1
+    data["num_experts_per_tok"] = data.get("num_experts_per_tok") or 1
+    if data["num_local_experts"] > 1 and data.get("moe_intermediate_size"):
+        data["intermediate_size"] = data["moe_intermediate_size"]  # intermediate_size is the unused dense width
+    torch_dtype = data.get("torch_dtype") or data.get("dtype") or "bfloat16"
+    data["native_dtype"] = HF_TORCH_DTYPES.get(str(torch_dtype), "bf16")
+    if data.get("model_type") == "qwen2" and not data.get("use_sliding_window"):
+        data["sliding_window"] = None  # Qwen2 configs carry a window they do not use unless use_sliding_window
+    data["num_sliding_window_layers"] = _sliding_window_layers(data)
+    quantization = data.get("quantization_config")
+    if isinstance(quantization, dict):
+        data["quantization_method"] = str(quantization.get("quant_method") or "unnamed")
+    return data
+
+
+def spec_from_hf_config(config: dict[str, Any], name: str, source: str) -> ModelSpec:
+    """Build a ModelSpec from a parsed config.json; errors name the source file and field."""
+    refused = _unsupported(_text_config(config))
+    if refused is not None:
+        field, why = refused
+        raise InputError(
+            source, field, f"{why}: {name} cannot be sized (ttftsim/model/presets/PRESETS.md lists what can)"
+        )
+    try:
+        return ModelSpec.model_validate(_with_hf_defaults(config, name))
+    except ValidationError as exc:
+        raise validation_error(source, exc) from None
