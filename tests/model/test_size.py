@@ -49,7 +49,7 @@ def test_every_preset_loads() -> None:
     names = preset_names()
     assert {"Llama-3.1-70B", "Mixtral-8x7B-v0.1", "Mistral-7B-v0.1", "Qwen2.5-7B", "Qwen2.5-72B"} <= set(names)
     for name in names:
-        assert param_count(load_model(name)) > 1e9
+        assert param_count(load_model(name)) > 4e8  # the smallest: Qwen2.5-0.5B
 
 
 def test_config_json_path_and_matches_shared_file(shared: Path) -> None:
