@@ -44,6 +44,8 @@ def all_profiles() -> list[HardwareProfile]:
 
 def load_hardware(ref: str, source: str = "hardware") -> HardwareProfile:
     """A profile by name (``H100-SXM5-80GB``, or a unique prefix such as ``h200``) or by YAML path."""
+    if not ref.strip():
+        raise InputError(source, "hardware", "no hardware named (empty)")
     path = Path(ref)
     if path.suffix in (".yaml", ".yml"):
         return _load_path(path.resolve())

@@ -78,11 +78,13 @@ def _load_config_file(path: Path) -> ModelSpec:
 def load_model(ref: str, source: str = "model") -> ModelSpec:
     """A preset (``Llama-3.1-70B``), a Hugging Face id (``meta-llama/Llama-3.1-70B-Instruct``,
     ``RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8-dynamic``: the preset in fp8) or a config.json path."""
+    field = "" if source.startswith("--") else "model"  # a CLI option names itself
+    if not ref.strip():  # Path("") is the current folder: never read a config.json nobody named
+        raise InputError(source, field, "no model named (empty)")
     path = Path(ref)
     if path.suffix == ".json" or is_file(path) or is_dir(path):  # a name too long for a path is no file
         return _load_config_file(path)
     model_id = parse_model_id(ref)
-    field = "" if source.startswith("--") else "model"  # a CLI option names itself
     if model_id.has_unknown_format:
         raise InputError(
             source, field, f"quantization suffix {model_id.suffix!r} of {ref!r} has no weight dtype ({WEIGHT_DTYPES})"
