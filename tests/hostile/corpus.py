@@ -63,7 +63,7 @@ def prepare(case: dict[str, Any], work: Path) -> Path:
         (folder / first).symlink_to(second)
         (folder / second).symlink_to(first)
     elif kind == "checkpoint":
-        _checkpoint(folder / "out" / "checkpoint.sqlite", arg)
+        _checkpoint(folder / "res" / "checkpoint.sqlite", arg)  # res/: out/ is git-ignored
     return folder
 
 
