@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -18,11 +19,8 @@ def crowded_node() -> list[Pod]:
     """Pods 0 and 1 share GPU 0, pods 2 and 3 GPU 1; pods 1 and 2 are busy, pod 3 idle, pod 4 unbound."""
     node = Node(0, NodePool(name="gpu", hardware="H100-SXM5-80GB"), 2, state="ready")
     node.pods, node.gpu_of = [0, 1, 2, 3], {0: 0, 1: 0, 2: 1, 3: 1}
-    running = [0, 2, 1, 0]
-    pods = [
-        Pod(i, "serving", 0.0, state="ready", node=node, engine=SimpleNamespace(num_running=n))
-        for i, n in enumerate(running)
-    ]  # type: ignore[arg-type]
+    engines: list[Any] = [SimpleNamespace(num_running=n) for n in (0, 2, 1, 0)]  # running requests
+    pods = [Pod(i, "serving", 0.0, state="ready", node=node, engine=engine) for i, engine in enumerate(engines)]
     return [*pods, Pod(4, "serving", 0.0)]
 
 

@@ -109,3 +109,12 @@ def test_time_sliced_pods_take_the_lowest_gpu_with_a_free_slot() -> None:
     binder.bind(3, [shared])
     assert shared.gpu_of == {1: 0, 2: 1, 3: 0}  # GPU 0's freed slot
     assert shared.used_gpus == 3 and shared.fits(PodSpec(gpus=1), 1)  # 4 slots, 3 taken
+
+
+def test_pods_without_a_gpu_request_fit_any_number_on_a_cpu_node() -> None:
+    cpu = node(0, pool("cpu", hardware="CPU-host"), total=0)
+    binder = Binder(PodSpec(gpus=0), [cpu.pool], PodShape(0), np.random.default_rng(0))
+    for index in range(3):  # was: StopIteration at the third (ids ran out at the node's GPUs + 1)
+        assert binder.pick([cpu]) == [cpu]
+        binder.bind(index, [cpu])
+    assert cpu.gpu_of == {0: 0, 1: 1, 2: 2} and cpu.used_gpus == 0 and cpu.used_cpus == 24.0

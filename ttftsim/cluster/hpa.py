@@ -18,6 +18,7 @@ One `reconcile` per sync period (serving-semantics.md 1.1):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ttftsim.config.cluster import Autoscaling, ScalingRules
@@ -81,7 +82,7 @@ class Hpa:
     scale_up_events: list[tuple[float, int]] = field(default_factory=list)
     scale_down_events: list[tuple[float, int]] = field(default_factory=list)
 
-    def reconcile(self, now: float, current: int, ready: int, inputs: list[MetricInput]) -> int:
+    def reconcile(self, now: float, current: int, ready: int, inputs: Sequence[MetricInput]) -> int:
         """The replica count the HPA sets at `now` (== current when it does not rescale)."""
         spec = self.spec
         if current > spec.max_replicas:

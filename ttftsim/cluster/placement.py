@@ -18,7 +18,9 @@ Bound pods hold GPUs, CPU and memory on their nodes until released.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,11 +55,10 @@ class Node:
 
     def take_gpu(self, pod_index: int, slots: int) -> None:
         """Bind a pod: it gets the lowest GPU id with a free slot (ids name GPUs, or TP groups; only which
-        pods share one matters)."""
-        taken = [0] * (max(self.gpus, 1) + 1)
-        for gpu in self.gpu_of.values():
-            taken[gpu] += 1
-        self.gpu_of[pod_index] = next(g for g, n in enumerate(taken) if n < self.slots_per_gpu)
+        pods share one matters). Pods that request no GPU fit in any number, so the ids run past the node's
+        GPUs: each such pod beyond them gets an id of its own."""
+        taken = Counter(self.gpu_of.values())
+        self.gpu_of[pod_index] = next(g for g in itertools.count() if taken[g] < self.slots_per_gpu)
         self.used_gpus += slots
 
     @property

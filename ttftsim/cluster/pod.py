@@ -26,8 +26,9 @@ Wrap = Callable[[StepCostModel], StepCostModel]
 
 @dataclass
 class Pod:
-    """One pod. Invariant: `node` is set (and the pod holds its GPUs there and on `workers`) exactly while
-    its state is starting, ready, draining or crashloop; `engine` is set once it became ready."""
+    """One pod. Invariants: `node` and `workers` are set when it is bound and kept after it ends (for the
+    books); it holds GPUs, CPU and memory there only while starting, ready, draining or crash-looping;
+    `engine` is set once it became ready."""
 
     index: int
     role: str  # serving (decode pods when disaggregated) | warm | prefill
