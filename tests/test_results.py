@@ -129,7 +129,7 @@ def test_hostile_json_is_an_error_not_a_crash_or_a_hang(tmp_path: Path) -> None:
     found = discover(tmp_path)
     assert found.accuracy == ["accuracy-deep.json"] and found.simulations == []
     assert f"{MARKER} unreadable" in found.incomplete[0].reason
-    with pytest.raises(ResultError, match=r"accuracy-deep\.json: not readable JSON"):
+    with pytest.raises(ResultError, match=r"accuracy-deep\.json: not valid JSON: nested too deeply"):
         load_accuracy(tmp_path, "accuracy-deep.json")
     with pytest.raises(ResultError, match=r"accuracy-pipe\.json: not found"):
         load_accuracy(tmp_path, "accuracy-pipe.json")
