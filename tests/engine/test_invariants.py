@@ -44,9 +44,15 @@ def scenarios(draw: Any) -> dict[str, Any]:
             "max_num_batched_tokens": draw(st.integers(64, 512)) if chunked else 512,
             "max_num_seqs": draw(st.integers(1, 12)),
             "enable_chunked_prefill": chunked,
-            "enable_prefix_caching": draw(st.booleans()),
             "scheduling_policy": draw(st.sampled_from(["fcfs", "priority"])),
-            "kv_cache_mode": draw(st.sampled_from(["paged", "paged", "paged", "static"])),
+            **draw(
+                st.one_of(  # prefix caching shares paged blocks only (EngineArgs refuses it with static)
+                    st.fixed_dictionaries({"kv_cache_mode": st.just("paged"), "enable_prefix_caching": st.booleans()}),
+                    st.fixed_dictionaries(
+                        {"kv_cache_mode": st.just("static"), "enable_prefix_caching": st.just(False)}
+                    ),
+                )
+            ),
             "max_model_len": 512,
         },
         "horizon": draw(st.one_of(st.none(), st.floats(0.1, 3.0))),

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ttftsim.engine.api_server import ApiServer
 from ttftsim.engine.cohort import DecodeCohort
 from ttftsim.perf.linear import StepCostModel
 
@@ -34,12 +35,22 @@ class RunTimes:
     durations: Any
 
 
-@dataclass(frozen=True, slots=True)
 class DecodeRun:
-    """A run in flight: when it started and its iterations' times."""
+    """A run in flight: when it started, its iterations' times, and how many of them have had their tokens
+    handed to the API server (the rest are handed when the run ends, or when a request arrives)."""
 
-    start_s: float
-    times: RunTimes
+    def __init__(self, start_s: float, times: RunTimes) -> None:
+        self.start_s = start_s
+        self.times = times
+        self.handed = 0
+
+    def hand_tokens(self, api: ApiServer, done: int, num_seqs: int) -> None:
+        """The API server gets the tokens of the first `done` iterations not handed to it yet."""
+        first = self.handed
+        if done > first:
+            times = self.times
+            api.output_run(self.start_s, times.ends[first:done], times.durations[first:done], num_seqs)
+            self.handed = done
 
 
 def blocks_cover(cohort: DecodeCohort, free_blocks: int, steps: int) -> int:

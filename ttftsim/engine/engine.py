@@ -28,9 +28,9 @@ import simpy
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
-from ttftsim.engine.decode_run import MAX_RUN_STEPS, DecodeRun, RunTimes, run_times
+from ttftsim.engine.decode_run import MAX_RUN_STEPS, DecodeRun, run_times
 from ttftsim.engine.recorder import Recorder
-from ttftsim.engine.scheduler import Scheduler, StepPlan
+from ttftsim.engine.scheduler import Scheduler, StepPlan, rejection
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import KVCacheManager
 from ttftsim.perf.linear import StepCostModel
@@ -72,7 +72,6 @@ class Engine:
         self._last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
         self.api = ApiServer(ApiServerCostsS(**cfg.api_server.model_dump()))
         self._api_on = not self.api.costs.is_free
-        self._run_accounted = 0  # iterations of the decode run in flight whose tokens the API server has
         self.on_end: Callable[[RequestState, str], None] | None = None  # cluster: a request left this engine
         self.on_first_token: Callable[[RequestState], None] | None = None  # cluster: the TTFT histogram
         self.process = env.process(self._loop())
@@ -89,7 +88,7 @@ class Engine:
             self._account_run(sent)
             state.submitted_s = self.api.ingress(sent, req.prompt_tokens)
             state.ingress_s = state.submitted_s - sent
-        reason = self._rejection(req)
+        reason = rejection(self.cfg, self.num_blocks, req)
         if reason:
             state.status, state.rejected_reason = "rejected", reason
             self._end(state, "rejected")
@@ -130,28 +129,8 @@ class Engine:
             return
         self._next_expiry = now + EXPIRY_CHECK_S
         for state in self.scheduler.expire(now - timeout):
-            self._abort(state)
-
-    def _abort(self, state: RequestState) -> None:
-        state.status, state.rejected_reason = "aborted", f"client timeout after {self.client_timeout_s:g} s"
-        self._end(state, "aborted")
-
-    def _rejection(self, req: Request) -> str:
-        total = req.prompt_tokens + req.output_tokens
-        if total > self.cfg.max_model_len:
-            return (
-                f"prompt {req.prompt_tokens} + output {req.output_tokens} tokens exceed max_model_len "
-                f"{self.cfg.max_model_len}"
-            )
-        size = self.cfg.block_size
-        if self.cfg.kv_cache_mode == "paged" and -(-total // size) > self.num_blocks:
-            return f"{total} tokens exceed the KV cache ({self.num_blocks} blocks of {size})"
-        if self.cfg.kv_cache_mode == "static" and -(-self.cfg.max_model_len // size) > self.num_blocks:
-            return (
-                f"a static reservation of max_model_len {self.cfg.max_model_len} tokens exceeds the KV cache "
-                f"({self.num_blocks} blocks of {size})"
-            )
-        return ""
+            state.status, state.rejected_reason = "aborted", f"client timeout after {timeout:g} s"
+            self._end(state, "aborted")
 
     def _end(self, state: RequestState, status: str) -> None:
         self.recorder.request(state, self.replica, status)
@@ -185,32 +164,31 @@ class Engine:
     # ---- the loop ----
 
     def _loop(self) -> Generator[simpy.Event, Any, None]:
+        """Schedule, run, apply, until fail_all interrupts (the replica is gone)."""
         try:
-            yield from self._serve()
-        except simpy.Interrupt:  # fail_all: the replica is gone
-            return
-
-    def _serve(self) -> Generator[simpy.Event, Any, None]:
-        while True:
-            self._pull_arrivals()
-            self._expire()
-            plan = self._schedule() if self.scheduler.has_work() else None
-            if plan is None or plan.is_empty:
-                self._last_start_s = -1.0  # idle: the next arrival is scheduled at once
-                self._wakeup = self.env.event()
-                gap = self._next_arrival_in()
-                if gap is None:
-                    yield self._wakeup
+            while True:
+                self._pull_arrivals()
+                self._expire()
+                plan = self._schedule() if self.scheduler.has_work() else None
+                if plan is None or plan.is_empty:
+                    self._last_start_s = -1.0  # idle: the next arrival is scheduled at once
+                    self._wakeup = self.env.event()
+                    gap = self._next_arrival_in()
+                    if gap is None:
+                        yield self._wakeup
+                    else:
+                        yield self.env.timeout(gap) if not self.accepts_pushes else self.env.timeout(gap) | self._wakeup
+                    continue
+                run = self._run_cap(plan)
+                if run > 1:
+                    yield from self._decode_run(plan, run)
                 else:
-                    yield self.env.timeout(gap) if not self.accepts_pushes else self.env.timeout(gap) | self._wakeup
-                continue
-            run = self._run_cap(plan)
-            if run > 1:
-                yield from self._decode_run(plan, run)
-            else:
-                yield from self._step(plan)
-            if self.accepts_pushes:
-                yield self.env.timeout(0)  # requests pushed at this very instant are seen by the next schedule
+                    yield from self._step(plan)
+                if self.accepts_pushes:
+                    yield self.env.timeout(0)  # requests pushed at this very instant are seen by the next schedule
+
+        except simpy.Interrupt:
+            return
 
     def _schedule(self) -> StepPlan:
         """The next iteration. Under async scheduling (vLLM v1/engine/core.py step_with_batch_queue, two
@@ -341,10 +319,11 @@ class Engine:
         """Up to `steps` decode-only iterations in one timeout; an arrival cuts the run after the
         iteration in progress."""
         env, start = self.env, self.env.now
-        times = self._run_times(plan, steps)
-        ends, durations = times.ends, times.durations
-        self._run = DecodeRun(start, times)
-        self._run_accounted = 0
+        free = self.kv.pool.num_free if self.cfg.kv_cache_mode == "paged" else None
+        cohort = self.scheduler.cohort
+        times = run_times(self.perf, cohort, plan.shape.decode_kv_tokens, steps, self._next_arrival_in(), free)
+        ends = times.ends
+        run = self._run = DecodeRun(start, times)
         done = len(ends)
         if self.accepts_pushes:  # a pushed request may cut the run
             self._wakeup = env.event()
@@ -361,42 +340,30 @@ class Engine:
         if self._api_on:  # arrivals in the last iteration reach the API server before its tokens
             self._pull_arrivals()
         self._run = None
-        self._apply_run(start, ends, durations, done)
+        self._apply_run(run, done)
 
-    def _run_times(self, plan: StepPlan, steps: int) -> RunTimes:
-        free = self.kv.pool.num_free if self.cfg.kv_cache_mode == "paged" else None
-        gap = self._next_arrival_in()
-        return run_times(self.perf, self.scheduler.cohort, plan.shape.decode_kv_tokens, steps, gap, free)
-
-    def _apply_run(self, start: float, ends: Any, durations: Any, done: int) -> None:
+    def _apply_run(self, run: DecodeRun, done: int) -> None:
         """The first `done` iterations of a decode run: blocks in stepping order, then tokens."""
-        cohort = self.scheduler.cohort
+        cohort, start, ends = self.scheduler.cohort, run.start_s, run.times.ends
         self._last_start_s = start + (float(ends[done - 2]) if done > 1 else 0.0)
         self._record_step(start, float(ends[done - 1]), cohort.size * done, done)
         if self.cfg.kv_cache_mode == "paged":
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
-        self.recorder.itl_run(durations[:done], cohort.size)
+        self.recorder.itl_run(run.times.durations[:done], cohort.size)
         if self._api_on:
-            self._hand_run_tokens(start, ends, durations, done)
+            run.hand_tokens(self.api, done, cohort.size)
         if self._awaiting_visible:
             self._mark_visible([start + end for end in ends[:done]], self.api.costs.output_s(cohort.size))
         self._advance_cohort(done)
 
     def _account_run(self, until: float) -> None:
         """Hand the API server the tokens of the decode run's iterations that ended by `until`."""
-        if self._run is None:
-            return
         run = self._run
-        ends = run.times.ends
-        self._hand_run_tokens(run.start_s, ends, run.times.durations, bisect.bisect_right(ends, until - run.start_s))
-
-    def _hand_run_tokens(self, start: float, ends: Any, durations: Any, done: int) -> None:
-        """The API server gets the tokens of the run's first `done` iterations not handed to it yet."""
-        first = self._run_accounted
-        if done > first:
-            self.api.output_run(start, ends[first:done], durations[first:done], self.scheduler.cohort.size)
-            self._run_accounted = done
+        if run is not None:
+            run.hand_tokens(
+                self.api, bisect.bisect_right(run.times.ends, until - run.start_s), self.scheduler.cohort.size
+            )
 
     def settle(self) -> None:
         """At the horizon: take in requests that have arrived, and apply the iterations of an unfinished
@@ -406,13 +373,13 @@ class Engine:
         feed = self._feed
         while feed and feed[0].arrival_s < self.env.now:  # arrived, not yet pulled by the busy engine
             self.submit(feed.popleft(), pulled=True)
-        if self._run is None:
+        run = self._run
+        if run is None:
             return
-        start, ends, durations = self._run.start_s, self._run.times.ends, self._run.times.durations
         self._run = None
-        done = bisect.bisect_left(ends, self.env.now - start)
+        done = bisect.bisect_left(run.times.ends, self.env.now - run.start_s)
         if done:
-            self._apply_run(start, ends, durations, done)
-        if 0 < done < len(ends) and self.cfg.kv_cache_mode == "paged":  # step 1 got its blocks when scheduled
+            self._apply_run(run, done)
+        if 0 < done < len(run.times.ends) and self.cfg.kv_cache_mode == "paged":  # step 1 got its blocks when scheduled
             cohort = self.scheduler.cohort
             self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock)])

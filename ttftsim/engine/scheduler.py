@@ -27,6 +27,7 @@ from ttftsim.engine.queues import WaitingQueue, make_queue
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import NO_HIT, KVCacheManager
 from ttftsim.perf.batch import BatchShape, BatchShapeBuilder
+from ttftsim.workload.request import Request
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +113,7 @@ class Scheduler:
             self.running.remove(state)
             self.kv.free(state.rid)
         kept: list[RequestState] = []
-        for state in self._pop_waiting():
+        for state in _pop_all(self.waiting):
             (gone if state.req.arrival_s <= cutoff_s else kept).append(state)
         for state in kept:
             self.waiting.add(state)
@@ -123,7 +124,7 @@ class Scheduler:
     def in_flight(self) -> list[RequestState]:
         """Every request not yet ended, running first, waiting in queue order (the queue is unchanged)."""
         self.dissolve_cohort()
-        waiting = self._pop_waiting()
+        waiting = _pop_all(self.waiting)
         for state in waiting:
             self.waiting.add(state)
         return [*self.running, *waiting]
@@ -131,15 +132,9 @@ class Scheduler:
     def drain(self) -> list[RequestState]:
         """Hand back every request (the replica is gone): running first, then waiting."""
         self.dissolve_cohort()
-        lost = [*self.running, *self._pop_waiting()]
+        lost = [*self.running, *_pop_all(self.waiting)]
         self.running.clear()
         return lost
-
-    def _pop_waiting(self) -> list[RequestState]:
-        states: list[RequestState] = []
-        while len(self.waiting):
-            states.append(self.waiting.pop())
-        return states
 
     def _chunk(self, remaining: int, budget: int) -> int:
         if self.recompute_all or not self.cfg.enable_chunked_prefill:
@@ -283,7 +278,7 @@ class Scheduler:
             while not kv.allocate(state.rid, state.num_computed + new):
                 victim_at = self.preemption.victim_index(running)
                 victim = running.pop(victim_at)
-                budget += self._unschedule(victim, scheduled)
+                budget += _unschedule(victim, scheduled)
                 self._preempt(victim)
                 preempted.append(victim)
                 index -= victim_at < index
@@ -297,14 +292,6 @@ class Scheduler:
             self._register(state, state.num_computed + new)
             shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
         return budget
-
-    @staticmethod
-    def _unschedule(victim: RequestState, scheduled: list[tuple[RequestState, int]]) -> int:
-        for position, (state, new) in enumerate(scheduled):
-            if state is victim:
-                del scheduled[position]
-                return new
-        return 0
 
     def _preempt(self, state: RequestState) -> None:
         if self.kv.caching:
@@ -372,3 +359,38 @@ class Scheduler:
 
 def _position(entry: tuple[int, RequestState, int]) -> int:
     return entry[0]
+
+
+def rejection(cfg: ResolvedEngine, num_blocks: int, req: Request) -> str:
+    """Why a replica refuses a request outright ('' when it does not): longer than max_model_len, or more
+    KV than the whole cache (paged), or a static reservation larger than the cache."""
+    total = req.prompt_tokens + req.output_tokens
+    if total > cfg.max_model_len:
+        return (
+            f"prompt {req.prompt_tokens} + output {req.output_tokens} tokens exceed max_model_len {cfg.max_model_len}"
+        )
+    size = cfg.block_size
+    if cfg.kv_cache_mode == "paged" and -(-total // size) > num_blocks:
+        return f"{total} tokens exceed the KV cache ({num_blocks} blocks of {size})"
+    if cfg.kv_cache_mode == "static" and -(-cfg.max_model_len // size) > num_blocks:
+        return (
+            f"a static reservation of max_model_len {cfg.max_model_len} tokens exceeds the KV cache "
+            f"({num_blocks} blocks of {size})"
+        )
+    return ""
+
+
+def _unschedule(victim: RequestState, scheduled: list[tuple[RequestState, int]]) -> int:
+    """Take a preempted request out of this step's list; the tokens it had (0 if not scheduled yet)."""
+    for position, (state, new) in enumerate(scheduled):
+        if state is victim:
+            del scheduled[position]
+            return new
+    return 0
+
+
+def _pop_all(queue: WaitingQueue) -> list[RequestState]:
+    states: list[RequestState] = []
+    while len(queue):
+        states.append(queue.pop())
+    return states
