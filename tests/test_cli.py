@@ -77,3 +77,24 @@ def test_usage_error_exits_2() -> None:
     result = run("step", "--model")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["simulate", "examples/llama31-8b-h100.yaml", "--no-such-flag"], "ttftsim simulate: No such option"),
+        (["simulate"], "ttftsim simulate: Missing argument"),
+        (["no-such-command"], "ttftsim: No such command"),
+        (["step", "--tp", "abc"], "ttftsim step: Invalid value for '--tp'"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], said: str) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    entry = str(Path(sys.executable).with_name("ttftsim"))  # the installed command, as users type it
+    done = subprocess.run([entry, *args], capture_output=True, text=True, cwd=root)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {said}"), done.stderr
+    assert "--help" in done.stderr and "Traceback" not in done.stderr
