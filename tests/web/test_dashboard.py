@@ -197,7 +197,7 @@ def test_a_malformed_result_shows_an_error_in_the_page(server: str, browser: Any
     page, errors = _page(browser, server)
     _pick(page, "explorer-result", "sim-broken")
     page.wait_for_function("document.querySelector('#explorer-error').innerText.includes('error')", timeout=30_000)
-    assert "not readable JSON" in page.inner_text("#explorer-error")
+    assert "summary.json: not valid JSON" in page.inner_text("#explorer-error")  # the loader's one line
     page.fill("#explorer-tp", "3")  # does not divide the heads: said in the page, the app keeps working
     page.click("#explorer-run")
     page.wait_for_function(
