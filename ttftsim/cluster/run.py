@@ -18,6 +18,7 @@ from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
+from ttftsim.metrics.percentiles import slo_percentile
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
@@ -45,7 +46,7 @@ class ClusterReport:
         late = 0
         for window in np.unique(windows):
             values = ttft[windows == window]
-            if np.quantile(values, 0.99, method="inverted_cdf") > ttft_p99_s:
+            if slo_percentile(values, 0.99) > ttft_p99_s:
                 late += 1
         return late * window_s / 60.0
 
