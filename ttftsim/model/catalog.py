@@ -34,6 +34,15 @@ def _preset_text(preset: str) -> str:
     return (resources.files("ttftsim.model") / "presets" / f"{preset}.json").read_text(encoding="utf-8")
 
 
+def preset_repository(name: str) -> str | None:
+    """The Hugging Face repository a preset was written from (its `source` starts with it), for a
+    deployment that must name the weights to load; None for a name that is not a preset."""
+    if name not in preset_names():
+        return None
+    first = str(json.loads(_preset_text(name)).get("source", "")).split(" ", 1)[0].rstrip(":,;")
+    return first if first.count("/") == 1 else None
+
+
 @lru_cache(maxsize=1)
 def _preset_keys() -> dict[str, str]:
     """name_key of every preset and of its aliases -> the preset (the package's files: read once)."""

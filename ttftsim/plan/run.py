@@ -18,7 +18,7 @@ from ttftsim.config.slo import PER_REQUEST_TARGETS
 from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
-from ttftsim.model.catalog import load_model
+from ttftsim.model.catalog import load_model, preset_repository
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.plan import evaluate
 from ttftsim.plan.manifests import dump, manifests, vllm_args
@@ -151,7 +151,7 @@ def model_id(plan: Plan) -> str:
         return HF_IDS[plan.model]
     if plan.model.endswith(".json"):  # a config.json in a model folder: the folder is the model
         return Path(plan.model).parent.name or plan.model
-    return plan.model  # a Hugging Face repository id
+    return preset_repository(plan.model) or plan.model  # a preset's repository, or a Hugging Face id as given
 
 
 def write_outputs(result: PlanResult, out: Path, base: str) -> None:
