@@ -56,6 +56,7 @@ class PromptPool:
         if entries is not None:
             self.entries = [self._new_prompt() for _ in range(entries)]
         self._order: list[int] = []
+        self.private = not (self.shared or self.entries)  # no two requests can share a block
 
     def _new_prompt(self) -> tuple[tuple[Segment, ...], int, int]:
         prompt = int(sample_lengths(self.spec.prompt_tokens, self.ctx.rng, 1, self.ctx.base)[0])
@@ -75,10 +76,7 @@ class PromptPool:
     def request(self, arrival_s: float, priority: int = 0) -> Request:
         segments, prompt, output = self.next()
         request_id = next(self.ctx.request_ids)
-        return Request(request_id, arrival_s, prompt, output, segments, priority, private=not self._shares())
-
-    def _shares(self) -> bool:
-        return bool(self.shared or self.entries)
+        return Request(request_id, arrival_s, prompt, output, segments, priority, private=self.private)
 
 
 def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext, pool: PromptPool | None) -> list[Request]:
