@@ -257,7 +257,7 @@ def test_an_incomplete_result_is_listed_and_cannot_be_picked(server: str, browse
 
 def _dash(root: Path) -> Any:
     pytest.importorskip("dash", reason="the dashboard needs Dash (pip install 'ttftsim[web]')")
-    from ttftsim.cli import _web_app
+    from ttftsim.cli.outputs import web_app as _web_app
 
     return _web_app().create_app(root).server.test_client()
 

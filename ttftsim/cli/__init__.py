@@ -1,0 +1,43 @@
+"""Command line: parse, load config, one library call, render. Exit 0 ok, 1 SLO/plan failure, 2 bad input.
+
+Each command imports the library it calls inside its function: `ttftsim models` or `--help` should not pay
+for importing the simulator, the planner or plotly (no command-local import here avoids a cycle: the import
+contracts in .importlinter keep the layers acyclic).
+
+The commands live in modules by what they do, each registering on the one typer app (cli/app.py); importing
+them here registers them. A new command goes in its own module, imported below, and in HELP_ORDER."""
+
+from __future__ import annotations
+
+import typer
+
+from ttftsim.cli import catalog, measure, outputs, run
+from ttftsim.cli.app import app, console
+from ttftsim.cli.entry import main
+
+__all__ = ["app", "console", "main"]
+COMMAND_MODULES = (run, catalog, measure, outputs)
+HELP_ORDER = (
+    "simulate",
+    "plan",
+    "validate",
+    "compare",
+    "accuracy",
+    "calibrate",
+    "advice",
+    "dashboard",
+    "report",
+    "models",
+    "hardware",
+    "step",
+    "memory",
+    "schema",
+)
+
+
+def _help_rank(command: typer.models.CommandInfo) -> int:
+    name = command.name or getattr(command.callback, "__name__", "")
+    return HELP_ORDER.index(name) if name in HELP_ORDER else len(HELP_ORDER)
+
+
+app.registered_commands.sort(key=_help_rank)  # sorted() is stable: commands not named above keep their order

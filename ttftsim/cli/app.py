@@ -1,0 +1,70 @@
+"""The typer app every command module registers on, the console, and what several commands share (options,
+progress bars, a deployment from --model/--hardware options, the request limit, one-line stderr)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, get_args
+
+import typer
+from rich.console import Console
+
+from ttftsim.config.dtypes import KvDtype, WeightDtype
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.model.catalog import load_model
+from ttftsim.perf.iteration import Deployment
+
+app = typer.Typer(
+    name="ttftsim",
+    help="Predict the time-to-first-token distribution of an LLM serving deployment before it exists.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console() if sys.stdout.isatty() else Console(width=160)
+WeightDtypeOption = Annotated[
+    str | None,
+    typer.Option(help="bf16, fp16, fp8, int8 or int4 (default: the checkpoint's; fp8 for an id ending in -FP8)"),
+]
+MaxRequests = Annotated[
+    int | None,
+    typer.Option(help="Most requests one simulation may send (default 2,000,000; docs/inputs.md lists every limit)"),
+]
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Callable[[float], None] | None]:
+    """A progress bar on stderr for long runs (only on a terminal)."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("simulating", total=1.0)
+        yield lambda fraction: bar.update(task, completed=fraction)
+
+
+def deployment_from_options(model: str, gpu: str, tp: int, weight_dtype: str | None, kv_dtype: str) -> Deployment:
+    """--model, --hardware, --tp, --weight-dtype and --kv-dtype as a Deployment; a bad one is an InputError."""
+    if weight_dtype is not None and weight_dtype not in get_args(WeightDtype):
+        raise InputError("--weight-dtype", "", f"unknown weight dtype {weight_dtype!r}")
+    if kv_dtype not in get_args(KvDtype):
+        raise InputError("--kv-dtype", "", f"unknown KV dtype {kv_dtype!r}")
+    spec = load_model(model, "--model")
+    weights = weight_dtype or spec.native_dtype
+    try:
+        return Deployment(spec, load_hardware(gpu, "--hardware"), tp, weights, kv_dtype)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise InputError("--tp", "", str(exc)) from None
+
+
+def request_limit(value: int | None) -> None:
+    """--max-requests, for this process and the plan's workers (TTFTSIM_MAX_REQUESTS; ttftsim/inputs/limits.py)."""
+    from ttftsim.inputs.limits import set_request_limit
+
+    if value is not None and value < 1:
+        raise InputError("--max-requests", "", f"expects a positive number of requests, got {value}")
+    set_request_limit(value)

@@ -1,0 +1,77 @@
+"""The entry point: user errors become one line on stderr and exit code 2, Ctrl-C one line and 130."""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import sys
+import warnings
+from typing import Any
+
+import typer
+
+from ttftsim.cli.app import app
+from ttftsim.errors import InputError
+from ttftsim.perf.memory import DoesNotFitError
+
+
+def _fail(line: str) -> None:
+    sys.stderr.write(line.replace("\n", " ") + "\n")
+
+
+def _warn_one_line(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    _fail(f"warning: {message}")
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit code 2 (usage errors too);
+    warnings (e.g. a shape outside the calibrated range) one line each. At exit the garbage collector's
+    last full pass over everything still alive is skipped (gc.freeze): a tenth of a second after a large
+    run, and the process is ending anyway (atexit handlers and open files still close as usual)."""
+    warnings.showwarning = _warn_one_line
+    atexit.register(gc.freeze)
+    try:
+        code = app(standalone_mode=False)  # click's errors come here as exceptions, not as a framed box
+    except typer.Abort:  # end of input at a prompt
+        _interrupted()
+    except SystemExit as exc:
+        if exc.code == 130:  # Ctrl-C inside a command that exits 130 itself
+            _interrupted()
+        raise
+    except InputError as exc:
+        _fail(f"error: {exc.one_line()}")
+        sys.exit(2)
+    except DoesNotFitError as exc:
+        _fail(f"error: does not fit: {exc}")
+        sys.exit(2)
+    except OSError as exc:  # a path the user gave that the system refuses (a name too long, no permission)
+        where = InputError(str(exc.filename or "input"), "", exc.strerror or exc.__class__.__name__)
+        _fail(f"error: {where.one_line()}")
+        sys.exit(2)
+    except Exception as exc:
+        _usage_error(exc)
+        raise
+    if code == 130:  # typer turns Ctrl-C (KeyboardInterrupt) into Exit(130), here a return value
+        _interrupted()
+    if isinstance(code, int) and code:  # a command's typer.Exit(code)
+        sys.exit(code)
+
+
+def _usage_error(exc: Exception) -> None:
+    """Click's usage errors (an unknown option or command, a bad or missing value; typer vendors click, so
+    the classes are known by name) as one line and exit 2; a bare command prints its help, exit 2."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if "UsageError" not in names:
+        return
+    ctx = getattr(exc, "ctx", None)
+    if "NoArgsIsHelpError" in names and ctx is not None:
+        typer.echo(ctx.get_help(), err=True)
+        sys.exit(2)
+    where = ctx.command_path if ctx is not None else "ttftsim"
+    _fail(f"error: {where}: {exc.format_message()} (see {where} --help)")  # type: ignore[attr-defined]
+    sys.exit(2)
+
+
+def _interrupted() -> None:
+    _fail("interrupted: results are written only once complete; a plan keeps its checkpoint (--resume)")
+    sys.exit(130)

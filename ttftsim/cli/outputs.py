@@ -1,0 +1,111 @@
+"""What the program writes for people: input schemas and generated docs, the advice report, the dashboard and
+the HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ttftsim.cli.app import app, console
+from ttftsim.data_paths import data_folder
+from ttftsim.errors import InputError
+
+
+@app.command()
+def schema(
+    out: Annotated[Path | None, typer.Option(help="Write <input>.schema.json files here")] = None,
+    check: Annotated[bool, typer.Option(help="Exit 1 if docs/config.md or docs/cli.md are out of date")] = False,
+    docs: Annotated[Path, typer.Option(help="Folder of config.md and cli.md")] = Path("docs"),
+) -> None:
+    """JSON Schemas of every input file, and docs/config.md and docs/cli.md generated from them."""
+    from ttftsim.docs import drift, write
+
+    if check:
+        stale = drift(docs, app)
+        for path in stale:
+            console.print(f"[red]out of date:[/] {path} (run `ttftsim schema`)")
+        if stale:
+            raise typer.Exit(1)
+        console.print("docs match the schemas and the CLI")
+        return
+    for written in write(out, docs, app):
+        console.print(f"wrote {written}")
+
+
+@app.command()
+def advice(
+    claims: Annotated[Path, typer.Option(help="The claims and their scenario pairs")] = Path(
+        "examples/advice/claims.yaml"
+    ),
+    out: Annotated[Path, typer.Option(help="The report to write")] = Path("docs/advice.md"),
+    pairs: Annotated[Path, typer.Option(help="Where each run's before/after scenarios go")] = Path(
+        "examples/advice/pairs"
+    ),
+    quick: Annotated[bool, typer.Option(help="Shortened traffic (for CI): indicative numbers only")] = False,
+    only: Annotated[str | None, typer.Option(help="Comma-separated claim numbers")] = None,
+) -> None:
+    """Run every claim of the common TTFT advice as before/after pairs and write the verdicts."""
+    from ttftsim.advice import write_advice
+
+    wanted = None
+    if only:
+        try:
+            wanted = {int(part) for part in only.split(",")}
+        except ValueError:
+            raise InputError("--only", "", f"expects claim numbers like 1,15,17, got {only!r}") from None
+    results = write_advice(claims, out, pairs, quick, wanted)
+    for item in results:
+        claim = item["claim"]
+        verdicts = "; ".join(run["verdict"] for run in item["runs"]) or "not modelled"
+        console.print(f"{claim.id:>2}. {claim.title}: {verdicts}", highlight=False)
+    console.print(f"wrote {out} and {pairs}/")
+
+
+@app.command()
+def dashboard(
+    results: Annotated[
+        Path, typer.Argument(help="Folder of results (simulate --out, plan --out, accuracy JSON)")
+    ] = Path("."),
+    host: Annotated[str, typer.Option(help="Interface to bind (default: this machine only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port")] = 8050,
+) -> None:
+    """The dashboard: scenario explorer, plan, compare and accuracy views over a results folder."""
+    if not results.is_dir():
+        raise InputError(str(results), "", "results folder not found")
+    app_module = web_app()
+    app_module.create_app(results.resolve()).run(host=host, port=port, debug=False)
+
+
+@app.command()
+def report(
+    results: Annotated[Path, typer.Argument(help="Folder of results")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write")] = Path("report.html"),
+) -> None:
+    """Every result in the folder as figures in one self-contained HTML file (plotly.js embedded)."""
+    from ttftsim.results import write_report
+
+    if not results.is_dir():
+        raise InputError(str(results), "", "results folder not found")
+    problems = write_report(results, output)
+    for problem in problems:
+        console.print(f"[yellow]not shown:[/] {problem}", highlight=False)
+    console.print(f"wrote {output}")
+
+
+def web_app() -> Any:
+    """web/app.py, the Dash app (the repository's web/ folder, or a wheel's copy)."""
+    import importlib.util
+
+    path = data_folder("web") / "app.py"
+    try:
+        import dash  # noqa: F401
+    except ImportError:
+        raise InputError("dashboard", "", "Dash is not installed (pip install 'ttftsim[web]')") from None
+    spec = importlib.util.spec_from_file_location("ttftsim_web_app", path)
+    if spec is None or spec.loader is None or not path.exists():
+        raise InputError(str(path), "", "the dashboard's web/app.py is missing")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
