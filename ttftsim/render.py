@@ -79,11 +79,16 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
 
 
 def _render_slo(console: Console, verdict: SloVerdict) -> None:
-    """One line per percentile target: TTFT P99 <= 500 ms: met."""
+    """One line per target: SLO TTFT P99 <= 500 ms: met; a class's with its priority first."""
     for check in verdict.checks:
-        metric, level = check.target.removesuffix("_s").split("_")
         state = "[green]met[/]" if check.is_met else "[red]NOT met[/]"
-        console.print(f"SLO {metric.upper()} {level.upper()} <= {check.target_s * 1e3:.0f} ms: {state}")
+        who = "" if check.priority is None else f"priority {check.priority} "
+        if check.target == "goodput_share":
+            figure = "-" if check.figure_s is None else f"{check.figure_s:.1%}"
+            console.print(f"SLO {who}goodput >= {check.target_s:.1%} of arrivals (got {figure}): {state}")
+            continue
+        metric, level = check.target.removesuffix("_s").split("_")
+        console.print(f"SLO {who}{metric.upper()} {level.upper()} <= {check.target_s * 1e3:.0f} ms: {state}")
 
 
 def _render_cluster(console: Console, cluster: ClusterFigures) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ttftsim.config.slo import Slo
+from ttftsim.config.slo import TARGETS, Slo
 from ttftsim.metrics.run_summary import RunSummary
-from ttftsim.metrics.slo import SloFigures, SloVerdict, judge, slo_figures
+from ttftsim.metrics.slo import SloVerdict, judge, slo_figures
 
 EXPECTED = Path(__file__).resolve().parents[2] / "examples" / "expected"
 
@@ -73,7 +73,9 @@ def test_every_percentile_target_is_judged_with_its_own_figure() -> None:
 
 
 def test_no_arrivals_is_nothing_to_judge() -> None:
-    assert slo_figures(_requests([])) == SloFigures(*[math.inf] * 5, 0.0)
+    empty = slo_figures(_requests([])).as_dict()
+    assert empty.pop("output_tokens_per_unit") == 0.0 and math.isnan(empty.pop("goodput_share"))
+    assert empty == dict.fromkeys(TARGETS, math.inf)
     verdict = judge(Slo(ttft_p99_s=0.5), None)
     assert verdict is not None and verdict.to_json() == {
         "ttft_p99_s": 0.5,

@@ -12,7 +12,9 @@ a share q of the samples are at or below (the inverted empirical CDF, numpy's me
 An SLO "P99 TTFT <= x over every arrival" means "at least 99% of arrivals got their first token within
 x", and that holds exactly when slo_percentile(ttft, 0.99) <= x; an arrival never served is +inf, which
 interpolation would smear into a neighbour (or into NaN: inf x 0). The plan, `validate` and the summary's
-verdict use it; nothing else does.
+verdict use it; nothing else does. `weighted_slo_percentile` is the same rule for samples with integer
+weights (the run's inter-token gaps, each run of equal gaps recorded once): numpy's own inverted CDF with
+weights, equal to slo_percentile of the samples written out one by one.
 """
 
 from __future__ import annotations
@@ -51,3 +53,11 @@ def slo_percentile(values: NDArray[np.float64], q: float) -> float:
     """The smallest value at least a share q of the values are at or below (+inf counts: an arrival never
     served); the figure an SLO percentile target is judged against. Values must not be empty."""
     return float(np.quantile(values, q, method="inverted_cdf"))
+
+
+def weighted_slo_percentile(values: NDArray[np.float64], weights: NDArray[np.float64], q: float) -> float:
+    """`slo_percentile` of the samples with each value repeated by its (integer) weight; inf when there are
+    none (nothing to judge by is not a pass)."""
+    if len(values) == 0 or float(weights.sum()) <= 0:
+        return math.inf
+    return float(np.quantile(values, q, method="inverted_cdf", weights=weights))

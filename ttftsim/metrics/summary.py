@@ -24,7 +24,7 @@ from ttftsim.metrics.run_summary import (
     Throughput,
     TtftBreakdown,
 )
-from ttftsim.metrics.slo import SloVerdict, judge, slo_figures
+from ttftsim.metrics.slo import SloVerdict, good_requests, judge, slo_figures
 
 __all__ = ["BREAKDOWN", "distribution", "quantile_intervals", "summarize", "weighted_distribution"]
 NO_VALUES = Distribution(None, None, None, None, None)
@@ -59,15 +59,6 @@ def weighted_distribution(values: NDArray[np.float64], weights: NDArray[np.float
         return NO_VALUES
     mean = float(np.average(values, weights=weights))
     return Distribution(mean, *(weighted_percentile(values, weights, q) for q in LEVELS.values()))
-
-
-def _meets_slo(requests: pd.DataFrame, slo: Slo) -> pd.Series:
-    ok = requests["status"] == "finished"
-    if slo.ttft_s is not None:
-        ok &= requests["ttft_s"] <= slo.ttft_s
-    if slo.tpot_s is not None:
-        ok &= requests["tpot_s"].fillna(0.0) <= slo.tpot_s
-    return ok
 
 
 def _counts(requests: pd.DataFrame) -> RequestCounts:
@@ -109,14 +100,16 @@ def summarize(
             requests_per_s=len(finished) / span,
             output_tokens_per_s=float(requests["generated_tokens"].sum()) / span,
             prompt_tokens_per_s=float(finished["prompt_tokens"].sum()) / span,
-            goodput_requests_per_s=float(_meets_slo(requests, slo).sum()) / span,
+            goodput_requests_per_s=float(good_requests(requests, slo).sum()) / span,
         ),
         prefix_cache=PrefixCache(prefix[0], prefix[1], prefix[1] / prefix[0] if prefix[0] else 0.0),
-        slo=_verdict(requests, slo),
+        slo=_verdict(requests, itl, slo),
     )
 
 
-def _verdict(requests: pd.DataFrame, slo: Slo) -> SloVerdict | None:
-    if not slo.percentile_targets():
+def _verdict(
+    requests: pd.DataFrame, itl: tuple[NDArray[np.float64], NDArray[np.float64]], slo: Slo
+) -> SloVerdict | None:
+    if not slo.is_judged():
         return None
-    return judge(slo, slo_figures(requests) if len(requests) else None)
+    return judge(slo, slo_figures(requests, slo, itl) if len(requests) else None)

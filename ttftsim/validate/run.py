@@ -29,7 +29,8 @@ from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref
 from ttftsim.simulate import simulate
-from ttftsim.validate.manifests import ServingWorkload, find_serving, read_documents
+from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeployment, check_objects, unsupported_findings
+from ttftsim.validate.manifests import NoServingWorkload, ServingWorkload, find_serving, read_documents
 from ttftsim.workload.budget import check_workload
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 
@@ -91,14 +92,20 @@ class Target:
     engine: EngineArgs
     replicas: int
     serving: ServingWorkload | None
+    schema_findings: list[SchemaFinding] = field(default_factory=list)  # k8s_schema: each object vs its schema
 
 
 def validate(path: Path, extra_manifests: list[Path]) -> Report:
     deploy = load_file(Deploy, path)
     check_workload(deploy.traffic, str(path), "traffic", None, current_limits())  # bounded work, said up front
     base = path.resolve().parent
-    target = _target(deploy, path, base, extra_manifests)
     report = Report(deploy.name)
+    try:
+        target = _target(deploy, path, base, extra_manifests)
+    except UnsupportedDeployment as exc:  # no workload the checks can read: what the files hold, named
+        report.findings += [Finding(f.severity, f.check, f.message, f.fix) for f in exc.findings]
+        return report
+    report.findings += [Finding(f.severity, f.check, f.message, f.fix) for f in target.schema_findings]
     report.deployment = {
         "model": target.model,
         "hardware": target.hardware,
@@ -128,7 +135,14 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
             raise InputError(source, "manifests", "give Kubernetes manifests, or model, hardware and engine arguments")
         return Target(deploy.model, deploy.hardware, deploy.engine, deploy.replicas or 1, None)
     documents = [doc for file in files for doc in read_documents(file)]
-    serving = find_serving(documents)
+    schema_findings = check_objects(documents)  # before the deployment checks
+    try:
+        serving = find_serving(documents)
+    except NoServingWorkload as exc:
+        named = unsupported_findings(documents)
+        if not named:
+            raise
+        raise UnsupportedDeployment(schema_findings + named) from exc
     model = deploy.model or serving.model
     if model is None:
         raise InputError(
@@ -141,7 +155,7 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
         raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
     label = serving.hardware_label()
     hardware = deploy.hardware or (hardware_for_label(label) if label else None)
-    return Target(model, hardware, engine, serving.replicas, serving)
+    return Target(model, hardware, engine, serving.replicas, serving, schema_findings)
 
 
 def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -> None:
@@ -379,7 +393,7 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     if serving is not None and serving.hpa is not None:
         replicas = int((serving.hpa.get("spec") or {}).get("minReplicas", 1))
     result = simulate(_scenario(deploy, target, replicas, cluster=True), base)
-    figures = slo_figures(result.requests)
+    figures = slo_figures(result.requests, deploy.slo, (result.itl_values, result.itl_weights))
     report.prediction = Prediction(replicas, result.replica.kernel_costs, figures)
     if figures.meets(deploy.slo):
         report.add(
@@ -388,7 +402,8 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
         return
     needed = None
     for extra in range(1, MAX_EXTRA_REPLICAS + 1):
-        more = slo_figures(simulate(_scenario(deploy, target, replicas + extra, cluster=True), base).requests)
+        run = simulate(_scenario(deploy, target, replicas + extra, cluster=True), base)
+        more = slo_figures(run.requests, deploy.slo, (run.itl_values, run.itl_weights))
         if more.meets(deploy.slo):
             needed = replicas + extra
             break
