@@ -8,6 +8,7 @@ import pytest
 
 from tests.cluster.factories import FAST_POD, GPU_POOL, cluster_sim, cluster_spec, crashing_builds
 from tests.factories import request
+from ttftsim.cluster.scale_down import pseudo_uid
 
 SLOW_POD = {
     "image_bytes": 10e9,
@@ -103,27 +104,29 @@ def test_a_draining_pod_ends_with_its_last_request_or_when_the_grace_period_runs
     spec = cluster_spec(node_pools=[pool], pod={**FAST_POD, "termination_grace_s": 5}, replicas=2)
     env, cluster = cluster_sim(spec)
     env.run(until=1.0)
-    cluster.route(request(0, 1.0, 100, 2000))  # round robin: pod 0, decoding for more than 12 s
-    cluster.route(request(1, 1.0, 100, 5))  # pod 1
+    cluster.route(request(0, 1.0, 100, 5))  # round robin: pod 0
+    cluster.route(request(1, 1.0, 100, 2000))  # pod 1, decoding for more than 12 s
     env.run(until=2.0)
-    cluster.scale_to(1)  # both Ready at 0 s: the first in creation order goes; it still streams request 0
-    assert [p.state for p in cluster.pods] == ["draining", "ready"]
+    # both Ready at 0 s on one node, created at 0 s: no rule tells them apart but the UID, pod 1's first
+    assert pseudo_uid(1) < pseudo_uid(0)
+    cluster.scale_to(1)  # pod 1 goes; it still streams request 1
+    assert [p.state for p in cluster.pods] == ["ready", "draining"]
     env.run(until=10.0)
-    pod = cluster.pods[0]
+    pod = cluster.pods[1]
     assert (pod.state, pod.ended_s, pod.end_reason) == ("terminated", 7.0, "scaled down (grace period over)")
     rows = cluster.lifecycle.recorders.serving.requests_frame().set_index("request_id")
-    assert rows.loc[0, "status"] == "failed"  # it had streamed tokens: not retried by default
-    assert rows.loc[0, "reason"] == "replica 0 scaled down (grace period over) (attempt 1)"
+    assert rows.loc[1, "status"] == "failed"  # it had streamed tokens: not retried by default
+    assert rows.loc[1, "reason"] == "replica 1 scaled down (grace period over) (attempt 1)"
     cluster.route(request(2, 10.0, 100, 5))
     cluster.scale_to(2)
     env.run(until=20.0)
-    # round robin's turn is 2 (request 2 met a single pod: no turn taken): request 3 to pod 1, 4 to pod 2
+    # round robin: request 3 to pod 0, 4 to pod 2
     cluster.route(request(3, 20.0, 100, 5))
     cluster.route(request(4, 20.0, 100, 5))
-    cluster.scale_to(1)  # pod 1 (Ready 0 s) stays; pod 2 (Ready 15.29 s) drains
+    cluster.scale_to(1)  # pod 0 (Ready 20 s ago, log2 bucket 34) stays; pod 2 (4.71 s ago, bucket 32) drains
     env.run(until=30.0)
     done = cluster.lifecycle.recorders.serving.requests_frame().set_index("request_id")
-    assert list(done.loc[[3, 4], "replica"]) == [1, 2] and set(done.loc[[3, 4], "status"]) == {"finished"}
+    assert list(done.loc[[3, 4], "replica"]) == [0, 2] and set(done.loc[[3, 4], "status"]) == {"finished"}
     assert cluster.pods[2].ended_s == done.loc[4, "finish_s"]  # ended with its last request, not at 25 s
     assert cluster.pods[2].end_reason == "scaled down"
 

@@ -7,7 +7,8 @@ node -> cold start phases -> Ready (routable) -> Draining when scaled down (no n
 when idle or after terminationGracePeriodSeconds) -> Terminated; or Failed (its node or itself fails) or
 CrashLoop (the model does not fit the node's accelerator). The Deployment controller keeps the replica
 count: a failed pod is replaced by a new one (faults.py). Scale-down removes pending pods first, then
-crash-looping, then starting ones, then the most recently ready (ReplicaSet ranking). A warm pool keeps
+crash-looping and starting ones, then ready ones doubled up on a node, then the most recently ready
+(the ReplicaSet ranking, or a pod-deletion-cost controller: scale_down.py). A warm pool keeps
 idle loaded pods that a scale-up promotes at once, then refills. Not modelled: liveness probes and
 restarts with back-off, PodDisruptionBudgets, preemption by priority.
 """
@@ -26,14 +27,14 @@ from ttftsim.cluster.interference import shared_costs
 from ttftsim.cluster.placement import Binder, Node
 from ttftsim.cluster.pod import Pod, ReplicaBuild
 from ttftsim.cluster.provisioner import Provisioner
-from ttftsim.config.cluster import Cluster
+from ttftsim.cluster.scale_down import make_ranking
+from ttftsim.config.cluster import Cluster, ReplicaSetScaleDown
 from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.state import RequestState
 from ttftsim.hardware.catalog import load_hardware
 
 SCHEDULER_RETRY_S = 10.0  # podMaxBackoffSeconds: pending pods are retried at least this often
 CPU_HARDWARE = "CPU-host"  # the profile a GPU-less pod on a GPU node runs at
-SCALE_DOWN_RANK = {"pending": 0, "crashloop": 1, "starting": 2, "ready": 3}  # ReplicaSet: removed first
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class PodLifecycle:
         on_first_token: Callable[[RequestState], None],
     ) -> None:
         self.env, self.spec, self.builds = env, spec, builds
+        scaling = spec.autoscaling
+        self.ranking = make_ranking(scaling.scale_down_ranking if scaling else ReplicaSetScaleDown())
         self.provisioner, self.binder, self.gateway = provisioner, binder, gateway
         self.recorders, self.on_first_token = recorders, on_first_token
         self.pods: list[Pod] = []
@@ -204,10 +207,7 @@ class PodLifecycle:
             else:
                 self.new_pod("serving")
         if desired < len(current):
-            victims = sorted(
-                current, key=lambda p: (SCALE_DOWN_RANK[p.state], -(p.ready_s if p.ready_s == p.ready_s else 0))
-            )
-            for pod in victims[: len(current) - desired]:
+            for pod in self.ranking.order(current, self.env.now)[: len(current) - desired]:
                 self._scale_down(pod)
 
     def _scale_down(self, pod: Pod) -> None:

@@ -157,6 +157,35 @@ class HpaMetric(StrictModel):
     target: float = Field(gt=0, description="Target value (seconds, requests, or a fraction)")
 
 
+class ReplicaSetScaleDown(StrictModel):
+    """The ReplicaSet controller's own order (ActivePodsWithRanks): unassigned, not ready, pods doubled up
+    on a node, then the most recently ready (cluster/scale_down.py)."""
+
+    type: Literal["replicaset"] = Field(default="replicaset", description="Kubernetes' ReplicaSet ranking")
+    logarithmic: bool = Field(
+        default=True,
+        description="LogarithmicScaleDown (on from Kubernetes 1.22, GA 1.31): ready times compared by "
+        "power-of-two buckets, ties at random",
+    )
+
+
+class DeletionCostScaleDown(StrictModel):
+    """A controller keeps controller.kubernetes.io/pod-deletion-cost at each pod's requests in flight, so
+    the least busy ready pods are removed first."""
+
+    type: Literal["deletion_cost"] = Field(description="pod-deletion-cost = requests in flight")
+    logarithmic: bool = Field(default=True, description="LogarithmicScaleDown for the rest of the order")
+
+
+def _replicaset_by_default(value: Any) -> Any:
+    return {**value, "type": "replicaset"} if isinstance(value, dict) and "type" not in value else value
+
+
+ScaleDownRankingSpec = Annotated[
+    ReplicaSetScaleDown | DeletionCostScaleDown, Field(discriminator="type"), BeforeValidator(_replicaset_by_default)
+]
+
+
 class Autoscaling(StrictModel):
     """A HorizontalPodAutoscaler (autoscaling/v2) on vLLM metrics scraped by Prometheus."""
 
@@ -174,6 +203,10 @@ class Autoscaling(StrictModel):
     rate_window_s: float = Field(default=60.0, gt=0, description="rate() window of the TTFT histogram query")
     scale_up: ScalingRules = Field(default_factory=_scale_up_default, description="behavior.scaleUp")
     scale_down: ScalingRules = Field(default_factory=_scale_down_default, description="behavior.scaleDown")
+    scale_down_ranking: ScaleDownRankingSpec = Field(
+        default_factory=ReplicaSetScaleDown,
+        description="Which pods a scale-down removes: replicaset (Kubernetes' order) or deletion_cost",
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> Autoscaling:
