@@ -16,6 +16,7 @@ from dash import Dash, Input, Output, State, ctx, dash_table, dcc, html
 
 from ttftsim import figures
 from ttftsim.errors import InputError
+from ttftsim.explorer import MAX_REQUESTS, run_form
 from ttftsim.hardware.catalog import all_profiles
 from ttftsim.metrics.run_summary import RunSummary
 from ttftsim.model.catalog import preset_names
@@ -24,13 +25,10 @@ from ttftsim.results import (
     ResultError,
     Simulation,
     discover,
-    inside,
     load_accuracy,
     load_plan,
     load_simulation,
 )
-
-MAX_REQUESTS = 5000
 
 
 def _empty(message: str = "") -> go.Figure:
@@ -207,7 +205,7 @@ def _callbacks(app: Dash, root: Path) -> None:  # noqa: C901 (one closure per vi
                     return _empty(), _empty(), _empty(), "", ""
                 sim = load_simulation(root, result)
                 return (*_simulation_figures(sim.requests, _summary(sim), sim.series, sim.slo_s), "")
-            requests, summary, series, slo = _run(root, form)
+            requests, summary, series, slo = run_form(root, form)
             return (*_simulation_figures(requests, summary, series, slo), "")
         except Exception as exc:  # whatever goes wrong is said in the page, never an HTTP 500
             return (
@@ -356,73 +354,6 @@ def _error(exc: Exception, shown: str | None) -> str:
     if isinstance(exc, ResultError | InputError | ValueError):
         return f"error: {exc}"
     return f"error: {shown or 'this view'} could not be shown ({type(exc).__name__}: {exc})"
-
-
-def _run(root: Path, form: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Simulate the scenario the form describes (model, GPU, TP, engine knobs, traffic, SLO)."""
-    model, hardware, tp, seqs, batch, flags, rate, prompt, output, count, slo_ms = form
-    from ttftsim.config.scenario import Scenario
-    from ttftsim.simulate import simulate
-
-    if not all(isinstance(v, int | float) and v > 0 for v in (tp, rate, prompt, output, count, slo_ms)):
-        raise ValueError("tensor parallel, rate, lengths, requests and SLO must be positive numbers")
-    engine: dict[str, Any] = {
-        "tensor_parallel_size": int(tp),
-        "enable_chunked_prefill": "chunked" in (flags or []),
-        "enable_prefix_caching": "prefix" in (flags or []),
-    }
-    if seqs:
-        engine["max_num_seqs"] = int(seqs)
-    if batch:
-        engine["max_num_batched_tokens"] = int(batch)
-    scenario = Scenario.model_validate(
-        {
-            "name": "explorer",
-            "model": _model_ref(root, model),
-            "hardware": _hardware_ref(root, hardware),
-            "engine": engine,
-            "workload": {
-                "type": "synthetic",
-                "arrivals": {"type": "poisson", "rate": float(rate)},
-                "prompt_tokens": {"type": "lognormal", "mean": float(prompt), "std": float(prompt) * 0.8},
-                "output_tokens": {"type": "lognormal", "mean": float(output), "std": float(output) * 0.75},
-                "num_requests": min(int(count), MAX_REQUESTS),
-            },
-            "slo": {"ttft_p99_s": float(slo_ms) / 1e3},
-        }
-    )
-    try:
-        result = simulate(scenario)
-    except Exception as exc:  # a configuration that does not fit, an inconsistent TP: shown in the page
-        raise ValueError(str(exc)) from None
-    return result.requests, result.summary(), result.time_series(), float(slo_ms) / 1e3
-
-
-def _model_ref(root: Path, value: Any) -> str:
-    """A preset by name, or a config.json inside the results folder (by its resolved path): nothing else,
-    whatever the request sends."""
-    if isinstance(value, str) and value in preset_names():
-        return value
-    return _file_inside(root, value, (".json",), "model", "a model preset or a config.json")
-
-
-def _hardware_ref(root: Path, value: Any) -> str:
-    """A hardware profile by name, or a profile YAML inside the results folder (by its resolved path)."""
-    if isinstance(value, str) and value in {profile.name for profile in all_profiles()}:
-        return value
-    return _file_inside(root, value, (".yaml", ".yml"), "GPU", "a hardware profile or a profile YAML")
-
-
-def _file_inside(root: Path, value: Any, suffixes: tuple[str, ...], field: str, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{field}: choose {what}")
-    try:
-        path = inside(root, value)
-    except ResultError as exc:
-        raise ValueError(f"{field} {exc}") from None
-    if not path.is_file() or path.suffix not in suffixes:
-        raise ValueError(f"{field} {value}: not {what} inside the results folder")
-    return str(path)
 
 
 def _ms(value: Any) -> str:
