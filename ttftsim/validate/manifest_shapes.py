@@ -36,6 +36,7 @@ class Probe(_Object):
 
 class ResourceList(_Object):
     gpus: GpuQuantity | None = Field(default=None, alias="nvidia.com/gpu")
+    amd_gpus: GpuQuantity | None = Field(default=None, alias="amd.com/gpu")
 
 
 class Resources(_Object):

@@ -17,6 +17,7 @@ from ttftsim.inputs.structured import parse_yaml_documents
 from ttftsim.validate.manifest_shapes import check_document
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")  # the device plugins' extended resource names
 # vLLM flags -> EngineArgs fields (value flags); boolean flags below
 VALUE_FLAGS = {
     "--tensor-parallel-size": "tensor_parallel_size",
@@ -46,6 +47,10 @@ IGNORED_VALUE_FLAGS = ("--host", "--port", "--served-model-name", "--download-di
 QUANT_NAMES = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "compressed-tensors": "int8", "bitsandbytes": "int4"}
 
 
+class NoServingWorkloadError(InputError):
+    """The manifests hold no workload with a vLLM container (validate names what they hold instead)."""
+
+
 @dataclass
 class ServingWorkload:
     """The serving pods as the manifests declare them."""
@@ -65,11 +70,13 @@ class ServingWorkload:
     hpa_source: str = ""
 
     def gpu_request(self) -> int | None:
+        """GPUs per pod: the device plugin's resource, NVIDIA's or AMD's (ROCm k8s-device-plugin)."""
         resources = self.container.get("resources") or {}
         for part in ("limits", "requests"):
-            value = (resources.get(part) or {}).get("nvidia.com/gpu")
-            if value is not None:
-                return int(value)
+            for name in GPU_RESOURCES:
+                value = (resources.get(part) or {}).get(name)
+                if value is not None:
+                    return int(value)
         return None
 
     def hardware_label(self) -> str | None:
@@ -97,6 +104,9 @@ def read_documents(path: Path) -> list[tuple[str, dict[str, Any]]]:
     documents = [d for d in parse_yaml_documents(read_text(path, what="manifest file"), source) if d is not None]
     out = []
     for index, document in enumerate(documents):
+        if isinstance(document, dict) and "kind" not in document and "apiVersion" not in document:
+            out.append((f"{source}#{index}", document))  # Helm values or other YAML: k8s_schema names it
+            continue
         if not isinstance(document, dict) or "kind" not in document:
             raise InputError(source, f"document {index}", "not a Kubernetes object (no kind)")
         check_document(document, f"{source}#{index}")
@@ -147,7 +157,7 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]]) -> ServingWorkload
                     )
                 )
     if not found:
-        raise InputError(
+        raise NoServingWorkloadError(
             ", ".join(sorted({s.split("#")[0] for s, _ in documents})) or "manifests",
             "",
             "no Deployment, StatefulSet or LeaderWorkerSet with a vLLM container (vllm serve ...)",

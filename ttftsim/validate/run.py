@@ -29,8 +29,8 @@ from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref
 from ttftsim.simulate import simulate
-from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeployment, check_objects, unsupported_findings
-from ttftsim.validate.manifests import NoServingWorkload, ServingWorkload, find_serving, read_documents
+from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeploymentError, check_objects, unsupported_deployment
+from ttftsim.validate.manifests import NoServingWorkloadError, ServingWorkload, find_serving, read_documents
 from ttftsim.workload.budget import check_workload
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 
@@ -102,8 +102,9 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
     report = Report(deploy.name)
     try:
         target = _target(deploy, path, base, extra_manifests)
-    except UnsupportedDeployment as exc:  # no workload the checks can read: what the files hold, named
+    except UnsupportedDeploymentError as exc:  # no workload the checks can read: what the files hold, named
         report.findings += [Finding(f.severity, f.check, f.message, f.fix) for f in exc.findings]
+        report.deployment = {"model": "?", "hardware": None, "replicas": 0, "engine": {}}
         return report
     report.findings += [Finding(f.severity, f.check, f.message, f.fix) for f in target.schema_findings]
     report.deployment = {
@@ -138,11 +139,11 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
     schema_findings = check_objects(documents)  # before the deployment checks
     try:
         serving = find_serving(documents)
-    except NoServingWorkload as exc:
-        named = unsupported_findings(documents)
-        if not named:
+    except NoServingWorkloadError as exc:
+        unsupported = unsupported_deployment(documents, schema_findings)
+        if unsupported is None:
             raise
-        raise UnsupportedDeployment(schema_findings + named) from exc
+        raise unsupported from exc
     model = deploy.model or serving.model
     if model is None:
         raise InputError(

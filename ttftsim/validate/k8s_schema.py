@@ -1,0 +1,191 @@
+"""Every object `ttftsim validate` reads, checked against the Kubernetes schema before the deployment checks.
+
+Built-in kinds go through `kubernetes-validate` (its strict JSON schemas, generated from each release's
+OpenAPI document: an unknown field is an error, as `kubectl apply`'s default strict field validation makes
+it), for the oldest and the newest Kubernetes release ttftsim supports (KUBERNETES_VERSIONS): a field that
+only a newer release knows is said as such. Custom resources (LeaderWorkerSet, InferencePool, HTTPRoute,
+KServe InferenceService) go through their published CRD schemas (ttftsim/validate/crd_schemas.py). Each
+object gives at most one finding per release, on one line: file and document, kind/name, field path, what
+is wrong.
+
+Kinds the deployment checks cannot read (KServe, llm-d, Helm chart values) are named here, so that a set of
+manifests without a Deployment, StatefulSet or LeaderWorkerSet says what it holds instead of only "no
+Deployment". Not checked: CEL rules of CRDs, admission webhooks, anything the cluster's state decides
+(quotas, existing Secrets and claims).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+
+from ttftsim.validate.crd_schemas import crd_schema
+
+# the releases kubernetes-validate 1.37 ships schemas for, from the oldest still on the clouds' extended support
+KUBERNETES_VERSIONS = ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
+CHECKED_VERSIONS = (KUBERNETES_VERSIONS[0], KUBERNETES_VERSIONS[-1])
+MAX_VALUE_CHARS = 60
+# Kinds people deploy vLLM with that the deployment checks do not read: what to tell them
+UNSUPPORTED_KINDS = {
+    "serving.kserve.io InferenceService": "KServe InferenceService",
+    "serving.kserve.io LLMInferenceService": "KServe LLMInferenceService",
+    "serving.kserve.io ServingRuntime": "KServe ServingRuntime",
+    "serving.kserve.io ClusterServingRuntime": "KServe ClusterServingRuntime",
+    "llm-d.ai ModelService": "llm-d ModelService",
+}
+HELM_VALUES = {  # a top-level key of a chart's values.yaml -> the chart
+    "servingEngineSpec": "Helm values of vLLM production-stack (servingEngineSpec)",
+    "modelArtifacts": "Helm values of llm-d ModelService (modelArtifacts)",
+}
+
+
+@dataclass(frozen=True)
+class SchemaFinding:
+    """One finding of the schema check, in the shape of validate's findings."""
+
+    severity: str
+    check: str
+    message: str
+    fix: str = ""
+
+
+def check_objects(documents: list[tuple[str, dict[str, Any]]]) -> list[SchemaFinding]:
+    """Each document checked against its schema: errors, kinds without a schema, documents that are not
+    Kubernetes objects. The documents are (source, object) as validate's manifest reader gives them."""
+    findings: list[SchemaFinding] = []
+    for source, document in documents:
+        if "kind" not in document:
+            message = f"{source}: {not_an_object(document)}; skipped"
+            findings.append(SchemaFinding("warning", NOT_AN_OBJECT, message, HELM_FIX))
+            continue
+        findings += _check_one(source, document)
+    return findings
+
+
+NOT_AN_OBJECT = "not-an-object"
+HELM_FIX = "render the chart first (helm template RELEASE CHART -f values.yaml > rendered.yaml) and validate that"
+
+
+def not_an_object(document: dict[str, Any]) -> str:
+    """What a YAML document without kind is: a chart's values, or unknown."""
+    for key, what in HELM_VALUES.items():
+        if key in document:
+            return f"{what}, not Kubernetes objects"
+    return "not a Kubernetes object (no apiVersion or kind; Helm chart values?)"
+
+
+class UnsupportedDeploymentError(Exception):
+    """No workload the deployment checks can read, and the files deploy a model in another form: the
+    findings that say so (with the schema check's)."""
+
+    def __init__(self, findings: list[SchemaFinding]) -> None:
+        super().__init__("; ".join(f.message for f in findings))
+        self.findings = findings
+
+
+def unsupported_deployment(
+    documents: list[tuple[str, dict[str, Any]]], schema_findings: list[SchemaFinding]
+) -> UnsupportedDeploymentError | None:
+    """When the documents hold no workload the checks read: the error naming each document that deploys a
+    model in another form (with the schema check's findings on the rest), None when there is none."""
+    named = unsupported_findings(documents)
+    if not named:
+        return None
+    return UnsupportedDeploymentError([f for f in schema_findings if f.check != NOT_AN_OBJECT] + named)
+
+
+def unsupported_findings(documents: list[tuple[str, dict[str, Any]]]) -> list[SchemaFinding]:
+    """One error per document that deploys a model in a form the deployment checks cannot read."""
+    findings = []
+    for source, document in documents:
+        if "kind" not in document:
+            message = f"{source}: {not_an_object(document)}"
+            findings.append(SchemaFinding("error", "unsupported-kind", message, HELM_FIX))
+            continue
+        known = UNSUPPORTED_KINDS.get(f"{_group(document)} {document.get('kind')}")
+        if known is not None:
+            message = (
+                f"{source}: {known}/{_name(document)} is not supported: the deployment checks read a Deployment, "
+                "StatefulSet or LeaderWorkerSet with a vLLM container"
+            )
+            findings.append(SchemaFinding("error", "unsupported-kind", message, KIND_FIX))
+    return findings
+
+
+KIND_FIX = "validate the Deployment the controller creates (kubectl get deployment -o yaml), or its vLLM arguments"
+
+
+def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
+    where = f"{source} {document.get('kind')}/{_name(document)}"
+    api_version, kind = str(document.get("apiVersion", "")), str(document.get("kind"))
+    if not api_version:
+        return [SchemaFinding("error", "k8s-schema", f"{where}: apiVersion: missing", "set apiVersion")]
+    custom = crd_schema(api_version, kind)
+    if custom is not None:
+        error = _first_error(custom, document)
+        return [] if error is None else [SchemaFinding("error", "k8s-schema", f"{where}: {error}")]
+    failures: list[tuple[str, str]] = []
+    for version in CHECKED_VERSIONS:
+        try:
+            kubernetes_validate.validate(document, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            failures.append((version, _describe(exc)))
+        except kubernetes_validate.SchemaNotFoundError:
+            failures.append((version, ""))
+    if all(message == "" for _, message in failures) and len(failures) == len(CHECKED_VERSIONS):
+        return [
+            SchemaFinding(
+                "info",
+                "k8s-schema",
+                f"{where}: no schema for {api_version} {kind} (Kubernetes {_range()} or the vendored CRDs); "
+                "not checked",
+            )
+        ]
+    if len(failures) == len(CHECKED_VERSIONS):  # wrong in every release: each distinct message once
+        messages = dict.fromkeys(message or "this apiVersion and kind are not served" for _, message in failures)
+        return [SchemaFinding("error", "k8s-schema", f"{where}: {m} (Kubernetes {_range()})") for m in messages]
+    return [
+        SchemaFinding(
+            "warning",
+            "k8s-schema",
+            f"{where}: {message or 'this apiVersion and kind are not served'} in Kubernetes {version} "
+            "(valid in the other supported releases)",
+        )
+        for version, message in failures
+    ]
+
+
+def _first_error(schema: dict[str, Any], document: dict[str, Any]) -> str | None:
+    """The most relevant schema error (jsonschema's best_match), described; None when the object passes."""
+    validator = jsonschema.Draft202012Validator(schema)
+    best = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    return None if best is None else _describe(best)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    path = ".".join(str(part) for part in error.absolute_path) or "(object)"
+    return f"{path}: {_short(error.message)}"
+
+
+def _short(text: str) -> str:
+    """jsonschema's message with a long echoed value cut short, on one line."""
+    text = " ".join(text.split())
+    if len(text) <= 2 * MAX_VALUE_CHARS + 40:
+        return text
+    return text[:MAX_VALUE_CHARS] + " ... " + text[-MAX_VALUE_CHARS:]
+
+
+def _range() -> str:
+    return f"{CHECKED_VERSIONS[0]}-{CHECKED_VERSIONS[-1]}"
+
+
+def _group(document: dict[str, Any]) -> str:
+    return str(document.get("apiVersion", "")).split("/")[0]
+
+
+def _name(document: dict[str, Any]) -> str:
+    metadata = document.get("metadata")
+    return str(metadata.get("name", "")) if isinstance(metadata, dict) else ""
