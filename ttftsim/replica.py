@@ -5,12 +5,15 @@ engines from; it builds values only and runs nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ttftsim.calibration.costs import CalibratedCosts, fit_path
+from ttftsim.calibration.factors import scaled_api_server, scaled_kernel_costs, scaled_linear, with_overhead
+from ttftsim.config.deployment_calibration import DeploymentCalibration, Factors
 from ttftsim.config.engine import ResolvedEngine, resolve_engine
 from ttftsim.config.hardware import HardwareProfile
+from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import KernelCosts as KernelCostsChoice
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
@@ -18,7 +21,7 @@ from ttftsim.hardware.catalog import load_hardware
 from ttftsim.inputs.files import exists
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.iteration import Deployment, IterationModel
-from ttftsim.perf.kernels import KernelCosts
+from ttftsim.perf.kernels import KernelCosts, RooflineCosts
 from ttftsim.perf.linear import LinearStepModel, StepCostModel
 from ttftsim.perf.memory import MemoryPlan, MemorySettings, plan_memory
 
@@ -44,8 +47,11 @@ def resolve_ref(ref: str, base: Path) -> str:
 def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> Replica:
     model = load_model(resolve_ref(scenario.model, base), source)
     hardware = load_hardware(resolve_ref(scenario.hardware, base), source)
+    factors = deployment_factors(scenario.engine.calibration, hardware, base)
     try:
         engine = resolve_engine(scenario.engine, hardware, model.max_position_embeddings, model.native_dtype)
+        engine = replace(engine, api_server=scaled_api_server(engine.api_server, factors))
+        eager_s, graph_s = engine.iteration_overhead_s, engine.decode_graph_iteration_s
         deployment = Deployment(
             model,
             hardware,
@@ -53,8 +59,8 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             engine.weight_dtype,
             engine.kv_dtype,
             min(engine.cudagraph_max_seqs, engine.max_num_batched_tokens),  # vLLM caps captures at the budget
-            engine.iteration_overhead_s,
-            engine.decode_graph_iteration_s,
+            with_overhead(hardware.overhead.iteration_s if eager_s is None else eager_s, factors),
+            with_overhead(hardware.overhead.decode_graph_iteration_s if graph_s is None else graph_s, factors),
             engine.max_num_seqs,
             engine.async_scheduling,
         )
@@ -71,21 +77,43 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
     kernel_costs, kernel_note = kernel_costs_for(scenario.kernel_costs, hardware, source)
-    perf = IterationModel(deployment, kernel_costs)
+    perf = IterationModel(
+        deployment, scaled_kernel_costs(RooflineCosts(hardware) if kernel_costs is None else kernel_costs, factors)
+    )
     measured = scenario.measured_step_cost
     cost: StepCostModel = (
         perf
         if measured is None
-        else LinearStepModel(
-            measured.fixed_s,
-            measured.per_token_s,
-            measured.per_kv_token_s,
-            measured.per_attn_pair_s,
-            measured.per_decode_token_s,
+        else scaled_linear(
+            LinearStepModel(
+                measured.fixed_s,
+                measured.per_token_s,
+                measured.per_kv_token_s,
+                measured.per_attn_pair_s,
+                measured.per_decode_token_s,
+            ),
+            factors,
         )
     )
     note = kernel_note if measured is None else "measured step costs (measured_step_cost)"
+    if scenario.engine.calibration is not None:
+        note += f", deployment factors of {scenario.engine.calibration}"
     return Replica(engine, perf, memory, blocks, cost, note)
+
+
+def deployment_factors(calibration: str | None, hardware: HardwareProfile, base: Path) -> Factors:
+    """The factors of a calibration file written by `ttftsim fit` (path relative to the scenario's file), or
+    the neutral ones; a file fitted on other hardware is refused."""
+    if calibration is None:
+        return Factors()
+    path = base / calibration
+    loaded = load_file(DeploymentCalibration, path)
+    if loaded.hardware != hardware.name:
+        raise InputError(
+            str(path), "hardware", f"fitted on {loaded.hardware}, the deployment runs on {hardware.name}: "
+            "fit the runs of this hardware (ttftsim fit)",
+        )  # fmt: skip
+    return loaded.factors
 
 
 def kernel_costs_for(

@@ -73,6 +73,13 @@ class EngineArgs(StrictModel):
     api_server: ApiServerCosts | None = Field(
         default=None, description="API-server work per request and token (default: the version's measured costs)"
     )
+    calibration: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="A deployment calibration file written by `ttftsim fit` (path relative to this file): its "
+        "fitted factors (GEMM and attention efficiency, per-step host overhead, API-server cost) apply to "
+        "deployments on the hardware it was fitted on",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> EngineArgs:
