@@ -10,6 +10,7 @@ from ttftsim.config.base import StrictModel
 from ttftsim.config.cluster import RouterName
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.engine import EngineArgs
+from ttftsim.config.manifest_options import ManifestOptions
 from ttftsim.config.slo import Slo, percentile_slo
 from ttftsim.config.workload import (
     ConstantArrivals,
@@ -73,6 +74,9 @@ class Plan(StrictModel):
     confirm_top: int = Field(default=3, ge=1, description="Cheapest candidates confirmed by a cluster simulation")
     gpu_prices: dict[str, Annotated[float, Field(ge=0)]] = Field(
         default_factory=dict, description="Price per GPU-hour by hardware name (default: the profile's)"
+    )
+    manifests: ManifestOptions = Field(
+        default_factory=ManifestOptions, description="The cluster-specific parts of the winner's Kubernetes manifests"
     )
     seed: int = Field(default=0, ge=0, description="Random seed; same plan and seed, same result")
 

@@ -21,7 +21,7 @@ from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model, preset_repository
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.plan import evaluate
-from ttftsim.plan.manifests import dump, manifests, vllm_args
+from ttftsim.plan.manifests import write_deployment
 from ttftsim.plan.search import Progress, Row, Runner, pareto, search
 from ttftsim.plan.store import Store
 from ttftsim.replica import resolve_ref
@@ -173,7 +173,4 @@ def _write_files(result: PlanResult, out: Path, base: str) -> None:
         return
     plan = result.plan
     weights = evaluate.bound_weight_bytes(plan, base, winner.candidate)
-    args = vllm_args(plan, winner.candidate, model_id(plan))
-    (out / "vllm-args.txt").write_text(" ".join(args) + "\n", encoding="utf-8")
-    documents = manifests(plan, winner.candidate, winner.replicas, weights, model_id(plan))
-    (out / "manifests.yaml").write_text(dump(documents), encoding="utf-8")
+    write_deployment(out, plan, winner.candidate, winner.replicas, weights, model_id(plan), Path(base))
