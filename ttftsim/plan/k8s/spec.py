@@ -82,7 +82,6 @@ def deployable(
     pods = max(1, math.ceil(cand.tensor_parallel_size / hardware.gpus_per_node))
     checkpoint = weight_bytes(model, model.native_dtype)
     quantized = cand.quantization not in (None, model.native_dtype)
-    options = getattr(plan, "manifests", None) or ManifestOptions()
     return Deployable(
         name=dns_name(plan.name),
         model_id=model_id,
@@ -103,7 +102,7 @@ def deployable(
         zones=int(getattr(getattr(plan, "availability", None), "zones", 1)),
         online_quantization="fp8" if quantized and cand.quantization == "fp8" else None,
         prequantized=cand.quantization if quantized and cand.quantization in PREQUANTIZED else None,
-        options=options,
+        options=plan.manifests,
     )
 
 
