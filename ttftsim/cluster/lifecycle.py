@@ -22,6 +22,7 @@ from typing import Any
 import simpy
 
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
+from ttftsim.cluster.gangs import member_gang, missing_members, place_members
 from ttftsim.cluster.gateway import Gateway
 from ttftsim.cluster.interference import shared_costs
 from ttftsim.cluster.placement import Binder, Node
@@ -45,7 +46,8 @@ class Recorders:
 
 class PodLifecycle:
     """Owns the pods (indices in creation order) and the desired serving replica count. Invariant: a
-    pod holds node resources exactly while it is starting, ready, draining or crash-looping."""
+    pod holds node resources exactly while it is starting, ready, draining or crash-looping, or (without
+    a gang scheduler) while it is pending with part of its group's member pods bound."""
 
     def __init__(
         self,
@@ -64,6 +66,7 @@ class PodLifecycle:
         self.provisioner, self.binder, self.gateway = provisioner, binder, gateway
         self.recorders, self.on_first_token = recorders, on_first_token
         self.pods: list[Pod] = []
+        self.members = None if spec.pod.gang_scheduling else member_gang(binder)  # member pods bound one by one
         bounds = spec.autoscaling
         self.desired = min(max(spec.replicas, bounds.min_replicas), bounds.max_replicas) if bounds else spec.replicas
 
@@ -71,24 +74,29 @@ class PodLifecycle:
         """The deployment at time 0: its serving pods, the warm pool, the prefill pods (Ready at once on
         the initial nodes when it starts warm, else cold-starting or Pending)."""
         warm = self.spec.start_warm
+        each_now = self.members is None or warm  # a running deployment is placed; a new one's leaders go first
         for _ in range(self.desired):
-            self.new_pod("serving", warm_start=warm)
+            self.new_pod("serving", warm_start=warm, schedule=each_now)
         for _ in range(self.spec.warm_pool):
-            self.new_pod("warm", warm_start=warm)
+            self.new_pod("warm", warm_start=warm, schedule=each_now)
         if self.spec.disaggregation is not None:
             for _ in range(self.spec.disaggregation.prefill_replicas):
-                self.new_pod("prefill", warm_start=warm)
+                self.new_pod("prefill", warm_start=warm, schedule=each_now)
+        if not each_now:
+            self.schedule_pending()
 
     def serving(self) -> list[Pod]:
         return [p for p in self.pods if p.role == "serving" and p.live]
 
-    def new_pod(self, role: str, warm_start: bool = False) -> Pod:
-        """A new pod: Ready at once when warm_start finds a node, else bound and cold-starting, or Pending."""
+    def new_pod(self, role: str, warm_start: bool = False, schedule: bool = True) -> Pod:
+        """A new pod: Ready at once when warm_start finds a node, else bound and cold-starting, or Pending
+        (left to the caller's next schedule_pending when `schedule` is false)."""
         pod = Pod(len(self.pods), role, self.env.now)
         self.pods.append(pod)
         if warm_start and self._bind(pod, cold=False):
             return pod
-        self.schedule_pending()
+        if schedule:
+            self.schedule_pending()
         return pod
 
     # ---- binding ----
@@ -96,11 +104,29 @@ class PodLifecycle:
     def schedule_pending(self) -> None:
         """Bind the pending pods that a node takes now; ask the provisioner for nodes for the rest."""
         pending = [p for p in self.pods if p.state == "pending"]
+        if self.members is not None:
+            self._schedule_members(pending)
+            return
         unplaced = [p for p in pending if not self._bind(p)]
         if unplaced:
             for pod in unplaced:
                 pod.waited_for_node = True
             self.provisioner.provision(len(unplaced))
+
+    def _schedule_members(self, pending: list[Pod]) -> None:
+        """Without a gang scheduler: bind member pods one by one (gangs.py); a group holding all its nodes
+        starts; the provisioner gets a node per member pod still without one."""
+        assert self.members is not None
+        place_members(self.binder, pending, self.provisioner.nodes, self.members)
+        unplaced = []
+        for pod in pending:
+            if len(pod.nodes) == self.members.num_nodes:
+                self._bound(pod, pod.nodes, cold=True)
+            else:
+                pod.waited_for_node = True
+                unplaced.append(pod)
+        if unplaced:
+            self.provisioner.provision_members(missing_members(unplaced, self.members), self.members)
 
     def retry_loop(self) -> Generator[simpy.Event, Any, None]:
         """kube-scheduler retries pending pods at least every SCHEDULER_RETRY_S."""
@@ -114,6 +140,11 @@ class PodLifecycle:
         if nodes is None:
             return False
         self.binder.bind(pod.index, nodes)
+        self._bound(pod, nodes, cold)
+        return True
+
+    def _bound(self, pod: Pod, nodes: list[Node], cold: bool) -> None:
+        """The pod holds all its nodes now: it cold-starts, or (a running deployment at time 0) is Ready."""
         pod.node, pod.workers, pod.bound_s, pod.state = nodes[0], nodes[1:], self.env.now, "starting"
         if pod.waited_for_node:
             pod.phases.append(("pending", pod.created_s, self.env.now))
@@ -124,7 +155,6 @@ class PodLifecycle:
             node.image_cached = node.compile_cached = True
             node.weights_cached = self._page_cacheable()
             self._become_ready(pod)
-        return True
 
     # ---- cold start and readiness ----
 
@@ -197,15 +227,18 @@ class PodLifecycle:
         the lowest-ranked pods down to it."""
         self.desired = desired
         current = self.serving()
+        each_now = self.members is None  # without a gang scheduler, the new groups' leaders queue first
         for _ in range(desired - len(current)):
             warm = next((p for p in self.pods if p.role == "warm" and p.state == "ready"), None)
             if warm is not None:
                 warm.role = "serving"
                 self.gateway.refresh(self.pods)
                 self.gateway.drain()
-                self.new_pod("warm")
+                self.new_pod("warm", schedule=each_now)
             else:
-                self.new_pod("serving")
+                self.new_pod("serving", schedule=each_now)
+        if not each_now and desired > len(current):
+            self.schedule_pending()
         if desired < len(current):
             for pod in self.ranking.order(current, self.env.now)[: len(current) - desired]:
                 self._scale_down(pod)

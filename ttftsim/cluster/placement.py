@@ -13,6 +13,8 @@ Ties are broken with the run's seeded random generator, as kube-scheduler breaks
 
 The Binder runs the scheduling cycle for one pod and binds it: one node, or for a TP group larger than a
 node a gang of whole nodes of one pool (LeaderWorkerSet, all or nothing), each giving the same GPU share.
+Without a gang scheduler (pod.gang_scheduling false) the group's member pods are bound one at a time
+instead (gangs.py).
 Bound pods hold GPUs, CPU and memory on their nodes until released.
 """
 
@@ -199,6 +201,7 @@ class Binder:
 
     def __init__(self, pod: PodSpec, pools: list[NodePool], shape: PodShape, rng: np.random.Generator) -> None:
         self.pod, self.pools, self.shape, self.rng = pod, pools, shape, rng
+        self.shares: dict[int, int] = {}  # pod index -> GPUs it holds on each of its nodes
 
     def pick(self, nodes: list[Node]) -> list[Node] | None:
         """The node, or all the nodes of a multi-node pod (all or nothing), kube-scheduler would bind."""
@@ -226,8 +229,10 @@ class Binder:
         """GPUs the pod holds on each of its nodes."""
         return self.shape.gang(nodes[0].gpus).gpus_each if len(nodes) > 1 else self.shape.gpus
 
-    def bind(self, pod_index: int, nodes: list[Node]) -> None:
-        share = self.share(nodes)
+    def bind(self, pod_index: int, nodes: list[Node], share: int | None = None) -> None:
+        """Bind the pod (or, with `share`, one more member pod of its group) to `nodes`."""
+        share = self.share(nodes) if share is None else share
+        self.shares[pod_index] = share
         for node in nodes:
             node.pods.append(pod_index)
             node.take_gpu(pod_index, share)
@@ -236,7 +241,7 @@ class Binder:
 
     def release(self, pod_index: int, nodes: list[Node], now: float) -> None:
         """Give back what the pod held; a node left without pods is empty from now (the node scale-down clock)."""
-        share = self.share(nodes) if nodes else self.shape.gpus
+        share = self.shares.pop(pod_index, self.shape.gpus)
         for node in nodes:
             node.pods.remove(pod_index)
             node.gpu_of.pop(pod_index, None)

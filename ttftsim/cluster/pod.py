@@ -27,7 +27,8 @@ Wrap = Callable[[StepCostModel], StepCostModel]
 @dataclass
 class Pod:
     """One pod. Invariants: `node` and `workers` are set when it is bound and kept after it ends (for the
-    books); it holds GPUs, CPU and memory there only while starting, ready, draining or crash-looping;
+    books); it holds GPUs, CPU and memory there only while starting, ready, draining or crash-looping, or
+    pending with part of its group bound (no gang scheduler: `node` and `workers` are the members so far);
     `engine` is set once it became ready."""
 
     index: int

@@ -16,7 +16,7 @@ from typing import Any
 
 import simpy
 
-from ttftsim.cluster.placement import Node, PodShape, could_ever_fit, gpus_per_node, unschedulable_reason
+from ttftsim.cluster.placement import Gang, Node, PodShape, could_ever_fit, gpus_per_node, unschedulable_reason
 from ttftsim.config.cluster import Cluster, NodePool
 
 CA_SCAN_S = 10.0  # Cluster Autoscaler --scan-interval
@@ -66,6 +66,18 @@ class Provisioner:
                         self.env.process(self._provision_node(node))
                         room += self.pods_fitting(node)
                     room -= 1
+                    break
+
+    def provision_members(self, num_members: int, gang: Gang) -> None:
+        """Without a gang scheduler the provisioner sees member pods, each asking for a node of its own:
+        nodes on their way take one each, then each member left gets a node in the first pool that could
+        host it and has room under max_nodes."""
+        incoming = sum(1 for n in self.nodes if n.state == "provisioning")
+        for _ in range(num_members - incoming):
+            for pool in self.spec.node_pools:
+                count = sum(1 for n in self.nodes if n.pool is pool and n.state in ("provisioning", "ready"))
+                if count < pool.max_nodes and could_ever_fit(pool, self.spec.pod, gang.gpus_each, gpus_per_node(pool)):
+                    self.env.process(self._provision_node(self._new_node(pool)))
                     break
 
     def pods_fitting(self, node: Node) -> float:

@@ -124,6 +124,12 @@ class PodSpec(StrictModel):
     termination_grace_s: float = Field(
         default=30.0, ge=0, description="terminationGracePeriodSeconds: a removed pod drains this long at most"
     )
+    gang_scheduling: bool = Field(
+        default=True,
+        description="A pod larger than a node (a LeaderWorkerSet group) is placed all or nothing (LWS with "
+        "Volcano, scheduler-plugins coscheduling or Kueue); false: kube-scheduler binds its leader and worker "
+        "pods one by one, so groups can each hold part of what they need and wait",
+    )
 
 
 class ScalingPolicy(StrictModel):
