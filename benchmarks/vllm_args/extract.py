@@ -50,6 +50,19 @@ def _wraps_json(function: Any, depth: int = 0) -> bool:
     return depth < 4 and any(callable(c.cell_contents) and _wraps_json(c.cell_contents, depth + 1) for c in cells)
 
 
+def _switch_values(parser: Any, action: argparse.Action, options: list[str]) -> dict[str, Any] | None:
+    """What each option string of a switch stores (--enable-x True, --no-x or --disable-x False), found by
+    running the action on an empty namespace; None for flags that take a value."""
+    if action.nargs != 0:
+        return None
+    stored = {}
+    for option in options:
+        namespace = argparse.Namespace()
+        action(parser, namespace, [], option)
+        stored[option] = _default(getattr(namespace, action.dest, None))
+    return stored
+
+
 def _default(value: Any) -> Any:
     """The default where it is a plain value; None for config objects (their repr is not stable data)."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -137,17 +150,24 @@ def main(out_dir: Path, cases_dir: Path | None = None) -> Path:
     from vllm import envs
 
     top, parser = _serve_parser()
+    # Every option string the parser accepts, hidden ones included (0.33's EnableDisableAction keeps
+    # --no-enable-x registered but out of action.option_strings).
+    registered: dict[int, list[str]] = {}
+    for option, registered_action in parser._option_string_actions.items():
+        registered.setdefault(id(registered_action), []).append(option)
     flags = []
     for action in parser._actions:
         if not action.option_strings or isinstance(action, argparse._HelpAction):
             continue
+        options = sorted(registered.get(id(action), action.option_strings))
         flags.append(
             {
-                "options": sorted(action.option_strings),
+                "options": options,
                 "dest": action.dest,
                 "nargs": action.nargs if isinstance(action.nargs, (int, type(None))) else str(action.nargs),
                 "value": _value_kind(action),
                 "boolean_optional": isinstance(action, argparse.BooleanOptionalAction),
+                "switch_values": _switch_values(parser, action, options),
                 "choices": sorted(map(str, action.choices)) if action.choices else None,
                 "default": _default(action.default),
             }

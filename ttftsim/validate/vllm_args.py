@@ -1,0 +1,283 @@
+"""Read a vLLM command line the way vLLM's parser reads it, against that version's own argument list.
+
+What vLLM does, in order (vllm/utils/argparse_utils.py FlexibleArgumentParser.parse_args, then Python's
+argparse; vLLM 0.10-0.33):
+- `vllm serve MODEL` takes the model as its first positional; `--model M` also works there (moved to the
+  front; 0.10 refused it). `python -m vllm.entrypoints.openai.api_server --model M` takes it as a flag.
+- In a `--name` (or `--name=value`), underscores before the first `.` become dashes:
+  `--max_num_batched_tokens` is `--max-num-batched-tokens`.
+- `-O3` / `-O 3` is `--optimization-level 3`.
+- `--json-flag.key value` sets one key of a JSON-valued flag (`--compilation-config.mode 3`).
+- argparse then accepts any unambiguous prefix of a long option (allow_abbrev is left on): `--max-num-batched`
+  is `--max-num-batched-tokens`, while `--max-num` matches several and is refused.
+- A name that matches nothing, a missing value, a value of the wrong type or outside the choices: vLLM
+  prints an error and exits before loading anything.
+- `--max-num-batched-tokens 8k` and `--max-model-len 32k` take human-readable numbers (k = 1000, K = 1024).
+
+Left out: `--config FILE` (the file is not in the manifest: named, not read), and Python 3.12's small
+changes to abbreviation matching (the lists and test cases were made with Python 3.11).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ttftsim.validate.vllm_arg_list import ChosenList, VllmFlag
+
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# vllm/engine/arg_utils.py get_kwargs: the int flags that take 1k / 2M style values
+HUMAN_READABLE_INTS = {"max_num_batched_tokens", "max_num_scheduled_tokens", "kv_cache_memory_bytes", "max_model_len"}
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+# vLLM 0.10's FlexibleArgumentParser.parse_args raised ValueError on `vllm serve ... --model M`; from 0.11 it
+# moves M to the front with a deprecation warning
+SERVE_MODEL_FLAG_SINCE = (0, 11)
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+@dataclass(frozen=True)
+class GivenFlag:
+    """A flag as the command line wrote it, the flag vLLM reads it as, and its value."""
+
+    written: str
+    option: str  # the option string it resolved to (full name)
+    flag: VllmFlag
+    value: Any
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    """A vLLM command line as vLLM parses it. `refusals` are vLLM's own reasons to exit at start."""
+
+    model: str | None
+    given: tuple[GivenFlag, ...]
+    refusals: tuple[str, ...]
+
+    def value(self, dest: str) -> Any:
+        """The last value given for this destination (argparse: the last one wins); None if never given."""
+        found = [g.value for g in self.given if g.flag.dest == dest]
+        return found[-1] if found else None
+
+
+def vllm_arguments(words: list[str]) -> tuple[list[str], bool] | None:
+    """(the arguments after `vllm serve` or the API-server module, whether a positional model is allowed);
+    None when the words are not a vLLM command. Words with neither (an image's own entrypoint) are read as
+    `vllm serve`'s arguments, as the vllm/vllm-openai image's ENTRYPOINT runs them."""
+    for index, word in enumerate(words):
+        if word == "serve" and index > 0 and words[index - 1].rsplit("/", 1)[-1] == "vllm":
+            return words[index + 1 :], True
+        if word == API_SERVER_MODULE:
+            return words[index + 1 :], False
+    if words and not words[0].startswith("-") and words[0].rsplit("/", 1)[-1] in ("python", "python3", "vllm"):
+        return None
+    return words, True
+
+
+def parse_command(arguments: list[str], chosen: ChosenList, positional_model: bool = True) -> ParsedCommand:
+    """The model, flags and refusals of vLLM's parser for these arguments (after `vllm serve`)."""
+    tokens = _preprocess(arguments, "--optimization-level" in chosen.args.flags)
+    parser = _Parser(chosen, tokens)
+    model = parser.run(positional_model)
+    if positional_model and _minor(chosen.args.version) < SERVE_MODEL_FLAG_SINCE and parser.model_flag_given():
+        parser.refusals.append("with `vllm serve`, give the model as the first positional argument, not --model")
+    return ParsedCommand(model, tuple(parser.given), tuple(parser.refusals))
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = (version.split(".") + ["0"])[:2]
+    return int(major), int(minor)
+
+
+def _preprocess(arguments: list[str], has_optimization_level: bool) -> list[str]:
+    """FlexibleArgumentParser's rewriting: underscores to dashes in names, -O levels, dotted JSON keys.
+    -O3 is --optimization-level 3 where that flag exists; before it (0.10) -O was the compilation config's
+    short name and -O3 set its level (`-O.level=3`)."""
+    out: list[str] = []
+    dotted: dict[str, dict[str, Any]] = {}
+    index = 0
+    while index < len(arguments):
+        arg = arguments[index]
+        index += 1
+        if arg.startswith("--"):
+            name, sep, value = arg.partition("=")
+            base, dot, rest = name[2:].partition(".")
+            name = "--" + base.replace("_", "-") + dot + rest
+            if dot:  # --json-flag.key value: one key of a JSON flag
+                if not sep and index < len(arguments):
+                    value, index = arguments[index], index + 1
+                _set_dotted(dotted.setdefault("--" + base.replace("_", "-"), {}), rest, value)
+                continue
+            out.append(name + sep + value)
+        elif arg.startswith("-O") and arg != "-O" and arg[2] != ".":
+            level = arg[3:] if arg[2] == "=" else arg[2:]
+            out += ["--optimization-level", level] if has_optimization_level else ["-O", json.dumps({"level": level})]
+        elif arg == "-O" and index < len(arguments) and arguments[index] in ("0", "1", "2", "3"):
+            if has_optimization_level:
+                out.append("--optimization-level")
+            else:
+                out += ["-O", json.dumps({"level": arguments[index]})]
+                index += 1
+        else:
+            out.append(arg)
+    for name, value in dotted.items():
+        out += [name, json.dumps(value)]
+    return out
+
+
+def _set_dotted(target: dict[str, Any], path: str, raw: str) -> None:
+    keys = path.rstrip("+").split(".")
+    try:
+        value: Any = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    if path.endswith("+"):
+        value = raw.split(",")
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+    target[keys[-1]] = value
+
+
+class _Parser:
+    """argparse's walk over the tokens, with the flags of one vLLM version."""
+
+    def __init__(self, chosen: ChosenList, tokens: list[str]) -> None:
+        self.args = chosen.args
+        self.tokens = tokens
+        self.index = 0
+        self.given: list[GivenFlag] = []
+        self.refusals: list[str] = []
+        self.unrecognized: list[str] = []
+
+    def run(self, positional_model: bool) -> str | None:
+        model: str | None = None
+        while self.index < len(self.tokens):
+            token = self.tokens[self.index]
+            self.index += 1
+            if not _is_option(token):
+                if positional_model and model is None:
+                    model = token
+                else:
+                    self.unrecognized.append(token)
+                continue
+            self._option(token)
+        if self.unrecognized:
+            self.refusals.append("unrecognized arguments: " + " ".join(self.unrecognized))
+        flag_model = next((g.value for g in reversed(self.given) if g.flag.dest == "model"), None)
+        return model if model is not None else (str(flag_model) if flag_model is not None else None)
+
+    def model_flag_given(self) -> bool:
+        return any(g.flag.dest == "model" for g in self.given)
+
+    def _option(self, token: str) -> None:
+        written, sep, explicit = token.partition("=")
+        option = self._resolve(written)
+        if option is None:
+            self.unrecognized.append(token)
+            while self.index < len(self.tokens) and not _is_option(self.tokens[self.index]):
+                self.unrecognized.append(self.tokens[self.index])  # argparse leaves its values unparsed too
+                self.index += 1
+            return
+        flag = self.args.flags[option]
+        values = self._values(option, flag, explicit if sep else None)
+        if values is None:
+            return
+        value = self._convert(option, flag, values)
+        if value is not None:
+            self.given.append(GivenFlag(written, option, flag, value))
+
+    def _resolve(self, written: str) -> str | None:
+        if written in self.args.flags:
+            return written
+        if not (written.startswith("--") and self.args.allow_abbrev):
+            return None
+        matches = [option for option in self.args.long_options() if option.startswith(written)]
+        if len(matches) > 1:
+            self.refusals.append(f"ambiguous option: {written} could match {', '.join(matches)}")
+            return None
+        return matches[0] if matches else None
+
+    def _values(self, option: str, flag: VllmFlag, explicit: str | None) -> list[str] | None:
+        """The strings the flag consumes (argparse's nargs), or None after a refusal."""
+        if flag.nargs == 0:
+            if explicit is not None:
+                self.refusals.append(f"argument {option}: ignored explicit argument {explicit!r}")
+                return None
+            return []
+        if explicit is not None:
+            return [explicit]
+        following = []
+        while self.index < len(self.tokens) and not _is_option(self.tokens[self.index]):
+            following.append(self.tokens[self.index])
+            self.index += 1
+            if flag.nargs in (None, "?"):
+                break
+        if not following and flag.nargs in (None, "+"):
+            needs = "one argument" if flag.nargs is None else "at least one argument"
+            self.refusals.append(f"argument {option}: expected {needs}")
+            return None
+        return following
+
+    def _convert(self, option: str, flag: VllmFlag, values: list[str]) -> Any:
+        if flag.nargs == 0:
+            return flag.stores(option)
+        if not values:  # nargs "?" with nothing after it: the flag's const
+            return True
+        try:
+            converted = [_typed(flag, v) for v in values]
+        except ValueError as exc:
+            self.refusals.append(f"argument {option}: {exc}")
+            return None
+        if flag.choices is not None:
+            bad = [v for v in values if v not in flag.choices]
+            if bad:
+                self.refusals.append(f"argument {option}: invalid choice: {bad[0]!r}")
+                return None
+        return converted if flag.nargs == "+" else converted[0]
+
+
+def _is_option(token: str) -> bool:
+    return token.startswith("-") and token != "-" and not _NEGATIVE_NUMBER.match(token)
+
+
+def _typed(flag: VllmFlag, text: str) -> Any:
+    """The value as the flag's type function would convert it; ValueError in argparse's words."""
+    if flag.value == "int":
+        if flag.dest in HUMAN_READABLE_INTS:
+            return _human_int(text, allow_auto=flag.dest == "max_model_len")
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"invalid int value: {text!r}") from None
+    if flag.value == "float":
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"invalid float value: {text!r}") from None
+    if flag.value == "json" and text.strip().startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError(f"Value {text} cannot be converted to JSON") from None
+    return text
+
+
+def _human_int(text: str, allow_auto: bool) -> int:
+    """vllm/utils/argparse_utils.py human_readable_int (and _or_auto: -1 or auto is -1)."""
+    text = text.strip()
+    if allow_auto and (text == "-1" or text.lower() == "auto"):
+        return -1
+    match = _HUMAN.fullmatch(text)
+    if match:
+        number, suffix = match.groups()
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix])
+        if "." not in number:
+            return int(number) * _BINARY[suffix]
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"invalid value: {text!r}") from None
