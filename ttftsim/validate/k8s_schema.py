@@ -120,9 +120,10 @@ KIND_FIX = "validate the Deployment the controller creates (kubectl get deployme
 
 def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
     where = f"{source} {document.get('kind')}/{_name(document)}"
-    api_version, kind = str(document.get("apiVersion", "")), str(document.get("kind"))
-    if not api_version:
-        return [SchemaFinding("error", "k8s-schema", f"{where}: apiVersion: missing", "set apiVersion")]
+    api_version, kind = document.get("apiVersion"), str(document.get("kind"))
+    if not isinstance(api_version, str) or not api_version:
+        problem = "missing" if api_version is None else "not a group/version string"
+        return [SchemaFinding("error", "k8s-schema", f"{where}: apiVersion: {problem}", "set apiVersion")]
     custom = crd_schema(api_version, kind)
     if custom is not None:
         error = _first_error(custom, document)
@@ -133,7 +134,7 @@ def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
             kubernetes_validate.validate(document, version, strict=True)
         except kubernetes_validate.ValidationError as exc:
             failures.append((version, _describe(exc)))
-        except kubernetes_validate.SchemaNotFoundError:
+        except (kubernetes_validate.SchemaNotFoundError, kubernetes_validate.utils.InvalidSchemaError):
             failures.append((version, ""))
     if all(message == "" for _, message in failures) and len(failures) == len(CHECKED_VERSIONS):
         return [

@@ -1,0 +1,237 @@
+"""validate's schema check (ttftsim/validate/k8s_schema.py, crd_schemas.py): each object against the Kubernetes
+schema of the oldest and newest supported release, custom resources against their vendored CRD schemas; one
+line per finding naming file, kind/name and field; kinds the deployment checks cannot read named instead of
+"no Deployment"; AMD GPUs counted as a GPU request."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.test_cli import run
+from ttftsim.validate.crd_schemas import CRD_FOLDER, strict, vendor, vendored_kinds, without_descriptions
+from ttftsim.validate.k8s_schema import SchemaFinding, check_objects, unsupported_findings
+from ttftsim.validate.run import validate
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "validate"
+
+
+def _objects(text: str, source: str = "m.yaml") -> list[tuple[str, dict[str, Any]]]:
+    return [(f"{source}#{i}", d) for i, d in enumerate(yaml.safe_load_all(text)) if d is not None]
+
+
+def _example_deployment() -> dict[str, Any]:
+    document: dict[str, Any] = next(yaml.safe_load_all((EXAMPLE / "k8s.yaml").read_text()))
+    return document
+
+
+def test_the_examples_objects_pass() -> None:
+    assert check_objects(_objects((EXAMPLE / "k8s.yaml").read_text())) == []
+
+
+def test_an_unknown_field_is_one_error_naming_file_object_and_field() -> None:
+    deployment = _example_deployment()
+    deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["protocl"] = "TCP"
+    assert check_objects([("k8s.yaml#0", deployment)]) == [
+        SchemaFinding(
+            "error",
+            "k8s-schema",
+            "k8s.yaml#0 Deployment/chat-8b: spec.template.spec.containers.0.ports.0: Additional properties are not "
+            "allowed ('protocl' was unexpected) (Kubernetes 1.29-1.37)",
+        )
+    ]
+
+
+def test_a_wrong_type_names_the_field() -> None:
+    deployment = _example_deployment()
+    deployment["spec"]["template"]["spec"]["containers"][0]["startupProbe"]["periodSeconds"] = "10"
+    (finding,) = check_objects([("k8s.yaml#0", deployment)])
+    assert finding.message == (
+        "k8s.yaml#0 Deployment/chat-8b: spec.template.spec.containers.0.startupProbe.periodSeconds: "
+        "'10' is not of type 'integer', 'null' (Kubernetes 1.29-1.37)"
+    )
+
+
+def test_a_field_newer_than_the_oldest_release_is_a_warning_naming_it() -> None:
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "llm"},
+        "spec": {"trafficDistribution": "PreferClose", "ports": [{"port": 8000}]},  # Kubernetes 1.30+
+    }
+    assert check_objects([("s.yaml#0", service)]) == [
+        SchemaFinding(
+            "warning",
+            "k8s-schema",
+            "s.yaml#0 Service/llm: spec: Additional properties are not allowed ('trafficDistribution' was "
+            "unexpected) in Kubernetes 1.29 (valid in the other supported releases)",
+        )
+    ]
+
+
+def test_a_kind_without_a_schema_is_said_not_checked() -> None:
+    monitor = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor", "metadata": {"name": "vllm"}}
+    (finding,) = check_objects([("m.yaml#2", monitor)])
+    assert (finding.severity, finding.message) == (
+        "info",
+        "m.yaml#2 PodMonitor/vllm: no schema for monitoring.coreos.com/v1 PodMonitor (Kubernetes 1.29-1.37 or the "
+        "vendored CRDs); not checked",
+    )
+
+
+@pytest.mark.parametrize("api_version", [None, ["v1"]])
+def test_a_missing_or_malformed_api_version_is_a_finding(api_version: Any) -> None:
+    document = {"kind": "Service", "metadata": {"name": "x"}, "apiVersion": api_version}
+    (finding,) = check_objects([("m.yaml#0", document)])
+    assert finding.severity == "error" and finding.message.startswith("m.yaml#0 Service/x: apiVersion: ")
+
+
+def test_custom_resources_go_through_their_crd_schemas() -> None:
+    pool = {
+        "apiVersion": "inference.networking.k8s.io/v1",
+        "kind": "InferencePool",
+        "metadata": {"name": "llm"},
+        "spec": {"selector": {"matchLabels": {"app": "llm"}}, "targetPorts": [{"number": "8000"}]},
+    }
+    (finding,) = check_objects([("p.yaml#0", pool)])
+    assert finding.message == "p.yaml#0 InferencePool/llm: spec.targetPorts.0.number: '8000' is not of type 'integer'"
+    pool["spec"]["targetPorts"] = [{"number": 8000}]
+    assert check_objects([("p.yaml#0", pool)]) == []
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "big"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {}, "leaderTemplat": {}}},
+    }
+    (finding,) = check_objects([("l.yaml#0", lws)])
+    assert finding.message == (
+        "l.yaml#0 LeaderWorkerSet/big: spec.leaderWorkerTemplate: Additional properties are not allowed "
+        "('leaderTemplat' was unexpected)"
+    )
+
+
+def test_kserve_and_helm_values_are_named_as_unsupported() -> None:
+    kserve = _objects((EXAMPLE / "kserve.yaml").read_text(), "kserve.yaml")
+    assert check_objects(kserve) == []  # valid against KServe's CRD schema
+    assert [f.message for f in unsupported_findings(kserve)] == [
+        "kserve.yaml#0: KServe InferenceService/llama-8b is not supported: the deployment checks read a "
+        "Deployment, StatefulSet or LeaderWorkerSet with a vLLM container"
+    ]
+    values = [("values.yaml#0", {"servingEngineSpec": {"modelSpec": []}}), ("v2.yaml#0", {"modelArtifacts": {}})]
+    assert [f.message for f in unsupported_findings(values)] == [
+        "values.yaml#0: Helm values of vLLM production-stack (servingEngineSpec), not Kubernetes objects",
+        "v2.yaml#0: Helm values of llm-d ModelService (modelArtifacts), not Kubernetes objects",
+    ]
+
+
+def test_validate_on_a_kserve_service_is_one_finding_exit_1() -> None:
+    result = run("validate", str(EXAMPLE / "deploy-kserve.yaml"), "--json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert [(f["severity"], f["check"]) for f in report["findings"]] == [("error", "unsupported-kind")]
+    assert "KServe InferenceService/llama-8b" in report["findings"][0]["message"]
+    assert report["prediction"] is None
+
+
+def test_validate_on_helm_values_names_the_chart(tmp_path: Path) -> None:
+    (tmp_path / "k8s.yaml").write_text("servingEngineSpec:\n  modelSpec:\n  - name: llama\n")
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text((EXAMPLE / "deploy.yaml").read_text())
+    report = validate(deploy, [])
+    assert [(f.check, f.message) for f in report.findings] == [
+        (
+            "unsupported-kind",
+            f"{tmp_path / 'k8s.yaml'}#0: Helm values of vLLM production-stack (servingEngineSpec), "
+            "not Kubernetes objects",
+        )
+    ]
+    assert report.findings[0].fix.startswith("render the chart first (helm template")
+
+
+def test_schema_errors_come_first_and_the_deployment_checks_still_run(tmp_path: Path) -> None:
+    text = (
+        (EXAMPLE / "k8s.yaml")
+        .read_text()
+        .replace("ports: [{containerPort: 8000}]", "ports: [{containerPort: 8000, hostPortt: 1}]")
+    )
+    (tmp_path / "k8s.yaml").write_text(text)
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text((EXAMPLE / "deploy.yaml").read_text())
+    report = validate(deploy, [])
+    assert report.findings[0].check == "k8s-schema" and "'hostPortt' was unexpected" in report.findings[0].message
+    assert not report.passed
+    assert report.prediction is not None  # the shape checks passed, so the rest of validate ran
+
+
+def test_amd_gpus_are_a_gpu_request(tmp_path: Path) -> None:
+    text = (EXAMPLE / "k8s.yaml").read_text().replace("nvidia.com/gpu: 1", "amd.com/gpu: 1")
+    assert text.count("amd.com/gpu: 1") == 2
+    (tmp_path / "k8s.yaml").write_text(text)
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text((EXAMPLE / "deploy.yaml").read_text())
+    report = validate(deploy, [])
+    assert not [f for f in report.findings if f.check in ("gpu-request", "tp-vs-gpus", "k8s-schema")]
+
+
+def test_strict_refuses_unknown_fields_except_where_the_crd_preserves_them() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {"properties": {"type": "string"}}},
+            "free": {"type": "object", "properties": {"a": {}}, "x-kubernetes-preserve-unknown-fields": True},
+            "map": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    }
+    assert strict(schema) == {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {"properties": {"type": "string"}},  # a field named "properties" is a field
+                "additionalProperties": False,
+            },
+            "free": {"type": "object", "properties": {"a": {}}, "x-kubernetes-preserve-unknown-fields": True},
+            "map": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+        "additionalProperties": False,
+    }
+
+
+def test_vendoring_drops_description_texts_only_and_is_deterministic() -> None:
+    schema = {
+        "description": "an object",
+        "type": "object",
+        "properties": {"description": {"type": "string", "description": "a field named description"}},
+    }
+    assert without_descriptions(schema) == {"type": "object", "properties": {"description": {"type": "string"}}}
+    crd = {
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Thing"},
+            "versions": [
+                {"name": "v1", "served": True, "schema": {"openAPIV3Schema": schema}},
+                {"name": "v0", "served": False, "schema": {"openAPIV3Schema": schema}},
+            ],
+        }
+    }
+    files = vendor(crd)
+    assert list(files) == [CRD_FOLDER / "example.com_v1_Thing.json.gz"]
+    assert files == vendor(crd)  # no timestamp in the gzip header
+    assert json.loads(gzip.decompress(files[CRD_FOLDER / "example.com_v1_Thing.json.gz"])) == without_descriptions(
+        schema
+    )
+
+
+def test_the_vendored_kinds() -> None:
+    assert vendored_kinds() == [
+        "gateway.networking.k8s.io/v1 HTTPRoute",
+        "gateway.networking.k8s.io/v1beta1 HTTPRoute",
+        "inference.networking.k8s.io/v1 InferencePool",
+        "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet",
+        "serving.kserve.io/v1beta1 InferenceService",
+    ]
