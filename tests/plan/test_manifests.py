@@ -140,6 +140,8 @@ def test_a_tp_group_wider_than_a_node_is_a_leader_worker_set_joined_by_ray() -> 
         "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker --ray_address=$(LWS_LEADER_ADDRESS)"
     )
     assert "startupProbe" in leader and "startupProbe" not in worker
+    worker_annotations = lws["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"]
+    assert "prometheus.io/scrape" not in worker_annotations  # workers serve no API and no /metrics
     assert objects["Service"]["spec"]["selector"] == {
         "app": "quickstart",
         "leaderworkerset.sigs.k8s.io/worker-index": "0",
@@ -233,7 +235,10 @@ def test_production_stack_values_carry_the_engine_flags_in_the_charts_fields() -
         "extraArgs": ["--quantization", "fp8"],
     }
     assert (model["repository"], model["tag"], model["requestGPU"]) == ("vllm/vllm-openai", "v0.15.1", 2)
+    assert model["pvcAccessMode"] == ["ReadWriteMany"]  # one claim mounted by three replicas
     assert values["routerSpec"] == {"routingLogic": "prefixaware"}
+    least = production_stack_values(make_spec(cand=make_candidate(router="least_outstanding")))
+    assert least is not None and least["routerSpec"] == {"routingLogic": "roundrobin"}
 
 
 def test_write_deployment_leaves_the_files_and_a_readme_with_the_apply_order(tmp_path: Path) -> None:
@@ -261,6 +266,14 @@ def test_write_deployment_leaves_the_files_and_a_readme_with_the_apply_order(tmp
     assert "kubectl create secret generic llm-creds --from-literal=token=$HF_TOKEN" in steps[0]
     assert "storage.yaml" in steps[1] and "manifests.yaml" in steps[4]
     assert "&id" not in (tmp_path / "manifests.yaml").read_text()  # no YAML anchors
+    assert "Weights are quantized online" not in readme and "production-stack policy" not in readme
+
+
+def test_readme_says_what_an_alternative_does_differently_and_flags_online_fp8(tmp_path: Path) -> None:
+    write_deployment(tmp_path, make_plan(), make_candidate(quantization="fp8"), 3, 16e9, "m/x", BASE)
+    readme = (tmp_path / "README.md").read_text()
+    assert "Weights are quantized online: `--quantization fp8` on the 16-bit checkpoint" in readme
+    assert "(its router has no least_outstanding policy: routingLogic roundrobin, the nearest it offers)" in readme
 
 
 @pytest.mark.parametrize(

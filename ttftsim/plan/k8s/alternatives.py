@@ -46,7 +46,7 @@ def production_stack_values(spec: Deployable) -> dict[str, Any] | None:
         "requestGPU": spec.gpus_per_pod,
         "requestGPUType": spec.gpu_resource,
         "pvcStorage": f"{spec.storage_gib}Gi",
-        "pvcAccessMode": ["ReadWriteOnce"],
+        "pvcAccessMode": ["ReadWriteMany"],  # one claim for every replica of the model, as in our storage.yaml
         "vllmConfig": {**config, "extraArgs": extra},
         "hf_token": {"secretName": spec.options.hf_token_secret, "secretKey": spec.options.hf_token_key},
         "nodeSelectorTerms": [{"matchExpressions": [spec.node_selector]}],

@@ -49,14 +49,10 @@ def quantization_notes(spec: Deployable) -> dict[str, str]:
 
 def pod_template(spec: Deployable, command: list[str], probes: bool = True) -> dict[str, Any]:
     """The pod template of one replica's pod (a LeaderWorkerSet worker: probes=False, its own command)."""
+    scrape = {"prometheus.io/scrape": "true", "prometheus.io/port": str(PORT), "prometheus.io/path": "/metrics"}
     metadata: dict[str, Any] = {
         "labels": labels(spec),
-        "annotations": {
-            "prometheus.io/scrape": "true",
-            "prometheus.io/port": str(PORT),
-            "prometheus.io/path": "/metrics",
-            **quantization_notes(spec),
-        },
+        "annotations": {**(scrape if probes else {}), **quantization_notes(spec)},  # workers serve no API
     }
     pod: dict[str, Any] = {
         "affinity": {

@@ -3,6 +3,7 @@ order, and what each file is."""
 
 from __future__ import annotations
 
+from ttftsim.plan.k8s.alternatives import STACK_ROUTERS
 from ttftsim.plan.k8s.objects import EPP_PORT, HPA_METRIC
 from ttftsim.plan.k8s.spec import Deployable
 
@@ -34,7 +35,7 @@ def readme(spec: Deployable, files: list[str]) -> str:
         "",
         "## The files",
         "",
-        *[f"- `{name}`: {FILE_NOTES[name]}" for name in files if name in FILE_NOTES],
+        *[f"- `{name}`: {FILE_NOTES[name]}{_caveat(spec, name)}" for name in files if name in FILE_NOTES],
         "",
     ]
     return "\n".join(lines)
@@ -48,6 +49,13 @@ FILE_NOTES = {
     "kserve-inferenceservice.yaml": "alternative: the same deployment as a KServe InferenceService",
     "vllm-args.txt": "the `vllm serve` command line alone",
 }
+
+
+def _caveat(spec: Deployable, name: str) -> str:
+    """What an alternative does differently from the plan."""
+    if name == "production-stack-values.yaml" and spec.router not in STACK_ROUTERS:
+        return f" (its router has no {spec.router} policy: routingLogic roundrobin, the nearest it offers)"
+    return ""
 
 
 def _quantization(spec: Deployable) -> list[str]:
