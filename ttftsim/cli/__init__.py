@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import typer
 
-from ttftsim.cli import catalog, measure, outputs, run
+from ttftsim.cli import catalog, fit, measure, outputs, run
 from ttftsim.cli.app import app, console
 from ttftsim.cli.entry import main
 
 __all__ = ["app", "console", "main"]
-COMMAND_MODULES = (run, catalog, measure, outputs)
+COMMAND_MODULES = (run, catalog, measure, fit, outputs)
 HELP_ORDER = (
     "simulate",
     "plan",
     "validate",
     "compare",
     "accuracy",
+    "fit",
     "calibrate",
     "advice",
     "dashboard",

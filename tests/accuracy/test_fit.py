@@ -1,0 +1,252 @@
+"""`ttftsim fit`: the factors inside the cost models (known answers), a fit that recovers factors a simulation
+was run with, cross-validation folds, and the refusals (one line)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.test_cli import _assert_one_line_error, run
+from ttftsim.accuracy.fit import Evaluator, Problem, folds_of, residuals_of, to_factors, to_vector
+from ttftsim.accuracy.fit_checks import check_effects
+from ttftsim.accuracy.fit_run import fit_cases, parse_factors
+from ttftsim.accuracy.ground_truth import Case, StageTruth
+from ttftsim.accuracy.harness import StageResult, run_case
+from ttftsim.calibration.factors import ScaledKernelCosts, scaled_api_server, scaled_linear
+from ttftsim.config.deployment_calibration import FactorName, Factors
+from ttftsim.config.engine import ApiServerCosts
+from ttftsim.config.scenario import Scenario
+from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.perf.batch import BatchShape
+from ttftsim.perf.kernels import AttentionShape, RooflineCosts
+from ttftsim.perf.linear import LinearStepModel
+from ttftsim.replica import build_replica
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+MODEL = str(REPORTS / "cpu-server-model" / "config.json")
+STEP = {"fixed_s": 0.006, "per_token_s": 1e-4, "per_decode_token_s": 5e-4, "per_kv_token_s": 0.0, "source": "test"}
+API = {"per_request_s": 0.002, "per_prompt_token_s": 5e-6, "per_output_token_s": 6e-5, "per_step_s": 5e-4}
+
+
+def calibration_file(folder: Path, hardware: str = "CPU-host", **factors: float) -> Path:
+    path = folder / "cal.json"
+    document = {"format": "ttftsim-deployment-calibration", "version": 1, "hardware": hardware, "factors": factors}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def scenario(rate: float, calibration: str | None = None, num_requests: int = 24, **step: float) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "name": f"{rate:g} req/s",
+            "model": MODEL,
+            "hardware": "CPU-host",
+            "engine": {
+                "vllm_version": "0.32",
+                "block_size": 32,
+                "max_num_batched_tokens": 512,
+                "max_num_seqs": 32,
+                "max_model_len": 2048,
+                "num_gpu_blocks_override": 2730,
+                "api_server": API,
+                "calibration": calibration,
+            },
+            "workload": {
+                "type": "synthetic",
+                "arrivals": {"type": "constant", "rate": rate},
+                "prompt_tokens": {"type": "fixed", "value": 256},
+                "output_tokens": {"type": "fixed", "value": 8},
+                "num_requests": num_requests,
+            },
+            "measured_step_cost": STEP | step,
+        }
+    )
+
+
+# ---- the factors inside the cost models ----
+
+
+def test_scaled_linear_divides_token_terms_and_adds_overhead() -> None:
+    model = LinearStepModel(0.006, 1e-4, 2e-6, 1e-8, 5e-4)
+    scaled = scaled_linear(
+        model, Factors(gemm_efficiency_scale=0.5, attention_efficiency_scale=0.25, step_overhead_s=0.004)
+    )
+    assert scaled == LinearStepModel(0.010, 2e-4, 8e-6, 4e-8, 1e-3)
+    # 100 prefill tokens, 2 decodes, 1,000 KV tokens: 0.010 + 100 x 2e-4 + 2 x 1e-3 + 1,000 x 8e-6
+    shape = BatchShape(prefill_tokens=100, num_prefill_seqs=1, num_decode_seqs=2, decode_kv_tokens=1000)
+    assert scaled.time_s(shape) == pytest.approx(0.010 + 0.020 + 0.002 + 0.008)
+
+
+def test_overhead_never_takes_the_fixed_term_below_zero() -> None:
+    assert scaled_linear(LinearStepModel(0.006), Factors(step_overhead_s=-0.01)).fixed_s == 0.0
+
+
+def test_scaled_kernel_costs_scale_gemm_and_attention_only() -> None:
+    roofline = RooflineCosts(load_hardware("H100-SXM5-80GB"))
+    scaled = ScaledKernelCosts(roofline, gemm_scale=0.5, attention_scale=0.8)
+    shape = AttentionShape(q_heads=32, kv_heads=8, head_dim=128, kv_bytes=2)
+    assert scaled.gemm_s(512, 4096, 4096, "bf16", 4096 * 4096 * 2.0) == pytest.approx(
+        2 * roofline.gemm_s(512, 4096, 4096, "bf16", 4096 * 4096 * 2.0)
+    )
+    assert scaled.decode_attention_s(8, 8000, shape) == pytest.approx(roofline.decode_attention_s(8, 8000, shape) / 0.8)
+    kv = np.array([1000.0, 2000.0])
+    np.testing.assert_allclose(
+        scaled.decode_attention_many_s(2, kv, shape), roofline.decode_attention_many_s(2, kv, shape) / 0.8
+    )
+    assert scaled.memory_s(1e6) == roofline.memory_s(1e6)
+
+
+def test_api_server_costs_scale_together() -> None:
+    costs = scaled_api_server(ApiServerCosts(**API), Factors(api_server_cost_scale=2.0))
+    assert (costs.per_request_s, costs.per_prompt_token_s, costs.per_output_token_s, costs.per_step_s) == (
+        0.004,
+        1e-5,
+        1.2e-4,
+        1e-3,
+    )
+
+
+def test_build_replica_applies_the_calibration_file(tmp_path: Path) -> None:
+    calibration_file(tmp_path, gemm_efficiency_scale=0.5, step_overhead_s=0.002, api_server_cost_scale=3.0)
+    replica = build_replica(scenario(2.0, "cal.json"), tmp_path)  # relative to the scenario's folder
+    assert replica.cost == LinearStepModel(0.008, 2e-4, 0.0, 0.0, 1e-3)
+    assert replica.engine.api_server.per_request_s == pytest.approx(0.006)
+    assert "deployment factors of cal.json" in replica.kernel_costs
+
+
+def test_calibration_on_other_hardware_is_refused(tmp_path: Path) -> None:
+    calibration_file(tmp_path, hardware="H100-SXM5-80GB")
+    with pytest.raises(InputError) as caught:
+        build_replica(scenario(2.0, "cal.json"), tmp_path)
+    assert caught.value.source == str(tmp_path / "cal.json") and caught.value.field == "hardware"
+
+
+def test_bad_calibration_file_is_one_line_through_simulate(tmp_path: Path) -> None:
+    path = calibration_file(tmp_path, gemm_efficiency_scale=0.5)
+    path.write_text(path.read_text().replace('"version": 1', '"version": 7'))
+    spec = scenario(2.0, "cal.json").model_dump(mode="json")
+    (tmp_path / "scenario.json").write_text(json.dumps(spec))
+    _assert_one_line_error(run("simulate", str(tmp_path / "scenario.json")), "cal.json", "version")
+
+
+# ---- the fit ----
+
+
+def measured_case(rate: float, factors: Factors, folder: Path) -> Case:
+    """A run 'measured' by simulating it with known factors: its percentiles become the truth."""
+    path = calibration_file(folder, **factors.model_dump())
+    truth = StageTruth(f"{rate:g} req/s", 0.0, float("inf"), {})
+    simulated = run_case(Case("truth", scenario(rate, str(path)), [truth]))[0]
+    metrics = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50")
+    measured = {metric: simulated.predicted[metric] for metric in metrics}
+    return Case(f"{rate:g} req/s", scenario(rate), [replace(truth, measured=measured)])
+
+
+def test_fit_recovers_the_factors_the_runs_were_simulated_with(tmp_path: Path) -> None:
+    true = Factors(gemm_efficiency_scale=0.5, step_overhead_s=0.004)
+    cases = [measured_case(rate, true, tmp_path) for rate in (2.0, 8.0, 20.0)]
+    names: tuple[FactorName, ...] = ("gemm_efficiency_scale", "step_overhead_s")
+    calibration, result, notes = fit_cases(cases, Path(), tmp_path, names, [], "test")
+    assert result.factors.gemm_efficiency_scale == pytest.approx(0.5, rel=0.03)
+    assert result.factors.step_overhead_s == pytest.approx(0.004, abs=3e-4)
+    assert calibration.errors is not None and calibration.errors.in_sample["ttft_p50"] < 0.01
+    assert calibration.errors.unfitted["ttft_p50"] > 0.3  # the neutral factors were far off
+    assert len(result.fold_factors) == 3 and notes == []
+    low, high = result.interval("gemm_efficiency_scale")
+    assert low <= high and low == pytest.approx(0.5, rel=0.05)
+
+
+def test_folds_are_leave_one_out_for_few_runs_and_five_for_many() -> None:
+    assert folds_of(3) == [[0], [1], [2]]
+    assert folds_of(12) == [[0, 5, 10], [1, 6, 11], [2, 7], [3, 8], [4, 9]]
+
+
+def test_factor_vector_round_trips() -> None:
+    names: tuple[FactorName, ...] = ("gemm_efficiency_scale", "step_overhead_s")
+    factors = Factors(gemm_efficiency_scale=0.25, step_overhead_s=-0.002)
+    assert to_vector(names, factors).tolist() == pytest.approx([np.log(0.25), -0.4])
+    assert to_factors(names, to_vector(names, factors)) == factors
+
+
+def test_residuals_are_log_ratios_of_the_fitted_percentiles() -> None:
+    result = StageResult(
+        "run",
+        "s",
+        {"ttft_p50": 0.1, "ttft_mean": 0.2, "tpot_p50": 0.01},
+        {"ttft_p50": 0.2, "ttft_mean": 0.1, "tpot_p50": 0.01},
+        False,
+        False,
+    )
+    assert residuals_of([result]).tolist() == pytest.approx([np.log(2.0), 0.0])  # the mean is not fitted here
+
+
+# ---- refusals ----
+
+
+def test_one_load_level_is_refused_for_two_factors(tmp_path: Path) -> None:
+    cases = [measured_case(4.0, Factors(), tmp_path), replace(measured_case(4.0, Factors(), tmp_path), name="again")]
+    with pytest.raises(InputError) as caught:
+        fit_cases(cases, Path(), tmp_path, ("gemm_efficiency_scale", "step_overhead_s"), [], "test")
+    assert caught.value.field == "runs" and "one load level (4 req/s)" in caught.value.message
+
+
+def test_a_factor_without_effect_is_refused(tmp_path: Path) -> None:
+    cases = [measured_case(rate, Factors(), tmp_path) for rate in (2.0, 10.0)]  # no attention terms in the step cost
+    with pytest.raises(InputError) as caught:
+        fit_cases(cases, Path(), tmp_path, ("gemm_efficiency_scale", "attention_efficiency_scale"), [], "test")
+    assert caught.value.field == "attention_efficiency_scale" and "no effect" in caught.value.message
+    assert "--factors gemm_efficiency_scale" in caught.value.message
+
+
+class LinearResiduals:
+    """A stand-in evaluator whose residuals are J x: the checks see exactly the sensitivities J."""
+
+    def __init__(self, names: tuple[str, ...], jacobian: list[list[float]]) -> None:
+        self.problem = SimpleNamespace(names=names, cases=[None, None])
+        self.jacobian = np.asarray(jacobian)
+
+    def residuals(self, x: Any, runs: Any) -> Any:
+        return self.jacobian @ np.asarray(x, dtype=np.float64)
+
+
+def test_factors_with_proportional_effects_are_refused() -> None:
+    names = ("gemm_efficiency_scale", "step_overhead_s", "api_server_cost_scale")
+    # gemm and overhead move the four metrics in the same proportions; the API server differently
+    evaluator = LinearResiduals(names, [[1.0, 2.0, 0.0], [0.5, 1.0, 1.0], [0.2, 0.4, 0.0], [0.1, 0.2, 0.3]])
+    with pytest.raises(InputError) as caught:
+        check_effects(evaluator)  # type: ignore[arg-type]
+    assert caught.value.field == "gemm_efficiency_scale, step_overhead_s" or caught.value.field == (
+        "step_overhead_s, gemm_efficiency_scale"
+    )
+    assert "cannot tell" in caught.value.message
+
+
+def test_independent_effects_pass_the_check() -> None:
+    names = ("gemm_efficiency_scale", "step_overhead_s")
+    check_effects(LinearResiduals(names, [[1.0, 0.0], [0.5, 1.0], [0.0, 1.0]]))  # type: ignore[arg-type]
+
+
+def test_unknown_factor_is_one_line() -> None:
+    with pytest.raises(InputError) as caught:
+        parse_factors("gemm_efficiency_scale,warp_speed")
+    assert caught.value.source == "--factors" and "'warp_speed'" in caught.value.message
+    assert parse_factors("step_overhead_s, gemm_efficiency_scale") == ("gemm_efficiency_scale", "step_overhead_s")
+
+
+def test_fit_with_one_report_of_one_run_is_refused_on_one_line(tmp_path: Path) -> None:
+    report = REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json"
+    result = run("fit", str(report), "--deployment", str(REPORTS / "cpu-server.yaml"), "-o", str(tmp_path / "c.json"))
+    _assert_one_line_error(result, "ttftsim fit", "runs", "at least 2")
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_problem_holds_its_runs() -> None:
+    problem = Problem([], Path(), Path(), "CPU-host", ("step_overhead_s",), 0.006)
+    assert Evaluator(problem).problem is problem

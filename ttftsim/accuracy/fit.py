@@ -1,0 +1,234 @@
+"""Fit a few deployment factors (config/deployment_calibration.py) to a team's measured runs, with k-fold
+cross-validation over runs.
+
+Objective: the sum of squared log ratios predicted / measured of each run's TTFT P50, P90, P99 and TPOT
+P50 (a closed loop with a warm-up: its TTFT and TPOT means), over the runs not overloaded, minimised by
+scipy's bounded Nelder-Mead (scipy.optimize.minimize; deterministic: a fixed first simplex). Every
+prediction is the accuracy harness's (harness.run_case: the same seeds, the same windows), with the
+factors written to a calibration file that the scenario's engine names, so a fit is evaluated through the
+same hook as a user's later runs. Scales are fitted in log space; the overhead in
+units of OVERHEAD_UNIT_S.
+
+Cross-validation: runs dealt to k folds in order (k = the number of runs, leave-one-out, up to MAX_LOO_RUNS
+runs; else DEFAULT_FOLDS); each fold is fitted on the other runs (starting from the fit on all) and predicts
+its own. A factor's interval is the range of its fold fits.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import minimize
+
+from ttftsim.accuracy.ground_truth import Case
+from ttftsim.accuracy.harness import StageResult, run_case
+from ttftsim.config.deployment_calibration import FactorName, Factors
+
+FIT_METRICS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "ttft_mean", "tpot_mean")
+OPEN_LOOP_METRICS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50")
+CLOSED_LOOP_METRICS = ("ttft_mean", "tpot_mean")
+MAX_LOO_RUNS = 8
+DEFAULT_FOLDS = 5
+OVERHEAD_UNIT_S = 0.005  # the overhead's fitting unit: a forward-difference step of 0.05 units is 0.25 ms
+SCALE_BOUNDS = (0.05, 20.0)
+MAX_OVERHEAD_S = 0.2
+RATIO_CLIP = 1e3  # an overloaded prediction (infinite TTFT) counts as 1000x the measurement
+SIMPLEX_STEP = 0.5  # the first simplex: x 1.65 on a scale, 2.5 ms on the overhead
+FOLD_SIMPLEX_STEP = 0.2  # a fold starts from the fit on every run, nearby
+X_TOLERANCE = 0.01  # 1 % on a scale, 0.05 ms on the overhead
+F_TOLERANCE = 1e-4
+EVALUATIONS_PER_FACTOR = 40
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is fitted: the runs, which factors, and the lower bound of the overhead (minus the smallest host
+    time per step, so that no step's host time goes below zero)."""
+
+    cases: list[Case]
+    base: Path
+    folder: Path  # where the trial calibration files go
+    hardware: str
+    names: tuple[FactorName, ...]
+    min_overhead_s: float
+
+
+def to_factors(names: Sequence[FactorName], x: Sequence[float] | NDArray[np.float64]) -> Factors:
+    values = {
+        name: (value * OVERHEAD_UNIT_S if name == "step_overhead_s" else math.exp(value))
+        for name, value in zip(names, (float(v) for v in x), strict=True)
+    }
+    return Factors.model_validate(values)
+
+
+def to_vector(names: Sequence[FactorName], factors: Factors) -> NDArray[np.float64]:
+    values = [
+        getattr(factors, name) / OVERHEAD_UNIT_S if name == "step_overhead_s" else math.log(getattr(factors, name))
+        for name in names
+    ]
+    return np.asarray(values, dtype=np.float64)
+
+
+def bounds(problem: Problem) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    lows, highs = [], []
+    for name in problem.names:
+        if name == "step_overhead_s":
+            lows.append(-problem.min_overhead_s / OVERHEAD_UNIT_S)
+            highs.append(MAX_OVERHEAD_S / OVERHEAD_UNIT_S)
+        else:
+            lows.append(math.log(SCALE_BOUNDS[0]))
+            highs.append(math.log(SCALE_BOUNDS[1]))
+    return np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+
+
+class Evaluator:
+    """Predictions of runs under factors, memoised by the factor values (least squares asks again)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self._memo: dict[tuple[tuple[float, ...], tuple[int, ...]], list[StageResult]] = {}
+        self._files = 0
+
+    def calibration_file(self, factors: Factors) -> Path:
+        self._files += 1
+        path = self.problem.folder / f"trial-{self._files}.json"
+        document = {
+            "format": "ttftsim-deployment-calibration",
+            "version": 1,
+            "hardware": self.problem.hardware,
+            "factors": factors.model_dump(),
+        }
+        path.write_text(json.dumps(document), encoding="utf-8")
+        return path
+
+    def results(self, factors: Factors, runs: Sequence[int]) -> list[StageResult]:
+        key = (tuple(factors.model_dump().values()), tuple(runs))
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        path = str(self.calibration_file(factors).resolve())
+        results: list[StageResult] = []
+        for index in runs:
+            case = self.problem.cases[index]
+            engine = case.scenario.engine.model_copy(update={"calibration": path})
+            results += run_case(
+                replace(case, scenario=case.scenario.model_copy(update={"engine": engine})), self.problem.base
+            )
+        self._memo[key] = results
+        return results
+
+    def residuals(self, x: Sequence[float] | NDArray[np.float64], runs: Sequence[int]) -> NDArray[np.float64]:
+        return residuals_of(self.results(to_factors(self.problem.names, x), runs))
+
+
+def residuals_of(results: Sequence[StageResult]) -> NDArray[np.float64]:
+    """log(predicted / measured) per fitted metric of every stage not measured as overloaded."""
+    values = []
+    for result in results:
+        if result.measured_overloaded:
+            continue
+        for metric in metrics_of(result):
+            measured, predicted = result.measured.get(metric), result.predicted.get(metric)
+            if measured is None or predicted is None or not measured > 0:
+                continue
+            ratio = predicted / measured if math.isfinite(predicted) else RATIO_CLIP
+            values.append(math.log(min(RATIO_CLIP, max(1 / RATIO_CLIP, ratio))))
+    return np.asarray(values, dtype=np.float64)
+
+
+def metrics_of(result: StageResult) -> tuple[str, ...]:
+    """The percentiles where the run has them, else (a closed loop after a warm-up) the means."""
+    return OPEN_LOOP_METRICS if "ttft_p50" in result.measured else CLOSED_LOOP_METRICS
+
+
+def fit_runs(
+    evaluator: Evaluator, runs: Sequence[int], start: NDArray[np.float64], step: float = SIMPLEX_STEP
+) -> NDArray[np.float64]:
+    """The factor vector that minimises the runs' summed squared log errors, within bounds: Nelder-Mead from
+    a simplex of `step` along each factor (a log step on a scale, step x OVERHEAD_UNIT_S on the overhead).
+    Derivative-free on purpose: a simulation's percentiles move in small jumps when a batch changes, which
+    finite differences read as steep slopes (trust-region least squares stalled on them)."""
+    low, high = bounds(evaluator.problem)
+    x0 = np.clip(start, low, high)
+    simplex = [x0]
+    for i in range(len(x0)):
+        vertex = x0.copy()
+        vertex[i] = vertex[i] + step if vertex[i] + step <= high[i] else vertex[i] - step
+        simplex.append(vertex)
+    solution = minimize(
+        lambda x: float(np.sum(evaluator.residuals(x, runs) ** 2)),
+        x0,
+        method="Nelder-Mead",
+        bounds=list(zip(low, high, strict=True)),
+        options={
+            "initial_simplex": np.asarray(simplex),
+            "xatol": X_TOLERANCE,
+            "fatol": F_TOLERANCE,
+            "maxfev": EVALUATIONS_PER_FACTOR * len(x0),
+        },
+    )
+    x: NDArray[np.float64] = solution.x
+    return x
+
+
+def folds_of(num_runs: int) -> list[list[int]]:
+    """Runs dealt in order to k folds: leave-one-out up to MAX_LOO_RUNS runs."""
+    k = num_runs if num_runs <= MAX_LOO_RUNS else DEFAULT_FOLDS
+    return [[i for i in range(num_runs) if i % k == fold] for fold in range(k)]
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """The fit on every run, each fold's fit, and the three sets of predictions (one StageResult list per
+    run, in run order)."""
+
+    names: tuple[FactorName, ...]
+    factors: Factors
+    fold_factors: list[Factors]
+    unfitted: list[StageResult]
+    in_sample: list[StageResult]
+    cross_validated: list[StageResult]
+
+    def interval(self, name: FactorName) -> tuple[float, float]:
+        values = [getattr(factors, name) for factors in self.fold_factors]
+        return min(values), max(values)
+
+
+def fit(evaluator: Evaluator, progress: Callable[[str], None] = lambda _: None) -> FitResult:
+    problem = evaluator.problem
+    runs = list(range(len(problem.cases)))
+    neutral = Factors()
+    unfitted = evaluator.results(neutral, runs)
+    progress("fitting on every run")
+    best = fit_runs(evaluator, runs, to_vector(problem.names, neutral))
+    factors = to_factors(problem.names, best)
+    in_sample = evaluator.results(factors, runs)
+    fold_factors, held_out = [], {}
+    for number, fold in enumerate(folds_of(len(runs)), start=1):
+        progress(f"cross-validation fold {number}: runs {', '.join(problem.cases[i].name for i in fold)} held out")
+        train = [i for i in runs if i not in fold]
+        fold_fit = to_factors(problem.names, fit_runs(evaluator, train, best, FOLD_SIMPLEX_STEP))
+        fold_factors.append(fold_fit)
+        for i in fold:
+            held_out[i] = evaluator.results(fold_fit, [i])
+    cross_validated = [result for i in runs for result in held_out[i]]
+    return FitResult(problem.names, factors, fold_factors, unfitted, in_sample, cross_validated)
+
+
+def median_errors(results: Sequence[StageResult], metrics: Sequence[str] = FIT_METRICS) -> dict[str, float]:
+    """Median absolute percentage error per metric over the stages not measured as overloaded."""
+    errors: dict[str, list[float]] = {}
+    for result in results:
+        if result.measured_overloaded:
+            continue
+        for metric, error in result.errors().items():
+            if metric in metrics:
+                errors.setdefault(metric, []).append(error)
+    return {metric: statistics.median(values) for metric, values in errors.items()}

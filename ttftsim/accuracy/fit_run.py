@@ -1,0 +1,153 @@
+"""`ttftsim fit`: the runs of several benchmark reports on one deployment, the identifiability checks, the
+fit with cross-validation, and the calibration file (config/deployment_calibration.py) it writes."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from ttftsim.accuracy.fit import Evaluator, FitResult, Problem, fit, median_errors
+from ttftsim.accuracy.fit_checks import SOURCE, check_effects, check_runs
+from ttftsim.accuracy.ground_truth import Case
+from ttftsim.accuracy.harness import OVERLOAD_TTFT_S
+from ttftsim.accuracy.reports import measured_cases
+from ttftsim.config.deployment_calibration import (
+    FACTOR_NAMES,
+    DeploymentCalibration,
+    FactorFit,
+    FactorName,
+    MetricErrors,
+    Provenance,
+)
+from ttftsim.errors import InputError
+from ttftsim.perf.linear import LinearStepModel
+from ttftsim.replica import build_replica
+
+
+def parse_factors(text: str) -> tuple[FactorName, ...]:
+    """A comma-separated list of factor names (--factors), each known and named once."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in FACTOR_NAMES]
+    if unknown or not names or len(set(names)) != len(names):
+        what = f"unknown factor {unknown[0]!r}" if unknown else "expects distinct factor names"
+        raise InputError("--factors", "", f"{what} (known: {', '.join(FACTOR_NAMES)})")
+    return tuple(name for name in FACTOR_NAMES if name in names)
+
+
+def min_host_overhead_s(case: Case, base: Path) -> tuple[str, float]:
+    """The hardware's name and the smallest host time per step of the deployment (the overhead's bound)."""
+    replica = build_replica(case.scenario, base, case.name)
+    deployment = replica.perf.deployment
+    if isinstance(replica.cost, LinearStepModel):
+        return deployment.hardware.name, replica.cost.fixed_s
+    host = [deployment.iteration_overhead_s, deployment.decode_graph_iteration_s]
+    return deployment.hardware.name, min(value for value in host if value is not None)
+
+
+def fit_reports(
+    reports: Sequence[Path],
+    deployment: Path | None,
+    names: tuple[FactorName, ...],
+    progress: Callable[[str], None] = lambda _: None,
+) -> tuple[DeploymentCalibration, FitResult, list[str]]:
+    """Fit the factors to every run of the reports (a tool's report on the deployment file; a measured-run
+    file of ../shared/validation names its own); the calibration, the fit, and notes (runs left out)."""
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="ttftsim-fit-") as folder:
+        cases: list[Case] = []
+        base = Path() if deployment is None else deployment.parent
+        for report in reports:
+            report_cases, base = stack.enter_context(measured_cases(report, deployment))
+            cases += report_cases
+        where = "(the reports' own)" if deployment is None else str(deployment)
+        return fit_cases(cases, base, Path(folder), names, [str(path) for path in reports], where, progress)
+
+
+def fitted_cases(cases: list[Case], base: Path) -> tuple[list[Case], list[str], str, float]:
+    """The runs to fit (not skipped, not measured as overloaded: their requests timed out, and simulating
+    minutes of backlog says nothing about the factors), notes on the others, the hardware they all share and
+    the smallest host time per step."""
+    notes, kept = [], []
+    for case in cases:
+        if case.skip_reason is not None:
+            notes.append(f"{case.name}: left out ({case.skip_reason})")
+        elif all(
+            stage.num_failed > 0 or stage.measured.get("ttft_p50", 0.0) > OVERLOAD_TTFT_S for stage in case.stages
+        ):
+            notes.append(f"{case.name}: left out (measured overloaded: requests failed or median TTFT over 10 s)")
+        else:
+            kept.append(case)
+    check_runs(kept, 1)
+    hardware = {case.name: min_host_overhead_s(case, base) for case in kept}
+    names = {name for name, _ in hardware.values()}
+    if len(names) > 1:
+        raise InputError(
+            SOURCE, "runs", f"the runs are on different hardware ({', '.join(sorted(names))}): fit each apart"
+        )
+    return kept, notes, names.pop(), min(overhead for _, overhead in hardware.values())
+
+
+def fit_cases(
+    all_cases: list[Case],
+    base: Path,
+    folder: Path,
+    names: tuple[FactorName, ...],
+    reports: list[str],
+    deployment: str,
+    progress: Callable[[str], None] = lambda _: None,
+) -> tuple[DeploymentCalibration, FitResult, list[str]]:
+    cases, notes, hardware, min_overhead = fitted_cases(all_cases, base)
+    check_runs(cases, len(names))
+    problem = Problem(cases, base, folder, hardware, names, min_overhead)
+    evaluator = Evaluator(problem)
+    progress("checking that the runs identify every factor")
+    check_effects(evaluator)
+    result = fit(evaluator, progress)
+    return calibration_of(result, problem, reports, deployment), result, notes
+
+
+def calibration_of(result: FitResult, problem: Problem, reports: list[str], deployment: str) -> DeploymentCalibration:
+    errors = MetricErrors(
+        in_sample=median_errors(result.in_sample),
+        cross_validated=median_errors(result.cross_validated),
+        unfitted=median_errors(result.unfitted),
+    )
+    provenance = Provenance(
+        deployment=deployment,
+        reports=reports,
+        runs=[case.name for case in problem.cases],
+        folds=len(result.fold_factors),
+        ttftsim_version=_version(),
+    )
+    return DeploymentCalibration(
+        format="ttftsim-deployment-calibration",
+        version=1,
+        hardware=problem.hardware,
+        factors=result.factors,
+        fitted=list(result.names),
+        intervals={
+            name: FactorFit(low=low, high=high) for name in result.names for low, high in [result.interval(name)]
+        },
+        errors=errors,
+        provenance=provenance,
+    )
+
+
+def write_calibration(calibration: DeploymentCalibration, out: Path) -> None:
+    try:
+        out.write_text(json.dumps(calibration.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(out), "", f"cannot write the calibration ({exc.strerror})") from None
+
+
+def _version() -> str:
+    try:
+        return version("ttftsim")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+__all__ = ["SOURCE", "fit_cases", "fit_reports", "parse_factors", "write_calibration"]

@@ -1,0 +1,79 @@
+"""`ttftsim fit`: fit deployment factors to a team's benchmark reports and write a calibration file that
+simulate, plan, validate and compare apply (engine.calibration)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ttftsim.cli.app import app, console
+
+DEFAULT_FACTORS = "gemm_efficiency_scale,attention_efficiency_scale,step_overhead_s,api_server_cost_scale"
+ERROR_METRICS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "ttft_mean", "tpot_mean")
+
+
+@app.command()
+def fit(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Benchmark reports of one deployment (vllm bench serve, GuideLLM, aiperf, genai-perf, vLLM /metrics, "
+            "Prometheus query_range; told by content), at more than one load level"
+        ),
+    ],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where the calibration file goes (JSON)")],
+    deployment: Annotated[
+        Path | None,
+        typer.Option(
+            help="The deployment the reports were measured on: a scenario file (model, hardware, engine); not for "
+            "the measured-run files of ../shared/validation, which name their own"
+        ),
+    ] = None,
+    factors: Annotated[
+        str, typer.Option(help="Comma-separated factors to fit (the others stay neutral)")
+    ] = DEFAULT_FACTORS,
+) -> None:
+    """Fit deployment factors (GEMM and attention efficiency, per-step host overhead, API-server cost) to
+    measured runs, with cross-validation over runs, and write a calibration file (engine.calibration)."""
+    from ttftsim.accuracy.fit_run import fit_reports, parse_factors, write_calibration
+
+    names = parse_factors(factors)
+
+    def progress(line: str) -> None:
+        sys.stderr.write(f"{line}\n")
+
+    calibration, result, notes = fit_reports(reports, deployment, names, progress)
+    write_calibration(calibration, out)
+    console.print("factor                        fitted     range over CV folds", markup=False, highlight=False)
+    for name in result.names:
+        low, high = result.interval(name)
+        value = getattr(result.factors, name)
+        console.print(
+            f"{name:<28}{_value(name, value):>9}     {_value(name, low)} .. {_value(name, high)}", markup=False
+        )
+    errors = calibration.errors
+    assert errors is not None
+    console.print("median abs error     unfitted  in-sample  cross-validated", markup=False, highlight=False)
+    for metric in ERROR_METRICS:
+        if metric in errors.in_sample:
+            cells = (errors.unfitted.get(metric), errors.in_sample.get(metric), errors.cross_validated.get(metric))
+            console.print(f"{metric:<19}" + "".join(f"{_percent(cell):>11}" for cell in cells), markup=False)
+    for note in notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
+    console.print(
+        f"wrote {out} ({len(calibration.provenance.runs) if calibration.provenance else 0} runs, "
+        f"{len(result.fold_factors)} folds); use it with engine: calibration: {out.name}",
+        markup=False,
+        highlight=False,
+    )
+
+
+def _value(name: str, value: float) -> str:
+    return f"{value * 1e3:+.2f} ms" if name == "step_overhead_s" else f"{value:.3f}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
