@@ -195,34 +195,64 @@ def _money(value: float) -> str:
 
 
 def render_plan(console: Console, result: Any, folder: Any) -> None:
-    """Ranked candidates, the Pareto front and the winner (a ttftsim.plan.run.PlanResult)."""
+    """The answer in plain words first, then the ranked candidates, each GPU type's best and the Pareto
+    front (a ttftsim.plan.run.PlanResult)."""
+    from ttftsim.plan.explain import words
+    from ttftsim.plan.search import best_per_gpu
+
     plan = result.plan
+    targets = plan.slo.statistic_targets() | (
+        {"goodput_share": plan.slo.goodput_share} if plan.slo.goodput_share else {}
+    )
+    wanted = ", ".join(
+        f"{words(k)} <= {_seconds_text(v)}" if k != "goodput_share" else f"goodput >= {v:.1%}"
+        for k, v in targets.items()
+    )
     console.print(
-        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, "
-        f"P99 TTFT <= {plan.slo.percentile_targets()['ttft_p99_s'] * 1e3:.0f} ms; "
+        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, {wanted}; "
         f"{len(result.rows)} candidates, {result.fully_simulated} confirmed by cluster simulation; "
         f"tasks computed {result.computed}, from checkpoint {result.reused}"
     )
-    table = Table("#", "candidate", "status", "replicas", "GPUs", "$/hour", "$/M tok", "P50 ms", "P99 ms", "headroom")
+    if result.winner is not None:
+        console.print(f"[green]recommended:[/] {result.winner.explanation}", highlight=False)
+    table = Table(
+        "#",
+        "candidate",
+        "status",
+        "replicas",
+        "GPUs",
+        "$/hour",
+        "$/M tok",
+        "out tok/s",
+        "P99 TTFT ms",
+        "mean TPOT ms",
+        "P99 TPOT ms",
+        "limit (req/s per replica)",
+    )
     shown = [r for r in result.rows if r.status in ("confirmed", "estimate", "missed")][:12]
     for rank, row in enumerate(shown, 1):
         table.add_row(
             str(rank),
             row.candidate.label(),
             row.status,
-            str(row.replicas),
+            str(row.replicas) if row.needed == row.replicas else f"{row.replicas} ({row.needed} + spare)",
             str(row.gpus),
             _money(row.cost_per_hour),
             _money(row.cost_per_million_tokens),
-            _ms(row.ttft_p50_s if row.ttft_p50_s == row.ttft_p50_s else None),
-            _ms(row.ttft_p99_s if row.ttft_p99_s == row.ttft_p99_s else None),
-            "-" if row.headroom != row.headroom else f"{row.headroom:.0%}",
+            _num_or_dash(row.output_tokens_per_s),
+            _ms_or_dash(row.ttft_p99_s),
+            _ms_or_dash(row.tpot_mean_s),
+            _ms_or_dash(row.tpot_p99_s),
+            f"{words(row.binding)} @ {row.max_rate:,.2f}" if row.binding else "-",
         )
     console.print(table)
     counts: dict[str, int] = {}
     for row in result.rows:
         counts[row.status] = counts.get(row.status, 0) + 1
     console.print("candidates by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    console.print("best per GPU type:")
+    for hardware, row in best_per_gpu(result.rows).items():
+        console.print(f"  {hardware}: {row.explanation}", highlight=False)
     front = ", ".join(f"{_money(r.cost_per_hour)}/h -> {r.ttft_p99_s * 1e3:,.0f} ms" for r in result.front)
     console.print(f"Pareto front (cost vs P99 TTFT): {front or '-'}")
     console.print(_kernel_times(sorted({row.candidate.hardware for row in result.rows})))
@@ -231,12 +261,26 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
         render_warnings(console, list(result.warnings))
         return
     win = result.winner
+    spare = f", {win.pods_lost} pod lost in the confirming run" if win.pods_lost else ""
     console.print(
         f"[green]recommended:[/] {win.candidate.label()} x {win.replicas} replicas "
         f"({win.gpus} GPUs, {_money(win.cost_per_hour)}/hour), predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms"
+        f"{spare}"
     )
     render_warnings(console, list(result.warnings))
     console.print(f"wrote {folder}/plan.json, run.json, ranked.csv, vllm-args.txt, manifests.yaml")
+
+
+def _seconds_text(value: float) -> str:
+    return f"{value * 1e3:,.0f} ms" if value < 1 else f"{value:g} s"
+
+
+def _ms_or_dash(value: float) -> str:
+    return "-" if value != value else _ms(value)
+
+
+def _num_or_dash(value: float) -> str:
+    return "-" if value != value else f"{value:,.0f}"
 
 
 def render_validation(console: Console, report: Any) -> None:

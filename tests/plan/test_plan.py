@@ -130,7 +130,7 @@ def test_no_feasible_candidate_exits_1_and_says_what_came_closest(tmp_path: Path
 BAD_PLANS = [
     (("model: Llama-3.1-8B", "model: GPT-9"), "model"),
     (("ttft_p99_s: 0.5", "ttft_p99_s: -1"), "slo.ttft_p99_s"),
-    (("slo:", "slo:\n  ttft_p50_s: 1"), "slo.ttft_p50_s"),
+    (("slo:", "slo:\n  ttft_p98_s: 1"), "slo.ttft_p98_s"),
     (("hardware: [H100-SXM5-80GB, A100-SXM4-80GB, L40S-48GB]", "hardware: []"), "search.hardware"),
     (("tensor_parallel_size: [1, 2]", "tensor_parallel_size: [0]"), "search"),
     (("tensor_parallel_size: [1, 2]", "tensor_parallel_size: two"), "search.tensor_parallel_size"),

@@ -11,7 +11,7 @@ from ttftsim.config.cluster import RouterName
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.manifest_options import ManifestOptions
-from ttftsim.config.slo import Slo, percentile_slo
+from ttftsim.config.slo import Slo, judged_slo
 from ttftsim.config.workload import (
     ConstantArrivals,
     ConversationWorkload,
@@ -50,6 +50,20 @@ class SearchSpace(StrictModel):
         return self
 
 
+class Availability(StrictModel):
+    """Redundancy kept beyond what the peak rate needs (the plan sizes, prices and confirms with it)."""
+
+    min_replicas: int = Field(default=1, ge=1, description="Never fewer replicas than this")
+    redundancy: Literal["none", "n_plus_1"] = Field(
+        default="none",
+        description="n_plus_1: one replica beyond what the peak needs, so the SLO holds with one pod lost; "
+        "the confirming cluster run fails one pod",
+    )
+    zones: int = Field(
+        default=1, ge=1, le=16, description="Zones to spread replicas over evenly: a multiple of zones, one per zone"
+    )
+
+
 class Plan(StrictModel):
     """What `ttftsim plan` searches."""
 
@@ -62,7 +76,7 @@ class Plan(StrictModel):
     peak_rate: float | None = Field(
         default=None, gt=0, description="Requests per second to plan for (default: the workload's rate; a trace's own)"
     )
-    slo: Slo = Field(description="Targets at the peak rate (percentiles; ttft_p99_s required)")
+    slo: Slo = Field(description="Targets at the peak rate (statistics, goodput; at least one)")
     search: SearchSpace = Field(description="Deployments to consider")
     headroom: float = Field(
         default=0.1, ge=0, lt=1, description="Size replicas so each runs at most at (1 - headroom) of its capacity"
@@ -75,6 +89,7 @@ class Plan(StrictModel):
     gpu_prices: dict[str, Annotated[float, Field(ge=0)]] = Field(
         default_factory=dict, description="Price per GPU-hour by hardware name (default: the profile's)"
     )
+    availability: Availability = Field(default_factory=Availability, description="Redundancy beyond the peak")
     manifests: ManifestOptions = Field(
         default_factory=ManifestOptions, description="The cluster-specific parts of the winner's Kubernetes manifests"
     )
@@ -82,8 +97,18 @@ class Plan(StrictModel):
 
     @field_validator("slo")
     @classmethod
-    def _percentile_slo(cls, slo: Slo) -> Slo:
-        return percentile_slo(slo, "a plan")
+    def _judged_slo(cls, slo: Slo) -> Slo:
+        return judged_slo(slo, "a plan")
+
+    @model_validator(mode="after")
+    def _replica_bounds(self) -> Plan:
+        floor = max(self.availability.min_replicas, self.availability.zones)
+        if floor > self.search.max_replicas:
+            raise ValueError(
+                f"availability asks for at least {floor} replicas (min_replicas, zones) but "
+                f"search.max_replicas is {self.search.max_replicas}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _rate_traffic(self) -> Plan:

@@ -3,10 +3,14 @@
 - bound: does it start at all (memory plan, TP against heads), and its saturated throughput, an upper
   bound on the rate one replica sustains within the SLO;
 - capacity: the highest rate one replica sustains within the SLOs, by bisection on single-replica
-  simulations (every arrival counts; one without a first token is late);
+  simulations (every arrival counts; one without a first token is late), and which target binds it
+  (plan/explain.py);
 - predict: the candidate at the peak rate split over its replicas (the table's P50/P99);
 - confirm: the whole deployment (replicas behind the router, warm pool) in a cluster simulation at the
-  peak rate, replicas added one at a time while it misses.
+  peak rate, replicas added while it misses; with N+1 redundancy, one pod fails a quarter of the way in.
+
+Availability (config/plan.py Availability) sizes on top of the peak: N+1 adds a replica, min_replicas is a
+floor, zones rounds the count up to a multiple (an even spread, at least one per zone).
 """
 
 from __future__ import annotations
@@ -24,12 +28,12 @@ import numpy as np
 from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.plan import Plan
 from ttftsim.config.scenario import Scenario
-from ttftsim.config.slo import PER_REQUEST_TARGETS
 from ttftsim.config.workload import ConversationWorkload, TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.slo import SloFigures, slo_figures
 from ttftsim.perf.memory import DoesNotFitError
+from ttftsim.plan.explain import binding, closest, missed, ratios
 from ttftsim.replica import build_replica
 from ttftsim.simulate import simulate
 from ttftsim.workload.request import ContentIds
@@ -79,9 +83,8 @@ class Candidate:
 
 
 def plan_digest(plan: Plan) -> str:
-    """Identity of a plan for its checkpoint: its content, not its file name (the SLO's per-request targets,
-    which a plan refuses, left out: the digest a plan had before the SLO schemas were one)."""
-    return hashlib.sha256(plan.model_dump_json(exclude={"slo": set(PER_REQUEST_TARGETS)}).encode()).hexdigest()[:16]
+    """Identity of a plan for its checkpoint: its content, not its file name."""
+    return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()[:16]
 
 
 def engine_args(plan: Plan, cand: Candidate) -> dict[str, Any]:
@@ -139,7 +142,12 @@ def trace_rate(workload_json: str, base: str) -> float:
 
 
 def _simulate(plan: Plan, base: str, cand: Candidate, rate: float, num_requests: int) -> SloFigures:
-    return slo_figures(simulate(scenario(plan, cand, rate, num_requests, base), Path(base)).requests)
+    return _figures(plan, simulate(scenario(plan, cand, rate, num_requests, base), Path(base)))
+
+
+def _figures(plan: Plan, result: Any) -> SloFigures:
+    """Every figure the plan's SLO can judge, of a simulation's result."""
+    return slo_figures(result.requests, plan.slo, (result.itl_values, result.itl_weights))
 
 
 def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
@@ -167,27 +175,34 @@ def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
 
 
 def capacity(plan: Plan, base: str, cand: Candidate, saturated: float) -> dict[str, Any]:
-    """The highest single-replica rate within the SLOs (bisection); infeasible if even low load misses."""
+    """The highest single-replica rate within the SLOs (bisection) and the target that binds it; infeasible
+    if even low load misses. Each probe keeps every target's figure over its target."""
     low = saturated * LOW_LOAD
-    probes = []
     figures = _simulate(plan, base, cand, low, plan.probe_requests)
-    probes.append((low, figures.ttft_p99_s))
+    probes = [{"rate": low, "ratios": ratios(plan.slo, figures)}]
     if not figures.meets(plan.slo):
         return {
             "feasible": False,
-            "reason": f"misses the SLO even at low load ({low:.2f} req/s): P99 TTFT {figures.ttft_p99_s:.3f} s",
+            "reason": f"misses the SLO even at low load ({low:.2f} req/s): {missed(plan.slo, figures)}",
             "probes": probes,
+            "binding": binding(probes),
         }
     good, bad = low, saturated
     for _ in range(BISECTION_STEPS):
         mid = (good + bad) / 2
         figures = _simulate(plan, base, cand, mid, plan.probe_requests)
-        probes.append((mid, figures.ttft_p99_s))
+        probes.append({"rate": mid, "ratios": ratios(plan.slo, figures)})
         if figures.meets(plan.slo):
             good = mid
         else:
             bad = mid
-    return {"feasible": True, "max_rate": good, "probes": probes}
+    return {
+        "feasible": True,
+        "max_rate": good,
+        "probes": probes,
+        "binding": binding(probes),
+        "nearest": closest(probes),
+    }
 
 
 def price_per_gpu_hour(plan: Plan, hardware: str) -> float:
@@ -196,12 +211,24 @@ def price_per_gpu_hour(plan: Plan, hardware: str) -> float:
     return load_hardware(hardware).price_per_gpu_hour_usd
 
 
+def replica_count(plan: Plan, needed: int) -> int:
+    """Replicas to run when the peak needs `needed`: N+1 adds one, min_replicas is a floor, and zones
+    round up to an even spread."""
+    availability = plan.availability
+    spare = 1 if availability.redundancy == "n_plus_1" else 0
+    count = max(needed + spare, availability.min_replicas, availability.zones)
+    return math.ceil(count / availability.zones) * availability.zones
+
+
 def sizing(plan: Plan, cand: Candidate, max_rate: float) -> dict[str, Any]:
-    """Replicas for the peak rate with headroom, and what they cost per hour."""
+    """Replicas for the peak rate with headroom (needed), with the availability asked (replicas), and what
+    they cost per hour."""
     per_replica = max_rate * (1.0 - plan.headroom)
-    replicas = max(1, math.ceil(plan.target_rate / per_replica)) if per_replica > 0 else 1 << 30
+    needed = max(1, math.ceil(plan.target_rate / per_replica)) if per_replica > 0 else 1 << 30
+    replicas = replica_count(plan, needed)
     gpus = (replicas + cand.warm_pool) * cand.tensor_parallel_size
     return {
+        "needed": needed,
         "replicas": replicas,
         "gpus": gpus,
         "cost_per_hour": gpus * price_per_gpu_hour(plan, cand.hardware),
@@ -209,32 +236,51 @@ def sizing(plan: Plan, cand: Candidate, max_rate: float) -> dict[str, Any]:
     }
 
 
-def predict(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, float]:
+def predict(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, Any]:
     """One replica's share of the peak rate (perfect balance): its SloFigures, as plain values (a task's
     result goes to the checkpoint as JSON)."""
     return _simulate(plan, base, cand, plan.target_rate / replicas, plan.probe_requests).as_dict()
 
 
 def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = ".") -> Scenario:
+    """The deployment at the peak rate as a fixed cluster; with N+1 redundancy, the first serving pod fails
+    a quarter of the way through the arrivals (its requests retried, its replacement cold-starting)."""
     num_requests = max(plan.probe_requests, int(plan.target_rate * plan.confirm_s))
     extra: dict[str, Any] = {}
     if isinstance(plan.workload, ConversationWorkload):  # sessions outlive their start: stop at a horizon
         extra["horizon_s"] = num_requests / plan.target_rate + CONVERSATION_TAIL_S
     cluster = fixed_cluster(cand.hardware, replicas, cand.tensor_parallel_size, cand.router, cand.warm_pool)
+    if plan.availability.redundancy == "n_plus_1":
+        cluster["faults"] = [{"at_s": pod_failure_s(plan), "kind": "pod", "index": 0}]
     return scenario(plan, cand, plan.target_rate, num_requests, base, cluster=cluster, **extra)
 
 
+def pod_failure_s(plan: Plan) -> float:
+    """When the confirming run of an N+1 plan loses a pod: a quarter of its arrivals' span."""
+    num_requests = max(plan.probe_requests, int(plan.target_rate * plan.confirm_s))
+    return round(num_requests / plan.target_rate / 4, 3)
+
+
 def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, Any]:
-    """The deployment at the peak rate as a cluster; add replicas while it misses (a few at most)."""
-    for extra in range(MAX_EXTRA_REPLICAS + 1):
-        count = replicas + extra
-        if count > plan.search.max_replicas:
-            break
-        result = simulate(cluster_scenario(plan, cand, count, base), Path(base))
-        figures = slo_figures(result.requests)
+    """The deployment at the peak rate as a cluster; add replicas (a zone's worth at a time) while it misses
+    (a few at most)."""
+    step, tried = plan.availability.zones, replicas
+    result = simulate(cluster_scenario(plan, cand, replicas, base), Path(base))
+    for extra in range(1, MAX_EXTRA_REPLICAS + 2):
+        figures = _figures(plan, result)
         if figures.meets(plan.slo):
-            return {"met": True, "replicas": count, **figures.as_dict()}
-    return {"met": False, "replicas": replicas + MAX_EXTRA_REPLICAS, **figures.as_dict()}
+            return {"met": True, "replicas": tried, "pods_lost": _pods_lost(result), **figures.as_dict()}
+        if extra > MAX_EXTRA_REPLICAS or replicas + extra * step > plan.search.max_replicas:
+            break
+        tried = replicas + extra * step
+        result = simulate(cluster_scenario(plan, cand, tried, base), Path(base))
+    return {"met": False, "replicas": tried, "pods_lost": _pods_lost(result), **figures.as_dict()}
+
+
+def _pods_lost(result: Any) -> int:
+    """Pods the run's faults took down (0 without a cluster or faults)."""
+    report = result.cluster
+    return 0 if report is None else sum(len(fault.get("pods", [])) for fault in report.faults)
 
 
 def bound_weight_bytes(plan: Plan, base: str, cand: Candidate) -> float:

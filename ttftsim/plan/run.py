@@ -14,7 +14,6 @@ import pandas as pd
 from ttftsim.config.engine import resolve_engine
 from ttftsim.config.loading import load_file
 from ttftsim.config.plan import Plan
-from ttftsim.config.slo import PER_REQUEST_TARGETS
 from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
@@ -22,7 +21,7 @@ from ttftsim.model.catalog import load_model, preset_repository
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.plan import evaluate
 from ttftsim.plan.manifests import write_deployment
-from ttftsim.plan.search import Progress, Row, Runner, pareto, search
+from ttftsim.plan.search import Progress, Row, Runner, best_per_gpu, pareto, search
 from ttftsim.plan.store import Store
 from ttftsim.replica import resolve_ref
 from ttftsim.result_folder import staged
@@ -74,11 +73,14 @@ class PlanResult:
         return {
             "plan": self.plan.name,
             "target_rate": self.plan.target_rate,
-            "slo": self.plan.slo.model_dump(exclude=set(PER_REQUEST_TARGETS)),  # a plan refuses them
+            "slo": self.plan.slo.model_dump(exclude_none=True, exclude_defaults=True),
+            "availability": self.plan.availability.model_dump(),
             "candidates": len(self.rows),
             "fully_simulated": self.fully_simulated,
+            "recommendation": self.winner.explanation if self.winner else None,
             "winner": _row_json(self.winner) if self.winner else None,
             "closest": None if self.winner else self.closest(),
+            "best_per_gpu": {hw: _row_json(row) for hw, row in best_per_gpu(self.rows).items()},
             "pareto": [_row_json(r) for r in self.front],
             "ranked": [_row_json(r) for r in self.rows],
             "warnings": list(self.warnings),
@@ -93,7 +95,20 @@ def _row_json(row: Row) -> dict[str, Any]:
     data = asdict(row)
     data["candidate"] = asdict(row.candidate)
     data["label"] = row.candidate.label()
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in data.items()}
+    data["figures"] = {k: _finite(v) for k, v in row.figures.items()}
+    return {k: _finite(v) for k, v in data.items()}
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _csv_row(row: Row) -> dict[str, Any]:
+    """ranked.csv's row: plan.json's, each SLO target's figure a column of its own (slo.<key>)."""
+    data = _row_json(row)
+    figures = data.pop("figures")
+    data.pop("candidate")
+    return data | {f"slo.{key}": value for key, value in figures.items()}
 
 
 def load_plan(path: Path) -> Plan:
@@ -131,6 +146,12 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
     what the plan's model declares that is not modelled (warnings)."""
     source, base = str(path), path.resolve().parent
     check_plan_work(plan, source)  # candidates, probes, confirming runs and pods within the limits
+    levels = int(getattr(plan.workload, "priority_levels", 1))
+    for priority in plan.slo.per_priority:
+        if priority >= levels:
+            raise InputError(
+                source, f"slo.per_priority.{priority}", f"the workload's requests have priorities 0..{levels - 1}"
+            )
     model = load_model(resolve_ref(plan.model, base), source)
     warnings: list[str] = []
     for index, name in enumerate(plan.search.hardware):
@@ -165,9 +186,7 @@ def _write_files(result: PlanResult, out: Path, base: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps(result.as_json(), indent=1) + "\n", encoding="utf-8")
     write_run_info(out, result.run_info())
-    pd.DataFrame([_row_json(r) for r in result.rows]).drop(columns=["candidate"]).to_csv(
-        out / "ranked.csv", index=False
-    )
+    pd.DataFrame([_csv_row(r) for r in result.rows]).to_csv(out / "ranked.csv", index=False)
     winner = result.winner
     if winner is None:
         return

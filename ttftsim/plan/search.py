@@ -1,5 +1,7 @@
 """The search: bound every candidate, bisect capacities best-first in fixed waves (pruning candidates whose
-optimistic cost cannot beat the best found), size replicas, confirm the cheapest with cluster runs.
+optimistic cost cannot beat the best found), size replicas, confirm the cheapest with cluster runs. The
+cheapest candidate of a GPU type that had every candidate pruned is still bisected, so that each type shows
+its best cost and what binds it (plan/explain.py); each row ends with its answer in plain words.
 
 Results depend only on the plan and its seed: tasks are pure functions of their inputs, waves have a
 fixed size whatever the number of workers, and ties are broken by the candidate's key. So the local
@@ -17,13 +19,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ttftsim.config.plan import Plan
-from ttftsim.metrics.slo import SloFigures
+from ttftsim.metrics.slo import SloFigures, judge
 from ttftsim.plan import evaluate
 from ttftsim.plan.evaluate import Candidate
+from ttftsim.plan.explain import check_key, missed, sentence
 from ttftsim.plan.store import Store
 
 WAVE = 8  # capacity bisections per pruning decision (fixed: the same result for any worker count)
 PREDICT_TOP = 20
+SHOW_TRIES = 3  # pruned candidates bisected per GPU type that has none sized, to show what it would cost
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -135,7 +139,11 @@ class Row:
     status: str  # confirmed, missed, estimate, pruned, infeasible
     reason: str = ""
     saturated_rate: float = math.nan
-    max_rate: float = math.nan
+    max_rate: float = math.nan  # requests/s one replica sustains within the SLO
+    binding: str = ""  # the target that limits max_rate (plan/explain.py), or "throughput"
+    nearest: str = ""  # with throughput the limit: the target nearest its own there
+    low_load_miss: float = math.nan  # missed even at low load: the worst figure over its target there
+    needed: int = 0  # replicas the peak needs, before the availability asked
     replicas: int = 0
     gpus: int = 0
     cost_per_hour: float = math.nan
@@ -143,7 +151,28 @@ class Row:
     headroom: float = math.nan
     ttft_p50_s: float = math.nan
     ttft_p99_s: float = math.nan
+    tpot_mean_s: float = math.nan
+    tpot_p99_s: float = math.nan
+    output_tokens_per_s: float = math.nan  # of the whole deployment at the peak rate
     lower_bound_cost: float = math.nan
+    pods_lost: int = 0  # in the confirming run (N+1 redundancy: one)
+    figures: dict[str, float] = field(default_factory=dict)  # each SLO target's figure, by key
+    explanation: str = ""
+
+    def head(self) -> str:
+        """'8 x H100-SXM5-80GB TP2, least_outstanding ($48.00/h)'."""
+        return f"{self.replicas} x {self.candidate.label()} (${self.cost_per_hour:,.2f}/h)"
+
+    def take_figures(self, plan: Plan, figures: SloFigures) -> None:
+        """The figures of a prediction or confirmation: the table's, each target's, the sentence."""
+        self.ttft_p50_s, self.ttft_p99_s = figures.ttft_p50_s, figures.ttft_p99_s
+        self.tpot_mean_s, self.tpot_p99_s = figures.tpot_mean_s, figures.tpot_p99_s
+        self.output_tokens_per_s = plan.target_rate * figures.output_tokens_per_unit
+        self.cost_per_million_tokens = _per_million(plan, self.cost_per_hour, figures)
+        verdict = judge(plan.slo, figures)
+        checks = () if verdict is None else verdict.checks
+        self.figures = {check_key(c): math.nan if c.figure_s is None else c.figure_s for c in checks}
+        self.explanation = sentence(self.head(), self.binding, self.max_rate, plan.slo, figures, self.nearest)
 
 
 def search(runner: Runner) -> list[Row]:
@@ -161,14 +190,28 @@ def search(runner: Runner) -> list[Row]:
         feasible.append(cand)
     feasible.sort(key=lambda c: (rows[c.key].lower_bound_cost, c.key))
     _capacities(runner, feasible, rows)
+    shown = _best_of_pruned_types(runner, rows)
     sized = sorted((r for r in rows.values() if r.status == "estimate"), key=_cost_order)
-    _predict(runner, sized[:PREDICT_TOP])
+    _predict(runner, sized[:PREDICT_TOP] + shown)
     sized.sort(key=_cost_order)  # equal costs: the lower predicted P99 first
     start = 0
     while start < min(len(sized), 3 * plan.confirm_top) and not any(r.status == "confirmed" for r in rows.values()):
         _confirm(runner, sized[start : start + plan.confirm_top])  # the cheapest first, until one holds
         start += plan.confirm_top
+    for row in rows.values():
+        if not row.explanation:
+            row.explanation = _unsimulated(row, plan)
     return sorted(rows.values(), key=_rank_order)
+
+
+def _unsimulated(row: Row, plan: Plan) -> str:
+    """The sentence of a row never simulated at its size: its limit, or why it is out."""
+    if row.cost_per_hour == row.cost_per_hour:
+        return (
+            sentence(row.head(), row.binding, row.max_rate, plan.slo, None, row.nearest)
+            + f" ({row.status}: {row.reason})"
+        )
+    return f"{row.candidate.label()}: {row.status}: {row.reason}"
 
 
 def _capacities(runner: Runner, ordered: list[Candidate], rows: dict[str, Row]) -> None:
@@ -186,31 +229,60 @@ def _capacities(runner: Runner, ordered: list[Candidate], rows: dict[str, Row]) 
                 wave.append(cand)
         jobs = [("capacity", c, rows[c.key].saturated_rate) for c in wave]
         for cand, result in zip(wave, runner.run("capacity", jobs), strict=True):
-            row = rows[cand.key]
-            if not result["feasible"]:
-                row.status, row.reason = "infeasible", result["reason"]
-                continue
-            size = evaluate.sizing(plan, cand, result["max_rate"])
-            row.max_rate = result["max_rate"]
-            if size["replicas"] > plan.search.max_replicas:
-                row.status, row.reason = "infeasible", f"needs {size['replicas']} replicas > max_replicas"
-                continue
-            row.status = "estimate"
-            row.replicas, row.gpus, row.cost_per_hour, row.headroom = (
-                size["replicas"],
-                size["gpus"],
-                size["cost_per_hour"],
-                size["headroom"],
+            if _take_capacity(plan, rows[cand.key], result):
+                rows[cand.key].status = "estimate"
+                best = min(best, rows[cand.key].cost_per_hour)
+
+
+def _take_capacity(plan: Plan, row: Row, result: dict[str, Any]) -> bool:
+    """A capacity task's result on its row: the limit, and the sizing when it can serve the peak (True)."""
+    row.binding, row.nearest = result.get("binding", ""), result.get("nearest", "")
+    if not result["feasible"]:
+        row.status, row.reason = "infeasible", result["reason"]
+        row.low_load_miss = max(result["probes"][0]["ratios"].values(), default=math.nan)
+        return False
+    size = evaluate.sizing(plan, row.candidate, result["max_rate"])
+    row.max_rate = result["max_rate"]
+    row.needed, row.replicas, row.gpus = size["needed"], size["replicas"], size["gpus"]
+    row.cost_per_hour, row.headroom = size["cost_per_hour"], size["headroom"]
+    if size["replicas"] > plan.search.max_replicas:  # its cost stays: what the type would take
+        row.status, row.reason = "infeasible", f"needs {size['replicas']} replicas > max_replicas"
+        return False
+    return True
+
+
+def _best_of_pruned_types(runner: Runner, rows: dict[str, Row]) -> list[Row]:
+    """For each GPU type with no candidate sized (all pruned or out), bisect its pruned candidates cheapest
+    bound first, one per type per round, until one has a cost (at most SHOW_TRIES rounds): the rows that show
+    what the type would cost and what binds it. They stay pruned."""
+    waiting: dict[str, list[Row]] = {}
+    for hardware in runner.plan.search.hardware:
+        group = [r for r in rows.values() if r.candidate.hardware == hardware]
+        if not any(r.status == "estimate" for r in group):
+            pruned = sorted(
+                (r for r in group if r.status == "pruned"), key=lambda r: (r.lower_bound_cost, r.candidate.key)
             )
-            best = min(best, row.cost_per_hour)
+            waiting[hardware] = pruned[:SHOW_TRIES]
+    shown: list[Row] = []
+    for round_ in range(SHOW_TRIES):
+        chosen = [queue[round_] for queue in waiting.values() if len(queue) > round_]
+        jobs = [("capacity", r.candidate, r.saturated_rate) for r in chosen]
+        for row, result in zip(chosen, runner.run("capacity", jobs), strict=True):
+            reason = row.reason
+            if _take_capacity(runner.plan, row, result):
+                row.status, row.reason = "pruned", f"{reason}; costs ${row.cost_per_hour:,.2f}/h"
+                shown.append(row)
+            if row.cost_per_hour == row.cost_per_hour:
+                waiting.pop(row.candidate.hardware)
+    return shown
 
 
 def _predict(runner: Runner, rows: list[Row]) -> None:
     jobs = [("predict", r.candidate, float(r.replicas)) for r in rows]
     for row, result in zip(rows, runner.run("predict", jobs), strict=True):
-        figures = SloFigures.from_dict(result)
-        row.ttft_p50_s, row.ttft_p99_s = figures.ttft_p50_s, figures.ttft_p99_s
-        row.cost_per_million_tokens = _per_million(runner.plan, row.cost_per_hour, figures)
+        row.take_figures(runner.plan, SloFigures.from_dict(result))
+        if row.status == "pruned":
+            row.explanation += f" (pruned: {row.reason})"
 
 
 def _confirm(runner: Runner, rows: list[Row]) -> None:
@@ -220,14 +292,14 @@ def _confirm(runner: Runner, rows: list[Row]) -> None:
         size_gpus = (result["replicas"] + row.candidate.warm_pool) * row.candidate.tensor_parallel_size
         row.replicas, row.gpus = result["replicas"], size_gpus
         row.cost_per_hour = size_gpus * evaluate.price_per_gpu_hour(plan, row.candidate.hardware)
+        row.pods_lost = int(result.get("pods_lost", 0))
         figures = SloFigures.from_dict(result)
-        row.ttft_p50_s, row.ttft_p99_s = figures.ttft_p50_s, figures.ttft_p99_s
-        row.cost_per_million_tokens = _per_million(plan, row.cost_per_hour, figures)
+        row.take_figures(plan, figures)
         if row.max_rate == row.max_rate:
             row.headroom = 1.0 - plan.target_rate / (row.replicas * row.max_rate)
         row.status = "confirmed" if result["met"] else "missed"
         if not result["met"]:
-            row.reason = f"cluster run misses: P99 TTFT {figures.ttft_p99_s:.3f} s with {result['replicas']} replicas"
+            row.reason = f"cluster run misses with {result['replicas']} replicas: {missed(plan.slo, figures)}"
 
 
 def _per_million(plan: Plan, cost_per_hour: float, figures: SloFigures) -> float:
@@ -261,3 +333,17 @@ def pareto(rows: list[Row]) -> list[Row]:
             front.append(row)
             best_p99 = row.ttft_p99_s
     return front
+
+
+def best_per_gpu(rows: list[Row]) -> dict[str, Row]:
+    """Each GPU type's best row: the cheapest whose cost is known (confirmed, sized, missed, pruned but
+    bisected, or over max_replicas), in the ranking's order; else the one that missed by least at low load;
+    else its best reason to be out."""
+
+    def order(r: Row) -> tuple[bool, float, tuple[int, float, float, float, str]]:
+        return (r.cost_per_hour != r.cost_per_hour, _known(r.low_load_miss), _rank_order(r))
+
+    best: dict[str, Row] = {}
+    for row in sorted(rows, key=order):
+        best.setdefault(row.candidate.hardware, row)
+    return best
