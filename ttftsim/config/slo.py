@@ -27,21 +27,12 @@ STATISTICS = ("mean", "p50", "p90", "p95", "p99")
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 TARGETS = tuple(f"{metric}_{statistic}_s" for metric in METRICS for statistic in STATISTICS)
 PER_REQUEST_TARGETS = ("ttft_s", "tpot_s", "e2e_s")
-WORDS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end"}
 
 
 def _target(metric: str, statistic: str) -> float | None:
     level = "mean" if statistic == "mean" else statistic.upper()
     whole = {"ttft": "time to first token", "tpot": "time per output token", "itl": "inter-token latency"}
     return Field(default=None, gt=0, description=f"{level} {whole.get(metric, 'end-to-end latency')}, seconds")
-
-
-def describe(target: str) -> str:
-    """A target's name as a user says it: tpot_mean_s -> 'TPOT mean', ttft_p99_s -> 'TTFT P99'."""
-    if target == "goodput_share":
-        return "goodput"
-    metric, statistic = target.removesuffix("_s").split("_")
-    return f"{WORDS[metric]} {statistic if statistic == 'mean' else statistic.upper()}"
 
 
 class Targets(StrictModel):
