@@ -119,6 +119,8 @@ class SimulationResult:
             pods_not_starting=tuple(sorted(set(pods.loc[pods["state"] == "crashloop", "end_reason"]))),
             pods_pending=int((pods["state"] == "pending").sum()),
             pending_reasons=tuple(report.pending_reasons),
+            alerts=_alerts(report, self.requests, target, spec.slo_window_s),
+            controller_actions=_controller_actions(report),
         )
 
     def time_series(self) -> pd.DataFrame:
@@ -136,6 +138,20 @@ class SimulationResult:
             (self.prefix_query_tokens, self.prefix_hit_tokens),
             self.scenario.model,
         )
+
+
+def _alerts(report: ClusterReport, requests: pd.DataFrame, target: float | None, window_s: float) -> Any:
+    """The alert rules' figures as a plain mapping (None without rules)."""
+    figures = report.alerts(requests, target, window_s)
+    return None if figures is None else asdict(figures)
+
+
+def _controller_actions(report: ClusterReport) -> dict[str, int] | None:
+    """How many times a custom controller added a replica, moved a pod, or held (None without one)."""
+    rows = report.log.controller if report.log is not None else []
+    if report.log is None or not rows:
+        return None
+    return {action: sum(1 for row in rows if row["action"] == action) for action in ("add", "move", "hold")}
 
 
 def load_scenario(path: Path) -> Scenario:

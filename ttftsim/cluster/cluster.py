@@ -6,6 +6,8 @@
 - faults.py: injected node and pod failures, and the ReplicaSet's replacements;
 - gateway.py: routing (routing/), the hold queue, retries, the prefill/decode KV transfer;
 - scrapes.py and autoscaler.py: Prometheus' scrapes and the HPA's control loop (hpa.py calculates);
+- controllers.py and alerts.py: a custom controller and alert rules on the scrapes and on the pods' GPU
+  memory-bandwidth utilisation (bandwidth.py);
 - accounting.py: the time series, the pod rows and the bill.
 
 ClusterSim builds them, starts their processes in a fixed order (the order decides same-instant ties,
@@ -24,7 +26,10 @@ import pandas as pd
 import simpy
 
 from ttftsim.cluster.accounting import Accounting
+from ttftsim.cluster.alerts import AlertEvaluator, Firing
 from ttftsim.cluster.autoscaler import Autoscaler
+from ttftsim.cluster.bandwidth import BandwidthMeter
+from ttftsim.cluster.controllers import ControllerLoop
 from ttftsim.cluster.faults import Faults
 from ttftsim.cluster.gateway import Gateway
 from ttftsim.cluster.lifecycle import PodLifecycle, Recorders
@@ -45,6 +50,10 @@ class ClusterLog:
     hpa: list[dict[str, float]]  # one row per HPA sync or activation
     faults: list[dict[str, Any]]  # one row per injected fault
     pending_reasons: list[str]  # at the end, for pods still pending
+    controller: list[dict[str, Any]]  # one row per controller period
+    alert_firings: list[Firing]  # every firing of an alert rule
+    alert_scale_outs: int  # replicas added by scale_out alert actions
+    alerting: bool  # the cluster has alert rules
 
 
 class ClusterSim:
@@ -75,9 +84,15 @@ class ClusterSim:
             env, spec, builds, self.provisioner, self.binder, self.gateway, recorders, histogram.observe
         )
         self.autoscaler: Autoscaler | None = None
+        self.prometheus: Prometheus | None = None
+        if spec.autoscaling is not None or spec.controller is not None or spec.alerting is not None:
+            windows = [s.rate_window_s for s in (spec.controller, spec.alerting) if s is not None]
+            self.prometheus = Prometheus(env, spec.autoscaling, histogram, self.lifecycle.serving, max(windows or [0]))
         if spec.autoscaling is not None:
-            prometheus = Prometheus(env, spec.autoscaling, histogram, self.lifecycle.serving)
-            self.autoscaler = Autoscaler(env, spec.autoscaling, self.lifecycle, prometheus)
+            assert self.prometheus is not None
+            self.autoscaler = Autoscaler(env, spec.autoscaling, self.lifecycle, self.prometheus)
+        self.controller = self._controller(recorder)
+        self.alerts = self._alerts(recorder)
         self.faults = Faults(env, self.provisioner, self.lifecycle)
         self.accounting = Accounting(env, window_s, self.provisioner, self.lifecycle, self.gateway)
         self.route = self.gateway.route  # the workload's entry (a bound method: no extra call per request)
@@ -91,10 +106,29 @@ class ClusterSim:
         env.process(self.lifecycle.retry_loop())
         env.process(self.provisioner.removal_loop())
         env.process(self.accounting.run())
+        if self.prometheus is not None:
+            env.process(self.prometheus.run())
         if self.autoscaler is not None:
-            env.process(self.autoscaler.prometheus.run())
             env.process(self.autoscaler.run())
+        if self.controller is not None:
+            env.process(self.controller.run())
+        if self.alerts is not None:
+            env.process(self.alerts.run())
         self.faults.start(self.spec.faults)
+
+    def _controller(self, recorder: Recorder) -> ControllerLoop | None:
+        spec = self.spec.controller
+        if spec is None or self.prometheus is None:
+            return None
+        meter = BandwidthMeter(recorder, lambda: self.lifecycle.pods, spec.period_s)
+        return ControllerLoop(self.env, spec, self.lifecycle, self.prometheus, meter)
+
+    def _alerts(self, recorder: Recorder) -> AlertEvaluator | None:
+        spec = self.spec.alerting
+        if spec is None or self.prometheus is None:
+            return None
+        meter = BandwidthMeter(recorder, lambda: self.lifecycle.pods, spec.evaluation_interval_s)
+        return AlertEvaluator(self.env, spec, self.lifecycle, self.prometheus, meter, lambda: self.gateway.num_held)
 
     # ---- upward calls ----
 
@@ -135,7 +169,20 @@ class ClusterSim:
     def log(self) -> ClusterLog:
         hpa = self.autoscaler.rows if self.autoscaler is not None else []
         acc = self.accounting
-        return ClusterLog(acc.pod_rows, acc.series, hpa, self.faults.log, self._pending_reasons)
+        controller = self.controller.rows if self.controller is not None else []
+        firings = self.alerts.firings if self.alerts is not None else []
+        scale_outs = self.alerts.scale_outs if self.alerts is not None else 0
+        return ClusterLog(
+            acc.pod_rows,
+            acc.series,
+            hpa,
+            self.faults.log,
+            self._pending_reasons,
+            controller,
+            firings,
+            scale_outs,
+            self.alerts is not None,
+        )
 
     def scale_to(self, desired: int) -> None:
         self.lifecycle.scale_to(desired)
@@ -150,6 +197,8 @@ class ClusterSim:
         """At the horizon: record what is still in flight (gateway queue included) and close the books."""
         self.gateway.close(self.pods)
         self.accounting.close()
+        if self.alerts is not None:
+            self.alerts.close()
         self.provisioner.close()
         pending = any(p.state == "pending" for p in self.pods)
         self._pending_reasons = self.provisioner.unschedulable() if pending else []

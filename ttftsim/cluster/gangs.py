@@ -41,7 +41,7 @@ def place_members(binder: Binder, pending: Sequence[Pod], nodes: list[Node], gan
         for pod in pending:
             if len(pod.nodes) != rank:
                 continue
-            free = [n for n in nodes if n not in pod.nodes]
+            free = [n for n in nodes if n not in pod.nodes and n.index != pod.avoid_node]
             node = pick_node(free, binder.pod, gang.gpus_each, binder.rng)
             if node is None:
                 continue

@@ -136,12 +136,16 @@ class PodLifecycle:
                 self.schedule_pending()
 
     def _bind(self, pod: Pod, cold: bool = True) -> bool:
-        nodes = self.binder.pick(self.provisioner.nodes)
+        nodes = self.binder.pick(self._allowed(pod))
         if nodes is None:
             return False
         self.binder.bind(pod.index, nodes)
         self._bound(pod, nodes, cold)
         return True
+
+    def _allowed(self, pod: Pod) -> list[Node]:
+        """The nodes the pod may land on: all, but the one a controller moves it away from."""
+        return [n for n in self.provisioner.nodes if n.index != pod.avoid_node]
 
     def _bound(self, pod: Pod, nodes: list[Node], cold: bool) -> None:
         """The pod holds all its nodes now: it cold-starts, or (a running deployment at time 0) is Ready."""
@@ -203,7 +207,7 @@ class PodLifecycle:
         pod.engine.on_end = self.gateway.on_prefill_end if prefill else self.gateway.on_end
         if not prefill:
             pod.engine.on_first_token = self.on_first_token
-        pod.kv_bytes_per_token = build.kv_bytes_per_token
+        pod.kv_bytes_per_token, pod.weight_bytes = build.kv_bytes_per_token, build.weight_bytes
         pod.state, pod.ready_s = "ready", self.env.now
         if pod.role != "warm":
             self.gateway.refresh(self.pods)
@@ -242,6 +246,17 @@ class PodLifecycle:
         if desired < len(current):
             for pod in self.ranking.order(current, self.env.now)[: len(current) - desired]:
                 self._scale_down(pod)
+
+    def move_away(self, pod: Pod) -> Pod:
+        """Start a new serving pod on any node but `pod`'s (the old one keeps serving until `retire`)."""
+        new = Pod(len(self.pods), "serving", self.env.now, avoid_node=pod.node.index if pod.node else None)
+        self.pods.append(new)
+        self.schedule_pending()
+        return new
+
+    def retire(self, pod: Pod) -> None:
+        """Remove one chosen serving pod (drained as a scale-down drains it), the replica count unchanged."""
+        self._scale_down(pod)
 
     def _scale_down(self, pod: Pod) -> None:
         if pod.state != "ready":

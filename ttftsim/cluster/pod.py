@@ -47,6 +47,8 @@ class Pod:
     process: simpy.Process | None = None
     waited_for_node: bool = False
     kv_bytes_per_token: float = 0.0  # its model's KV bytes per token (all TP shards), for P/D transfers
+    weight_bytes: float = 0.0  # its model's weights (all TP shards), read by every iteration
+    avoid_node: int | None = None  # a node it must not land on (a controller moving a pod away from it)
 
     @property
     def live(self) -> bool:

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from ttftsim.cluster.cluster import ClusterSim
+from ttftsim.cluster.alerts import AlertFigures, alert_figures
+from ttftsim.cluster.cluster import ClusterLog, ClusterSim
 from ttftsim.cluster.pod import ReplicaBuild, Wrap
 from ttftsim.config.scenario import Scenario
 from ttftsim.engine.engine import Engine
@@ -35,20 +36,29 @@ class ClusterReport:
     faults: list[dict[str, Any]]
     cost: dict[str, float]
     pending_reasons: list[str]
+    log: ClusterLog | None = None  # controller rows and alert firings
 
     def slo_violation_minutes(self, requests: pd.DataFrame, ttft_p99_s: float, window_s: float) -> float:
         """Minutes in windows (by arrival) whose TTFT P99 exceeds the target; a request that never got a
         first token counts as infinitely late."""
-        if not len(requests):
-            return 0.0
-        ttft = requests["ttft_s"].fillna(np.inf).to_numpy()
-        windows = np.floor(requests["arrival_s"].to_numpy() / window_s)
-        late = 0
-        for window in np.unique(windows):
-            values = ttft[windows == window]
-            if slo_percentile(values, 0.99) > ttft_p99_s:
-                late += 1
-        return late * window_s / 60.0
+        return len(violating_windows(requests, ttft_p99_s, window_s)) * window_s / 60.0
+
+    def alerts(self, requests: pd.DataFrame, ttft_p99_s: float | None, window_s: float) -> AlertFigures | None:
+        """What the alert rules did, judged against the SLO-violation windows (None without rules)."""
+        if self.log is None or not self.log.alerting:
+            return None
+        violating = violating_windows(requests, ttft_p99_s, window_s) if ttft_p99_s else None
+        return alert_figures(self.log.alert_firings, violating, window_s, self.log.alert_scale_outs)
+
+
+def violating_windows(requests: pd.DataFrame, ttft_p99_s: float, window_s: float) -> set[int]:
+    """Indices floor(arrival / window_s) of the windows whose TTFT P99 exceeds the target (the SLO
+    percentile's inverted-CDF rule); a request that never got a first token counts as infinitely late."""
+    if not len(requests):
+        return set()
+    ttft = requests["ttft_s"].fillna(np.inf).to_numpy()
+    windows = np.floor(requests["arrival_s"].to_numpy() / window_s)
+    return {int(w) for w in np.unique(windows) if slo_percentile(ttft[windows == w], 0.99) > ttft_p99_s}
 
 
 def fixed_cluster(
@@ -80,7 +90,8 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
             return cache[hardware]
         engine_cfg = replica.engine
         memory = replica.memory
-        weight_bytes = float(memory.weight_bytes * engine_cfg.tp) if memory else 0.0
+        gpus = engine_cfg.gpus  # a pipeline-parallel replica is one pod group of TP x PP GPUs
+        weight_bytes = float(memory.weight_bytes * gpus) if memory else 0.0
 
         def make(env: simpy.Environment, recorder: Recorder, index: int, wrap: Wrap | None) -> Engine:
             return Engine(
@@ -94,8 +105,8 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
                 first_visible_token=scenario.first_visible_token,
             )
 
-        kv_per_token = float(memory.kv_bytes_per_token * engine_cfg.tp) if memory else 0.0
-        cache[hardware] = ReplicaBuild(make, weight_bytes, engine_cfg.tp, engine_cfg.enforce_eager, "", kv_per_token)
+        kv_per_token = float(memory.kv_bytes_per_token * gpus) if memory else 0.0
+        cache[hardware] = ReplicaBuild(make, weight_bytes, gpus, engine_cfg.enforce_eager, "", kv_per_token)
         return cache[hardware]
 
     return build
@@ -156,4 +167,5 @@ def drain_until(feeder: simpy.Process) -> float:
 
 def cluster_report(cluster: ClusterSim) -> ClusterReport:
     pods, series, hpa = cluster.frames()
-    return ClusterReport(pods, series, hpa, cluster.log.faults, cluster.cost(), cluster.log.pending_reasons)
+    log = cluster.log
+    return ClusterReport(pods, series, hpa, log.faults, cluster.cost(), log.pending_reasons, log)

@@ -1,4 +1,5 @@
-"""What Prometheus scrapes from the serving pods for the HPA (serving-semantics.md 1.1 and 5): each
+"""What Prometheus scrapes from the serving pods for the HPA, a controller and alert rules
+(serving-semantics.md 1.1 and 5): each
 ready pod's vLLM gauges and the cluster's TTFT histogram counts, every scrape_interval_s, kept for the
 rate window; and the HPA's metric inputs computed from them at a sync.
 
@@ -55,17 +56,27 @@ class Scrape:
     gauges: dict[int, PodGauges]  # by pod index: the ready serving pods
 
 
+SCRAPE_INTERVAL_S = 15.0  # without an HPA (whose section sets it), what a controller or alert rules read
+
+
 class Prometheus:
-    """Scrapes every scrape_interval_s; keeps the scrapes of the last rate window and one interval more."""
+    """Scrapes every scrape interval (the HPA's, or SCRAPE_INTERVAL_S without one); keeps the scrapes of
+    the longest rate window queried (the HPA's, or `keep_s`) and one interval more."""
 
     def __init__(
-        self, env: simpy.Environment, spec: Autoscaling, histogram: TtftHistogram, serving: Callable[[], list[Pod]]
+        self,
+        env: simpy.Environment,
+        spec: Autoscaling | None,
+        histogram: TtftHistogram,
+        serving: Callable[[], list[Pod]],
+        keep_s: float = 0.0,
     ) -> None:
         self.env, self.spec, self.histogram, self.serving = env, spec, histogram, serving
+        self.interval_s = spec.scrape_interval_s if spec is not None else SCRAPE_INTERVAL_S
+        self.keep_s = max(spec.rate_window_s if spec is not None else 0.0, keep_s)
         self.scrapes: deque[Scrape] = deque()
 
     def run(self) -> Generator[simpy.Event, Any, None]:
-        spec = self.spec
         while True:
             gauges = {}
             for pod in self.serving():
@@ -76,23 +87,33 @@ class Prometheus:
                     )
             now = self.env.now
             self.scrapes.append(Scrape(now, self.histogram.counts.copy(), gauges))
-            while self.scrapes and self.scrapes[0].time_s < now - spec.rate_window_s - spec.scrape_interval_s:
+            while self.scrapes and self.scrapes[0].time_s < now - self.keep_s - self.interval_s:
                 self.scrapes.popleft()
-            yield self.env.timeout(spec.scrape_interval_s)
+            yield self.env.timeout(self.interval_s)
+
+    def ttft_quantile(self, q: float, window_s: float) -> float:
+        """histogram_quantile(q, rate(ttft histogram[window_s])) now: over the counts between the first and
+        the last scrape in the window; NaN with fewer than two scrapes or no first token between them."""
+        window = [s for s in self.scrapes if s.time_s >= self.env.now - window_s]
+        if len(window) < 2:
+            return math.nan
+        return histogram_quantile(q, TTFT_BUCKETS, window[-1].ttft_counts - window[0].ttft_counts)
+
+    def gauge_mean(self, name: str) -> float:
+        """avg(gauge) over the pods in the latest scrape; NaN when none reported."""
+        gauges = self.scrapes[-1].gauges if self.scrapes else {}
+        return float(np.mean([getattr(g, name) for g in gauges.values()])) if gauges else math.nan
 
     def metric_inputs(self) -> list[MetricInput]:
         """Each HPA metric's input now, in the order of the spec's metrics."""
         spec = self.spec
-        now, latest = self.env.now, self.scrapes[-1] if self.scrapes else None
+        assert spec is not None
+        latest = self.scrapes[-1] if self.scrapes else None
         inputs: list[MetricInput] = []
         serving = [p for p in self.serving() if p.state in ("starting", "ready", "crashloop")]
         for metric in spec.metrics:
             if metric.name == "ttft_p99_s":
-                window = [s for s in self.scrapes if s.time_s >= now - spec.rate_window_s]
-                value = math.nan
-                if len(window) >= 2:
-                    value = histogram_quantile(0.99, TTFT_BUCKETS, window[-1].ttft_counts - window[0].ttft_counts)
-                inputs.append(ExternalMetricInput(value))
+                inputs.append(ExternalMetricInput(self.ttft_quantile(0.99, spec.rate_window_s)))
                 continue
             gauges = latest.gauges if latest else {}
             samples = tuple(getattr(gauges[p.index], metric.name) for p in serving if p.index in gauges)

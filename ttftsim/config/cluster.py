@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ttftsim.config.base import StrictModel
+from ttftsim.config.cluster_control import Alerting, Controller
 
 # Sustained read bandwidth of each weight source, bytes/s (serving-semantics.md part 4):
 # object_store: HF safetensors loader over the network, 0.31 GB/s (Run:ai streamer whitepaper, GP3 baseline);
@@ -368,3 +369,23 @@ class Cluster(StrictModel):
         description="The deployment is already running at time 0 (initial pods Ready, caches on their nodes); "
         "false: every initial pod cold-starts",
     )
+    controller: Controller | None = Field(
+        default=None, description="A custom controller acting on scraped signals; None = none"
+    )
+    alerting: Alerting | None = Field(default=None, description="Alert rules evaluated on the run; None = none")
+
+    @model_validator(mode="after")
+    def _one_replica_owner(self) -> Cluster:
+        """One actor owns the serving replica count: the HPA, a controller, or alerts that scale out."""
+        scales_out = self.alerting is not None and any(r.action == "scale_out" for r in self.alerting.rules)
+        if self.controller is not None and self.autoscaling is not None:
+            raise ValueError("controller: the HPA (autoscaling) already sets the replica count; keep one of them")
+        if scales_out and (self.autoscaling is not None or self.controller is not None):
+            owner = "autoscaling" if self.autoscaling is not None else "controller"
+            raise ValueError(f"alerting.rules: a scale_out action and {owner} would both set the replica count")
+        bounds = {"controller.max_replicas": self.controller.max_replicas if self.controller else None}
+        bounds["alerting.max_replicas"] = self.alerting.max_replicas if self.alerting else None
+        for field, bound in bounds.items():
+            if bound is not None and bound < self.replicas:
+                raise ValueError(f"{field} {bound} < replicas {self.replicas}")
+        return self

@@ -127,6 +127,9 @@ class ColdStarts:
     max: float | None
 
 
+OPTIONAL_CLUSTER_FIGURES = ("alerts", "controller_actions")
+
+
 @dataclass(frozen=True)
 class ClusterFigures:
     """A cluster run: cost, SLO-violation minutes, pods, cold starts, scaling, retries, faults."""
@@ -146,14 +149,19 @@ class ClusterFigures:
     pods_not_starting: tuple[str, ...]
     pods_pending: int
     pending_reasons: tuple[str, ...]
+    alerts: dict[str, Any] | None = None  # alert rules' firings, pages, missed SLO minutes (with rules)
+    controller_actions: dict[str, int] | None = None  # a custom controller's actions by kind (with one)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        optional = {key: data.pop(key) for key in OPTIONAL_CLUSTER_FIGURES}
+        data |= {key: value for key, value in optional.items() if value is not None}  # only when modelled
         return data | {key: list(data[key]) for key in ("faults", "pods_not_starting", "pending_reasons")}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClusterFigures:
-        values = {f.name: data[f.name] for f in fields(cls)}
+        optional = OPTIONAL_CLUSTER_FIGURES
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data or f.name not in optional}
         values["cold_start_s"] = _flat(ColdStarts, data["cold_start_s"])
         for key in ("faults", "pods_not_starting", "pending_reasons"):
             values[key] = tuple(data[key])
