@@ -98,6 +98,7 @@ def fit_cases(
     reports: list[str],
     deployment: str,
     progress: Callable[[str], None] = lambda _: None,
+    cross_validate: bool = True,
 ) -> tuple[DeploymentCalibration, FitResult, list[str]]:
     cases, notes, hardware, min_overhead = fitted_cases(all_cases, base)
     check_runs(cases, len(names))
@@ -105,7 +106,7 @@ def fit_cases(
     evaluator = Evaluator(problem)
     progress("checking that the runs identify every factor")
     check_effects(evaluator)
-    result = fit(evaluator, progress)
+    result = fit(evaluator, progress, cross_validate)
     return calibration_of(result, problem, reports, deployment), result, notes
 
 

@@ -157,10 +157,11 @@ def is_random(scenario: Scenario) -> bool:
     return random_arrivals or random_start or sampled or workload.type in ("trace", "conversation")
 
 
-def simulated_requests(case: Case, base: Path = Path()) -> pd.DataFrame:
-    """The case's simulated requests, pooled over NUM_SEEDS_RANDOM seeds when its workload is random. A seed
-    whose TTFTs repeat an earlier seed's exactly is left out: copies would narrow the intervals falsely."""
-    num_seeds = NUM_SEEDS_RANDOM if is_random(case.scenario) else 1
+def simulated_requests(case: Case, base: Path = Path(), max_seeds: int = NUM_SEEDS_RANDOM) -> pd.DataFrame:
+    """The case's simulated requests, pooled over NUM_SEEDS_RANDOM seeds (at most max_seeds) when its workload
+    is random. A seed whose TTFTs repeat an earlier seed's exactly is left out: copies would narrow the
+    intervals falsely."""
+    num_seeds = min(max_seeds, NUM_SEEDS_RANDOM) if is_random(case.scenario) else 1
     runs: list[pd.DataFrame] = []
     for seed in range(case.scenario.seed, case.scenario.seed + num_seeds):
         requests = simulate(case.scenario, base, seed=seed, source=case.name).requests
@@ -170,10 +171,10 @@ def simulated_requests(case: Case, base: Path = Path()) -> pd.DataFrame:
     return pd.concat(runs, ignore_index=True) if len(runs) > 1 else runs[0]
 
 
-def run_case(case: Case, base: Path = Path()) -> list[StageResult]:
+def run_case(case: Case, base: Path = Path(), max_seeds: int = NUM_SEEDS_RANDOM) -> list[StageResult]:
     if case.skip_reason is not None:
         raise InputError(case.name, "", case.skip_reason)
-    requests = simulated_requests(case, base)
+    requests = simulated_requests(case, base, max_seeds)
     results = []
     for stage in case.stages:
         if case.closed_loop:
