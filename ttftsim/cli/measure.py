@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -47,19 +48,31 @@ def accuracy(
             help="A /metrics snapshot taken before the run: with a /metrics report, the run is the difference"
         ),
     ] = None,
+    server_metrics: Annotated[
+        Path | None,
+        typer.Option(
+            help="The server's /metrics after a client report's run (with --server-before: before it): vLLM's TTFT "
+            "beside the client's and the prediction, the frontend/network share, the histograms side by side"
+        ),
+    ] = None,
+    server_before: Annotated[Path | None, typer.Option(help="The server's /metrics before the run")] = None,
 ) -> None:
     """Simulate measured deployments and compare predicted with measured TTFT (and TPOT)."""
     from ttftsim.accuracy.ground_truth import case_notes, with_kernel_costs
     from ttftsim.accuracy.harness import as_json as to_json
     from ttftsim.accuracy.harness import run_all, summarize
     from ttftsim.accuracy.reports import measured_cases
+    from ttftsim.accuracy.server_view import server_views, table_lines
 
     with measured_cases(ground_truth, deployment, before) as (cases, base):
         results, skipped = run_all(with_kernel_costs(cases, kernel_costs), base)
+        views = server_views(with_kernel_costs(cases, kernel_costs), base, server_metrics, server_before)
     summary = summarize(results)
     notes = case_notes(cases)
     if as_json:
         payload = to_json(results, summary, skipped) | {"notes": notes}
+        if views:
+            payload["server_view"] = [asdict(view) | {"frontend_share": view.frontend_share()} for view in views]
         sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     else:
         render_accuracy(console, results, summary)
@@ -67,6 +80,8 @@ def accuracy(
             console.print(f"[yellow]skipped[/] {name}: {reason}", markup=True, highlight=False)
         for note in notes:
             console.print(f"note: {note}", markup=False, highlight=False)
+        for line in (line for view in views for line in table_lines(view)):
+            console.print(line, markup=False, highlight=False)
     if not results:
         raise typer.Exit(1)
 
