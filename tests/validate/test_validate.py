@@ -49,7 +49,7 @@ INVALID = [
         "no Deployment",
     ),
     (("", ""), ('--max-num-seqs, "128"', '--max-num-seqs, "lots"'), "--max-num-seqs"),
-    (("", ""), ('--max-model-len, "8192"', '--block-size, "7", --max-model-len, "8192"'), "vllm args block_size"),
+    (("", ""), ('--max-model-len, "8192"', '--block-size, "7", --max-model-len, "8192"'), "--block-size"),
     (
         ("", ""),
         ("command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]", "command: [vllm, serve]"),

@@ -10,41 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ttftsim.config.engine import EngineArgs
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import node_label_keys
-from ttftsim.inputs.files import excerpt, read_text
+from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
 from ttftsim.validate.manifest_shapes import check_document
+from ttftsim.validate.vllm_command import CommandFinding, read_vllm_container
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
+DEFAULT_VLLM = str(EngineArgs.model_fields["vllm_version"].default)
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")  # the device plugins' extended resource names
-# vLLM flags -> EngineArgs fields (value flags); boolean flags below
-VALUE_FLAGS = {
-    "--tensor-parallel-size": "tensor_parallel_size",
-    "-tp": "tensor_parallel_size",
-    "--max-num-seqs": "max_num_seqs",
-    "--max-num-batched-tokens": "max_num_batched_tokens",
-    "--max-model-len": "max_model_len",
-    "--gpu-memory-utilization": "gpu_memory_utilization",
-    "--block-size": "block_size",
-    "--kv-cache-dtype": "kv_cache_dtype",
-    "--quantization": "quantization",
-    "-q": "quantization",
-    "--dtype": "dtype",
-    "--scheduling-policy": "scheduling_policy",
-    "--long-prefill-token-threshold": "long_prefill_token_threshold",
-}
-BOOL_FLAGS = {
-    "--enable-prefix-caching": ("enable_prefix_caching", True),
-    "--no-enable-prefix-caching": ("enable_prefix_caching", False),
-    "--enable-chunked-prefill": ("enable_chunked_prefill", True),
-    "--no-enable-chunked-prefill": ("enable_chunked_prefill", False),
-    "--enforce-eager": ("enforce_eager", True),
-    "--async-scheduling": ("async_scheduling", True),
-    "--no-async-scheduling": ("async_scheduling", False),
-}
-IGNORED_VALUE_FLAGS = ("--host", "--port", "--served-model-name", "--download-dir", "--api-key", "--uvicorn-log-level")
-QUANT_NAMES = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "compressed-tensors": "int8", "bitsandbytes": "int4"}
 
 
 class NoServingWorkloadError(InputError):
@@ -68,6 +44,7 @@ class ServingWorkload:
     not_modelled: list[str] = field(default_factory=list)
     hpa: dict[str, Any] | None = None
     hpa_source: str = ""
+    command_findings: list[CommandFinding] = field(default_factory=list)  # vllm_command.py: refusals, env
 
     def gpu_request(self) -> int | None:
         """GPUs per pod: the device plugin's resource, NVIDIA's or AMD's (ROCm k8s-device-plugin)."""
@@ -119,7 +96,8 @@ def read_documents(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def find_serving(documents: list[tuple[str, dict[str, Any]]]) -> ServingWorkload:
+def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str = DEFAULT_VLLM) -> ServingWorkload:
+    """The first workload with a vLLM container, its command line read as `vllm_version` parses it."""
     found = []
     for source, document in documents:
         if document.get("kind") not in WORKLOAD_KINDS:
@@ -140,7 +118,11 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]]) -> ServingWorkload
                 raise InputError(source, f"containers.{index}.command", f"cannot split the command ({exc})") from None
             if _is_vllm(container, words):
                 name = str((document.get("metadata") or {}).get("name", ""))
-                model, engine, pp, ignored = parse_vllm_args(words, f"{source} container {container.get('name', '')}")
+                where = f"{document['kind']}/{name}"
+                env = container.get("env") if isinstance(container.get("env"), list) else []
+                read = read_vllm_container(
+                    words, env, vllm_version, where, f"{source} container {container.get('name', '')}"
+                )
                 found.append(
                     ServingWorkload(
                         source,
@@ -150,10 +132,11 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]]) -> ServingWorkload
                         size,
                         container,
                         pod_spec,
-                        model,
-                        engine,
-                        pp,
-                        ignored,
+                        read.model,
+                        read.engine,
+                        read.pipeline_parallel,
+                        read.not_modelled,
+                        command_findings=read.findings,
                     )
                 )
     if not found:
@@ -189,71 +172,3 @@ def _is_vllm(container: dict[str, Any], words: list[str]) -> bool:
         or "vllm.entrypoints.openai.api_server" in joined
         or "vllm" in str(container.get("image", ""))
     )
-
-
-def parse_vllm_args(words: list[str], source: str) -> tuple[str | None, dict[str, Any], int, list[str]]:
-    """(model, EngineArgs fields, pipeline-parallel size, flags not modelled) from a vllm command line."""
-    model: str | None = None
-    engine: dict[str, Any] = {}
-    ignored: list[str] = []
-    pp = 1
-    tokens = [
-        part for word in words for part in (word.split("=", 1) if word.startswith("--") and "=" in word else [word])
-    ]
-    i = 0
-    while i < len(tokens):
-        word = tokens[i]
-        if word == "serve" and i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
-            model, i = tokens[i + 1], i + 2
-            continue
-        if word == "--model" and i + 1 < len(tokens):
-            model, i = tokens[i + 1], i + 2
-            continue
-        if word in BOOL_FLAGS:
-            key, enabled = BOOL_FLAGS[word]
-            engine[key] = enabled
-            i += 1
-            continue
-        if word in VALUE_FLAGS or word in ("--pipeline-parallel-size", "-pp"):
-            if i + 1 >= len(tokens):
-                raise InputError(source, word, "flag without a value")
-            value = tokens[i + 1]
-            if word in ("--pipeline-parallel-size", "-pp"):
-                pp = _int(value, source, word)
-            else:
-                engine[VALUE_FLAGS[word]] = _flag_value(VALUE_FLAGS[word], value, source, word)
-            i += 2
-            continue
-        if word in IGNORED_VALUE_FLAGS:
-            i += 2
-            continue
-        if word.startswith("--"):
-            ignored.append(word)
-        i += 1
-    return model, engine, pp, ignored
-
-
-def _int(value: str, source: str, flag: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise InputError(source, flag, f"expects an integer, got {excerpt(value)}") from None
-
-
-def _flag_value(key: str, value: str, source: str, flag: str) -> Any:
-    if key in ("tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "block_size"):
-        return _int(value, source, flag)
-    if key == "long_prefill_token_threshold":
-        return _int(value, source, flag)
-    if key == "gpu_memory_utilization":
-        try:
-            return float(value)
-        except ValueError:
-            raise InputError(source, flag, f"expects a number, got {excerpt(value)}") from None
-    if key == "quantization":
-        return QUANT_NAMES.get(value, value)
-    if key == "kv_cache_dtype":
-        return "fp8" if value.startswith("fp8") else value
-    if key == "dtype":
-        return {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}.get(value, value)
-    return value

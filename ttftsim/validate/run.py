@@ -114,6 +114,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
         "engine": target.engine.model_dump(exclude_defaults=True),
     }
     if target.serving is not None:
+        report.findings += [Finding(f.severity, "vllm-args", f.message, f.fix) for f in target.serving.command_findings]
         _check_manifests(report, target.serving, target)
         report.warnings += _not_modelled(target.serving, target.engine.tensor_parallel_size)
     replica = _check_engine(report, deploy, target, base, str(path))
@@ -138,7 +139,7 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
     documents = [doc for file in files for doc in read_documents(file)]
     schema_findings = check_objects(documents)  # before the deployment checks
     try:
-        serving = find_serving(documents)
+        serving = find_serving(documents, deploy.vllm_version)
     except NoServingWorkloadError as exc:
         unsupported = unsupported_deployment(documents, schema_findings)
         if unsupported is None:

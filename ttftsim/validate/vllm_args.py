@@ -25,9 +25,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ttftsim.inputs.files import excerpt
 from ttftsim.validate.vllm_arg_list import ChosenList, VllmFlag
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+SHELL_SEPARATORS = ("&&", "||", ";", "|", "&")
 # vllm/engine/arg_utils.py get_kwargs: the int flags that take 1k / 2M style values
 HUMAN_READABLE_INTS = {"max_num_batched_tokens", "max_num_scheduled_tokens", "kv_cache_memory_bytes", "max_model_len"}
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
@@ -50,12 +52,22 @@ class GivenFlag:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """One reason vLLM's parser exits at start: a name it does not know (`unknown`: unrecognized or
+    ambiguous, or --model where 0.10 refused it) or a value it cannot read (`value`), in argparse's words."""
+
+    kind: str  # unknown, value
+    option: str
+    message: str
+
+
+@dataclass(frozen=True)
 class ParsedCommand:
     """A vLLM command line as vLLM parses it. `refusals` are vLLM's own reasons to exit at start."""
 
     model: str | None
     given: tuple[GivenFlag, ...]
-    refusals: tuple[str, ...]
+    refusals: tuple[Refusal, ...]
 
     def value(self, dest: str) -> Any:
         """The last value given for this destination (argparse: the last one wins); None if never given."""
@@ -69,12 +81,18 @@ def vllm_arguments(words: list[str]) -> tuple[list[str], bool] | None:
     `vllm serve`'s arguments, as the vllm/vllm-openai image's ENTRYPOINT runs them."""
     for index, word in enumerate(words):
         if word == "serve" and index > 0 and words[index - 1].rsplit("/", 1)[-1] == "vllm":
-            return words[index + 1 :], True
+            return _until_shell_separator(words[index + 1 :]), True
         if word == API_SERVER_MODULE:
-            return words[index + 1 :], False
+            return _until_shell_separator(words[index + 1 :]), False
     if words and not words[0].startswith("-") and words[0].rsplit("/", 1)[-1] in ("python", "python3", "vllm"):
         return None
     return words, True
+
+
+def _until_shell_separator(words: list[str]) -> list[str]:
+    """The words of one command in a `sh -c` line (`... && vllm serve M ... ; echo done`)."""
+    ends = [i for i, word in enumerate(words) if word in SHELL_SEPARATORS]
+    return words[: ends[0]] if ends else words
 
 
 def parse_command(arguments: list[str], chosen: ChosenList, positional_model: bool = True) -> ParsedCommand:
@@ -83,12 +101,13 @@ def parse_command(arguments: list[str], chosen: ChosenList, positional_model: bo
     parser = _Parser(chosen, tokens)
     model = parser.run(positional_model)
     if positional_model and _minor(chosen.args.version) < SERVE_MODEL_FLAG_SINCE and parser.model_flag_given():
-        parser.refusals.append("with `vllm serve`, give the model as the first positional argument, not --model")
+        message = "with `vllm serve`, give the model as the first positional argument, not --model"
+        parser.refusals.append(Refusal("unknown", "--model", message))
     return ParsedCommand(model, tuple(parser.given), tuple(parser.refusals))
 
 
 def _minor(version: str) -> tuple[int, int]:
-    major, minor = (version.split(".") + ["0"])[:2]
+    major, minor = [*version.split("."), "0"][:2]
     return int(major), int(minor)
 
 
@@ -123,8 +142,8 @@ def _preprocess(arguments: list[str], has_optimization_level: bool) -> list[str]
                 index += 1
         else:
             out.append(arg)
-    for name, value in dotted.items():
-        out += [name, json.dumps(value)]
+    for flag_name, keys in dotted.items():
+        out += [flag_name, json.dumps(keys)]
     return out
 
 
@@ -149,7 +168,7 @@ class _Parser:
         self.tokens = tokens
         self.index = 0
         self.given: list[GivenFlag] = []
-        self.refusals: list[str] = []
+        self.refusals: list[Refusal] = []
         self.unrecognized: list[str] = []
 
     def run(self, positional_model: bool) -> str | None:
@@ -165,7 +184,8 @@ class _Parser:
                 continue
             self._option(token)
         if self.unrecognized:
-            self.refusals.append("unrecognized arguments: " + " ".join(self.unrecognized))
+            message = "unrecognized arguments: " + " ".join(self.unrecognized)
+            self.refusals.append(Refusal("unknown", self.unrecognized[0], message))
         flag_model = next((g.value for g in reversed(self.given) if g.flag.dest == "model"), None)
         return model if model is not None else (str(flag_model) if flag_model is not None else None)
 
@@ -196,7 +216,8 @@ class _Parser:
             return None
         matches = [option for option in self.args.long_options() if option.startswith(written)]
         if len(matches) > 1:
-            self.refusals.append(f"ambiguous option: {written} could match {', '.join(matches)}")
+            message = f"ambiguous option: {written} could match {', '.join(matches)}"
+            self.refusals.append(Refusal("unknown", written, message))
             return None
         return matches[0] if matches else None
 
@@ -204,7 +225,7 @@ class _Parser:
         """The strings the flag consumes (argparse's nargs), or None after a refusal."""
         if flag.nargs == 0:
             if explicit is not None:
-                self.refusals.append(f"argument {option}: ignored explicit argument {explicit!r}")
+                self._bad_value(option, f"ignored explicit argument {excerpt(explicit)}")
                 return None
             return []
         if explicit is not None:
@@ -217,7 +238,7 @@ class _Parser:
                 break
         if not following and flag.nargs in (None, "+"):
             needs = "one argument" if flag.nargs is None else "at least one argument"
-            self.refusals.append(f"argument {option}: expected {needs}")
+            self._bad_value(option, f"expected {needs}")
             return None
         return following
 
@@ -229,14 +250,17 @@ class _Parser:
         try:
             converted = [_typed(flag, v) for v in values]
         except ValueError as exc:
-            self.refusals.append(f"argument {option}: {exc}")
+            self._bad_value(option, str(exc))
             return None
         if flag.choices is not None:
             bad = [v for v in values if v not in flag.choices]
             if bad:
-                self.refusals.append(f"argument {option}: invalid choice: {bad[0]!r}")
+                self._bad_value(option, f"invalid choice: {excerpt(bad[0])} (choose from {', '.join(flag.choices)})")
                 return None
         return converted if flag.nargs == "+" else converted[0]
+
+    def _bad_value(self, option: str, message: str) -> None:
+        self.refusals.append(Refusal("value", option, message))
 
 
 def _is_option(token: str) -> bool:
@@ -251,17 +275,17 @@ def _typed(flag: VllmFlag, text: str) -> Any:
         try:
             return int(text)
         except ValueError:
-            raise ValueError(f"invalid int value: {text!r}") from None
+            raise ValueError(f"invalid int value: {excerpt(text)}") from None
     if flag.value == "float":
         try:
             return float(text)
         except ValueError:
-            raise ValueError(f"invalid float value: {text!r}") from None
+            raise ValueError(f"invalid float value: {excerpt(text)}") from None
     if flag.value == "json" and text.strip().startswith(("{", "[")):
         try:
             return json.loads(text)
         except json.JSONDecodeError:
-            raise ValueError(f"Value {text} cannot be converted to JSON") from None
+            raise ValueError(f"not valid JSON: {excerpt(text)}") from None
     return text
 
 
@@ -280,4 +304,4 @@ def _human_int(text: str, allow_auto: bool) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ValueError(f"invalid value: {text!r}") from None
+        raise ValueError(f"invalid int value: {excerpt(text)}") from None

@@ -1,0 +1,197 @@
+"""What a vLLM container will run, for `ttftsim validate`: its command line read as that vLLM version parses it
+(vllm_args.py), turned into ttftsim's engine arguments, and its VLLM_* environment checked against the
+variables that version reads (vllm/envs.py).
+
+Every flag and variable ends in one of four places: modelled (an engine argument), of no effect on what
+ttftsim predicts (ports, names, logging: silent), read by vLLM but not modelled (a warning naming it), or
+refused by vLLM (an error: the server exits at start). When ttftsim has no argument list for the exact
+version, an unknown flag is a warning, since the nearest list cannot prove that version refuses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ttftsim.errors import InputError
+from ttftsim.validate.vllm_arg_list import arg_list_for
+from ttftsim.validate.vllm_args import ParsedCommand, parse_command, vllm_arguments
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# vLLM destination -> ttftsim EngineArgs field, values converted by _engine_value
+MODELLED = {
+    "tensor_parallel_size": "tensor_parallel_size",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "max_model_len": "max_model_len",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "block_size": "block_size",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "quantization": "quantization",
+    "dtype": "dtype",
+    "scheduling_policy": "scheduling_policy",
+    "long_prefill_token_threshold": "long_prefill_token_threshold",
+    "enable_prefix_caching": "enable_prefix_caching",
+    "enable_chunked_prefill": "enable_chunked_prefill",
+    "enforce_eager": "enforce_eager",
+    "async_scheduling": "async_scheduling",
+    "num_gpu_blocks_override": "num_gpu_blocks_override",
+}
+# Flags with no effect on scheduling, memory or kernel time: the server's address, names, auth, logging,
+# chat formatting and tool parsing, where weights are downloaded from
+NO_EFFECT = _words(
+    """
+model model_tag host port served_model_name api_key download_dir uvicorn_log_level disable_log_requests
+enable_log_requests disable_log_stats disable_uvicorn_access_log trust_remote_code chat_template
+enable_auto_tool_choice tool_call_parser reasoning_parser response_role root_path ssl_keyfile
+ssl_certfile ssl_ca_certs allowed_origins allowed_methods allowed_headers hf_token revision
+tokenizer_revision code_revision max_log_len disable_fastapi_docs enable_prompt_tokens_details
+enable_server_load_tracking enable_force_include_usage tokenizer seed log_error_stack
+disable_frontend_multiprocessing
+"""
+)
+QUANT_NAMES = {"fp8": "fp8", "awq": "int4", "awq_marlin": "int4", "gptq": "int4", "gptq_marlin": "int4"}
+QUANT_NAMES |= {"compressed-tensors": "int8", "bitsandbytes": "int4", "modelopt": "fp8"}
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "auto": "auto"}
+KV_DTYPES = {"auto": "auto", "bfloat16": "bf16", "float16": "fp16"}
+# VLLM_* variables with no effect on what ttftsim predicts (logging, telemetry, where files go, ports)
+NO_EFFECT_ENV = _words(
+    """
+VLLM_LOGGING_LEVEL VLLM_CONFIGURE_LOGGING VLLM_LOGGING_CONFIG_PATH VLLM_LOGGING_PREFIX
+VLLM_NO_USAGE_STATS VLLM_DO_NOT_TRACK VLLM_USAGE_SOURCE VLLM_CACHE_ROOT VLLM_CONFIG_ROOT
+VLLM_ASSETS_CACHE VLLM_HOST_IP VLLM_PORT VLLM_API_KEY VLLM_LOG_STATS_INTERVAL
+VLLM_DEBUG_LOG_API_SERVER_RESPONSE VLLM_SERVER_DEV_MODE VLLM_USE_MODELSCOPE VLLM_RPC_TIMEOUT
+VLLM_HTTP_TIMEOUT_KEEP_ALIVE VLLM_ENGINE_READY_TIMEOUT_S
+"""
+)
+
+ENV_NOTES = {
+    "VLLM_USE_V1": "VLLM_USE_V1=0 runs the V0 engine, whose scheduler ttftsim does not model (V1's is)",
+    "VLLM_ATTENTION_BACKEND": "kernel costs are those of the version's default attention backend",
+}
+
+
+@dataclass(frozen=True)
+class CommandFinding:
+    """One thing the command line or environment does that validate reports."""
+
+    severity: str  # error, warning, info
+    message: str
+    fix: str = ""
+
+
+@dataclass
+class VllmCommand:
+    """The container's vLLM invocation as ttftsim reads it."""
+
+    model: str | None
+    engine: dict[str, Any]
+    pipeline_parallel: int
+    not_modelled: list[str] = field(default_factory=list)  # flags as written, read by vLLM, not modelled
+    findings: list[CommandFinding] = field(default_factory=list)
+
+
+def read_vllm_container(words: list[str], env: list[Any], version: str, where: str, source: str) -> VllmCommand:
+    """The model, engine arguments, pipeline-parallel size and findings of a vLLM container's command line
+    (`words`: command + args, shell already split) and `env` (the container's env list), for vLLM `version`.
+    A flag vLLM does not know is an error finding; a value it cannot read is an InputError naming the flag
+    (there is no value to predict with)."""
+    chosen = arg_list_for(version)
+    split = vllm_arguments(words)
+    arguments, positional = split if split is not None else ([], True)
+    parsed = parse_command(arguments, chosen, positional)
+    command = VllmCommand(parsed.model, {}, 1)
+    note = f" ({chosen.note(version)})" if not chosen.is_exact else ""
+    for refusal in parsed.refusals:
+        if refusal.kind == "value":
+            raise InputError(source, refusal.option, f"vLLM {version} refuses it: {refusal.message}")
+        command.findings.append(
+            CommandFinding(
+                "error" if chosen.is_exact else "warning",
+                f"{where}: vLLM {version} refuses this command line and exits at start: {refusal.message}{note}",
+                f"check {refusal.option} against `vllm serve --help=all` of vLLM {version}",
+            )
+        )
+    _interpret(parsed, command, where)
+    _check_environment(env, parsed, command, chosen.args.environment_variables, version, where)
+    return command
+
+
+def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
+    for given in parsed.given:
+        dest, canonical = given.flag.dest, given.option
+        if given.written != canonical and given.written.replace("_", "-") != canonical:
+            command.findings.append(
+                CommandFinding(
+                    "warning",
+                    f"{where}: {given.written} is read by vLLM as {canonical} (argparse accepts a unique prefix; "
+                    "a later vLLM with a new flag of the same prefix refuses it as ambiguous)",
+                    f"write {canonical} in full",
+                )
+            )
+        if dest == "pipeline_parallel_size":
+            command.pipeline_parallel = int(given.value)
+        elif dest in MODELLED:
+            value = _engine_value(dest, given.value)
+            if value is None:
+                _not_modelled(command, f"{given.written} {given.value}")
+            else:
+                command.engine[MODELLED[dest]] = value
+        elif dest not in NO_EFFECT:
+            _not_modelled(command, given.written)
+
+
+def _not_modelled(command: VllmCommand, written: str) -> None:
+    """validate warns about each one (run.py _not_modelled), naming the flag as written."""
+    if written not in command.not_modelled:
+        command.not_modelled.append(written)
+
+
+def _engine_value(dest: str, value: Any) -> Any:
+    """The EngineArgs value of a modelled vLLM value; None for a value ttftsim does not model."""
+    if dest == "max_model_len":
+        return None if value == -1 else value  # -1 / auto: the model's own length, as unset
+    if dest == "quantization":
+        return QUANT_NAMES.get(str(value))
+    if dest == "dtype":
+        return DTYPES.get(str(value))
+    if dest == "kv_cache_dtype":
+        text = str(value)
+        return "fp8" if text in ("fp8", "fp8_e4m3", "fp8_e5m2") else KV_DTYPES.get(text)
+    return value
+
+
+def _check_environment(
+    env: list[Any], parsed: ParsedCommand, command: VllmCommand, known: frozenset[str], version: str, where: str
+) -> None:
+    """VLLM_* variables: unknown to this version (vLLM warns and ignores them, or refuses to start with
+    --fail-on-environ-validation: vllm/platforms/interface.py validate_environ), or known and not modelled."""
+    hard_fail = parsed.value("fail_on_environ_validation") is True
+    for entry in env:
+        name = str(entry.get("name", "")) if isinstance(entry, dict) else ""
+        if not name.startswith("VLLM_") or name in NO_EFFECT_ENV:
+            continue
+        if name not in known:
+            command.findings.append(
+                CommandFinding(
+                    "error" if hard_fail else "warning",
+                    f"{where}: vLLM {version} does not read the environment variable {name}: "
+                    + (
+                        "with --fail-on-environ-validation it refuses to start"
+                        if hard_fail
+                        else "it logs 'Unknown vLLM environment variable detected' and ignores it"
+                    ),
+                    f"remove {name}, or set what it meant with this version's flag",
+                )
+            )
+        else:
+            why = ENV_NOTES.get(name, "its effect is not predicted")
+            command.findings.append(
+                CommandFinding(
+                    "warning", f"{where}: environment variable {name} is read by vLLM {version} but not modelled: {why}"
+                )
+            )
