@@ -194,13 +194,18 @@ class _Parser:
 
     def _option(self, token: str) -> None:
         written, sep, explicit = token.partition("=")
-        option = self._resolve(written)
-        if option is None:
+        matches = self._matches(written)
+        if len(matches) > 1:  # argparse stops here
+            message = f"ambiguous option: {written} could match {', '.join(matches)}"
+            self.refusals.append(Refusal("unknown", written, message))
+            return
+        if not matches:
             self.unrecognized.append(token)
             while self.index < len(self.tokens) and not _is_option(self.tokens[self.index]):
                 self.unrecognized.append(self.tokens[self.index])  # argparse leaves its values unparsed too
                 self.index += 1
             return
+        option = matches[0]
         flag = self.args.flags[option]
         values = self._values(option, flag, explicit if sep else None)
         if values is None:
@@ -209,17 +214,13 @@ class _Parser:
         if value is not None:
             self.given.append(GivenFlag(written, option, flag, value))
 
-    def _resolve(self, written: str) -> str | None:
+    def _matches(self, written: str) -> list[str]:
+        """The option strings a written name means: itself, or (long names) every option it is a prefix of."""
         if written in self.args.flags:
-            return written
+            return [written]
         if not (written.startswith("--") and self.args.allow_abbrev):
-            return None
-        matches = [option for option in self.args.long_options() if option.startswith(written)]
-        if len(matches) > 1:
-            message = f"ambiguous option: {written} could match {', '.join(matches)}"
-            self.refusals.append(Refusal("unknown", written, message))
-            return None
-        return matches[0] if matches else None
+            return []
+        return [option for option in self.args.long_options() if option.startswith(written)]
 
     def _values(self, option: str, flag: VllmFlag, explicit: str | None) -> list[str] | None:
         """The strings the flag consumes (argparse's nargs), or None after a refusal."""

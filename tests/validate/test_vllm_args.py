@@ -1,0 +1,183 @@
+"""vLLM command lines read as vLLM reads them: every case vLLM's own parser parsed (tests/validate/data,
+written by benchmarks/vllm_args/extract.py for each modelled version) gives the same model, values and
+refusals here; and what validate makes of them: an underscore flag changes the KV capacity by the hand-computed
+amount, an unknown flag is an error finding, a known flag that is not modelled a warning naming it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ttftsim.errors import InputError
+from ttftsim.validate.run import validate
+from ttftsim.validate.vllm_arg_list import arg_list_for, listed_versions
+from ttftsim.validate.vllm_args import parse_command, vllm_arguments
+from ttftsim.validate.vllm_command import read_vllm_container
+
+DATA = Path(__file__).parent / "data"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "validate"
+VERSIONS = ["0.10", "0.14", "0.15", "0.32", "0.33"]
+
+
+def _oracle_cases() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (version, case)
+        for version in VERSIONS
+        for case in json.loads((DATA / f"vllm_parse_cases_{version}.json").read_text())["cases"]
+    ]
+
+
+def test_every_modelled_version_has_its_own_list() -> None:
+    assert listed_versions() == VERSIONS
+    assert all(arg_list_for(v).is_exact for v in VERSIONS)
+    assert arg_list_for("0.15.1").args.version == "0.15.1"
+
+
+@pytest.mark.parametrize(("version", "case"), _oracle_cases(), ids=lambda x: x if isinstance(x, str) else "")
+def test_parse_agrees_with_vllms_own_parser(version: str, case: dict[str, Any]) -> None:
+    parsed = parse_command(case["argv"][1:], arg_list_for(version))
+    if "error" in case:
+        assert parsed.refusals, case["error"]
+        return
+    assert parsed.refusals == ()
+    expected = case["parsed"]
+    assert parsed.model == expected["model_tag"]
+    for given in parsed.given:
+        if given.flag.dest in expected:
+            assert str(given.value) == str(expected[given.flag.dest]), given
+
+
+def test_underscores_equals_abbreviations_and_human_readable_numbers() -> None:
+    words = "--max_num_batched_tokens=8k --gpu-memory-util 0.85 --enable_prefix_caching --max-model-len 32K".split()
+    parsed = parse_command(words, arg_list_for("0.15"), positional_model=False)
+    values = {g.flag.dest: g.value for g in parsed.given}
+    assert values == {
+        "max_num_batched_tokens": 8000,
+        "gpu_memory_utilization": 0.85,
+        "enable_prefix_caching": True,
+        "max_model_len": 32768,
+    }
+    assert [g.option for g in parsed.given][1] == "--gpu-memory-utilization"
+
+
+def test_an_abbreviation_that_became_ambiguous_is_refused_by_the_later_version() -> None:
+    words = ["m", "--enable-chunked"]
+    assert parse_command(words, arg_list_for("0.32")).refusals == ()
+    (refusal,) = parse_command(words, arg_list_for("0.33")).refusals
+    assert refusal.kind == "unknown"
+    assert refusal.message == (
+        "ambiguous option: --enable-chunked could match --enable-chunked-mm-input, --enable-chunked-prefill"
+    )
+
+
+def test_json_flags_whole_and_by_key() -> None:
+    words = ["m", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}']
+    words += ["--compilation-config.cudagraph_mode", "FULL", "--compilation_config.pass_config.fuse", "true"]
+    parsed = parse_command(words, arg_list_for("0.32"))
+    assert parsed.value("speculative_config") == {"method": "ngram", "num_speculative_tokens": 3}
+    assert parsed.value("compilation_config") == {"cudagraph_mode": "FULL", "pass_config": {"fuse": True}}
+
+
+def test_entry_points() -> None:
+    api = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", "--port", "8000"]
+    assert vllm_arguments(api) == (["--model", "m", "--port", "8000"], False)
+    shell = ["pip", "install", "x", "&&", "vllm", "serve", "m", "-tp", "2", ";", "sleep", "1"]
+    assert vllm_arguments(shell) == (["m", "-tp", "2"], True)
+    assert vllm_arguments(["--model", "m"]) == (["--model", "m"], True)  # the image's ENTRYPOINT runs vllm serve
+    assert vllm_arguments(["python3", "train.py"]) is None
+    command = read_vllm_container(api, [], "0.15.1", "Deployment/x", "k8s.yaml")
+    assert (command.model, command.findings) == ("m", [])
+
+
+def test_unknown_flag_is_an_error_known_unmodelled_a_warning_noeffect_silent() -> None:
+    words = ["vllm", "serve", "m", "--no-such-flag", "3", "--speculative-config", "{}", "--port", "8000"]
+    command = read_vllm_container(words, [], "0.15.1", "Deployment/x", "k8s.yaml")
+    assert [(f.severity, f.message) for f in command.findings] == [
+        (
+            "error",
+            "Deployment/x: vLLM 0.15.1 refuses this command line and exits at start: "
+            "unrecognized arguments: --no-such-flag 3",
+        )
+    ]
+    assert command.not_modelled == ["--speculative-config"]
+
+
+def test_a_version_without_its_own_list_only_warns_about_unknown_flags() -> None:
+    words = ["vllm", "serve", "m", "--no-such-flag"]
+    (finding,) = read_vllm_container(words, [], "0.20.0", "Deployment/x", "k8s.yaml").findings
+    assert finding.severity == "warning"
+    assert finding.message.endswith("(ttftsim has no argument list for vLLM 0.20.0; read with vLLM 0.15.1's)")
+
+
+def test_a_value_vllm_cannot_read_is_an_input_error_naming_the_flag() -> None:
+    with pytest.raises(InputError, match=r"--max-num-seqs: vLLM 0.32.0 refuses it: invalid int value: 'many'"):
+        read_vllm_container(["vllm", "serve", "m", "--max_num_seqs", "many"], [], "0.32.0", "D/x", "k8s.yaml")
+
+
+def test_environment_variables_against_the_versions_list() -> None:
+    env = [{"name": "VLLM_USE_V1", "value": "0"}, {"name": "VLLM_LOGGING_LEVEL", "value": "DEBUG"}]
+    on_010 = read_vllm_container(["vllm", "serve", "m"], env, "0.10.2", "D/x", "k8s.yaml").findings
+    assert [(f.severity, f.message) for f in on_010] == [
+        (
+            "warning",
+            "D/x: environment variable VLLM_USE_V1 is read by vLLM 0.10.2 but not modelled: VLLM_USE_V1=0 runs "
+            "the V0 engine, whose scheduler ttftsim does not model (V1's is)",
+        )
+    ]
+    (on_015,) = read_vllm_container(["vllm", "serve", "m"], env, "0.15.1", "D/x", "k8s.yaml").findings
+    assert on_015.severity == "warning" and "does not read the environment variable VLLM_USE_V1" in on_015.message
+    strict = ["vllm", "serve", "m", "--fail-on-environ-validation"]
+    (on_032,) = read_vllm_container(strict, env, "0.32.0", "D/x", "k8s.yaml").findings
+    assert on_032.severity == "error" and "refuses to start" in on_032.message
+
+
+def _deploy(tmp_path: Path, args: str, version: str = "0.15.1") -> Path:
+    """The shipped validate example with its vllm args replaced, and a short traffic sample."""
+    k8s = (EXAMPLE / "k8s.yaml").read_text()
+    old = 'args: [--max-model-len, "8192", --max-num-seqs, "128", --enable-prefix-caching]'
+    assert old in k8s
+    (tmp_path / "k8s.yaml").write_text(k8s.replace(old, f"args: [{args}]"))
+    deploy = (EXAMPLE / "deploy.yaml").read_text().replace("duration_s: 120", "duration_s: 5")
+    (tmp_path / "deploy.yaml").write_text(deploy + f"vllm_version: {version}\n")
+    return tmp_path / "deploy.yaml"
+
+
+def _kv_tokens(report: Any) -> int:
+    (message,) = [f.message for f in report.findings if f.check == "kv-capacity" and f.severity == "info"]
+    return int(message.split()[2].replace(",", ""))
+
+
+def test_an_underscore_flag_is_read_and_changes_kv_capacity_by_hand(tmp_path: Path) -> None:
+    default = validate(_deploy(tmp_path, '--max-model-len, "8192"'), [])
+    underscored = validate(_deploy(tmp_path, '--max_model_len, "8192", --gpu_memory_utilization, "0.8"'), [])
+    assert underscored.deployment["engine"]["gpu_memory_utilization"] == 0.8
+    assert (_kv_tokens(default), _kv_tokens(underscored)) == (442_240, 376_992)
+    # 0.1 of the H100's 85,520,809,984 bytes over Llama-3.1-8B's 131,072 KV bytes per token
+    # (2 x 32 layers x 8 KV heads x 128 x 2 bytes) = 65,247.6 tokens; capacity is whole 16-token blocks
+    assert abs((_kv_tokens(default) - _kv_tokens(underscored)) - 0.1 * 85_520_809_984 / 131_072) < 16
+    assert not [f for f in underscored.findings if f.check == "vllm-args"]
+
+
+def test_validate_reports_the_unknown_flag_as_an_error_and_still_predicts(tmp_path: Path) -> None:
+    report = validate(_deploy(tmp_path, '--max-model-len, "8192", --max-num-batch-size, "64"'), [])
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert [(f.check, f.message) for f in errors] == [
+        (
+            "vllm-args",
+            "Deployment/chat-8b: vLLM 0.15.1 refuses this command line and exits at start: "
+            "unrecognized arguments: --max-num-batch-size 64",
+        )
+    ]
+    assert not report.passed and report.prediction is not None
+
+
+def test_validate_warns_about_a_known_flag_it_does_not_model(tmp_path: Path) -> None:
+    args = '--max-model-len, "8192", --speculative-config, \'{"method": "ngram", "num_speculative_tokens": 3}\''
+    report = validate(_deploy(tmp_path, args, "0.32.0"), [])
+    assert report.passed
+    assert report.warnings == [
+        "vLLM flag --speculative-config (Deployment/chat-8b) is parsed but not modelled: its effect is not predicted"
+    ]
