@@ -51,7 +51,14 @@ def test_parse_agrees_with_vllms_own_parser(version: str, case: dict[str, Any]) 
 
 
 def test_underscores_equals_abbreviations_and_human_readable_numbers() -> None:
-    words = "--max_num_batched_tokens=8k --gpu-memory-util 0.85 --enable_prefix_caching --max-model-len 32K".split()
+    words = [
+        "--max_num_batched_tokens=8k",
+        "--gpu-memory-util",
+        "0.85",
+        "--enable_prefix_caching",
+        "--max-model-len",
+        "32K",
+    ]
     parsed = parse_command(words, arg_list_for("0.15"), positional_model=False)
     values = {g.flag.dest: g.value for g in parsed.given}
     assert values == {
