@@ -229,9 +229,18 @@ def test_vendoring_drops_description_texts_only_and_is_deterministic() -> None:
 
 def test_the_vendored_kinds() -> None:
     assert vendored_kinds() == [
+        "gateway.networking.k8s.io/v1 Gateway",
         "gateway.networking.k8s.io/v1 HTTPRoute",
+        "gateway.networking.k8s.io/v1beta1 Gateway",
         "gateway.networking.k8s.io/v1beta1 HTTPRoute",
         "inference.networking.k8s.io/v1 InferencePool",
+        "inference.networking.x-k8s.io/v1alpha2 InferenceModel",
+        "inference.networking.x-k8s.io/v1alpha2 InferenceObjective",
+        "inference.networking.x-k8s.io/v1alpha2 InferencePool",
         "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet",
+        "serving.kserve.io/v1alpha1 ClusterServingRuntime",
+        "serving.kserve.io/v1alpha1 LLMInferenceService",
+        "serving.kserve.io/v1alpha1 ServingRuntime",
+        "serving.kserve.io/v1alpha2 LLMInferenceService",
         "serving.kserve.io/v1beta1 InferenceService",
     ]
