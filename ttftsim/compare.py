@@ -41,7 +41,18 @@ ROWS: tuple[tuple[str, Figure, float], ...] = (
     ("waiting behind chunks (mean ms)", lambda s, c: s.ttft_breakdown_mean_s.waiting_s, 1e3),
     ("cost ($/hour)", lambda s, c: c.per_hour_usd, 1.0),
     ("cost ($/M output tokens)", lambda s, c: c.per_million_output_tokens_usd, 1.0),
+    ("cold start median (s)", lambda s, c: s.cluster.cold_start_s.median if s.cluster else None, 1.0),
+    ("SLO-violation minutes", lambda s, c: s.cluster.slo_violation_minutes if s.cluster else None, 1.0),
+    ("alert pages", lambda s, c: _alerts(s, "pages"), 1.0),
+    ("false pages", lambda s, c: _alerts(s, "false_pages"), 1.0),
+    ("SLO minutes no page caught", lambda s, c: _alerts(s, "missed_slo_minutes"), 1.0),
 )
+
+
+def _alerts(summary: RunSummary, key: str) -> float | None:
+    """A figure of the cluster's alert rules (None without rules)."""
+    alerts = summary.cluster.alerts if summary.cluster is not None else None
+    return None if alerts is None else alerts[key]
 
 
 def cost(result: SimulationResult, base: Path) -> Cost:
@@ -51,7 +62,7 @@ def cost(result: SimulationResult, base: Path) -> Cost:
         per_hour = result.cluster.cost["cost_usd"] / (summary_span / 3600)
     else:
         hardware = load_hardware(resolve_ref(result.scenario.hardware, base))
-        per_hour = result.replica.engine.tp * hardware.price_per_gpu_hour_usd
+        per_hour = result.replica.engine.gpus * hardware.price_per_gpu_hour_usd
     tokens_per_hour = float(result.requests["generated_tokens"].sum()) / summary_span * 3600
     return Cost(per_hour, per_hour / tokens_per_hour * 1e6 if tokens_per_hour else None)
 

@@ -63,6 +63,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             with_overhead(hardware.overhead.decode_graph_iteration_s if graph_s is None else graph_s, factors),
             engine.max_num_seqs,
             engine.async_scheduling,
+            engine.pp,
         )
     except ValueError as exc:
         raise InputError(source, "engine", str(exc)) from None
@@ -81,6 +82,11 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         deployment, scaled_kernel_costs(RooflineCosts(hardware) if kernel_costs is None else kernel_costs, factors)
     )
     measured = scenario.measured_step_cost
+    if measured is not None and engine.pp > 1:
+        raise InputError(
+            source, "engine.pipeline_parallel_size", "pipeline parallelism needs per-stage times: use kernel costs, "
+            "not measured_step_cost",
+        )  # fmt: skip
     cost: StepCostModel = (
         perf
         if measured is None

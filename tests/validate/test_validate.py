@@ -131,16 +131,16 @@ def test_slo_miss_suggests_a_replica_count_that_works(tmp_path: Path) -> None:
     assert run("validate", str(fixed)).returncode == 0  # the suggestion passes
 
 
-def test_pipeline_parallelism_and_unknown_flags_are_warnings_that_do_not_fail(tmp_path: Path) -> None:
+def test_pipeline_parallelism_is_modelled_and_an_unmodelled_flag_is_a_warning(tmp_path: Path) -> None:
     path = _copy(tmp_path)
+    before = json.loads(run("validate", str(path), "--json").stdout)
     k8s = (tmp_path / "k8s.yaml").read_text().replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 2")
     flags = '--pipeline-parallel-size, "2", --speculative-config, "{}", '
     (tmp_path / "k8s.yaml").write_text(k8s.replace("args: [", "args: [" + flags))
     shown = run("validate", str(path))
-    assert shown.returncode == 0, shown.stdout + shown.stderr  # passes, as without the flags
-    assert "warning: pipeline_parallel_size=2 (Deployment/chat-8b) is parsed but not modelled" in shown.stdout
+    assert shown.returncode == 0, shown.stdout + shown.stderr  # TP1 x PP2 = the 2 GPUs requested
     report = json.loads(run("validate", str(path), "--json").stdout)
-    assert report["passed"] and len(report["warnings"]) == 2
-    assert report["warnings"][0].startswith("pipeline_parallel_size=2 (Deployment/chat-8b) is parsed but not modelled")
-    assert "PP=1" in report["warnings"][0] and "TP x PP = 2 GPUs" in report["warnings"][0]
-    assert report["warnings"][1].startswith("vLLM flag --speculative-config (Deployment/chat-8b) is parsed but not")
+    assert report["passed"] and report["deployment"]["engine"]["pipeline_parallel_size"] == 2
+    assert not any("pipeline" in warning for warning in report["warnings"]) and len(report["warnings"]) == 1
+    assert report["prediction"] != before["prediction"]  # two stages of half the layers, not one GPU
+    assert report["warnings"][0].startswith("vLLM flag --speculative-config (Deployment/chat-8b) is parsed but not")

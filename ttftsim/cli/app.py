@@ -47,7 +47,9 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[float], None] | None]:
         yield lambda fraction: bar.update(task, completed=fraction)
 
 
-def deployment_from_options(model: str, gpu: str, tp: int, weight_dtype: str | None, kv_dtype: str) -> Deployment:
+def deployment_from_options(
+    model: str, gpu: str, tp: int, weight_dtype: str | None, kv_dtype: str, pp: int = 1
+) -> Deployment:
     """--model, --hardware, --tp, --weight-dtype and --kv-dtype as a Deployment; a bad one is an InputError."""
     if weight_dtype is not None and weight_dtype not in get_args(WeightDtype):
         raise InputError("--weight-dtype", "", f"unknown weight dtype {weight_dtype!r}")
@@ -56,9 +58,10 @@ def deployment_from_options(model: str, gpu: str, tp: int, weight_dtype: str | N
     spec = load_model(model, "--model")
     weights = weight_dtype or spec.native_dtype
     try:
-        return Deployment(spec, load_hardware(gpu, "--hardware"), tp, weights, kv_dtype)  # type: ignore[arg-type]
+        hardware = load_hardware(gpu, "--hardware")
+        return Deployment(spec, hardware, tp, weights, kv_dtype, pp=pp)  # type: ignore[arg-type]
     except ValueError as exc:
-        raise InputError("--tp", "", str(exc)) from None
+        raise InputError("--pp" if "pipeline" in str(exc) else "--tp", "", str(exc)) from None
 
 
 def request_limit(value: int | None) -> None:

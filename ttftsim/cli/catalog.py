@@ -98,6 +98,7 @@ def memory(
     model: Annotated[str, typer.Option(help="Preset, Hugging Face id (org/name-FP8, ...) or path to config.json")],
     gpu: Annotated[str, typer.Option("--hardware", help="Hardware profile name or YAML path")],
     tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel size")] = 1,
+    pp: Annotated[int, typer.Option(min=1, help="Pipeline-parallel size (stages of TP GPUs)")] = 1,
     weight_dtype: WeightDtypeOption = None,
     kv_dtype: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
     gpu_memory_utilization: Annotated[float, typer.Option(min=0.05, max=1.0)] = 0.9,
@@ -105,8 +106,9 @@ def memory(
     max_num_seqs: Annotated[int, typer.Option(min=1)] = 256,
     max_model_len: Annotated[int, typer.Option(min=1)] = 4096,
 ) -> None:
-    """Per-GPU memory plan as vLLM computes it: weights, activations, reserves, KV blocks."""
-    deployment = deployment_from_options(model, gpu, tp, weight_dtype, kv_dtype)
+    """Per-GPU memory plan as vLLM computes it: weights, activations, reserves, KV blocks (with pipeline
+    parallelism, on the stage with the fewest blocks: every stage gets that many)."""
+    deployment = deployment_from_options(model, gpu, tp, weight_dtype, kv_dtype, pp)
     settings = MemorySettings(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, 16, max_model_len)
     plan = plan_memory(deployment, settings)
     table = Table("component (per GPU)", "GB")

@@ -128,7 +128,7 @@ def validate(
 ) -> None:
     """Check a deployment (memory, KV, TP, GPU requests and affinity, probes, HPA) and predict its TTFT.
     Exit 0 pass, 1 a finding is an error, 2 invalid input. What the manifests or the model set that is not
-    modelled (pipeline parallelism, a sliding window, unknown vLLM flags) is a warning; it never fails a run."""
+    modelled (a sliding window, vLLM flags known but not modelled) is a warning; it never fails a run."""
     from ttftsim.validate.run import validate as check
 
     request_limit(max_requests)

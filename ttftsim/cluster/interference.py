@@ -5,6 +5,7 @@ measurement: what busy neighbours cost comes from the configuration."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -12,7 +13,7 @@ from numpy.typing import NDArray
 from ttftsim.cluster.pod import Pod, Wrap
 from ttftsim.config.cluster import Interference
 from ttftsim.perf.batch import BatchShape
-from ttftsim.perf.linear import StepCostModel
+from ttftsim.perf.linear import PipelineCostModel, StepCostModel
 
 
 class SharedCost:
@@ -26,6 +27,14 @@ class SharedCost:
 
     def idle_start_s(self, shape: BatchShape) -> float:
         return self.inner.idle_start_s(shape) * self.factor()
+
+    def stage_times(self, shape: BatchShape, hidden_host: bool) -> list[float]:
+        """Each pipeline stage slowed alike (the inner model must split stages: pipeline parallelism)."""
+        factor = self.factor()
+        return [t * factor for t in cast(PipelineCostModel, self.inner).stage_times(shape, hidden_host)]
+
+    def transfer_times(self, shape: BatchShape) -> list[float]:
+        return cast(PipelineCostModel, self.inner).transfer_times(shape)
 
     def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
         inner, factor = self.inner.decode_step_s(num_seqs), self.factor()  # fixed when the run starts

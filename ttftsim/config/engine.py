@@ -40,7 +40,13 @@ class EngineArgs(StrictModel):
     """vLLM engine arguments (same names as `vllm serve --...`); None means the version's default."""
 
     vllm_version: str = Field(default="0.15.1", description="Modelled vLLM version (defaults follow it)")
-    tensor_parallel_size: int = Field(default=1, ge=1, le=64, description="GPUs per replica (TP)")
+    tensor_parallel_size: int = Field(default=1, ge=1, le=64, description="GPUs per pipeline stage (TP)")
+    pipeline_parallel_size: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Pipeline stages (PP): the layers split over PP groups of TP GPUs, PP batches in flight",
+    )
     max_num_batched_tokens: int | None = Field(default=None, ge=1, description="Token budget per iteration")
     max_num_seqs: int | None = Field(default=None, ge=1, description="Most sequences running at once")
     max_model_len: int | None = Field(default=None, ge=16, description="Longest prompt + output (default: model's)")
@@ -163,6 +169,12 @@ class ResolvedEngine:
     async_scheduling: bool = False
     iteration_overhead_s: float | None = None
     decode_graph_iteration_s: float | None = None
+    pp: int = 1  # pipeline stages; PP batches in flight (engine/pipeline.py)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica: TP per stage x PP stages."""
+        return self.tp * self.pp
 
     @property
     def cudagraph_max_seqs(self) -> int:
@@ -182,6 +194,10 @@ def _async_scheduling(args: EngineArgs, hardware: HardwareProfile, defaults: Ver
     (v1/engine/core.py step_with_batch_queue) only keeps a second batch in flight while the first one's
     future is not done; on a CPU build the forward pass returns finished, so the loop behaves as a
     synchronous engine there whatever the flag says."""
+    if args.pipeline_parallel_size > 1:  # vLLM config: "Async scheduling is not yet compatible with
+        if args.async_scheduling:  # pipeline_parallel_size > 1": an error when asked for, off by default
+            raise ValueError("async_scheduling is not compatible with pipeline_parallel_size > 1 (vLLM refuses it)")
+        return False
     wanted = defaults.async_scheduling if args.async_scheduling is None else args.async_scheduling
     return wanted and hardware.kind != "cpu"
 
@@ -225,4 +241,5 @@ def resolve_engine(
         async_scheduling=_async_scheduling(args, hardware, defaults),
         iteration_overhead_s=defaults.iteration_overhead_s,
         decode_graph_iteration_s=defaults.decode_graph_iteration_s,
+        pp=args.pipeline_parallel_size,
     )

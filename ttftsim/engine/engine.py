@@ -22,18 +22,19 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, cast
 
 import simpy
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.engine.decode_run import MAX_RUN_STEPS, DecodeRun, run_times
+from ttftsim.engine.pipeline import PipelineBatch, StageClock
 from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.scheduler import Scheduler, StepPlan, rejection
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import KVCacheManager
-from ttftsim.perf.linear import StepCostModel
+from ttftsim.perf.linear import PipelineCostModel, StepCostModel
 from ttftsim.workload.request import Request
 
 EXPIRY_CHECK_S = 1.0  # how often client timeouts are enforced (simulated seconds)
@@ -58,7 +59,7 @@ class Engine:
         self.kv = KVCacheManager(
             num_blocks, cfg.block_size, cfg.kv_cache_mode, cfg.enable_prefix_caching, cfg.max_model_len
         )
-        self.closed_form_decode = closed_form_decode and cfg.kv_cache_mode != "none"
+        self.closed_form_decode = closed_form_decode and cfg.kv_cache_mode != "none" and cfg.pp == 1
         self.scheduler = Scheduler(cfg, self.kv, use_cohort=self.closed_form_decode)
         self.num_blocks = num_blocks
         self._wakeup = env.event()
@@ -165,6 +166,9 @@ class Engine:
 
     def _loop(self) -> Generator[simpy.Event, Any, None]:
         """Schedule, run, apply, until fail_all interrupts (the replica is gone)."""
+        if self.cfg.pp > 1:
+            yield from self._pipeline_loop()
+            return
         try:
             while True:
                 self._pull_arrivals()
@@ -207,6 +211,52 @@ class Engine:
         start = self._last_start_s = self.env.now
         duration = self.perf.idle_start_s(plan.shape) if from_idle else self.perf.time_s(plan.shape)
         yield self.env.timeout(duration)
+        self._complete(plan, start, duration)
+
+    def _pipeline_loop(self) -> Generator[simpy.Event, Any, None]:
+        """Pipeline parallelism (pipeline.py): fill the batch queue while the scheduler finds work, else
+        wait for the oldest batch and apply it; idle as the plain loop when nothing is in flight."""
+        model = cast(PipelineCostModel, self.perf)  # replica.py refuses measured step costs with PP
+        clock = StageClock(self.cfg.pp)
+        batches: deque[PipelineBatch] = deque()
+        try:
+            while True:
+                self._pull_arrivals()
+                self._expire()
+                now = self.env.now
+                room = len(batches) < self.cfg.pp and self.scheduler.has_work()
+                plan = self.scheduler.schedule(now) if room else None
+                if plan is not None and not plan.is_empty:
+                    stages = model.stage_times(plan.shape, hidden_host=bool(batches))
+                    start, end = clock.run(now, stages, model.transfer_times(plan.shape))
+                    for state, new in plan.scheduled:
+                        state.num_inflight += new
+                    preemptions = tuple(state.num_preemptions for state, _ in plan.scheduled)
+                    batches.append(PipelineBatch(plan, start, end, preemptions))
+                    continue
+                if batches:
+                    oldest = batches.popleft()
+                    yield self.env.timeout(max(0.0, oldest.end_s - now))
+                    scheduled = []
+                    for (state, new), count in zip(oldest.plan.scheduled, oldest.preemptions, strict=True):
+                        if state.num_preemptions == count and state.status == "running":
+                            state.num_inflight -= new
+                            scheduled.append((state, new))
+                    kept = StepPlan(tuple(scheduled), oldest.plan.preempted, oldest.plan.shape)
+                    self._complete(kept, oldest.start_s, oldest.end_s - oldest.start_s)
+                    continue
+                self._wakeup = self.env.event()
+                gap = self._next_arrival_in()
+                if gap is None:
+                    yield self._wakeup
+                else:
+                    yield self.env.timeout(gap) if not self.accepts_pushes else self.env.timeout(gap) | self._wakeup
+        except simpy.Interrupt:
+            return
+
+    def _complete(self, plan: StepPlan, start: float, duration: float) -> None:
+        """Apply an iteration that ended now: the API server's delay for its tokens, the step record, the
+        cohort's and each scheduled request's progress."""
         delay = 0.0
         if self._api_on:  # arrivals during the step reach the API server before the step's tokens
             self._pull_arrivals()

@@ -270,12 +270,16 @@ class Scheduler:
         running, kv, index = self.running, self.kv, 0
         while index < len(running) and budget > 0:
             state = running[index]
-            new = self._chunk(state.num_tokens - state.num_computed, budget)
+            done = state.num_computed + state.num_inflight  # in flight: scheduled in a pipeline batch
+            if done == state.num_tokens:  # its token is still in flight (vLLM: no new tokens to schedule)
+                index += 1
+                continue
+            new = self._chunk(state.num_tokens - done, budget)
             if new == 0 and scheduled:
                 index += 1
                 continue
-            new = new or state.num_tokens - state.num_computed  # recompute-all: an oversized lone step
-            while not kv.allocate(state.rid, state.num_computed + new):
+            new = new or state.num_tokens - done  # recompute-all: an oversized lone step
+            while not kv.allocate(state.rid, done + new):
                 victim_at = self.preemption.victim_index(running)
                 victim = running.pop(victim_at)
                 budget += _unschedule(victim, scheduled)
@@ -289,8 +293,9 @@ class Scheduler:
                 budget -= new
                 index += 1
         for state, new in scheduled:
-            self._register(state, state.num_computed + new)
-            shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
+            done = state.num_computed + state.num_inflight
+            self._register(state, done + new)
+            shape.add(new, done, done + new >= state.num_tokens)
         return budget
 
     def _preempt(self, state: RequestState) -> None:
@@ -298,6 +303,7 @@ class Scheduler:
             self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed, preempting=True)
         self.kv.free(state.rid)
         state.num_computed = 0
+        state.num_inflight = 0  # a batch in flight that holds it hands its tokens back to nobody
         state.status = "preempted"
         state.num_preemptions += 1
         self.waiting.prepend(state)

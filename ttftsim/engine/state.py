@@ -27,6 +27,7 @@ class RequestState:
         "ingress_s",
         "last_admit_s",
         "num_computed",
+        "num_inflight",
         "num_output",
         "num_preemptions",
         "output_delay_s",
@@ -45,6 +46,7 @@ class RequestState:
         self.req = req
         self.rid = req.request_id
         self.num_computed = 0
+        self.num_inflight = 0  # tokens scheduled in pipeline batches still in flight (pipeline parallelism)
         self.num_output = 0
         self.status: Status = "waiting"
         self.first_scheduled_s = -1.0

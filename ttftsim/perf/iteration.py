@@ -11,7 +11,15 @@ count, and its host time is that of a FULL graph (uniform decode), of PIECEWISE 
 eagerly in every layer), or eager. With async scheduling (vLLM v1/engine/core.py
 EngineCore.step_with_batch_queue: step k+1 is scheduled and its inputs prepared while step k runs on the
 device) the host time overlaps the device time: a step takes max(device, host) instead of their sum.
-Pipeline parallelism is not modelled.
+
+Pipeline parallelism (`pp` stages of `tp` GPUs each): the layers are split as vLLM's get_pp_indices splits
+them (vllm/distributed/utils.py: equal shares, the remainder one layer each to the stages before the last,
+counting back from the second-to-last); `stage_times` gives the seconds a batch occupies each stage (its
+layers' share of the device time; the first stage also the host time, the last the final norm and LM head)
+and `transfer_times` the send of the hidden states and residual between stages (vLLM's IntermediateTensors,
+each TP rank sending its 1/tp slice before an all-gather: 2 x tokens x hidden x 2 bytes / tp per rank) over
+NVLink inside a node or the network between nodes. The engine runs PP batches through them
+(engine/pipeline.py).
 
 Everything that depends only on (tokens, sampled) is memoised: decode steps differ only in attention.
 """
@@ -54,6 +62,7 @@ class Deployment:
     decode_graph_iteration_s: float | None = None
     max_num_seqs: int | None = None  # FULL decode graphs are captured up to this size (None: every size)
     async_scheduling: bool = False  # host time overlaps device time (vLLM --async-scheduling)
+    pp: int = 1  # pipeline stages, each of tp GPUs
 
     def __post_init__(self) -> None:
         if self.model.num_attention_heads % self.tp:
@@ -61,6 +70,23 @@ class Deployment:
                 f"tensor parallel size {self.tp} does not divide {self.model.name}'s "
                 f"{self.model.num_attention_heads} attention heads"
             )
+        if self.pp > self.model.num_hidden_layers:
+            raise ValueError(
+                f"pipeline parallel size {self.pp} exceeds {self.model.name}'s {self.model.num_hidden_layers} layers"
+            )
+
+    @property
+    def stage_layers(self) -> tuple[int, ...]:
+        """Layers per pipeline stage (vLLM get_pp_indices without VLLM_PP_LAYER_PARTITION)."""
+        return pipeline_partition(self.model.num_hidden_layers, self.pp)
+
+    def stage_link(self, boundary: int) -> Link:
+        """The link between stage `boundary` and the next: the network where the two sit on different nodes
+        (stages fill nodes in order, gpus_per_node // tp of them per node), NVLink/PCIe otherwise."""
+        per_node = max(1, self.hardware.gpus_per_node // self.tp)
+        if self.tp > self.hardware.gpus_per_node or (boundary + 1) % per_node == 0:
+            return self.hardware.inter_node_link
+        return self.hardware.intra_node_link
 
     @property
     def tp_link(self) -> Link:
@@ -68,6 +94,15 @@ class Deployment:
         if self.tp > self.hardware.gpus_per_node:
             return self.hardware.inter_node_link
         return self.hardware.intra_node_link
+
+
+def pipeline_partition(num_layers: int, pp: int) -> tuple[int, ...]:
+    """vLLM's split of num_layers over pp stages: equal shares, and each remaining layer to one stage before
+    the last, from the second-to-last backwards (get_pp_indices, vllm/distributed/utils.py)."""
+    partitions = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        partitions[-i] += 1
+    return tuple(partitions)
 
 
 @dataclass(frozen=True)
@@ -227,6 +262,33 @@ class IterationModel:
         total_s = self._step_s(device_s, host_s)
         breakdown["overhead"] = total_s - device_s if self._async else host_s
         return StepTiming(total_s, breakdown, host_s, host_s - breakdown["overhead"], self.graph_mode(shape), padded)
+
+    def stage_times(self, shape: BatchShape, hidden_host: bool) -> list[float]:
+        """Seconds the batch occupies each pipeline stage: its layers' share of the device time; the first
+        stage adds the host time (overlapped with the device when a batch was in flight as it was scheduled:
+        vLLM's engine core schedules the next batch while the queue is not full), the last stage the final norm
+        and the LM head. One stage: the step time."""
+        if shape.num_tokens == 0:
+            return [0.0] * self.deployment.pp
+        padded = self.graphs.padded_tokens(shape.num_tokens)
+        head = self._dense_parts(padded, shape.num_sampled)["lm_head"] + self.costs.memory_s(
+            6.0 * padded * self.deployment.model.hidden_size
+        )
+        layered = self._device_s(shape) - head
+        shares = [layered * layers / self._layers for layers in self.deployment.stage_layers]
+        shares[-1] += head
+        host = self.overhead_s(shape)
+        shares[0] = max(shares[0], host) if hidden_host else shares[0] + host
+        return shares
+
+    def transfer_times(self, shape: BatchShape) -> list[float]:
+        """Seconds to send the batch's hidden states and residual across each stage boundary (pp - 1 of them)."""
+        deployment = self.deployment
+        per_rank = 2.0 * shape.num_tokens * deployment.model.hidden_size * ACTIVATION_BYTES / deployment.tp
+        return [
+            link.latency_s + per_rank / link.bw_bytes_per_s
+            for link in (deployment.stage_link(boundary) for boundary in range(deployment.pp - 1))
+        ]
 
     def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
         """The time of a decode-only iteration of num_seqs sequences as a function of their KV total (sum,

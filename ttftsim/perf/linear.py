@@ -32,6 +32,14 @@ class StepCostModel(Protocol):
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]: ...
 
 
+class PipelineCostModel(StepCostModel, Protocol):
+    """A cost model that also splits a batch over pipeline stages (the roofline IterationModel does)."""
+
+    def stage_times(self, shape: BatchShape, hidden_host: bool) -> list[float]: ...
+
+    def transfer_times(self, shape: BatchShape) -> list[float]: ...
+
+
 @dataclass(frozen=True)
 class LinearStepModel:
     fixed_s: float

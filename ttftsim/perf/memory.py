@@ -5,6 +5,12 @@ activation of a profiling forward pass at max_num_batched_tokens - non-torch mem
 buffers: the hardware profile's nccl_reserve_bytes_by_tp) - the CUDA-graph estimate;
 blocks = KV cache // (block_size x KV bytes per token on one GPU).
 The activation peak and the fixed reserves are estimates (documented below), not vLLM's profiler.
+
+With pipeline parallelism each stage's GPUs hold their layers' weights (the first stage also the input
+embedding, the last the final norm and the LM head, a second copy when the embeddings are tied) and KV for
+their layers only; every worker profiles its own memory and the engine takes the smallest block count of all
+(vLLM v1/core/kv_cache_utils.py: one KV-cache config for every worker, at the minimum), so the stage with
+the least room per layer decides.
 """
 
 from __future__ import annotations
@@ -58,11 +64,29 @@ class MemoryPlan:
         return self.num_blocks * self.block_size
 
 
-def kv_bytes_per_token_per_gpu(deployment: Deployment) -> int:
+def kv_bytes_per_token_per_gpu(deployment: Deployment, layers: int | None = None) -> int:
+    """KV bytes one token takes on one GPU: its shard of the KV heads, for `layers` layers (default all)."""
     spec = deployment.model
     kv_heads_local = max(1, spec.num_key_value_heads // deployment.tp)
     full = kv_bytes_per_token(spec, deployment.kv_dtype)
-    return full * kv_heads_local // spec.num_key_value_heads
+    per_gpu = full * kv_heads_local // spec.num_key_value_heads
+    return per_gpu if layers is None else per_gpu * layers // spec.num_hidden_layers
+
+
+def stage_weight_bytes(deployment: Deployment) -> list[int]:
+    """Checkpoint bytes on one GPU of each pipeline stage: its layers' share, plus the input embedding on the
+    first stage and the final norm and LM head on the last (the LM head is a second copy when tied)."""
+    spec, pp, tp = deployment.model, deployment.pp, deployment.tp
+    total = weight_bytes(spec, deployment.weight_dtype)
+    if pp == 1:
+        return [math.ceil(total / tp)]
+    table = 2.0 * spec.vocab_size * spec.hidden_size  # one 16-bit vocab x hidden table
+    outside = (1 if spec.tie_word_embeddings else 2) * table + 2.0 * spec.hidden_size
+    per_layer = (total - outside) / spec.num_hidden_layers
+    stages = [per_layer * layers for layers in deployment.stage_layers]
+    stages[0] += table
+    stages[-1] += table + 2.0 * spec.hidden_size
+    return [math.ceil(bytes_ / tp) for bytes_ in stages]
 
 
 def activation_peak_bytes(deployment: Deployment, settings: MemorySettings) -> int:
@@ -91,18 +115,31 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
     """The memory plan, or DoesNotFitError naming the numbers when the replica cannot start."""
     hw, spec, tp = deployment.hardware, deployment.model, deployment.tp
     requested = math.ceil(hw.memory_bytes * settings.gpu_memory_utilization)
-    weights = math.ceil(weight_bytes(spec, deployment.weight_dtype) / tp)
+    per_stage = stage_weight_bytes(deployment)
+    weights = max(per_stage)
     if weights >= requested:
+        utilization = f"at gpu_memory_utilization {settings.gpu_memory_utilization}"
+        if deployment.pp == 1:
+            raise DoesNotFitError(
+                f"{spec.name} in {deployment.weight_dtype} needs {_gb(weights * tp)} of weights; TP={tp} on "
+                f"{hw.name} offers {_gb(requested * tp)} {utilization}"
+            )
         raise DoesNotFitError(
-            f"{spec.name} in {deployment.weight_dtype} needs {_gb(weights * tp)} of weights; TP={tp} on {hw.name} "
-            f"offers {_gb(requested * tp)} at gpu_memory_utilization {settings.gpu_memory_utilization}"
+            f"{spec.name} in {deployment.weight_dtype} needs {_gb(weights)} of weights per GPU on its heaviest "
+            f"stage; TP={tp} x PP={deployment.pp} on {hw.name} offers {_gb(requested)} per GPU {utilization}"
         )
     activation = activation_peak_bytes(deployment, settings)
     non_torch = CUDA_CONTEXT_BYTES + nccl_reserve_bytes(hw, tp)
     graphs = 0 if settings.enforce_eager or hw.kind == "cpu" else CUDAGRAPH_BYTES
-    kv_cache = requested - weights - activation - non_torch - graphs
-    per_token = kv_bytes_per_token_per_gpu(deployment)
-    num_blocks = max(0, kv_cache) // (settings.block_size * per_token)
+    stages = [
+        (requested - stage - activation - non_torch - graphs, kv_bytes_per_token_per_gpu(deployment, layers))
+        for stage, layers in zip(per_stage, deployment.stage_layers, strict=True)
+    ]
+    blocks = [max(0, room) // (settings.block_size * per_token) for room, per_token in stages]
+    tightest = min(range(len(blocks)), key=lambda i: (blocks[i], -per_stage[i]))  # a tie: the heaviest stage
+    kv_cache, per_token = stages[tightest]
+    weights = per_stage[tightest]
+    num_blocks = blocks[tightest]
     if num_blocks == 0:
         raise DoesNotFitError(
             f"{spec.name} on TP={tp} x {hw.name} leaves no KV cache: {_gb(requested)} requested per GPU, "

@@ -116,13 +116,13 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
     if target.serving is not None:
         report.findings += [Finding(f.severity, "vllm-args", f.message, f.fix) for f in target.serving.command_findings]
         _check_manifests(report, target.serving, target)
-        report.warnings += _not_modelled(target.serving, target.engine.tensor_parallel_size)
+        report.warnings += _not_modelled(target.serving)
     replica = _check_engine(report, deploy, target, base, str(path))
     if replica is not None:
         engine = replica.engine
         report.warnings += model_warnings(replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype)
     if replica is not None and target.hardware is not None:
-        weights = float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0
+        weights = float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0  # one stage's
         if target.serving is not None:
             _check_probes_and_hpa(report, target.serving, weights, replica.engine.tp)
         _predict(report, deploy, target, base)
@@ -151,7 +151,8 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
             serving.source, "vllm serve", "no model named (vllm serve MODEL) and none in the deployment file"
         )
     try:
-        engine = EngineArgs.model_validate({"vllm_version": deploy.vllm_version, **serving.engine})
+        stages = {"pipeline_parallel_size": serving.pipeline_parallel} if serving.pipeline_parallel > 1 else {}
+        engine = EngineArgs.model_validate({"vllm_version": deploy.vllm_version, **serving.engine, **stages})
     except ValidationError as exc:
         error = exc.errors()[0]
         raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
@@ -226,17 +227,10 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
         )
 
 
-def _not_modelled(serving: ServingWorkload, tp: int) -> list[str]:
+def _not_modelled(serving: ServingWorkload) -> list[str]:
     """What the manifests' vllm command sets that the prediction leaves out, one warning each."""
     where = f"{serving.kind}/{serving.name}"
     warnings = []
-    pp = serving.pipeline_parallel
-    if pp > 1:
-        warnings.append(
-            f"pipeline_parallel_size={pp} ({where}) is parsed but not modelled: predictions assume PP=1, one "
-            f"TP={tp} replica holding every layer, so memory fit, KV capacity and step times ignore the split into "
-            f"{pp} stages and its pipeline bubbles; only the GPU-request check counts TP x PP = {tp * pp} GPUs"
-        )
     for flag in serving.not_modelled:
         warnings.append(f"vLLM flag {flag} ({where}) is parsed but not modelled: its effect is not predicted")
     return warnings
