@@ -4,6 +4,7 @@ files and README that `write_deployment` leaves. Schema validity of every set is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -281,3 +282,25 @@ def test_readme_says_what_an_alternative_does_differently_and_flags_online_fp8(t
 )
 def test_names_are_dns_labels(name: str, expected: str) -> None:
     assert dns_name(name) == expected
+
+
+def test_every_flag_written_is_one_vllm_serve_takes_in_each_modelled_version() -> None:
+    """Against vLLM's own argument lists (ttftsim/validate/data/vllm_args_*.json, extracted from each release)."""
+    plan = make_plan().model_copy(
+        update={"engine": make_plan().engine.model_copy(update={"gpu_memory_utilization": 0.9})}
+    )
+    commands = [
+        make_spec(plan, Candidate("H100-SXM5-80GB", 2, 64, 4096, False, False, "fp8", "fp8", "round_robin", 0)),
+        make_spec(plan, make_candidate(quantization="int4")),
+        make_spec(plan, make_candidate(quantization="int8")),
+    ]
+    written = {word for spec in commands for word in spec.vllm_command if word.startswith("--")}
+    assert len(written) == 11
+    lists = sorted((ROOT / "ttftsim" / "validate" / "data").glob("vllm_args_*.json"))
+    assert len(lists) >= 3
+    for path in lists:
+        flags = json.loads(path.read_text())["flags"]
+        options = {option for flag in flags for option in flag["options"]}
+        assert written <= options, (path.name, written - options)
+        kv = next(flag for flag in flags if "--kv-cache-dtype" in flag["options"])
+        assert kv["choices"] is None or "fp8" in kv["choices"]
