@@ -128,3 +128,14 @@ def test_single_node_pods_place_the_same_with_or_without_a_gang_scheduler(gang: 
     cluster.scale_to(2)
     env.run(until=400.0)
     assert [(p.state, p.bound_s) for p in cluster.pods] == [("ready", 0.0), ("ready", 181.0)]
+
+
+def test_a_gang_waiting_for_its_second_new_node_asks_for_no_more_nodes() -> None:
+    spec = _spec(gang=True, initial=2, most=8).model_copy(update={"replicas": 2, "start_warm": False})
+    env, cluster = cluster_sim(spec, tp=16)
+    assert [n.state for n in cluster.nodes] == ["ready", "ready", "provisioning", "provisioning"]
+    env.run(until=200.0)
+    # at 181 s node 2 is ready, node 3 a moment later: the first counts half a group of room, the node
+    # on its way the other half, so no third pair of nodes is asked for in between
+    assert len(cluster.nodes) == 4
+    assert [p.bound_s for p in cluster.pods] == [0.0, 181.0]

@@ -16,7 +16,15 @@ from typing import Any
 
 import simpy
 
-from ttftsim.cluster.placement import Gang, Node, PodShape, could_ever_fit, gpus_per_node, unschedulable_reason
+from ttftsim.cluster.placement import (
+    Gang,
+    Node,
+    PodShape,
+    could_ever_fit,
+    gpus_per_node,
+    passes_filters,
+    unschedulable_reason,
+)
 from ttftsim.config.cluster import Cluster, NodePool
 
 CA_SCAN_S = 10.0  # Cluster Autoscaler --scan-interval
@@ -47,9 +55,11 @@ class Provisioner:
         return any(n.state == "provisioning" for n in self.nodes)
 
     def provision(self, num_unplaced: int) -> None:
-        """Nodes for pods no ready node takes: count capacity already on its way, then add nodes."""
+        """Nodes for pods no ready node takes: count capacity already on its way (and, for a multi-node pod,
+        ready nodes with room for one of its members: a gang waiting for its last node), then add nodes."""
         incoming = [n for n in self.nodes if n.state == "provisioning"]
         room = sum(self.pods_fitting(n) for n in incoming)  # pods (fractions for multi-node pods)
+        room += sum(self._member_room(n) for n in self.nodes if n.state == "ready")
         for _ in range(num_unplaced):
             if room >= 1 - 1e-9:
                 room -= 1
@@ -79,6 +89,12 @@ class Provisioner:
                 if count < pool.max_nodes and could_ever_fit(pool, self.spec.pod, gang.gpus_each, gpus_per_node(pool)):
                     self.env.process(self._provision_node(self._new_node(pool)))
                     break
+
+    def _member_room(self, node: Node) -> float:
+        """1 / gang size when the ready node takes one member of a multi-node pod, else 0."""
+        gang = self.shape.gang(node.gpus)
+        fits = gang.num_nodes > 1 and passes_filters(node, self.spec.pod, gang.gpus_each)
+        return 1.0 / gang.num_nodes if fits else 0.0
 
     def pods_fitting(self, node: Node) -> float:
         """Serving pods an empty node of this kind takes (1 / gang size for a multi-node pod)."""
