@@ -100,7 +100,7 @@ def test_entry_points() -> None:
 
 
 def test_unknown_flag_is_an_error_known_unmodelled_a_warning_noeffect_silent() -> None:
-    words = ["vllm", "serve", "m", "--no-such-flag", "3", "--speculative-config", "{}", "--port", "8000"]
+    words = ["vllm", "serve", "m", "--no-such-flag", "3", "--cpu-offload-gb", "4", "--port", "8000"]
     command = read_vllm_container(words, [], "0.15.1", "Deployment/x", "k8s.yaml")
     assert [(f.severity, f.message) for f in command.findings] == [
         (
@@ -109,7 +109,7 @@ def test_unknown_flag_is_an_error_known_unmodelled_a_warning_noeffect_silent() -
             "unrecognized arguments: --no-such-flag 3",
         )
     ]
-    assert command.not_modelled == ["--speculative-config"]
+    assert command.not_modelled == ["--cpu-offload-gb"]
 
 
 def test_a_version_without_its_own_list_only_warns_about_unknown_flags() -> None:
@@ -182,9 +182,8 @@ def test_validate_reports_the_unknown_flag_as_an_error_and_still_predicts(tmp_pa
 
 
 def test_validate_warns_about_a_known_flag_it_does_not_model(tmp_path: Path) -> None:
-    args = '--max-model-len, "8192", --speculative-config, \'{"method": "ngram", "num_speculative_tokens": 3}\''
-    report = validate(_deploy(tmp_path, args, "0.32.0"), [])
+    report = validate(_deploy(tmp_path, '--max-model-len, "8192", --cpu_offload_gb, "4"', "0.32.0"), [])
     assert report.passed
     assert report.warnings == [
-        "vLLM flag --speculative-config (Deployment/chat-8b) is parsed but not modelled: its effect is not predicted"
+        "vLLM flag --cpu-offload-gb (Deployment/chat-8b) is parsed but not modelled: its effect is not predicted"
     ]

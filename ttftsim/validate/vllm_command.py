@@ -22,25 +22,16 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# vLLM destination -> ttftsim EngineArgs field, values converted by _engine_value
-MODELLED = {
-    "tensor_parallel_size": "tensor_parallel_size",
-    "max_num_seqs": "max_num_seqs",
-    "max_num_batched_tokens": "max_num_batched_tokens",
-    "max_model_len": "max_model_len",
-    "gpu_memory_utilization": "gpu_memory_utilization",
-    "block_size": "block_size",
-    "kv_cache_dtype": "kv_cache_dtype",
-    "quantization": "quantization",
-    "dtype": "dtype",
-    "scheduling_policy": "scheduling_policy",
-    "long_prefill_token_threshold": "long_prefill_token_threshold",
-    "enable_prefix_caching": "enable_prefix_caching",
-    "enable_chunked_prefill": "enable_chunked_prefill",
-    "enforce_eager": "enforce_eager",
-    "async_scheduling": "async_scheduling",
-    "num_gpu_blocks_override": "num_gpu_blocks_override",
-}
+# vLLM destinations ttftsim models, each an EngineArgs field of the same name, values converted by _engine_value.
+# Listed, not taken from EngineArgs: a value vLLM accepts must not become an input error where ttftsim's schema
+# asks for more (a speculative config needs an acceptance rate that no command line states).
+MODELLED = _words(
+    """
+tensor_parallel_size max_num_seqs max_num_batched_tokens max_model_len gpu_memory_utilization block_size
+kv_cache_dtype quantization dtype scheduling_policy long_prefill_token_threshold enable_prefix_caching
+enable_chunked_prefill enforce_eager async_scheduling num_gpu_blocks_override
+"""
+)
 # Flags with no effect on scheduling, memory or kernel time: the server's address, names, auth, logging,
 # chat formatting and tool parsing, where weights are downloaded from
 NO_EFFECT = _words(
@@ -140,7 +131,7 @@ def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
             if value is None:
                 _not_modelled(command, f"{given.written} {given.value}")
             else:
-                command.engine[MODELLED[dest]] = value
+                command.engine[dest] = value
         elif dest not in NO_EFFECT:
             _not_modelled(command, given.written)
 
