@@ -45,6 +45,7 @@ FOLD_SIMPLEX_STEP = 0.2  # a fold starts from the fit on every run, nearby
 X_TOLERANCE = 0.01  # 1 % on a scale, 0.05 ms on the overhead
 F_TOLERANCE = 1e-4
 EVALUATIONS_PER_FACTOR = 40
+PROGRESS_EVERY = 20
 FIT_SEEDS = 1  # the optimiser sees one seed per run (a third of the time); what is reported pools the harness's
 
 
@@ -92,8 +93,10 @@ def bounds(problem: Problem) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
 class Evaluator:
     """Predictions of runs under factors, memoised by the factor values (least squares asks again)."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, progress: Callable[[str], None] = lambda _: None) -> None:
         self.problem = problem
+        self.progress = progress
+        self.evaluations = 0
         self._memo: dict[tuple[tuple[float, ...], tuple[int, ...], int], list[StageResult]] = {}
         self._files = 0
 
@@ -129,6 +132,9 @@ class Evaluator:
         return results
 
     def residuals(self, x: Sequence[float] | NDArray[np.float64], runs: Sequence[int]) -> NDArray[np.float64]:
+        self.evaluations += 1
+        if self.evaluations % PROGRESS_EVERY == 0:
+            self.progress(f"  {self.evaluations} evaluations")
         return residuals_of(self.results(to_factors(self.problem.names, x), runs, FIT_SEEDS))
 
 

@@ -103,7 +103,7 @@ def fit_cases(
     cases, notes, hardware, min_overhead = fitted_cases(all_cases, base)
     check_runs(cases, len(names))
     problem = Problem(cases, base, folder, hardware, names, min_overhead)
-    evaluator = Evaluator(problem)
+    evaluator = Evaluator(problem, progress)
     progress("checking that the runs identify every factor")
     check_effects(evaluator)
     result = fit(evaluator, progress, cross_validate)
