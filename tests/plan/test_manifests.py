@@ -304,3 +304,18 @@ def test_every_flag_written_is_one_vllm_serve_takes_in_each_modelled_version() -
         assert written <= options, (path.name, written - options)
         kv = next(flag for flag in flags if "--kv-cache-dtype" in flag["options"])
         assert kv["choices"] is None or "fp8" in kv["choices"]
+
+
+def test_a_plan_over_zones_spreads_the_pods_hard_over_them() -> None:
+    data = yaml.safe_load(QUICKSTART.read_text())
+    data["availability"] = {"zones": 3}
+    spec = make_spec(Plan.model_validate(data), replicas=3)
+    pod = by_kind(manifest_objects(spec))["Deployment"]["spec"]["template"]["spec"]
+    assert pod["topologySpreadConstraints"] == [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "quickstart"}},
+        }
+    ]

@@ -99,7 +99,7 @@ def deployable(
         checkpoint_bytes=checkpoint,
         storage_gib=math.ceil(checkpoint * STORAGE_MARGIN / GIB),
         router=cand.router,
-        zones=int(getattr(getattr(plan, "availability", None), "zones", 1)),
+        zones=plan.availability.zones,
         online_quantization="fp8" if quantized and cand.quantization == "fp8" else None,
         prequantized=cand.quantization if quantized and cand.quantization in PREQUANTIZED else None,
         options=plan.manifests,
