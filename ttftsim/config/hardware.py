@@ -30,7 +30,9 @@ class PeakFlops(StrictModel):
 class Link(StrictModel):
     """A GPU-to-GPU path: NVLink, PCIe, or the inter-node network."""
 
-    kind: Literal["nvlink", "pcie", "network", "shared_memory"] = Field(description="Kind of link")
+    kind: Literal["nvlink", "infinity_fabric", "pcie", "network", "shared_memory"] = Field(
+        description="Kind of link (infinity_fabric: AMD Instinct GPU-to-GPU links)"
+    )
     bw_bytes_per_s: float = Field(gt=0, description="Unidirectional bandwidth per GPU, bytes/s")
     latency_s: float = Field(ge=0, description="Per-message latency floor (software + wire), seconds")
 
