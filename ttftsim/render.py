@@ -111,6 +111,16 @@ def _render_cluster(console: Console, cluster: ClusterFigures) -> None:
         + ")"
         + (f"; SLO-violation minutes: {violation:.1f}" if violation is not None else "")
     )
+    if cluster.controller_actions is not None:
+        acts = cluster.controller_actions
+        console.print(f"controller: {acts['add']} replicas added, {acts['move']} pods moved, {acts['hold']} holds")
+    if cluster.alerts is not None:
+        alerts, missed = cluster.alerts, cluster.alerts["missed_slo_minutes"]
+        console.print(
+            f"alerts: {alerts['pages']} pages ({alerts['page_minutes']:.1f} min, {alerts['false_pages']} false), "
+            f"{alerts['tickets']} tickets ({alerts['ticket_minutes']:.1f} min), {alerts['scale_outs']} scale-outs"
+            + (f"; SLO-violation minutes no page caught: {missed:.1f}" if missed is not None else "")
+        )
 
 
 def _pair(result: StageResult, key: str) -> str:
