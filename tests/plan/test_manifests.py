@@ -15,7 +15,7 @@ from ttftsim.config.plan import Plan
 from ttftsim.plan.evaluate import Candidate
 from ttftsim.plan.k8s.alternatives import kserve_inference_service, production_stack_values
 from ttftsim.plan.k8s.objects import adapter_values, manifest_objects, storage
-from ttftsim.plan.k8s.spec import Deployable, deployable, dns_name
+from ttftsim.plan.k8s.spec import Deployable, deployable, dns_name, pods_per_replica
 from ttftsim.plan.manifests import write_deployment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -319,3 +319,23 @@ def test_a_plan_over_zones_spreads_the_pods_hard_over_them() -> None:
             "labelSelector": {"matchLabels": {"app": "quickstart"}},
         }
     ]
+
+
+def test_pipeline_parallelism_from_the_plans_engine_spans_pods_as_the_lws_example_does() -> None:
+    data = yaml.safe_load(QUICKSTART.read_text())
+    data["model"] = "Llama-3.1-70B"
+    data["engine"]["pipeline_parallel_size"] = 2
+    spec = make_spec(Plan.model_validate(data), make_candidate(tp=8), replicas=2)
+    # TP 8 x PP 2 = 16 GPUs on 8-GPU H100 nodes: 2 pods of 8 (kubernetes-sigs/lws docs/examples/vllm/GPU/lws.yaml)
+    assert (spec.pods_per_replica, spec.gpus_per_pod) == (2, 8)
+    assert spec.vllm_command[3:7] == ("--tensor-parallel-size", "8", "--pipeline-parallel-size", "2")
+    lws = by_kind(manifest_objects(spec))["LeaderWorkerSet"]["spec"]["leaderWorkerTemplate"]
+    assert lws["size"] == 2
+    assert lws["leaderTemplate"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 8
+
+
+@pytest.mark.parametrize(
+    ("world", "per_node", "pods"), [(1, 8, 1), (8, 8, 1), (16, 8, 2), (12, 8, 2), (9, 8, 3), (4, 2, 2)]
+)
+def test_pods_per_replica_hold_equal_whole_gpu_counts(world: int, per_node: int, pods: int) -> None:
+    assert pods_per_replica(world, per_node) == pods

@@ -37,6 +37,7 @@ SETS = {
     "tp2-round-robin-node-cache": ("Llama-3.1-8B", {"weights": "node_cache"}, 2, "round_robin", None),
     "tp1-session-fixed": ("Llama-3.1-8B", {"autoscale": False, "storage_class": "nfs"}, 1, "session_affinity", None),
     "tp16-lws-least-loaded": ("Llama-3.1-70B", {"hf_token_secret": "creds"}, 16, "least_outstanding", None),
+    "tp8-pp2-lws-kv-aware": ("Llama-3.1-70B", {}, 8, "kv_aware", None),  # the plan's engine sets PP 2
 }
 MODEL_IDS = {"Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-70B": "meta-llama/Llama-3.1-70B-Instruct"}
 
@@ -44,6 +45,8 @@ MODEL_IDS = {"Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-70B"
 def _write(folder: Path, name: str) -> list[str]:
     model, options, tp, router, quantization = SETS[name]
     plan = make_plan(model, **options)
+    if name.startswith("tp8-pp2"):
+        plan = plan.model_copy(update={"engine": plan.engine.model_copy(update={"pipeline_parallel_size": 2})})
     cand = make_candidate(tp=tp, router=router, quantization=quantization)
     return write_deployment(folder, plan, cand, 2, 16e9, MODEL_IDS[model], BASE)
 
@@ -81,16 +84,17 @@ def test_every_object_passes_validates_schema_check(written: tuple[str, Path, li
     assert check_objects(documents) == []
     kinds = {d["kind"] for _, d in documents}
     name = written[0]
-    assert ("LeaderWorkerSet" in kinds) == name.startswith("tp16")
+    multi_node = name.startswith(("tp16", "tp8-pp2"))
+    assert ("LeaderWorkerSet" in kinds) == multi_node
     assert ("InferencePool" in kinds and "HTTPRoute" in kinds) == (
-        SETS[name][3] in ("prefix_aware", "least_outstanding")
+        SETS[name][3] in ("prefix_aware", "least_outstanding", "kv_aware")
     )
-    assert ("InferenceService" in kinds) == (not name.startswith("tp16"))
+    assert ("InferenceService" in kinds) == (not multi_node)
 
 
 def test_production_stack_values_pass_the_charts_schema(written: tuple[str, Path, list[str]]) -> None:
     name, folder, files = written
-    if name.startswith("tp16"):
+    if name.startswith(("tp16", "tp8-pp2")):
         assert "production-stack-values.yaml" not in files
         return
     schema = strict(json.loads((DATA / "production-stack-values.schema.json").read_text()))

@@ -50,7 +50,7 @@ def production_stack_values(spec: Deployable) -> dict[str, Any] | None:
         "vllmConfig": {**config, "extraArgs": extra},
         "hf_token": {"secretName": spec.options.hf_token_secret, "secretKey": spec.options.hf_token_key},
         "nodeSelectorTerms": [{"matchExpressions": [spec.node_selector]}],
-        "shmSize": "16Gi" if spec.tensor_parallel_size > 1 else "2Gi",
+        "shmSize": "16Gi" if spec.gpus_per_pod > 1 else "2Gi",
     }
     if spec.options.storage_class:
         model["storageClass"] = spec.options.storage_class

@@ -132,7 +132,7 @@ def env(spec: Deployable) -> list[dict[str, Any]]:
 
 
 def volumes(spec: Deployable) -> list[dict[str, Any]]:
-    shm = "16Gi" if spec.tensor_parallel_size > 1 else "2Gi"
+    shm = "16Gi" if spec.gpus_per_pod > 1 else "2Gi"  # NCCL between GPUs of the pod
     weights: dict[str, Any] = (
         {"name": "weights", "persistentVolumeClaim": {"claimName": weights_claim(spec)}}
         if spec.options.weights == "pvc"

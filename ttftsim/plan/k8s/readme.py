@@ -17,7 +17,9 @@ def readme(spec: Deployable, files: list[str]) -> str:
     lines = [
         f"# Deploying {spec.name}",
         "",
-        f"Planned: {spec.replicas} x {spec.hardware} TP{spec.tensor_parallel_size} "
+        f"Planned: {spec.replicas} x {spec.hardware} TP{spec.tensor_parallel_size}"
+        + (f" PP{spec.pipeline_parallel_size}" if spec.pipeline_parallel_size > 1 else "")
+        + " "
         f"({spec.pods_per_replica} pod(s) of {spec.gpus_per_pod} GPU(s) per replica), router {spec.router}, "
         f"serving `{spec.model_id}` with vLLM (`{spec.image}`).",
         f"Checkpoint on disk: {spec.checkpoint_bytes / 1e9:.1f} GB; weights storage {spec.storage_gib} GiB.",

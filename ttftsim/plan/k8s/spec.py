@@ -39,7 +39,8 @@ PREQUANTIZED = {"int8": "compressed-tensors", "int4": "awq"}  # vLLM's --quantiz
 
 @dataclass(frozen=True)
 class Deployable:
-    """The winner as it will be deployed. Invariant: gpus_per_pod x pods_per_replica = tensor_parallel_size."""
+    """The winner as it will be deployed. Invariant: gpus_per_pod x pods_per_replica = tensor_parallel_size x
+    pipeline_parallel_size (the plan's engine sets PP for every candidate)."""
 
     name: str
     model_id: str
@@ -48,6 +49,7 @@ class Deployable:
     replicas: int
     max_replicas: int
     tensor_parallel_size: int
+    pipeline_parallel_size: int
     pods_per_replica: int
     gpus_per_pod: int
     gpu_resource: str
@@ -79,7 +81,8 @@ def deployable(
     the cold start; the checkpoint's size on disk comes from the model's native dtype."""
     hardware = load_hardware(resolve_ref(cand.hardware, base))
     model = load_model(resolve_ref(plan.model, base))
-    pods = max(1, math.ceil(cand.tensor_parallel_size / hardware.gpus_per_node))
+    world = cand.tensor_parallel_size * plan.engine.pipeline_parallel_size
+    pods = pods_per_replica(world, hardware.gpus_per_node)
     checkpoint = weight_bytes(model, model.native_dtype)
     quantized = cand.quantization not in (None, model.native_dtype)
     return Deployable(
@@ -90,12 +93,13 @@ def deployable(
         replicas=replicas,
         max_replicas=max(replicas * 2, replicas + 2),
         tensor_parallel_size=cand.tensor_parallel_size,
+        pipeline_parallel_size=plan.engine.pipeline_parallel_size,
         pods_per_replica=pods,
-        gpus_per_pod=cand.tensor_parallel_size // pods,
+        gpus_per_pod=world // pods,
         gpu_resource=gpu_resource(hardware),
         node_selector=gpu_node_selector(hardware),
         hardware=hardware.name,
-        startup_budget_s=startup_budget_s(replica_weight_bytes, cand.tensor_parallel_size),
+        startup_budget_s=startup_budget_s(replica_weight_bytes, world),
         checkpoint_bytes=checkpoint,
         storage_gib=math.ceil(checkpoint * STORAGE_MARGIN / GIB),
         router=cand.router,
@@ -110,6 +114,8 @@ def vllm_args(plan: Plan, cand: Candidate, model_id: str, native_dtype: str | No
     """`vllm serve` command line for the candidate (only what differs from vLLM's defaults, plus TP). A
     quantization the checkpoint already has is left to vLLM, which reads it from the checkpoint's config."""
     args = ["vllm", "serve", model_id, "--tensor-parallel-size", str(cand.tensor_parallel_size)]
+    if plan.engine.pipeline_parallel_size > 1:
+        args += ["--pipeline-parallel-size", str(plan.engine.pipeline_parallel_size)]
     if cand.max_num_seqs is not None:
         args += ["--max-num-seqs", str(cand.max_num_seqs)]
     if cand.max_num_batched_tokens is not None:
@@ -125,6 +131,14 @@ def vllm_args(plan: Plan, cand: Candidate, model_id: str, native_dtype: str | No
     if cand.kv_cache_dtype == "fp8":
         args += ["--kv-cache-dtype", "fp8"]
     return args
+
+
+def pods_per_replica(world: int, gpus_per_node: int) -> int:
+    """The fewest pods that hold the replica's GPUs with the same count in each (whole GPUs per pod)."""
+    pods = max(1, math.ceil(world / gpus_per_node))
+    while world % pods:
+        pods += 1
+    return pods
 
 
 def startup_budget_s(weight_bytes: float, tp: int) -> float:
