@@ -37,7 +37,9 @@ kind: Deployment
 metadata: {name: chat}
 spec:
   replicas: 1
+  selector: {matchLabels: {app: chat}}
   template:
+    metadata: {labels: {app: chat}}
     spec:
       nodeSelector: {example.com/accelerator: X200-96GB}
       containers:
