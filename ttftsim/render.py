@@ -112,8 +112,8 @@ def _render_cluster(console: Console, cluster: ClusterFigures) -> None:
         + (f"; SLO-violation minutes: {violation:.1f}" if violation is not None else "")
     )
     if cluster.controller_actions is not None:
-        acts = cluster.controller_actions
-        console.print(f"controller: {acts['add']} replicas added, {acts['move']} pods moved, {acts['hold']} holds")
+        periods = ", ".join(f"{action} {count}" for action, count in cluster.controller_actions.items())
+        console.print(f"controller periods: {periods}")
     if cluster.alerts is not None:
         alerts, missed = cluster.alerts, cluster.alerts["missed_slo_minutes"]
         console.print(

@@ -69,7 +69,11 @@ class SimulationResult:
             scenario=self.scenario.name,
             model=self.replica.perf.deployment.model.name,
             hardware=self.replica.perf.deployment.hardware.name,
-            engine=asdict(engine) | {"api_server": engine.api_server.model_dump()},
+            engine={k: v for k, v in asdict(engine).items() if k != "seed"}  # the run's seed is below
+            | {
+                "api_server": engine.api_server.model_dump(),
+                "speculative": engine.speculative.model_dump() if engine.speculative is not None else None,
+            },
             num_gpu_blocks=self.replica.num_blocks,
             kv_capacity_tokens=self.replica.num_blocks * engine.block_size,
             memory_plan_bytes=asdict(memory) if memory else None,
@@ -147,11 +151,15 @@ def _alerts(report: ClusterReport, requests: pd.DataFrame, target: float | None,
 
 
 def _controller_actions(report: ClusterReport) -> dict[str, int] | None:
-    """How many times a custom controller added a replica, moved a pod, or held (None without one)."""
+    """How many of a custom controller's periods ended in each action (add, move, hold, settling, at
+    max_replicas, nothing to move), add and move always present (None without a controller)."""
     rows = report.log.controller if report.log is not None else []
-    if report.log is None or not rows:
+    if not rows:
         return None
-    return {action: sum(1 for row in rows if row["action"] == action) for action in ("add", "move", "hold")}
+    counts = {"add": 0, "move": 0}
+    for row in rows:
+        counts[row["action"]] = counts.get(row["action"], 0) + 1
+    return counts
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -230,9 +238,10 @@ def _run(
         return _simulate_cluster(scenario, base, seed, replica, source, started)
     env = simpy.Environment()
     recorder = Recorder(replica.engine.frontend_overhead_s)
+    run_seed = scenario.seed if seed is None else seed
     engine = Engine(
         env,
-        replica.engine,
+        replace(replica.engine, seed=run_seed),  # the seed also draws accepted draft tokens
         replica.cost,
         replica.num_blocks,
         recorder,
@@ -240,7 +249,6 @@ def _run(
         client_timeout_s=scenario.client_timeout_s,
         first_visible_token=scenario.first_visible_token,
     )
-    run_seed = scenario.seed if seed is None else seed
     rng = np.random.default_rng(run_seed)
     requests = start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit, scenario.client)
     if requests is not None and push_arrivals:
