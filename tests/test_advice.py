@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.test_cli import _assert_one_line_error, run
-from ttftsim.advice import deep_merge, load_claims, shorten
+from ttftsim.advice import BREAKDOWN, Claim, alert_verdict, deep_merge, load_claims, shorten, verdict
 from ttftsim.explain import decode_intensity, kv_bytes, prefill_flops
 
 CLAIMS = Path(__file__).resolve().parents[1] / "examples" / "advice" / "claims.yaml"
@@ -61,3 +62,43 @@ def test_bad_claims_and_options_are_one_line_errors(tmp_path: Path) -> None:
     _assert_one_line_error(run("advice", "--quick", "--claims", str(bad), "--out", str(tmp_path / "a.md")), "metric")
     _assert_one_line_error(run("advice", "--only", "one"), "--only")
     _assert_one_line_error(run("explain", "kv", "--model", "Llama-3.1-70B", "--dtype", "int3"), "--dtype")
+
+
+def _rows(figures: dict[str, tuple[float | None, float | None]]) -> dict[str, dict[str, float | None]]:
+    rows: dict[str, dict[str, float | None]] = {}
+    for label, (a, b) in figures.items():
+        delta = None if a is None or b is None else b - a
+        rows[label] = {"a": a, "b": b, "delta": delta, "relative": None if delta is None or not a else delta / a}
+    return rows
+
+
+def _alert_rows(pages: tuple[int, int], false: tuple[int, int], missed: tuple[int, int]) -> dict[str, Any]:
+    return _rows(
+        {
+            "alert pages": pages,
+            "false pages": false,
+            "SLO minutes no page caught": missed,
+            "SLO-violation minutes": (5, 4),
+        }
+    )
+
+
+def test_alert_rule_sets_are_judged_on_false_pages_and_missed_violation_minutes() -> None:
+    assert alert_verdict(_alert_rows((3, 1), (2, 0), (1, 1))) == (
+        "helps (alert pages 3 -> 1, false pages 2 -> 0, SLO minutes no page caught 1 -> 1, "
+        "SLO-violation minutes 5 -> 4)"
+    )
+    assert alert_verdict(_alert_rows((1, 3), (0, 1), (2, 0))).startswith("trade-off (")  # noisier, misses less
+    assert alert_verdict(_alert_rows((2, 2), (0, 0), (1, 2))).startswith("hurts (")
+    assert alert_verdict(_alert_rows((1, 1), (0, 0), (0, 0))).startswith("same noise and misses (")
+    no_rules = _rows({k: (None, None) for k in ("alert pages", "false pages", "SLO minutes no page caught")})
+    no_rules["SLO-violation minutes"] = _rows({"x": (2, 2)})["x"]
+    assert alert_verdict(no_rules).startswith("no alert figures to compare")
+
+
+def test_a_verdict_quotes_the_claims_other_rows_and_skips_those_without_figures() -> None:
+    claim = Claim(id=5, title="t", claim="c", also=["cold start median (s)", "SLO-violation minutes"])
+    figures: dict[str, tuple[float | None, float | None]] = {k: (0.0, 0.0) for k in BREAKDOWN}
+    figures |= {"TTFT P99 (ms)": (1000.0, 250.0), "requests rejected": (0.0, 0.0), "queue (mean ms)": (900.0, 100.0)}
+    figures |= {"cold start median (s)": (None, None), "SLO-violation minutes": (5.0, 2.0)}
+    assert verdict(claim, _rows(figures)) == "helps: -75% (mostly queueing, -800 ms mean; SLO-violation minutes 5 -> 2)"

@@ -38,10 +38,15 @@ class Claim(StrictModel):
     id: int = Field(ge=1, description="Number in seed-claims.md")
     title: str = Field(description="Short name")
     claim: str = Field(description="What the advice says")
-    metric: str = Field(default="ttft_p99", pattern="^ttft_p(50|99)$", description="The percentile the claim is about")
+    metric: str = Field(
+        default="ttft_p99",
+        pattern="^(ttft_p(50|99)|alerts)$",
+        description="The percentile the claim is about, or alerts (pages against SLO-violation minutes)",
+    )
     claimed: tuple[float, float] | None = Field(default=None, description="Claimed relative change (e.g. -0.5, -0.3)")
     modelled: bool = Field(default=True, description="Whether ttftsim can model the lever")
     note: str = Field(default="", description="What to know about the model of this lever")
+    also: list[str] = Field(default_factory=list, description="Other rows of `ttftsim compare` the verdict quotes")
     runs: list[Run] = Field(default_factory=list, description="Before/after pairs")
 
 
@@ -123,7 +128,42 @@ def _rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def verdict(claim: Claim, rows: dict[str, dict[str, Any]]) -> str:
-    """One line: holds / holds partly / does not hold here, with the main reason from the breakdown."""
+    """One line: holds / holds partly / does not hold here, with the main reason from the breakdown, and
+    the claim's other rows (`also`) before -> after."""
+    if claim.metric == "alerts":
+        return alert_verdict(rows)
+    shown = [label for label in claim.also if rows[label]["a"] is not None or rows[label]["b"] is not None]
+    quoted = "".join(f"; {label} {_figure(rows[label]['a'])} -> {_figure(rows[label]['b'])}" for label in shown)
+    line = _ttft_verdict(claim, rows)
+    return line[:-1] + quoted + ")" if quoted and line.endswith(")") else line + quoted
+
+
+ALERT_ROWS = ("alert pages", "false pages", "SLO minutes no page caught", "SLO-violation minutes")
+
+
+def alert_verdict(rows: dict[str, dict[str, Any]]) -> str:
+    """Two rule sets compared on noise (false pages) and what they miss (SLO-violation minutes no page
+    caught): helps when neither is worse and one is better, hurts the other way, else a trade-off."""
+    figures = ", ".join(f"{label} {_figure(rows[label]['a'])} -> {_figure(rows[label]['b'])}" for label in ALERT_ROWS)
+    noise, missed = rows["false pages"]["delta"], rows["SLO minutes no page caught"]["delta"]
+    if noise is None or missed is None:
+        return f"no alert figures to compare ({figures})"
+    if noise == 0 and missed == 0:
+        word = "same noise and misses"
+    elif noise <= 0 and missed <= 0:
+        word = "helps"
+    elif noise >= 0 and missed >= 0:
+        word = "hurts"
+    else:
+        word = "trade-off"
+    return f"{word} ({figures})"
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:,.3g}"
+
+
+def _ttft_verdict(claim: Claim, rows: dict[str, dict[str, Any]]) -> str:
     label = "TTFT P99 (ms)" if claim.metric == "ttft_p99" else "TTFT P50 (ms)"
     relative = rows[label]["relative"]
     if relative is None:
