@@ -10,12 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+import kubernetes_validate
 import pytest
 import yaml
 
 from tests.test_cli import run
 from ttftsim.validate.crd_schemas import CRD_FOLDER, strict, vendor, vendored_kinds, without_descriptions
-from ttftsim.validate.k8s_schema import SchemaFinding, check_objects, unsupported_findings
+from ttftsim.validate.k8s_schema import SchemaFinding, builtin_validator, check_objects, unsupported_findings
 from ttftsim.validate.run import validate
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "validate"
@@ -244,3 +246,27 @@ def test_the_vendored_kinds() -> None:
         "serving.kserve.io/v1alpha2 LLMInferenceService",
         "serving.kserve.io/v1beta1 InferenceService",
     ]
+
+
+@pytest.mark.parametrize("version", ["1.29", "1.37"])
+def test_the_cached_lookup_gives_kubernetes_validates_own_answer(version: str) -> None:
+    """builtin_validator reads kubernetes-validate's files once; its verdicts are the library's own."""
+    deployment = _example_deployment()
+    deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["protocl"] = "TCP"
+    hpa = yaml.safe_load_all((EXAMPLE / "k8s.yaml").read_text())
+    documents = [
+        deployment,
+        *list(hpa)[1:],
+        {"apiVersion": "v1", "kind": "Service", "spec": {"ports": [{"port": "x"}]}},
+    ]
+    for document in documents:
+        ours = builtin_validator(version, document["apiVersion"], document["kind"])
+        assert ours is not None
+        mine = jsonschema.exceptions.best_match(ours.iter_errors(document))
+        try:
+            kubernetes_validate.validate(document, version, strict=True)
+            theirs = None
+        except kubernetes_validate.ValidationError as exc:
+            theirs = exc.message
+        assert (None if mine is None else mine.message) == theirs
+    assert builtin_validator(version, "serving.kserve.io/v1beta1", "InferenceService") is None
