@@ -17,7 +17,13 @@ import yaml
 
 from tests.test_cli import run
 from ttftsim.validate.crd_schemas import CRD_FOLDER, strict, vendor, vendored_kinds, without_descriptions
-from ttftsim.validate.k8s_schema import SchemaFinding, builtin_validator, check_objects, unsupported_findings
+from ttftsim.validate.k8s_schema import (
+    KUBERNETES_VERSIONS,
+    SchemaFinding,
+    builtin_validator,
+    check_objects,
+    unsupported_findings,
+)
 from ttftsim.validate.run import validate
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "validate"
@@ -270,3 +276,9 @@ def test_the_cached_lookup_gives_kubernetes_validates_own_answer(version: str) -
             theirs = exc.message
         assert (None if mine is None else mine.message) == theirs
     assert builtin_validator(version, "serving.kserve.io/v1beta1", "InferenceService") is None
+
+
+def test_every_supported_release_is_bundled() -> None:
+    for version in KUBERNETES_VERSIONS:
+        assert builtin_validator(version, "apps/v1", "Deployment") is not None, version
+    assert (KUBERNETES_VERSIONS[0], KUBERNETES_VERSIONS[-1]) == ("1.29", "1.37")
