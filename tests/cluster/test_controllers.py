@@ -54,6 +54,19 @@ def test_utilisation_is_bytes_read_in_the_window_over_window_times_peak_bandwidt
     assert math.isnan(meter.utilisation(pod, 2.0))
 
 
+def test_pods_sharing_a_gpu_add_their_reads_as_the_gpus_counter_would() -> None:
+    pool = NodePool(name="gpu", hardware="H100-SXM5-80GB", gpus_per_node=8)
+    node = Node(0, pool, 8, state="ready", slots_per_gpu=2, gpu_of={0: 0, 1: 0, 2: 1})  # pods 0 and 1 on GPU 0
+    pods = [_ready_pod(i, node) for i in range(3)]
+    recorder = Recorder(0.0)
+    meter = BandwidthMeter(recorder, lambda: pods, window_s=1.0)
+    for replica in range(3):
+        recorder.step((0.5, 0.01, replica, 64, 1, 0, 0.0, 1))  # 16 GB of weights each
+    assert meter.utilisation(pods[0], 1.0) == meter.utilisation(pods[1], 1.0) == pytest.approx(32e9 / H100_BW)
+    assert meter.utilisation(pods[2], 1.0) == pytest.approx(16e9 / H100_BW)
+    assert meter.mean(pods, 1.0) == pytest.approx((32e9 + 32e9 + 16e9) / 3 / H100_BW)
+
+
 @pytest.mark.parametrize(
     ("p99", "utilisation", "action"),
     [

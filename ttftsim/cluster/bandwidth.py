@@ -6,7 +6,8 @@ Each iteration of a pod reads, on each of its GPUs, its shard of the weights and
 (weight_bytes + kv_usage x the cache's bytes) / TP, with the cache's bytes = blocks x block size x KV
 bytes per token. Over a window, a pod's utilisation is the bytes its iterations read in the window
 (an iteration straddling an edge counts by its overlap) / (window x the GPU's peak memory bandwidth), so
-idle time counts as zero. A closed-form decode run (one recorder row for several steps) reads its
+idle time counts as zero. The figure is the GPU's, as DCGM reports it: pods sharing the GPU
+(time-slicing or MPS replicas) add their reads. A closed-form decode run (one recorder row for several steps) reads its
 row's KV usage for every step. Not modelled: activation traffic, the KV written, caches (L2) that save
 reads, and kernels that read below peak bandwidth (an iteration counts as reading at its average rate).
 """
@@ -60,12 +61,21 @@ class BandwidthMeter:
         self.cursor = len(rows)
 
     def utilisation(self, pod: Pod, now_s: float) -> float:
-        """The pod's utilisation over (now_s - window_s, now_s]; NaN for a pod that is not ready."""
+        """Utilisation of the pod's (first) GPU over (now_s - window_s, now_s], its reads and those of the
+        pods sharing that GPU; NaN for a pod that is not ready."""
         self._take_new_rows()
-        if pod.state != "ready" or pod.node is None:
+        node = pod.node
+        if pod.state != "ready" or node is None:
             return math.nan
+        gpu = node.gpu_of.get(pod.index)
+        sharing = [i for i, g in node.gpu_of.items() if g == gpu] if gpu is not None else [pod.index]
+        total = sum(self._bytes(index, now_s) for index in sharing)
+        return total / (self.window_s * load_hardware(node.pool.hardware).mem_bw_bytes_per_s)
+
+    def _bytes(self, index: int, now_s: float) -> float:
+        """Bytes per GPU pod `index` read in the window (its older reads dropped)."""
         since = now_s - self.window_s
-        reads = self.reads.get(pod.index, deque())
+        reads = self.reads.get(index, deque())
         while reads and reads[0].end_s <= since:
             reads.popleft()
         total = 0.0
@@ -76,8 +86,7 @@ class BandwidthMeter:
                 total += read.bytes_per_gpu if since < read.start_s <= now_s else 0.0
             elif inside > 0:
                 total += read.bytes_per_gpu * inside / span
-        peak = load_hardware(pod.node.pool.hardware).mem_bw_bytes_per_s
-        return total / (self.window_s * peak)
+        return total
 
     def mean(self, pods: list[Pod], now_s: float) -> float:
         """avg over the ready pods among `pods` (NaN when none is ready)."""
