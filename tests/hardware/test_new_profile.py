@@ -7,9 +7,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
+from ttftsim.calibration.tables import import_aiconfigurator
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, load_hardware, profiles_dir
@@ -111,3 +113,22 @@ def test_two_profiles_claiming_one_label_value_is_an_error(folder: Path) -> None
     (profiles / "x200-copy.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     with pytest.raises(InputError, match="'x200-96gb' names two hardware profiles: X200-copy and X200-SXM-96GB"):
         hardware_for_label("x200-96gb")
+
+
+def test_kernel_tables_of_the_new_gpu_are_found_by_its_aiconfigurator_system(folder: Path) -> None:
+    """A folder of AIConfigurator tables (aiconfigurator-core's layout: <system>/gemm/vllm/<version>/) belongs to
+    the profile that names the system: no table of GPU names in Python."""
+    profiles = folder / "profiles"
+    data = yaml.safe_load((profiles / "x200-sxm-96gb.yaml").read_text()) | {"aiconfigurator_system": "x200_sxm"}
+    (profiles / "x200-sxm-96gb.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    tables = folder / "tables" / "x200_sxm" / "gemm" / "vllm" / "0.24.0"
+    tables.mkdir(parents=True)
+    gemm = {"gemm_dtype": ["bfloat16", "fp8"], "m": [8, 8], "n": [4096] * 2, "k": [4096] * 2, "latency": [0.02, 0.01]}
+    pd.DataFrame(gemm).to_parquet(tables / "gemm_perf.parquet")
+    (folder / "tables" / "unknown_sys" / "gemm").mkdir(parents=True)  # a system no profile names: left out
+    imported = import_aiconfigurator(folder / "tables")
+    assert list(imported) == ["X200-SXM-96GB"]
+    assert imported["X200-SXM-96GB"][["op", "dtype", "m", "seconds"]].to_dict("records") == [
+        {"op": "gemm", "dtype": "bf16", "m": 8, "seconds": 2e-5},
+        {"op": "gemm", "dtype": "fp8", "m": 8, "seconds": 1e-5},
+    ]

@@ -1,7 +1,10 @@
 """Importers for public measured kernel tables, converted to one format: a row per measured kernel with
 `op` (gemm, prefill_attention, decode_attention, allreduce), the shape columns that op uses, and seconds.
 
-AIConfigurator (../shared/data/kernels/aiconfigurator/<gpu>/<op>/<engine>-<version>/*.parquet, Apache-2.0):
+AIConfigurator (../shared/data/kernels/aiconfigurator/<system>/<op>/<engine>-<version>/*.parquet, or the
+aiconfigurator-core package's systems/data/<system>/<op>/<engine>/<version>/*.parquet; Apache-2.0; each
+<system> folder belongs to the hardware profile whose aiconfigurator_system names it, so a new GPU needs only
+its profile; the vLLM engine's tables are preferred where a folder has several engines):
 GEMM (m, n, k, dtype), context attention (batch, isl, heads, kv heads, head_dim), generation attention
 (batch, isl + step cached tokens), custom all-reduce (GPUs, message bytes; CUDA-graph backend), fused MoE
 (tokens, experts, top-k, hidden, expert width per TP rank; bf16 Triton fused_moe, no expert parallelism,
@@ -19,20 +22,41 @@ from pathlib import Path
 import pandas as pd
 
 from ttftsim.errors import InputError
+from ttftsim.hardware.catalog import hardware_for_system
 
-GPU_DIRS = {
-    "a100_sxm": "A100-SXM4-80GB",
-    "h100_sxm": "H100-SXM5-80GB",
-    "h200_sxm": "H200-SXM-141GB",
-    "l40s": "L40S-48GB",
-}
+AICONFIGURATOR_PACKAGE = "aiconfigurator-core"  # `--from aiconfigurator-core`: the installed package's tables
 GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
 KV_BYTES = {"bfloat16": 2, "fp8": 1}
 
 
 def _read(folder: Path, name: str) -> pd.DataFrame | None:
-    files = sorted(folder.glob(f"*/{name}"))
+    """The newest table of this name: <engine>-<version>/ (the shared copy), else vllm/<version>/, else any
+    <engine>/<version>/ (aiconfigurator-core)."""
+    files = (
+        sorted(folder.glob(f"*/{name}")) or sorted(folder.glob(f"vllm/*/{name}")) or sorted(folder.glob(f"*/*/{name}"))
+    )
     return pd.read_parquet(files[-1]) if files else None
+
+
+def describe_tables(root: Path) -> str:
+    """Where a calibration's tables came from, for its provenance: the package and its version, or the folder."""
+    if str(root) != AICONFIGURATOR_PACKAGE:
+        return str(root)
+    from importlib.metadata import version
+
+    return f"aiconfigurator-core {version(AICONFIGURATOR_PACKAGE)} (PyPI, Apache-2.0): aiconfigurator_core/systems/data"
+
+
+def aiconfigurator_core_tables() -> Path:
+    """The kernel tables the aiconfigurator-core package ships (pip install ttftsim[aiconfigurator])."""
+    try:
+        from importlib.resources import files
+
+        return Path(str(files("aiconfigurator_core") / "systems" / "data"))
+    except ModuleNotFoundError:
+        raise InputError(
+            AICONFIGURATOR_PACKAGE, "", "not installed (pip install 'ttftsim[aiconfigurator]' or aiconfigurator-core)"
+        ) from None
 
 
 def _gemm(frame: pd.DataFrame) -> pd.DataFrame:
@@ -109,13 +133,16 @@ def _moe(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def import_aiconfigurator(root: Path) -> dict[str, pd.DataFrame]:
-    """GPU profile name -> normalized measurements, for every GPU folder found under root."""
+    """GPU profile name -> normalized measurements, for every system folder under root that a hardware
+    profile names (its aiconfigurator_system); `aiconfigurator-core` reads the installed package's tables."""
+    if str(root) == AICONFIGURATOR_PACKAGE:
+        root = aiconfigurator_core_tables()
     if not root.is_dir():
         raise InputError(str(root), "", "AIConfigurator table folder not found")
     tables = {}
-    for folder, gpu in GPU_DIRS.items():
-        base = root / folder
-        if not base.is_dir():
+    for base in sorted(p for p in root.iterdir() if p.is_dir()):
+        gpu = hardware_for_system(base.name)
+        if gpu is None:
             continue
         parts = []
         for kind, name, convert in (
@@ -135,7 +162,7 @@ def import_aiconfigurator(root: Path) -> dict[str, pd.DataFrame]:
         if parts:
             tables[gpu] = pd.concat(parts, ignore_index=True)
     if not tables:
-        raise InputError(str(root), "", f"no kernel tables found (expected folders {', '.join(GPU_DIRS)})")
+        raise InputError(str(root), "", "no kernel tables found (no folder named by a profile's aiconfigurator_system)")
     return tables
 
 

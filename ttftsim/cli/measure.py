@@ -89,7 +89,12 @@ def accuracy(
 @app.command()
 def calibrate(
     source: Annotated[
-        Path | None, typer.Option("--from", help="Folder of AIConfigurator kernel tables (per-GPU folders)")
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Folder of AIConfigurator kernel tables (per-system folders), or aiconfigurator-core for the "
+            "installed package's (pip install 'ttftsim[aiconfigurator]')",
+        ),
     ] = None,
     device: Annotated[bool, typer.Option("--device", help="Time our Triton kernels on this machine's GPU")] = False,
     out: Annotated[Path | None, typer.Option(help="Where fits go (default: calibration/fits/)")] = None,
@@ -98,7 +103,7 @@ def calibrate(
     (--device: writes calibration/results/<gpu>.json)."""
     from ttftsim.calibration.costs import FITS_DIR
     from ttftsim.calibration.fit import calibrate as fit_all
-    from ttftsim.calibration.tables import import_aiconfigurator
+    from ttftsim.calibration.tables import describe_tables, import_aiconfigurator
 
     if device == (source is not None):
         raise InputError("calibrate", "", "give exactly one of --from TABLES or --device")
@@ -113,7 +118,7 @@ def calibrate(
         path = folder / f"{gpu.lower()}.json"
         provenance = {
             "source": "AIConfigurator kernel tables (Apache-2.0)",
-            "tables": str(source),
+            "tables": describe_tables(source),
             "hold_out": "every 5th shape of each table",
         }
         path.write_text(
