@@ -3,11 +3,13 @@ on the serving pods (seed claim 11). The decision is a pure function of the sign
 `ttft_step`); the loop reads the signals (TTFT P99 from Prometheus' scrapes, the pods' GPU memory-bandwidth
 utilisation from bandwidth.py over the last period), acts, and waits for what it started to settle.
 
-Actions: `add` raises the replica count by one (the ReplicaSet starts a pod, cold); `move` starts a new
-pod away from the busiest node (most serving pods with requests in flight; ties: the lowest index) and,
-once it is ready, drains the pod it replaces there (the most recently created one on that node), as a
-descheduler with a surge would. While an action's new pod is not ready, or for `cooldown_s` after it
-was taken, the controller only observes. Not modelled: a controller's own API latency, leader election.
+Actions: `add` raises the replica count by one (the ReplicaSet starts a pod, cold); `move` picks the
+node with the most busy serving pods among nodes holding two or more (ties: more pods, then the lowest
+index), starts a new pod that may not land there, and at the first period after the new pod is ready
+drains the newest pod on that node, as a descheduler with a surge would (kube-scheduler's scores then
+place the new pod on the least allocated node that passes the filters; none: it waits for a node).
+While an action's new pod is not ready, or for `cooldown_s` after it was taken, the controller only
+observes. Not modelled: a controller's own API latency, leader election.
 """
 
 from __future__ import annotations
