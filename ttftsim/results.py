@@ -213,12 +213,13 @@ def write_report(root: Path, out: Path) -> list[str]:
 
     def plan(relative: str) -> tuple[str, list[Any]]:
         data, _ = load_plan(root, relative)
-        return f"Plan: {data.get('plan')}", [figures.plan_scatter(data)]
+        return f"Plan: {data.get('plan')}", [_plan_answer(data), figures.plan_scatter(data)]
 
     def accuracy(relative: str) -> tuple[str, list[Any]]:
         return f"Accuracy: {relative}", [figures.accuracy_scatter(load_accuracy(root, relative))]
 
     sections: list[str] = []
+    first = True
     problems = [item.reason for item in found.incomplete]
     kinds = ((found.simulations, simulation), (found.plans, plan), (found.accuracy, accuracy))
     for results, render in kinds:
@@ -232,10 +233,12 @@ def write_report(root: Path, out: Path) -> list[str]:
                 problems.append(f"{relative}: not drawn ({type(exc).__name__}: {exc})")
                 continue
             sections.append(f"<h2>{escape(title)}</h2>")
-            for fig in shown:  # plotly.js inline once, with the first figure
-                sections.append(
-                    pio.to_html(fig, full_html=False, include_plotlyjs="inline" if len(sections) == 1 else False)
-                )
+            for fig in shown:  # plotly.js inline once, with the first figure; a str is HTML already escaped
+                if isinstance(fig, str):
+                    sections.append(fig)
+                    continue
+                sections.append(pio.to_html(fig, full_html=False, include_plotlyjs="inline" if first else False))
+                first = False
     body = "\n".join(sections) or "<p>No results found.</p>"
     notes = "".join(f"<li>{escape(p)}</li>" for p in problems)
     html = (
@@ -251,6 +254,21 @@ def write_report(root: Path, out: Path) -> list[str]:
     finally:
         partial.unlink(missing_ok=True)
     return problems
+
+
+def _plan_answer(plan: dict[str, Any]) -> str:
+    """A plan's answer in words (plan.json's recommendation, or what came closest) and each GPU type's best,
+    as escaped HTML (plans written before these fields show what they have)."""
+    answer = plan.get("recommendation") or (
+        f"No candidate meets the SLOs. Closest: {plan['closest']}" if plan.get("closest") else ""
+    )
+    best = plan.get("best_per_gpu") or {}
+    items = "".join(
+        f"<li>{escape(str(hw))}: {escape(str(row.get('explanation', '')))}</li>"
+        for hw, row in best.items()
+        if isinstance(row, dict)
+    )
+    return (f"<p><b>{escape(str(answer))}</b></p>" if answer else "") + (f"<ul>{items}</ul>" if items else "")
 
 
 def check_report_target(out: Path) -> None:

@@ -98,3 +98,16 @@ def test_a_p99_tpot_stand_in_binds_on_tpot_and_costs_more(tmp_path: Path) -> Non
         "5 x H100-SXM5-80GB TP4, w fp8, least_outstanding ($60.00/h): P99 TPOT is the limit, at 9.85 req/s"
     )
     assert all(r.binding == "tpot_p99_s" for r in result.rows)
+
+
+def test_the_reports_plan_section_leads_with_the_answer(chat: tuple[Path, PlanResult], tmp_path: Path) -> None:
+    from ttftsim.results import write_report
+
+    out, result = chat
+    assert result.winner is not None
+    report = tmp_path / "report.html"
+    assert write_report(out, report) == []
+    html = report.read_text()
+    answer = html.index(f"<p><b>{result.winner.explanation}</b></p>")
+    assert answer < html.index("plotly")  # before the figure, which still carries plotly.js
+    assert "<li>L40S-48GB: L40S-48GB TP2, w fp8, least_outstanding: infeasible: misses the SLO" in html
