@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.cluster.factories import FAST_POD, cluster_sim, cluster_spec
 from ttftsim.cluster.gangs import member_gang, missing_members, place_members
@@ -139,3 +142,54 @@ def test_a_gang_waiting_for_its_second_new_node_asks_for_no_more_nodes() -> None
     # on its way the other half, so no third pair of nodes is asked for in between
     assert len(cluster.nodes) == 4
     assert [p.bound_s for p in cluster.pods] == [0.0, 181.0]
+
+
+@st.composite
+def _group_cases(draw: Any) -> dict[str, Any]:
+    per_node = draw(st.sampled_from([4, 8]))
+    pool = {"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": per_node, "images_cached": True}
+    pool |= {"initial_nodes": draw(st.integers(0, 4)), "max_nodes": draw(st.integers(4, 7))}
+    pool["provision_s"] = draw(st.sampled_from([0.0, 30.0]))
+    faults = st.fixed_dictionaries({"at_s": st.floats(0, 90), "kind": st.just("node"), "index": st.integers(0, 3)})
+    return {
+        "spec": {
+            "node_pools": [pool],
+            "pod": {
+                **FAST_POD,
+                "gpus": draw(st.sampled_from([per_node + 1, 2 * per_node])),
+                "gang_scheduling": draw(st.booleans()),
+            },
+            "replicas": draw(st.integers(1, 3)),
+            "start_warm": draw(st.booleans()),
+            "faults": draw(st.lists(faults, max_size=2)),
+        },
+        "scale": draw(st.lists(st.tuples(st.floats(0, 90), st.integers(1, 4)), max_size=3)),
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_group_cases())
+def test_a_nodes_gpus_are_the_shares_of_the_groups_holding_it_with_or_without_a_gang_scheduler(
+    case: dict[str, Any],
+) -> None:
+    spec = case["spec"]
+    env, cluster = cluster_sim(
+        cluster_spec(**{k: v for k, v in spec.items() if k != "node_pools"}, node_pools=spec["node_pools"]),
+        tp=spec["pod"]["gpus"],
+    )
+    for at_s, replicas in sorted(case["scale"]):
+        if at_s > env.now:
+            env.run(until=at_s)
+        cluster.scale_to(replicas)
+    env.run(until=300.0)
+    holding = ("pending", "starting", "ready", "crashloop", "draining")
+    for node in cluster.nodes:
+        held = [p for p in cluster.pods if node in p.nodes and p.state in holding]
+        assert sorted(node.pods) == sorted(p.index for p in held)
+        assert node.used_gpus == sum(cluster.binder.shares[p.index] for p in held) <= node.gpus
+    for pod in cluster.pods:
+        assert len({n.index for n in pod.nodes}) == len(pod.nodes)  # one member per node
+        if pod.state in ("starting", "ready", "draining"):
+            assert len(pod.nodes) == math.ceil(spec["pod"]["gpus"] / spec["node_pools"][0]["gpus_per_node"])
+        if spec["pod"]["gang_scheduling"] and pod.state == "pending":
+            assert pod.nodes == []  # all or nothing
