@@ -13,6 +13,7 @@ import yaml
 from tests.test_cli import run
 from ttftsim.calibration.costs import has_calibration
 from ttftsim.config.engine import EngineArgs, resolve_engine
+from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, hardware_for_system, load_hardware
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.batch import BatchShape
@@ -166,3 +167,18 @@ def test_validate_reads_an_amd_deployment(tmp_path: Path) -> None:
         "Deployment/chat: environment variable VLLM_ROCM_USE_AITER is read by vLLM 0.15.1 but not modelled: "
         "its effect is not predicted"
     ]
+
+
+def test_short_names_pick_the_gpu_they_name_whole() -> None:
+    assert [load_hardware(ref).name for ref in ("l4", "L40S", "h20", "h200", "b200", "gb200", "mi300x", "A10G")] == [
+        "L4-24GB",
+        "L40S-48GB",
+        "H20-96GB",
+        "H200-SXM-141GB",
+        "B200-SXM-180GB",
+        "GB200-NVL72-186GB",
+        "MI300X-192GB",
+        "A10G-24GB",
+    ]
+    with pytest.raises(InputError, match="ambiguous hardware 'a100'"):
+        load_hardware("a100")

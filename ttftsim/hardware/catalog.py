@@ -2,7 +2,9 @@
 value, an AIConfigurator system name.
 
 Profiles live in the repository's `hwprofiles/` folder (a wheel carries a copy; or `$TTFTSIM_HWPROFILES`);
-adding a GPU means adding a file there. Names match case-insensitively, and a unique prefix works (``H100-SXM5``).
+adding a GPU means adding a file there. Names match case-insensitively, and a unique prefix works (``H100-SXM5``);
+a prefix that is a whole leading part of one name picks it among longer ones (``l4`` is L4-24GB, not L40S-48GB;
+``h20`` is H20-96GB, not H200-SXM-141GB).
 Label values and system names match exactly (case aside), and two profiles claiming the same one is an error.
 """
 
@@ -54,6 +56,8 @@ def load_hardware(ref: str, source: str = "hardware") -> HardwareProfile:
     if key in paths:
         return _load_path(paths[key])
     matches = [stem for stem in paths if stem.startswith(key)]
+    if len(matches) > 1:  # a whole leading part wins over a longer name: l4 is L4-24GB, not L40S-48GB
+        matches = [stem for stem in matches if stem.startswith(key + "-")] or matches
     if len(matches) == 1:
         return _load_path(paths[matches[0]])
     names = ", ".join(_load_path(p).name for p in paths.values())
