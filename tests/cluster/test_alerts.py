@@ -3,11 +3,14 @@ judge pages against SLO-violation windows by hand, a scale_out action, and the s
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.cluster.factories import FAST_POD, cluster_sim, cluster_spec
 from ttftsim.cluster.alerts import AlertEvaluator, Firing, alert_figures
@@ -146,3 +149,31 @@ def test_inconsistent_sections_are_one_line_errors_naming_the_field(
         _cluster(**fields)
     line = error.value.one_line()
     assert "\n" not in line and line.startswith(where) and message in line, line
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.just(math.nan), st.floats(0, 2)), min_size=1, max_size=30),
+    st.sampled_from([0.0, 30.0, 60.0, 90.0]),
+)
+def test_a_rule_fires_only_after_holding_for_its_duration_and_firings_never_overlap(
+    values: list[float], for_s: float
+) -> None:
+    env, cluster = cluster_sim(cluster_spec(pod=FAST_POD))
+    spec = Alerting(rules=[{**PAGE, "for_s": for_s}], evaluation_interval_s=30)
+    evaluator = AlertEvaluator(env, spec, cluster.lifecycle, None, BandwidthMeter(Recorder(), list, 30), int)  # type: ignore[arg-type]
+    for step, value in enumerate(values):
+        if step * 30 > env.now:
+            env.run(until=step * 30)
+        evaluator.evaluate(spec.rules[0], value)
+    evaluator.close()
+    above = [not math.isnan(v) and v > 0.5 for v in values]
+    for firing in evaluator.firings:
+        first, last = int(firing.start_s // 30), int(firing.end_s // 30)
+        held_from = first
+        while held_from > 0 and above[held_from - 1]:
+            held_from -= 1
+        assert firing.start_s - held_from * 30 >= for_s  # held for `for` before it fired
+        assert all(above[first:last]) and (last == len(values) - 1 or not above[last])  # resolved when it stopped
+    ends = [(f.start_s, f.end_s) for f in evaluator.firings]
+    assert all(b[0] >= a[1] for a, b in itertools.pairwise(ends))
