@@ -187,3 +187,11 @@ def test_validate_warns_about_a_known_flag_it_does_not_model(tmp_path: Path) -> 
     assert report.warnings == [
         "vLLM flag --cpu-offload-gb (Deployment/chat-8b) is parsed but not modelled: its effect is not predicted"
     ]
+
+
+def test_an_image_of_another_version_is_said() -> None:
+    words = ["vllm", "serve", "m"]
+    (finding,) = read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml", "vllm/vllm-openai:v0.10.2").findings
+    assert (finding.severity, finding.fix) == ("warning", "set vllm_version: 0.10.2 in the deployment file")
+    for image in ("vllm/vllm-openai:v0.15.0", "vllm/vllm-openai:latest", "nginx:1.25"):
+        assert read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml", image).findings == []

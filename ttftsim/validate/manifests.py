@@ -120,9 +120,8 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
                 name = str((document.get("metadata") or {}).get("name", ""))
                 where = f"{document['kind']}/{name}"
                 env = container.get("env") if isinstance(container.get("env"), list) else []
-                read = read_vllm_container(
-                    words, env, vllm_version, where, f"{source} container {container.get('name', '')}"
-                )
+                origin, image = f"{source} container {container.get('name', '')}", str(container.get("image") or "")
+                read = read_vllm_container(words, env, vllm_version, where, origin, image)
                 found.append(
                     ServingWorkload(
                         source,

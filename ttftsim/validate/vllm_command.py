@@ -10,6 +10,7 @@ version, an unknown flag is a warning, since the nearest list cannot prove that 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,7 @@ VLLM_HTTP_TIMEOUT_KEEP_ALIVE VLLM_ENGINE_READY_TIMEOUT_S
 """
 )
 
+IMAGE_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?)(?:$|[^\d.])")
 ENV_NOTES = {
     "VLLM_USE_V1": "VLLM_USE_V1=0 runs the V0 engine, whose scheduler ttftsim does not model (V1's is)",
     "VLLM_ATTENTION_BACKEND": "kernel costs are those of the version's default attention backend",
@@ -86,7 +88,9 @@ class VllmCommand:
     findings: list[CommandFinding] = field(default_factory=list)
 
 
-def read_vllm_container(words: list[str], env: list[Any], version: str, where: str, source: str) -> VllmCommand:
+def read_vllm_container(
+    words: list[str], env: list[Any], version: str, where: str, source: str, image: str = ""
+) -> VllmCommand:
     """The model, engine arguments, pipeline-parallel size and findings of a vLLM container's command line
     (`words`: command + args, shell already split) and `env` (the container's env list), for vLLM `version`.
     A flag vLLM does not know is an error finding; a value it cannot read is an InputError naming the flag
@@ -108,6 +112,7 @@ def read_vllm_container(words: list[str], env: list[Any], version: str, where: s
             )
         )
     _interpret(parsed, command, where)
+    _check_image(image, version, command, where)
     _check_environment(env, parsed, command, chosen.args.environment_variables, version, where)
     return command
 
@@ -140,6 +145,21 @@ def _not_modelled(command: VllmCommand, written: str) -> None:
     """validate warns about each one (run.py _not_modelled), naming the flag as written."""
     if written not in command.not_modelled:
         command.not_modelled.append(written)
+
+
+def _check_image(image: str, version: str, command: VllmCommand, where: str) -> None:
+    """A vLLM image tagged with another version than the one modelled: the flags were read with the wrong list."""
+    match = IMAGE_VERSION.search(image) if "vllm" in image else None
+    if match is None or match.group(1).split(".")[:2] == version.split(".")[:2]:
+        return
+    command.findings.append(
+        CommandFinding(
+            "warning",
+            f"{where}: the image {image} runs vLLM {match.group(1)}, but the deployment file models {version}: "
+            "flags, defaults and the prediction follow the modelled version",
+            f"set vllm_version: {match.group(1)} in the deployment file",
+        )
+    )
 
 
 def _engine_value(dest: str, value: Any) -> Any:
