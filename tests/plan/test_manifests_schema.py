@@ -142,3 +142,26 @@ def test_the_crd_schemas_refuse_a_broken_object(api_version: str, kind: str, bod
     document = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, **body}
     with pytest.raises(jsonschema.ValidationError, match=named):
         jsonschema.Draft202012Validator(schema).validate(document)
+
+
+def test_an_amd_winner_requests_amd_gpus_runs_the_rocm_image_and_passes(tmp_path: Path) -> None:
+    plan = make_plan("Llama-3.1-8B")
+    cand = make_candidate(tp=1, router="round_robin", hardware="MI300X-192GB")
+    files = write_deployment(tmp_path, plan, cand, 2, 16e9, MODEL_IDS["Llama-3.1-8B"], BASE)
+    assert "kserve-inferenceservice.yaml" not in files  # KServe's Hugging Face runtime is a CUDA build
+    documents = _documents(tmp_path, files)
+    assert check_objects(documents) == []
+    deployment = next(d for _, d in documents if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"] == "vllm/vllm-openai-rocm:v0.15.1"
+    assert container["resources"]["limits"] == {"amd.com/gpu": 1, "memory": "64Gi"}
+    assert pod["tolerations"] == [{"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    term = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"] == [
+        {"key": "amd.com/gpu.product-name", "operator": "In", "values": ["AMD_Instinct_MI300X_OAM"]}
+    ]
+    (tmp_path / "deploy.yaml").write_text(f"name: amd\nmanifests: [manifests.yaml]\n{TRAFFIC}")
+    report = validate(tmp_path / "deploy.yaml", [])
+    assert [f for f in report.findings if f.severity == "error"] == []
+    assert report.deployment["hardware"] == "MI300X-192GB"

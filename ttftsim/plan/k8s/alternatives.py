@@ -8,7 +8,7 @@
   (the chart's multi-node form is a Ray cluster, raySpec, not written here).
 - A KServe InferenceService (serving.kserve.io/v1beta1) on the Hugging Face runtime, which runs vLLM and
   passes engine flags through (kserve docs/samples/storage/hf/hf_isvc.yaml): `storageUri: hf://MODEL`, the
-  token from the same Secret. Single-node replicas only.
+  token from the same Secret. Single-node replicas on NVIDIA GPUs only (the runtime's image is a CUDA build).
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ def _chart_config(spec: Deployable) -> tuple[dict[str, Any], list[str]]:
 
 
 def kserve_inference_service(spec: Deployable) -> dict[str, Any] | None:
-    """A KServe InferenceService on the Hugging Face (vLLM) runtime; None for a multi-node replica."""
-    if spec.pods_per_replica > 1:
+    """A KServe InferenceService on the Hugging Face (vLLM) runtime; None for a multi-node replica or AMD GPUs."""
+    if spec.pods_per_replica > 1 or spec.gpu_resource != "nvidia.com/gpu":
         return None
     gpus = spec.gpus_per_pod
     resources = {

@@ -27,6 +27,8 @@ from ttftsim.plan.evaluate import Candidate
 from ttftsim.replica import resolve_ref
 
 IMAGE = "vllm/vllm-openai:v{version}"
+# vLLM's ROCm build (docs/getting_started/installation/gpu.rocm.inc.md: "vllm/vllm-openai-rocm" on Docker Hub)
+ROCM_IMAGE = "vllm/vllm-openai-rocm:v{version}"
 PORT = 8000
 PROBE_PERIOD_S = 10
 STARTUP_MARGIN = 1.5
@@ -88,7 +90,9 @@ def deployable(
     return Deployable(
         name=dns_name(plan.name),
         model_id=model_id,
-        image=IMAGE.format(version=plan.engine.vllm_version),
+        image=(ROCM_IMAGE if gpu_resource(hardware) == "amd.com/gpu" else IMAGE).format(
+            version=plan.engine.vllm_version
+        ),
         vllm_command=tuple(vllm_args(plan, cand, model_id, model.native_dtype)),
         replicas=replicas,
         max_replicas=max(replicas * 2, replicas + 2),
