@@ -50,7 +50,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     factors = deployment_factors(scenario.engine.calibration, hardware, base)
     try:
         engine = resolve_engine(scenario.engine, hardware, model.max_position_embeddings, model.native_dtype)
-        engine = replace(engine, api_server=scaled_api_server(engine.api_server, factors))
+        engine = replace(engine, api_server=scaled_api_server(engine.api_server, factors), seed=scenario.seed)
         eager_s, graph_s = engine.iteration_overhead_s, engine.decode_graph_iteration_s
         deployment = Deployment(
             model,
@@ -64,6 +64,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             engine.max_num_seqs,
             engine.async_scheduling,
             engine.pp,
+            *speculation(engine, hardware, source, base),
         )
     except ValueError as exc:
         raise InputError(source, "engine", str(exc)) from None
@@ -105,6 +106,21 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     if scenario.engine.calibration is not None:
         note += f", deployment factors of {scenario.engine.calibration}"
     return Replica(engine, perf, memory, blocks, cost, note)
+
+
+def speculation(
+    engine: ResolvedEngine, hardware: HardwareProfile, source: str, base: Path
+) -> tuple[str, int, Deployment | None]:
+    """(proposer, draft tokens, draft model's deployment) of the engine's speculative config: a draft model
+    runs on the same TP group in its own checkpoint dtype (vLLM's default draft_tensor_parallel_size)."""
+    spec = engine.speculative
+    if spec is None:
+        return "", 0, None
+    draft = None
+    if spec.model is not None:
+        draft_model = load_model(resolve_ref(spec.model, base), f"{source} engine.speculative_config.model")
+        draft = Deployment(draft_model, hardware, engine.tp, draft_model.native_dtype, engine.kv_dtype)
+    return spec.method, spec.num_speculative_tokens, draft
 
 
 def deployment_factors(calibration: str | None, hardware: HardwareProfile, base: Path) -> Factors:

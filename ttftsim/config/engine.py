@@ -36,6 +36,48 @@ class ApiServerCosts(StrictModel):
     )
 
 
+SpecMethod = Literal["ngram", "eagle", "eagle3", "mtp", "draft_model"]
+# Per-position acceptance rate (a draft token is accepted, given the ones before it were) where a published
+# figure exists, turned from a measured mean acceptance length AL = (1 - a^(k+1)) / (1 - a) (docs/engine-
+# semantics.md 11): EAGLE on Llama-3-8B-Instruct, MT-bench, k=2: AL 1.89 (vllm-project/vllm#16035) -> 0.55;
+# EAGLE-3 on Llama-3.1-8B-Instruct, MT-bench, k=7: AL 3.53 (vllm-project/vllm#26191) -> 0.74; DeepSeek-V3's
+# MTP module: "acceptance rate of the second token prediction ranges between 85% and 90%" (DeepSeek-V3
+# technical report, 5.4.3) -> 0.87. n-gram and draft-model acceptance depend on the workload and the pair of
+# models: the scenario gives them.
+PUBLISHED_ACCEPTANCE: dict[str, float] = {"eagle": 0.55, "eagle3": 0.74, "mtp": 0.87}
+
+
+class SpeculativeConfig(StrictModel):
+    """vLLM --speculative-config: a proposer drafts num_speculative_tokens tokens per running sequence after
+    each step; the next step verifies them with the target model (k+1 tokens per sequence)."""
+
+    method: SpecMethod = Field(description="ngram (prompt lookup), eagle, eagle3, mtp, or draft_model")
+    num_speculative_tokens: int = Field(ge=1, le=16, description="Draft tokens per sequence and step (k)")
+    acceptance_rate: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Probability a draft token is accepted given the ones before it were (default: the "
+        "published figure for eagle, eagle3, mtp; required for ngram and draft_model)",
+    )
+    model: str | None = Field(default=None, description="draft_model: the draft model (preset or config.json)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SpeculativeConfig:
+        if self.acceptance_rate is None and self.method not in PUBLISHED_ACCEPTANCE:
+            raise ValueError(
+                f"acceptance_rate is required for method {self.method} (it depends on the workload; "
+                "measure it with vLLM's spec-decode metrics)"
+            )
+        if (self.method == "draft_model") != (self.model is not None):
+            raise ValueError("model names the draft model for method draft_model, and only for it")
+        return self
+
+    @property
+    def acceptance(self) -> float:
+        return self.acceptance_rate if self.acceptance_rate is not None else PUBLISHED_ACCEPTANCE[self.method]
+
+
 class EngineArgs(StrictModel):
     """vLLM engine arguments (same names as `vllm serve --...`); None means the version's default."""
 
@@ -69,6 +111,7 @@ class EngineArgs(StrictModel):
         description="Schedule step k+1 while step k runs (vLLM --async-scheduling; None: the version's default)",
     )
     num_gpu_blocks_override: int | None = Field(default=None, ge=1, description="Force the KV block count")
+    speculative_config: SpeculativeConfig | None = Field(default=None, description="Speculative decoding")
     kv_cache_mode: KvMode = Field(
         default="paged",
         description="paged (vLLM), static (reserve max_model_len per sequence), none (recompute every step)",
@@ -170,6 +213,8 @@ class ResolvedEngine:
     iteration_overhead_s: float | None = None
     decode_graph_iteration_s: float | None = None
     pp: int = 1  # pipeline stages; PP batches in flight (engine/pipeline.py)
+    speculative: SpeculativeConfig | None = None  # drafts verified each step (engine.py _apply)
+    seed: int = 0  # the run's seed: draws of accepted draft tokens
 
     @property
     def gpus(self) -> int:
@@ -194,6 +239,11 @@ def _async_scheduling(args: EngineArgs, hardware: HardwareProfile, defaults: Ver
     (v1/engine/core.py step_with_batch_queue) only keeps a second batch in flight while the first one's
     future is not done; on a CPU build the forward pass returns finished, so the loop behaves as a
     synchronous engine there whatever the flag says."""
+    spec = args.speculative_config
+    if spec is not None and spec.method not in ("eagle", "eagle3", "mtp"):  # vLLM: async scheduling only
+        if args.async_scheduling:  # with EAGLE/MTP proposers (VllmConfig.__post_init__)
+            raise ValueError(f"async_scheduling is not supported with speculative method {spec.method}")
+        return False
     if args.pipeline_parallel_size > 1:  # vLLM config: "Async scheduling is not yet compatible with
         if args.async_scheduling:  # pipeline_parallel_size > 1": an error when asked for, off by default
             raise ValueError("async_scheduling is not compatible with pipeline_parallel_size > 1 (vLLM refuses it)")
@@ -242,4 +292,5 @@ def resolve_engine(
         iteration_overhead_s=defaults.iteration_overhead_s,
         decode_graph_iteration_s=defaults.decode_graph_iteration_s,
         pp=args.pipeline_parallel_size,
+        speculative=args.speculative_config,
     )

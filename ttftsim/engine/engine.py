@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, cast
 
+import numpy as np
 import simpy
 
 from ttftsim.config.engine import ResolvedEngine
@@ -59,7 +60,12 @@ class Engine:
         self.kv = KVCacheManager(
             num_blocks, cfg.block_size, cfg.kv_cache_mode, cfg.enable_prefix_caching, cfg.max_model_len
         )
-        self.closed_form_decode = closed_form_decode and cfg.kv_cache_mode != "none" and cfg.pp == 1
+        self.closed_form_decode = (
+            closed_form_decode and cfg.kv_cache_mode != "none" and cfg.pp == 1 and cfg.speculative is None
+        )
+        spec = cfg.speculative  # accepted drafts: a seeded draw per request and step (docs/engine-semantics.md 11)
+        self._spec_rng = np.random.default_rng([cfg.seed, replica]) if spec is not None else None
+        self._acceptance = spec.acceptance if spec is not None else 0.0
         self.scheduler = Scheduler(cfg, self.kv, use_cohort=self.closed_form_decode)
         self.num_blocks = num_blocks
         self._wakeup = env.event()
@@ -296,7 +302,14 @@ class Engine:
             state.prefill_s += duration
         if state.num_computed < state.num_tokens:
             return
-        self._emit_token(state, duration, delay)
+        tokens = 1
+        if state.num_computed > state.num_tokens:  # drafts verified: the accepted ones and one from the target
+            left = state.req.output_tokens - state.num_output
+            tokens = min(self._accepted(state.num_computed - state.num_tokens) + 1, left)
+        for i in range(tokens):  # one inter-token latency per step (vLLM's stats), the rest arrive with it
+            self._emit_token(state, duration if i == 0 else -1.0, delay)
+        if tokens > 1 or state.num_computed > state.num_tokens:
+            state.num_computed = state.num_tokens - 1  # the KV of the accepted drafts stays, the rest is rewritten
         if self.scheduler.recompute_all:
             state.num_computed = 0
         if state.num_output >= state.req.output_tokens:
@@ -312,7 +325,7 @@ class Engine:
             state.first_token_s = end
             if self.on_first_token is not None:
                 self.on_first_token(state)
-        else:
+        elif duration >= 0:
             self.recorder.itl(duration)
         state.num_output += 1
         if state.num_output == self.first_visible_token:
@@ -320,6 +333,12 @@ class Engine:
             state.output_delay_s = delay
         elif state.num_output == 1:  # its visible token comes later, possibly inside the cohort
             self._awaiting_visible.append(state)
+
+    def _accepted(self, drafts: int) -> int:
+        """Draft tokens accepted of `drafts`: each accepted with the acceptance rate given the ones before it
+        were, stopping at the first rejection (a geometric draw, capped)."""
+        assert self._spec_rng is not None
+        return min(drafts, int(self._spec_rng.geometric(1.0 - self._acceptance)) - 1)
 
     def _mark_visible(self, step_ends: Any, delay: float) -> None:
         """Before the cohort advances over iterations ending at step_ends: members reaching their first

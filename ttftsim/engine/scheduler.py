@@ -63,6 +63,8 @@ class Scheduler:
         self.prefilling: list[RequestState] = []  # running requests outside the cohort, in running order
         self._seq = 0
         self.deferred = False  # the last schedule left out a request it could see now, for the async cutoff
+        spec = engine.speculative
+        self.spec_tokens = spec.num_speculative_tokens if spec is not None else 0  # drafts verified per step
 
     def has_work(self) -> bool:
         return bool(self.running) or len(self.waiting) > 0
@@ -274,7 +276,10 @@ class Scheduler:
             if done == state.num_tokens:  # its token is still in flight (vLLM: no new tokens to schedule)
                 index += 1
                 continue
-            new = self._chunk(state.num_tokens - done, budget)
+            ask = state.num_tokens - done
+            if self.spec_tokens and state.num_output and ask == 1:  # its token and the k drafts, to verify
+                ask = min(1 + self.spec_tokens, self.cfg.max_model_len - done)
+            new = self._chunk(ask, budget) if ask == state.num_tokens - done else min(ask, budget)
             if new == 0 and scheduled:
                 index += 1
                 continue
@@ -294,8 +299,11 @@ class Scheduler:
                 index += 1
         for state, new in scheduled:
             done = state.num_computed + state.num_inflight
-            self._register(state, done + new)
-            shape.add(new, done, done + new >= state.num_tokens)
+            self._register(state, min(done + new, state.num_tokens))
+            if done + new > state.num_tokens:  # speculative decoding: the drafts verified with the token
+                shape.add_verify(new, done)
+            else:
+                shape.add(new, done, done + new >= state.num_tokens)
         return budget
 
     def _preempt(self, state: RequestState) -> None:

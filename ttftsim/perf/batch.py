@@ -22,6 +22,7 @@ class BatchShape:
     num_decode_seqs: int = 0
     decode_kv_tokens: int = 0
     num_sampled: int = 0
+    num_spec_tokens: int = 0  # draft tokens verified this step: LM-head rows beyond num_sampled
 
     @property
     def num_tokens(self) -> int:
@@ -47,10 +48,11 @@ class BatchShape:
 class BatchShapeBuilder:
     """Accumulates a BatchShape sequence by sequence without allocating one object per sequence."""
 
-    __slots__ = ("d_kv", "d_seqs", "p_kv", "p_pairs", "p_seqs", "p_tokens", "sampled")
+    __slots__ = ("d_kv", "d_seqs", "p_kv", "p_pairs", "p_seqs", "p_tokens", "sampled", "spec")
 
     def __init__(self) -> None:
         self.p_seqs = self.p_tokens = self.p_pairs = self.p_kv = self.d_seqs = self.d_kv = self.sampled = 0
+        self.spec = 0
 
     def add(self, new: int, ctx: int, samples: bool) -> None:
         """One sequence with `new` tokens after `ctx` cached ones; one new token after a context is a decode."""
@@ -64,10 +66,18 @@ class BatchShapeBuilder:
             self.p_kv += ctx + new
         self.sampled += samples
 
+    def add_verify(self, new: int, ctx: int) -> None:
+        """A decoding sequence's token and its new - 1 draft tokens, verified together (speculative
+        decoding): attention as a chunk of `new` queries after `ctx`, logits at every position."""
+        self.add(new, ctx, samples=True)
+        self.spec += new - 1
+
     def add_decodes(self, seqs: int, kv_tokens: int) -> None:
         self.d_seqs += seqs
         self.d_kv += kv_tokens
         self.sampled += seqs
 
     def build(self) -> BatchShape:
-        return BatchShape(self.p_seqs, self.p_tokens, self.p_pairs, self.p_kv, self.d_seqs, self.d_kv, self.sampled)
+        return BatchShape(
+            self.p_seqs, self.p_tokens, self.p_pairs, self.p_kv, self.d_seqs, self.d_kv, self.sampled, self.spec
+        )

@@ -63,6 +63,9 @@ class Deployment:
     max_num_seqs: int | None = None  # FULL decode graphs are captured up to this size (None: every size)
     async_scheduling: bool = False  # host time overlaps device time (vLLM --async-scheduling)
     pp: int = 1  # pipeline stages, each of tp GPUs
+    spec_method: str = ""  # speculative decoding's proposer ("" = none): ngram, eagle, eagle3, mtp, draft_model
+    spec_tokens: int = 0  # draft tokens per sequence and step (k)
+    draft: Deployment | None = None  # the draft model of draft_model, on the same GPUs
 
     def __post_init__(self) -> None:
         if self.model.num_attention_heads % self.tp:
@@ -154,6 +157,9 @@ class IterationModel:
         graphs = deployment.cudagraph_max_seqs if deployment.hardware.kind == "gpu" else 0  # no graphs on CPU
         self.graphs = GraphDispatch.of(graphs, deployment.max_num_seqs)
         self._async = deployment.async_scheduling
+        self._spec = deployment.spec_tokens > 0
+        draft = deployment.draft
+        self._drafter = None if draft is None else IterationModel(draft, costs)
 
     # ---- parts that depend only on the token and sampled counts ----
 
@@ -233,9 +239,30 @@ class IterationModel:
         return max(device_s, host_s) if self._async else device_s + host_s
 
     def _device_s(self, shape: BatchShape) -> float:
-        """The step's kernels: the captured ones at the padded token count, attention at the real one."""
+        """The step's kernels: the captured ones at the padded token count, attention at the real one; the
+        drafts of speculative decoding after them."""
         prefill, decode = self._attention_parts(shape)
-        return self._dense_s(self.graphs.padded_tokens(shape.num_tokens), shape.num_sampled) + prefill + decode
+        rows = shape.num_sampled + shape.num_spec_tokens
+        device = self._dense_s(self.graphs.padded_tokens(shape.num_tokens), rows) + prefill + decode
+        return device + self.proposer_s(shape) if self._spec else device
+
+    def proposer_s(self, shape: BatchShape) -> float:
+        """Device time of drafting k tokens for each sequence that sampled (docs/engine-semantics.md 11):
+        EAGLE, EAGLE-3 and MTP run k passes of one decoder layer of the target's width and its LM head over
+        those sequences (attention: one layer's share of this step's); a draft model runs k decode steps of
+        its own; n-gram lookup runs on the CPU (not charged)."""
+        seqs = shape.num_sampled
+        if not seqs or self.deployment.spec_method == "ngram":
+            return 0.0
+        k = self.deployment.spec_tokens
+        if self._drafter is not None:
+            context = shape.decode_kv_tokens + shape.prefill_kv_tokens
+            draft_shape = BatchShape(num_decode_seqs=seqs, decode_kv_tokens=max(context, seqs), num_sampled=seqs)
+            return k * self._drafter._device_s(draft_shape)
+        parts = self._dense_parts(self.graphs.padded_tokens(seqs), seqs)
+        layer = (sum(parts.values()) - parts["lm_head"]) / self._layers
+        prefill, decode = self._attention_parts(shape)
+        return k * (layer + parts["lm_head"] + (prefill + decode) / self._layers)
 
     def time_s(self, shape: BatchShape) -> float:
         """Iteration time in seconds (the fast path the engine calls every step)."""
@@ -255,8 +282,10 @@ class IterationModel:
         if shape.num_tokens == 0:
             return StepTiming(0.0, {})
         padded = self.graphs.padded_tokens(shape.num_tokens)
-        breakdown = dict(self._dense_parts(padded, shape.num_sampled))
+        breakdown = dict(self._dense_parts(padded, shape.num_sampled + shape.num_spec_tokens))
         breakdown["prefill_attention"], breakdown["decode_attention"] = self._attention_parts(shape)
+        if self._spec:
+            breakdown["proposer"] = self.proposer_s(shape)
         device_s = sum(breakdown.values())
         host_s = self.overhead_s(shape)
         total_s = self._step_s(device_s, host_s)
@@ -271,7 +300,7 @@ class IterationModel:
         if shape.num_tokens == 0:
             return [0.0] * self.deployment.pp
         padded = self.graphs.padded_tokens(shape.num_tokens)
-        head = self._dense_parts(padded, shape.num_sampled)["lm_head"] + self.costs.memory_s(
+        head = self._dense_parts(padded, shape.num_sampled + shape.num_spec_tokens)["lm_head"] + self.costs.memory_s(
             6.0 * padded * self.deployment.model.hidden_size
         )
         layered = self._device_s(shape) - head

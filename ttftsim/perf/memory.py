@@ -73,6 +73,22 @@ def kv_bytes_per_token_per_gpu(deployment: Deployment, layers: int | None = None
     return per_gpu if layers is None else per_gpu * layers // spec.num_hidden_layers
 
 
+def proposer_bytes(deployment: Deployment) -> tuple[int, int]:
+    """(weight bytes, KV bytes per token) on one GPU that speculative decoding's proposer adds: EAGLE,
+    EAGLE-3 and MTP one decoder layer of the target's width (its KV too), a draft model its own weights and
+    KV on the same TP group, n-gram nothing."""
+    method = deployment.spec_method
+    if method in ("", "ngram"):
+        return 0, 0
+    if deployment.draft is not None:
+        draft = deployment.draft
+        return math.ceil(weight_bytes(draft.model, draft.weight_dtype) / draft.tp), kv_bytes_per_token_per_gpu(draft)
+    spec = deployment.model
+    embeddings = (1 if spec.tie_word_embeddings else 2) * 2.0 * spec.vocab_size * spec.hidden_size
+    layer = (weight_bytes(spec, deployment.weight_dtype) - embeddings - 2.0 * spec.hidden_size) / spec.num_hidden_layers
+    return math.ceil(layer / deployment.tp), kv_bytes_per_token_per_gpu(deployment, layers=1)
+
+
 def stage_weight_bytes(deployment: Deployment) -> list[int]:
     """Checkpoint bytes on one GPU of each pipeline stage: its layers' share, plus the input embedding on the
     first stage and the final norm and LM head on the last (the LM head is a second copy when tied)."""
@@ -131,9 +147,15 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
     activation = activation_peak_bytes(deployment, settings)
     non_torch = CUDA_CONTEXT_BYTES + nccl_reserve_bytes(hw, tp)
     graphs = 0 if settings.enforce_eager or hw.kind == "cpu" else CUDAGRAPH_BYTES
+    draft_weights, draft_kv = proposer_bytes(deployment)  # on the last stage with pipeline parallelism
+    last = len(per_stage) - 1
+    per_stage = [stage + (draft_weights if i == last else 0) for i, stage in enumerate(per_stage)]
     stages = [
-        (requested - stage - activation - non_torch - graphs, kv_bytes_per_token_per_gpu(deployment, layers))
-        for stage, layers in zip(per_stage, deployment.stage_layers, strict=True)
+        (
+            requested - stage - activation - non_torch - graphs,
+            kv_bytes_per_token_per_gpu(deployment, layers) + (draft_kv if i == last else 0),
+        )
+        for i, (stage, layers) in enumerate(zip(per_stage, deployment.stage_layers, strict=True))
     ]
     blocks = [max(0, room) // (settings.block_size * per_token) for room, per_token in stages]
     tightest = min(range(len(blocks)), key=lambda i: (blocks[i], -per_stage[i]))  # a tie: the heaviest stage
