@@ -142,6 +142,12 @@ BAD_PLANS = [
     (("seed: 1", "seed: 1\nheadroom: 1.5"), "headroom"),
     (("seed: 1", "seed: 1\nbudget: 100"), "budget"),
     (('vllm_version: "0.15.1"', 'vllm_version: "0.1.0"'), "engine"),
+    (("ttft_p99_s: 0.5", "ttft_p99_s: 0.5\n  per_priority: {3: {ttft_p99_s: 1}}"), "slo.per_priority.3"),
+    (("ttft_p99_s: 0.5", "ttft_p99_s: 0.5\n  ttft_s: 0.3"), "judges them only with goodput_share"),
+    (("ttft_p99_s: 0.5", "goodput_share: 0.99"), "needs a per-request target"),
+    (("seed: 1", "seed: 1\navailability: {zones: 100}"), "availability.zones"),
+    (("seed: 1", "seed: 1\navailability: {min_replicas: 80}"), "at least 80 replicas (min_replicas, zones)"),
+    (("seed: 1", "seed: 1\navailability: {redundancy: n_plus_2}"), "availability.redundancy"),
 ]
 
 
