@@ -251,3 +251,23 @@ def test_output_tokens_are_counted_per_unit_of_the_planned_rate() -> None:
     }
     figures = evaluate.slo_figures(pd.DataFrame(rows).assign(ttft_s=0.1, tpot_s=0.01, e2e_s=1.0))
     assert figures.output_tokens_per_unit == pytest.approx((300 + 150 + 30) / 3)
+
+
+def test_n_plus_1_adds_a_replica_and_its_confirming_run_loses_a_pod(tmp_path: Path) -> None:
+    """The quickstart on H100 TP1 alone: one replica carries the 20 req/s peak (as without availability);
+    N+1 runs two, and the confirming cluster run, which loses one of them 30 s in (its requests retried, the
+    replacement cold-starting), still meets P99 TTFT <= 500 ms."""
+    from ttftsim.plan.run import run_plan
+
+    plan = tmp_path / "spare.yaml"
+    text = QUICKSTART.read_text().replace("[H100-SXM5-80GB, A100-SXM4-80GB, L40S-48GB]", "[H100-SXM5-80GB]")
+    text = text.replace("tensor_parallel_size: [1, 2]", "tensor_parallel_size: [1]")
+    plan.write_text(
+        text.replace("max_num_seqs: [null, 64]", "max_num_seqs: [null]") + "availability: {redundancy: n_plus_1}\n"
+    )
+    result = run_plan(plan, tmp_path / "out")
+    win = result.winner
+    assert win is not None and win.status == "confirmed"
+    assert (win.needed, win.replicas, win.gpus, win.pods_lost) == (1, 2, 2, 1)
+    assert win.cost_per_hour == pytest.approx(2 * evaluate.price_per_gpu_hour(load_plan(plan), "H100-SXM5-80GB"))
+    assert win.ttft_p99_s <= 0.5
