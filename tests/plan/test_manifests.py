@@ -62,6 +62,16 @@ def test_storage_is_the_checkpoint_in_its_native_dtype_with_a_fifth_more() -> No
     assert (big.checkpoint_bytes, big.storage_gib) == (141_107_412_992, 158)
 
 
+def test_host_memory_holds_the_pods_share_of_the_checkpoint_and_shm() -> None:
+    assert make_spec().memory_gib == 64  # 18 GiB of share + 2 GiB of shm: the 64 GiB floor
+    # Llama-3.1-70B TP4 in one pod: 158 GiB (141.1 GB x 1.2) + 16 GiB of shm = 174 GiB
+    big = make_spec(make_plan("Llama-3.1-70B"), make_candidate(tp=4))
+    limits = by_kind(manifest_objects(big))["Deployment"]["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert limits["limits"]["memory"] == limits["requests"]["memory"] == "174Gi"
+    # TP16 over two pods: half each, 79 GiB + 16 = 95 GiB
+    assert make_spec(make_plan("Llama-3.1-70B"), make_candidate(tp=16)).memory_gib == 95
+
+
 def test_the_download_job_fetches_safetensors_only_with_the_token_and_pods_read_offline() -> None:
     spec = make_spec()
     job = storage(spec)[1]["spec"]["template"]["spec"]["containers"][0]

@@ -42,7 +42,7 @@ def production_stack_values(spec: Deployable) -> dict[str, Any] | None:
         "modelURL": spec.model_id,
         "replicaCount": spec.replicas,
         "requestCPU": 8,
-        "requestMemory": "64Gi",
+        "requestMemory": f"{spec.memory_gib}Gi",
         "requestGPU": spec.gpus_per_pod,
         "requestGPUType": spec.gpu_resource,
         "pvcStorage": f"{spec.storage_gib}Gi",
@@ -50,7 +50,7 @@ def production_stack_values(spec: Deployable) -> dict[str, Any] | None:
         "vllmConfig": {**config, "extraArgs": extra},
         "hf_token": {"secretName": spec.options.hf_token_secret, "secretKey": spec.options.hf_token_key},
         "nodeSelectorTerms": [{"matchExpressions": [spec.node_selector]}],
-        "shmSize": "16Gi" if spec.gpus_per_pod > 1 else "2Gi",
+        "shmSize": f"{spec.shm_gib}Gi",
     }
     if spec.options.storage_class:
         model["storageClass"] = spec.options.storage_class
@@ -90,8 +90,8 @@ def kserve_inference_service(spec: Deployable) -> dict[str, Any] | None:
         return None
     gpus = spec.gpus_per_pod
     resources = {
-        "requests": {"cpu": "8", "memory": "64Gi", spec.gpu_resource: gpus},
-        "limits": {"memory": "64Gi", spec.gpu_resource: gpus},
+        "requests": {"cpu": "8", "memory": f"{spec.memory_gib}Gi", spec.gpu_resource: gpus},
+        "limits": {"memory": f"{spec.memory_gib}Gi", spec.gpu_resource: gpus},
     }
     model = {
         "modelFormat": {"name": "huggingface"},

@@ -22,7 +22,6 @@ from ttftsim.plan.k8s.spec import PORT, PROBE_PERIOD_S, Deployable
 HF_HOME = "/models/hf"
 NODE_CACHE_PATH = "/var/lib/hf-cache"
 CPU_REQUEST = "8"
-MEMORY = "64Gi"
 ANNOTATION_PREFIX = "ttftsim"
 
 
@@ -89,8 +88,9 @@ def pod_template(spec: Deployable, command: list[str], probes: bool = True) -> d
 
 
 def container(spec: Deployable, command: list[str], probes: bool) -> dict[str, Any]:
-    requests: dict[str, Any] = {spec.gpu_resource: spec.gpus_per_pod, "cpu": CPU_REQUEST, "memory": MEMORY}
-    limits: dict[str, Any] = {spec.gpu_resource: spec.gpus_per_pod, "memory": MEMORY}
+    memory = f"{spec.memory_gib}Gi"
+    requests: dict[str, Any] = {spec.gpu_resource: spec.gpus_per_pod, "cpu": CPU_REQUEST, "memory": memory}
+    limits: dict[str, Any] = {spec.gpu_resource: spec.gpus_per_pod, "memory": memory}
     if spec.options.weights == "node_cache":
         requests["ephemeral-storage"] = f"{spec.storage_gib}Gi"
     out: dict[str, Any] = {
@@ -132,7 +132,7 @@ def env(spec: Deployable) -> list[dict[str, Any]]:
 
 
 def volumes(spec: Deployable) -> list[dict[str, Any]]:
-    shm = "16Gi" if spec.gpus_per_pod > 1 else "2Gi"  # NCCL between GPUs of the pod
+    shm = f"{spec.shm_gib}Gi"
     weights: dict[str, Any] = (
         {"name": "weights", "persistentVolumeClaim": {"claimName": weights_claim(spec)}}
         if spec.options.weights == "pvc"

@@ -34,6 +34,7 @@ PROBE_PERIOD_S = 10
 STARTUP_MARGIN = 1.5
 STORAGE_MARGIN = 1.2  # the checkpoint plus tokenizer, config and the cache's own files, with room to spare
 GIB = 2**30
+MIN_MEMORY_GIB = 64  # tokenizer, API server, CUDA context and the loader's buffers of a small model
 # Routers a Kubernetes Service can stand for; the others need an endpoint picker (InferencePool)
 SERVICE_ROUTERS = ("round_robin", "session_affinity")
 PREQUANTIZED = {"int8": "compressed-tensors", "int4": "awq"}  # vLLM's --quantization for such a checkpoint
@@ -60,11 +61,16 @@ class Deployable:
     startup_budget_s: float
     checkpoint_bytes: float
     storage_gib: int
+    memory_gib: int
     router: str
     zones: int
     online_quantization: str | None  # "fp8" when the weights are quantized as they load
     prequantized: str | None  # the weight format the checkpoint must already be in
     options: ManifestOptions
+
+    @property
+    def shm_gib(self) -> int:
+        return shm_gib(self.gpus_per_pod)
 
     @property
     def routed(self) -> bool:
@@ -106,6 +112,7 @@ def deployable(
         startup_budget_s=startup_budget_s(replica_weight_bytes, world),
         checkpoint_bytes=checkpoint,
         storage_gib=math.ceil(checkpoint * STORAGE_MARGIN / GIB),
+        memory_gib=memory_gib(checkpoint / pods, shm_gib(world // pods)),
         router=cand.router,
         zones=plan.availability.zones,
         online_quantization="fp8" if quantized and cand.quantization == "fp8" else None,
@@ -135,6 +142,18 @@ def vllm_args(plan: Plan, cand: Candidate, model_id: str, native_dtype: str | No
     if cand.kv_cache_dtype == "fp8":
         args += ["--kv-cache-dtype", "fp8"]
     return args
+
+
+def shm_gib(gpus_per_pod: int) -> int:
+    """The in-memory /dev/shm: NCCL's buffers between the pod's GPUs, a little for one GPU."""
+    return 16 if gpus_per_pod > 1 else 2
+
+
+def memory_gib(share_bytes: float, shm_gib: int) -> int:
+    """Host memory per pod: its share of the checkpoint with a fifth more (the loader reads each shard
+    through host memory) plus the in-memory /dev/shm, which counts against the limit; at least
+    MIN_MEMORY_GIB."""
+    return max(MIN_MEMORY_GIB, math.ceil(share_bytes * STORAGE_MARGIN / GIB) + shm_gib)
 
 
 def pods_per_replica(world: int, gpus_per_node: int) -> int:
