@@ -1,5 +1,6 @@
-"""One SLO schema for scenario, plan and deployment files: the existing files load unchanged, a plan or a
-deployment needs ttft_p99_s and refuses per-request (goodput) targets, a scenario takes every target."""
+"""One SLO schema for scenario, plan and deployment files: the existing files load unchanged, a plan needs a
+judged target and a deployment ttft_p99_s, both take per-request targets only inside a goodput target
+(goodput_share), a scenario takes every target."""
 
 from __future__ import annotations
 
@@ -38,14 +39,22 @@ def test_a_scenario_takes_percentile_and_per_request_targets() -> None:
 @pytest.mark.parametrize(
     ("slo", "message"),
     [
-        ({"ttft_p90_s": 0.3}, "ttft_p99_s is required"),
-        ({"ttft_p99_s": 0.5, "ttft_s": 1}, "ttft_s (1) are per-request goodput targets"),
-        ({"ttft_p99_s": 0.5, "ttft_p50_s": 1}, "unknown field"),
+        ({"ttft_p99_s": 0.5, "ttft_s": 1}, "ttft_s (1) are per-request targets; a"),
+        ({"ttft_p99_s": 0.5, "ttft_p98_s": 1}, "unknown field"),
     ],
 )
-def test_plans_and_deployments_need_a_p99_and_take_percentiles_only(
+def test_plans_and_deployments_take_per_request_targets_only_in_a_goodput_target(
     schema: type[Plan | Deploy], path: str, slo: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(InputError, match="slo") as raised:
         parse_mapping(schema, _with_slo(EXAMPLES / path, slo), path)
     assert message in str(raised.value.message)
+
+
+def test_a_plan_takes_any_judged_target_and_a_deployment_needs_p99_ttft() -> None:
+    plan = parse_mapping(Plan, _with_slo(EXAMPLES / "plans/quickstart.yaml", {"tpot_mean_s": 0.05}), "p.yaml")
+    assert plan.slo.statistic_targets() == {"tpot_mean_s": 0.05}
+    with pytest.raises(InputError, match="ttft_p99_s is required"):
+        parse_mapping(Deploy, _with_slo(EXAMPLES / "validate/deploy.yaml", {"ttft_p90_s": 0.3}), "d.yaml")
+    with pytest.raises(InputError, match="a plan needs a target to meet"):
+        parse_mapping(Plan, _with_slo(EXAMPLES / "plans/quickstart.yaml", {}), "p.yaml")
