@@ -207,19 +207,12 @@ def _money(value: float) -> str:
 def render_plan(console: Console, result: Any, folder: Any) -> None:
     """The answer in plain words first, then the ranked candidates, each GPU type's best and the Pareto
     front (a ttftsim.plan.run.PlanResult)."""
-    from ttftsim.plan.explain import words
+    from ttftsim.plan.explain import wanted, words
     from ttftsim.plan.search import best_per_gpu
 
     plan = result.plan
-    targets = plan.slo.statistic_targets() | (
-        {"goodput_share": plan.slo.goodput_share} if plan.slo.goodput_share else {}
-    )
-    wanted = ", ".join(
-        f"{words(k)} <= {_seconds_text(v)}" if k != "goodput_share" else f"goodput >= {v:.1%}"
-        for k, v in targets.items()
-    )
     console.print(
-        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, {wanted}; "
+        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, {wanted(plan.slo)}; "
         f"{len(result.rows)} candidates, {result.fully_simulated} confirmed by cluster simulation; "
         f"tasks computed {result.computed}, from checkpoint {result.reused}"
     )
@@ -279,10 +272,6 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     )
     render_warnings(console, list(result.warnings))
     console.print(f"wrote {folder}/plan.json, run.json, ranked.csv, vllm-args.txt, manifests.yaml")
-
-
-def _seconds_text(value: float) -> str:
-    return f"{value * 1e3:,.0f} ms" if value < 1 else f"{value:g} s"
 
 
 def _ms_or_dash(value: float) -> str:

@@ -12,7 +12,7 @@ import pytest
 from ttftsim.config.slo import Slo
 from ttftsim.metrics.slo import SloFigures
 from ttftsim.plan import evaluate
-from ttftsim.plan.explain import THROUGHPUT, binding, closest, missed, sentence, words
+from ttftsim.plan.explain import THROUGHPUT, binding, closest, missed, sentence, wanted, words
 from ttftsim.plan.run import load_plan
 from ttftsim.plan.search import Row, best_per_gpu
 
@@ -49,6 +49,23 @@ def test_targets_in_words() -> None:
     assert words("per_priority.1.ttft_p90_s") == "P90 TTFT of priority 1"
     assert words("goodput_share") == "goodput"
     assert words(THROUGHPUT) == "throughput (saturation)"
+
+
+def test_the_slo_as_a_user_states_it() -> None:
+    slo = Slo.model_validate(
+        {
+            "ttft_p99_s": 1.5,
+            "tpot_mean_s": 0.06,
+            "ttft_s": 0.5,
+            "tpot_s": 0.03,
+            "goodput_share": 0.99,
+            "per_priority": {0: {"ttft_p90_s": 0.2}},
+        }
+    )
+    assert wanted(slo) == (
+        "P99 TTFT <= 1.5 s, mean TPOT <= 60 ms, goodput >= 99.0% (TTFT <= 500 ms, TPOT <= 30 ms each), "
+        "P90 TTFT of priority 0 <= 200 ms"
+    )
 
 
 def _figures(**values: float) -> SloFigures:

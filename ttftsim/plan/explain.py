@@ -109,3 +109,19 @@ def sentence(head: str, bound: str, max_rate: float, slo: Slo, figures: SloFigur
     if verdict is None:
         return text
     return text + "; " + ", ".join(figure_text(c) for c in verdict.checks)
+
+
+def wanted(slo: Slo) -> str:
+    """The SLO as a user states it: 'P99 TTFT <= 1.5 s, mean TPOT <= 60 ms, goodput >= 99.0% (TTFT <= 500 ms,
+    TPOT <= 30 ms each)', classes last ('P99 TTFT of priority 0 <= 200 ms')."""
+    parts = [f"{words(k)} <= {seconds(v)}" for k, v in slo.statistic_targets().items()]
+    if slo.goodput_share is not None:
+        each = ", ".join(f"{WORDS[k.removesuffix('_s')]} <= {seconds(v)}" for k, v in slo.per_request_targets().items())
+        parts.append(f"goodput >= {slo.goodput_share:.1%} ({each} each)")
+    for priority, targets in sorted(slo.per_priority.items()):
+        parts += [
+            f"{words(f'per_priority.{priority}.{k}')} <= {seconds(v)}" for k, v in targets.statistic_targets().items()
+        ]
+        if targets.goodput_share is not None:
+            parts.append(f"goodput of priority {priority} >= {targets.goodput_share:.1%}")
+    return ", ".join(parts)
