@@ -78,6 +78,9 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     )
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
+    if engine.kv_offloading_gib:
+        capacity, load_s = offload_sizes(engine, memory, hardware)
+        engine = replace(engine, kv_offload_blocks=capacity, kv_load_s_per_block=load_s)
     kernel_costs, kernel_note = kernel_costs_for(scenario.kernel_costs, hardware, source)
     perf = IterationModel(
         deployment, scaled_kernel_costs(RooflineCosts(hardware) if kernel_costs is None else kernel_costs, factors)
@@ -106,6 +109,14 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     if scenario.engine.calibration is not None:
         note += f", deployment factors of {scenario.engine.calibration}"
     return Replica(engine, perf, memory, blocks, cost, note)
+
+
+def offload_sizes(engine: ResolvedEngine, memory: MemoryPlan, hardware: HardwareProfile) -> tuple[int, float]:
+    """The CPU tier's capacity in blocks (kv_offloading_gib over a block's bytes on every GPU of the replica)
+    and the time to copy one block back (each GPU its shard, in parallel, at its host-to-device bandwidth)."""
+    block_bytes_per_gpu = memory.block_size * memory.kv_bytes_per_token
+    capacity = int(engine.kv_offloading_gib * 2**30 // (block_bytes_per_gpu * engine.gpus))
+    return capacity, block_bytes_per_gpu / hardware.host_to_device_bw_bytes_per_s
 
 
 def speculation(

@@ -112,6 +112,14 @@ class EngineArgs(StrictModel):
     )
     num_gpu_blocks_override: int | None = Field(default=None, ge=1, description="Force the KV block count")
     speculative_config: SpeculativeConfig | None = Field(default=None, description="Speculative decoding")
+    kv_offloading_size: float | None = Field(
+        default=None,
+        gt=0,
+        le=65536,
+        description="GiB of host memory for offloaded KV blocks, summed over the TP ranks (vLLM "
+        "--kv-offloading-size, native CPU backend): full blocks are stored as they fill, and a prefix found "
+        "there is copied back instead of recomputed (prefix caching on)",
+    )
     kv_cache_mode: KvMode = Field(
         default="paged",
         description="paged (vLLM), static (reserve max_model_len per sequence), none (recompute every step)",
@@ -140,6 +148,11 @@ class EngineArgs(StrictModel):
             raise ValueError(
                 f"enable_prefix_caching true with kv_cache_mode {self.kv_cache_mode}: prefix caching shares paged "
                 "KV blocks only (set it false, or kv_cache_mode paged)"
+            )
+        if self.kv_offloading_size is not None and (self.kv_cache_mode != "paged" or not self.enable_prefix_caching):
+            raise ValueError(
+                "kv_offloading_size needs paged KV blocks with prefix caching on: the CPU tier finds blocks by "
+                "their prefix hashes"
             )
         return self
 
@@ -215,6 +228,9 @@ class ResolvedEngine:
     pp: int = 1  # pipeline stages; PP batches in flight (engine/pipeline.py)
     speculative: SpeculativeConfig | None = None  # drafts verified each step (engine.py _apply)
     seed: int = 0  # the run's seed: draws of accepted draft tokens
+    kv_offloading_gib: float = 0.0  # host memory for offloaded KV (all TP ranks together)
+    kv_offload_blocks: int = 0  # blocks the CPU tier holds (replica.py sizes it from kv_offloading_gib)
+    kv_load_s_per_block: float = 0.0  # copying one block back to every GPU of the replica, seconds
 
     @property
     def gpus(self) -> int:
@@ -293,4 +309,5 @@ def resolve_engine(
         decode_graph_iteration_s=defaults.decode_graph_iteration_s,
         pp=args.pipeline_parallel_size,
         speculative=args.speculative_config,
+        kv_offloading_gib=args.kv_offloading_size or 0.0,
     )

@@ -35,6 +35,7 @@ from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.scheduler import Scheduler, StepPlan, rejection
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import KVCacheManager
+from ttftsim.kvcache.offload import CpuTier
 from ttftsim.perf.linear import PipelineCostModel, StepCostModel
 from ttftsim.workload.request import Request
 
@@ -60,6 +61,8 @@ class Engine:
         self.kv = KVCacheManager(
             num_blocks, cfg.block_size, cfg.kv_cache_mode, cfg.enable_prefix_caching, cfg.max_model_len
         )
+        if cfg.kv_offload_blocks:
+            self.kv.tier = CpuTier(cfg.kv_offload_blocks)
         self.closed_form_decode = (
             closed_form_decode and cfg.kv_cache_mode != "none" and cfg.pp == 1 and cfg.speculative is None
         )
@@ -122,7 +125,7 @@ class Engine:
         """Time until the engine must look up: the next pulled arrival, a request leaving the API server,
         or a timeout check."""
         gaps = [self._feed[0].arrival_s - self.env.now] if self._feed else []
-        head = self.scheduler.next_submitted_s() if self._api_on else None
+        head = self.scheduler.next_submitted_s()  # an API-server hand-off or a KV copy from the CPU tier
         if head is not None and head > self.env.now:
             gaps.append(head - self.env.now)
         if self.client_timeout_s is not None and self.scheduler.has_work():

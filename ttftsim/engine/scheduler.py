@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.cohort import DecodeCohort
+from ttftsim.engine.loading import LoadingRequests
 from ttftsim.engine.preemption import PreemptionPolicy, make_preemption
 from ttftsim.engine.queues import WaitingQueue, make_queue
 from ttftsim.engine.state import RequestState
@@ -63,11 +64,12 @@ class Scheduler:
         self.prefilling: list[RequestState] = []  # running requests outside the cohort, in running order
         self._seq = 0
         self.deferred = False  # the last schedule left out a request it could see now, for the async cutoff
+        self.loading = LoadingRequests()  # waiting for KV blocks copied in from the CPU tier
         spec = engine.speculative
         self.spec_tokens = spec.num_speculative_tokens if spec is not None else 0  # drafts verified per step
 
     def has_work(self) -> bool:
-        return bool(self.running) or len(self.waiting) > 0
+        return bool(self.running) or len(self.waiting) > 0 or len(self.loading) > 0
 
     # ---- request state: in, out, gauges ----
 
@@ -77,14 +79,17 @@ class Scheduler:
 
     @property
     def num_waiting(self) -> int:
-        return len(self.waiting)
+        return len(self.waiting) + len(self.loading)  # vLLM keeps loading requests in its waiting queue
 
     def add(self, state: RequestState) -> None:
         self.waiting.add(state)
 
     def next_submitted_s(self) -> float | None:
-        """When the head of the waiting queue reached the engine (None: nothing waits)."""
-        return self.waiting.peek().submitted_s if len(self.waiting) else None
+        """When the head of the waiting queue reached the engine, or the next KV copy from the CPU tier is
+        done, whichever is first (None: nothing waits)."""
+        head = self.waiting.peek().submitted_s if len(self.waiting) else None
+        load = self.loading.next_done_s()
+        return head if load is None else load if head is None else min(head, load)
 
     def to_cohort(self, state: RequestState) -> None:
         """A running request whose prefill is done decodes with the cohort from now on."""
@@ -114,6 +119,9 @@ class Scheduler:
                 self.prefilling.remove(state)
             self.running.remove(state)
             self.kv.free(state.rid)
+        for state in self.loading.expire(cutoff_s):
+            self.kv.free(state.rid)
+            gone.append(state)
         kept: list[RequestState] = []
         for state in _pop_all(self.waiting):
             (gone if state.req.arrival_s <= cutoff_s else kept).append(state)
@@ -129,12 +137,12 @@ class Scheduler:
         waiting = _pop_all(self.waiting)
         for state in waiting:
             self.waiting.add(state)
-        return [*self.running, *waiting]
+        return [*self.running, *self.loading.states, *waiting]
 
     def drain(self) -> list[RequestState]:
         """Hand back every request (the replica is gone): running first, then waiting."""
         self.dissolve_cohort()
-        lost = [*self.running, *_pop_all(self.waiting)]
+        lost = [*self.running, *self.loading.take_all(), *_pop_all(self.waiting)]
         self.running.clear()
         return lost
 
@@ -157,6 +165,8 @@ class Scheduler:
         if per_request:
             self.dissolve_cohort()
             budget = self._schedule_running(self.cfg.max_num_batched_tokens, scheduled, preempted, shape)
+        for state in reversed(self.loading.done(now)):  # back to the front, in the order they left it
+            self.waiting.prepend(state)
         if not preempted:
             self._admit_waiting(now, now if admit_before is None else admit_before, budget, scheduled, shape)
         cohort_steps = not per_request and self.cohort.size > 0
@@ -337,8 +347,21 @@ class Scheduler:
             if state.submitted_s > admit_before:
                 self.deferred = state.submitted_s <= now  # visible now: the next schedule may admit it
                 break
-            hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
-            start = hit.num_tokens
+            if state.loaded_tokens:  # its blocks came back from the CPU tier: held, and counted when it left
+                hit, start, state.loaded_tokens = NO_HIT, state.loaded_tokens, 0
+                counted = True
+            else:
+                hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
+                start, counted = hit.num_tokens, False
+                offloaded = kv.find_offloaded(state.rid, state.num_tokens, len(hit.blocks)) if kv.tier else 0
+                if offloaded:  # load them first (vLLM: WAITING_FOR_REMOTE_KVS); the queue goes on without it
+                    loaded = start + offloaded * kv.block_size
+                    if not kv.allocate(state.rid, loaded, hit):
+                        break
+                    self.waiting.pop()
+                    kv.record_admission(state.num_tokens, hit.num_tokens)
+                    self.loading.start(state, loaded, now + offloaded * cfg.kv_load_s_per_block)
+                    continue
             if state.req.preloaded_tokens > start and state.num_preemptions == 0:  # KV sent by a prefill pod
                 hit, start = NO_HIT, state.req.preloaded_tokens
             new = self._chunk(state.num_tokens - start, budget)
@@ -348,7 +371,8 @@ class Scheduler:
             if not kv.allocate(state.rid, start + new, hit, reserve):
                 break
             self.waiting.pop()
-            kv.record_admission(state.num_tokens, hit.num_tokens)
+            if not counted:
+                kv.record_admission(state.num_tokens, hit.num_tokens)
             self._admit(state, now, start)
             self._register(state, start + new)
             scheduled.append((state, new))

@@ -25,7 +25,9 @@ class RequestState:
         "first_scheduled_s",
         "first_token_s",
         "ingress_s",
+        "kv_ready_s",
         "last_admit_s",
+        "loaded_tokens",
         "num_computed",
         "num_inflight",
         "num_output",
@@ -65,6 +67,8 @@ class RequestState:
         self.submitted_s = req.arrival_s  # when this engine got it (later than arrival after routing delays)
         self.ingress_s = 0.0  # of which in the API server (parsing, tokenization) before the engine core
         self.output_delay_s = 0.0  # API-server time between emitting the visible token and sending it
+        self.loaded_tokens = 0  # prompt tokens whose KV is (being) copied in from the CPU tier
+        self.kv_ready_s = -1.0  # when that copy is done
 
     @property
     def num_tokens(self) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ttftsim.kvcache.block_pool import BlockPool
 from ttftsim.kvcache.hashing import Segment, extend_block_hashes
+from ttftsim.kvcache.offload import CpuTier
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,7 @@ class KVCacheManager:
         self._num_hashed: dict[int, int] = {}
         self.query_tokens = 0
         self.hit_tokens = 0
+        self.tier: CpuTier | None = None  # host-memory KV offloading (offload.py), when configured
 
     @property
     def caching(self) -> bool:
@@ -79,6 +81,14 @@ class KVCacheManager:
         hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, usable)
         hits = self.pool.lookup(hashes, usable)
         return CacheHit(tuple(hits), len(hits) * self.block_size) if hits else NO_HIT
+
+    def find_offloaded(self, request_id: int, num_tokens: int, gpu_hit_blocks: int) -> int:
+        """Blocks after a GPU hit of gpu_hit_blocks that the CPU tier holds (0 without one); call after
+        find_cached, which computed the request's block hashes."""
+        if self.tier is None or request_id not in self._hashes:
+            return 0
+        usable = (num_tokens - 1) // self.block_size
+        return self.tier.lookup(self._hashes[request_id][:usable], gpu_hit_blocks)
 
     def record_admission(self, num_tokens: int, hit_tokens: int) -> None:
         """Count one admitted request's prefix-cache query and hit, in tokens."""
@@ -172,6 +182,8 @@ class KVCacheManager:
             self.anonymous[request_id] -= count
         hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, full)
         self.pool.cache_blocks(ids, hashes, done, full)
+        if self.tier is not None:
+            self.tier.store(hashes[done:full])
         self._num_hashed[request_id] = full
 
     def free(self, request_id: int) -> None:
