@@ -107,8 +107,8 @@ def test_the_answer_in_plain_words() -> None:
     ],
 )
 def test_replicas_with_the_availability_asked(availability: dict[str, object], needed: int, replicas: int) -> None:
-    plan = load_plan(QUICKSTART).model_copy(update={"availability": availability})
-    plan = type(plan).model_validate(plan.model_dump())
+    plan = load_plan(QUICKSTART)
+    plan = type(plan).model_validate(plan.model_dump() | {"availability": availability})
     assert evaluate.replica_count(plan, needed) == replicas
 
 
