@@ -102,3 +102,14 @@ def test_a_verdict_quotes_the_claims_other_rows_and_skips_those_without_figures(
     figures |= {"TTFT P99 (ms)": (1000.0, 250.0), "requests rejected": (0.0, 0.0), "queue (mean ms)": (900.0, 100.0)}
     figures |= {"cold start median (s)": (None, None), "SLO-violation minutes": (5.0, 2.0)}
     assert verdict(claim, _rows(figures)) == "helps: -75% (mostly queueing, -800 ms mean; SLO-violation minutes 5 -> 2)"
+
+
+def test_every_claim_has_a_prediction() -> None:
+    assert [c.id for c in load_claims(CLAIMS) if not c.modelled or not c.runs] == []
+
+
+def test_a_tpot_claim_is_judged_on_tpot_and_quotes_its_figures() -> None:
+    claim = Claim(id=20, title="t", claim="c", metric="tpot_p50", claimed=(-0.5, -0.75), also=["TTFT P99 (ms)"])
+    figures: dict[str, tuple[float | None, float | None]] = {k: (0.0, 0.0) for k in BREAKDOWN}
+    figures |= {"TPOT P50 (ms)": (8.0, 4.0), "TTFT P99 (ms)": (150.0, 160.0), "requests rejected": (0.0, 0.0)}
+    assert verdict(claim, _rows(figures)) == "holds: -50% (TPOT P50 (ms) 8 -> 4; TTFT P99 (ms) 150 -> 160)"

@@ -40,8 +40,9 @@ class Claim(StrictModel):
     claim: str = Field(description="What the advice says")
     metric: str = Field(
         default="ttft_p99",
-        pattern="^(ttft_p(50|99)|alerts)$",
-        description="The percentile the claim is about, or alerts (pages against SLO-violation minutes)",
+        pattern="^(ttft_p(50|99)|tpot_p50|alerts)$",
+        description="The percentile the claim is about (TTFT P50 or P99, TPOT P50), or alerts (pages against "
+        "SLO-violation minutes)",
     )
     claimed: tuple[float, float] | None = Field(default=None, description="Claimed relative change (e.g. -0.5, -0.3)")
     modelled: bool = Field(default=True, description="Whether ttftsim can model the lever")
@@ -159,16 +160,20 @@ def alert_verdict(rows: dict[str, dict[str, Any]]) -> str:
     return f"{word} ({figures})"
 
 
+METRIC_ROWS = {"ttft_p99": "TTFT P99 (ms)", "ttft_p50": "TTFT P50 (ms)", "tpot_p50": "TPOT P50 (ms)"}
+
+
 def _figure(value: float | None) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:,.3g}"
 
 
 def _ttft_verdict(claim: Claim, rows: dict[str, dict[str, Any]]) -> str:
-    label = "TTFT P99 (ms)" if claim.metric == "ttft_p99" else "TTFT P50 (ms)"
+    label = METRIC_ROWS[claim.metric]
     relative = rows[label]["relative"]
     if relative is None:
-        return "no TTFT to compare (requests went unserved)"
-    reason = _reason(rows)
+        return f"no {label.split(' (')[0]} to compare (requests went unserved)"
+    reason = _reason(rows) if claim.metric.startswith("ttft") else f"{label} {_figure(rows[label]['a'])} -> "
+    reason += _figure(rows[label]["b"]) if not claim.metric.startswith("ttft") else ""
     rejected = rows["requests rejected"]["delta"]
     if rejected:
         reason += f"; {rejected:+,.0f} requests rejected"
@@ -248,13 +253,14 @@ def render_markdown(results: list[dict[str, Any]], quick: bool, pairs: Path) -> 
         if not claim.modelled or not item["runs"]:
             out += ["**Not modelled**: no before/after prediction for this lever.", ""]
             continue
+        first = METRIC_ROWS[claim.metric] if claim.metric == "tpot_p50" else "TTFT P50 (ms)"  # the claim's own
         out += [
-            "| run | TTFT P50 ms (before -> after) | TTFT P99 ms | cost $/h | verdict |",
+            f"| run | {first.replace(' (ms)', ' ms')} (before -> after) | TTFT P99 ms | cost $/h | verdict |",
             "|---|---|---|---|---|",
         ]
         for run in item["runs"]:
             rows = run["rows"]
-            p50, p99, cost = rows["TTFT P50 (ms)"], rows["TTFT P99 (ms)"], rows["cost ($/hour)"]
+            p50, p99, cost = rows[first], rows["TTFT P99 (ms)"], rows["cost ($/hour)"]
             out.append(
                 f"| {run['label']} (`{run['before']}`, `{run['after']}`) | {_ms(p50['a'])} -> {_ms(p50['b'])} "
                 f"| {_ms(p99['a'])} -> {_ms(p99['b'])} | {cost['a']:.2f} -> {cost['b']:.2f} | {run['verdict']} |"
@@ -269,7 +275,7 @@ def _claimed(claim: Claim) -> str:
         return "-"
     low, high = claim.claimed
     span = _pct(low) if low == high else f"{_pct(low)} to {_pct(high)}"
-    return f"{span} {claim.metric.replace('ttft_', 'TTFT ').upper()}"
+    return f"{span} {METRIC_ROWS[claim.metric].split(' (')[0] if claim.metric in METRIC_ROWS else claim.metric}"
 
 
 def _summary(runs: list[dict[str, Any]]) -> str:
