@@ -195,3 +195,13 @@ def test_an_image_of_another_version_is_said() -> None:
     assert (finding.severity, finding.fix) == ("warning", "set vllm_version: 0.10.2 in the deployment file")
     for image in ("vllm/vllm-openai:v0.15.0", "vllm/vllm-openai:latest", "nginx:1.25"):
         assert read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml", image).findings == []
+
+
+def test_a_config_file_is_named_not_read() -> None:
+    words = ["vllm", "serve", "m", "--config", "/etc/vllm/serve.yaml"]
+    command = read_vllm_container(words, [], "0.32.0", "D/x", "k8s.yaml")
+    assert [f.message for f in command.findings] == [
+        "D/x: --config /etc/vllm/serve.yaml: vLLM reads more arguments from this file in the container; "
+        "ttftsim cannot see it and predicts without them"
+    ]
+    assert command.not_modelled == []

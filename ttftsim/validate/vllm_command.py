@@ -131,6 +131,15 @@ def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
             )
         if dest == "pipeline_parallel_size":
             command.pipeline_parallel = int(given.value)
+        elif dest == "config":  # FlexibleArgumentParser._pull_args_from_config: a YAML file in the container
+            command.findings.append(
+                CommandFinding(
+                    "warning",
+                    f"{where}: --config {given.value}: vLLM reads more arguments from this file in the container; "
+                    "ttftsim cannot see it and predicts without them",
+                    "put the arguments on the command line (or in the manifest's args)",
+                )
+            )
         elif dest in MODELLED:
             value = _engine_value(dest, given.value)
             if value is None:
