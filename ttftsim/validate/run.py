@@ -29,6 +29,7 @@ from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref
 from ttftsim.simulate import simulate
+from ttftsim.validate.formats import render_workloads
 from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeploymentError, check_objects, unsupported_deployment
 from ttftsim.validate.manifests import NoServingWorkloadError, ServingWorkload, find_serving, read_documents
 from ttftsim.workload.budget import check_workload
@@ -137,7 +138,9 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
             raise InputError(source, "manifests", "give Kubernetes manifests, or model, hardware and engine arguments")
         return Target(deploy.model, deploy.hardware, deploy.engine, deploy.replicas or 1, None)
     documents = [doc for file in files for doc in read_documents(file)]
-    schema_findings = check_objects(documents)  # before the deployment checks
+    rendered = render_workloads(documents)  # formats.py: KServe resources and chart values as their workloads
+    schema_findings = rendered.kept(check_objects(documents)) + rendered.findings  # before the deployment checks
+    documents = documents + rendered.documents
     try:
         serving = find_serving(documents, deploy.vllm_version)
     except NoServingWorkloadError as exc:

@@ -1,0 +1,222 @@
+"""Helm values files read as the workloads their chart renders, with the chart's defaults (docs/inputs.md):
+
+- vLLM production-stack, chart vllm-stack 0.1.12 (vllm-project/production-stack, commit a6c01db,
+  helm/templates/deployment-vllm-multi.yaml and _helpers.tpl, defaults from helm/values.yaml): one Deployment
+  `RELEASE-NAME-deployment-vllm` per `servingEngineSpec.modelSpec[]` entry (not `enabled: false`, not a
+  KubeRay `raySpec`), running `vllm serve modelURL` with the flags the template writes from `vllmConfig`
+  (including its underscore spellings --gpu_memory_utilization, --max_loras) then `extraArgs`; requestGPU
+  devices of requestGPUType (default nvidia.com/gpu); nodeSelectorTerms as required node affinity; an
+  in-memory /dev/shm when tensorParallelSize is set; the chart's probes. A user's modelSpec list replaces
+  the chart's example entry (Helm merges maps, not lists), so only the template's own defaults apply.
+- llm-d ModelService, chart llm-d-modelservice v0.4.12 (llm-d-incubation/llm-d-modelservice, commit 3051935,
+  templates/_helpers.tpl): the decode pool, a Deployment (a LeaderWorkerSet of `parallelism.workers` pods
+  when `multinode`), running `vllm serve` of `modelArtifacts.uri` with --tensor-parallel-size and the data
+  parallel sizes from `decode.parallelism`, then the container's args; dataLocal x tensor devices of the
+  accelerator type's resource unless the container's resources name it. A prefill pool is named as not
+  modelled.
+
+The release is taken as `vllm` (the charts' tutorials: `helm install vllm ...`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ttftsim.errors import InputError
+from ttftsim.validate.rendered import Documents, RenderedWorkload, gpu_resources, note, workload
+from ttftsim.validate.yaml_fields import Fields
+
+RELEASE = "vllm"
+# production-stack helm/values.yaml servingEngineSpec probes (the template includes them on every engine)
+STACK_PROBES = {
+    "startupProbe": {"initialDelaySeconds": 15, "periodSeconds": 10, "failureThreshold": 60},
+    "livenessProbe": {"initialDelaySeconds": 15, "periodSeconds": 10, "failureThreshold": 3},
+    "readinessProbe": {"initialDelaySeconds": 15, "periodSeconds": 5, "failureThreshold": 3},
+}
+# vllmConfig key -> the flag deployment-vllm-multi.yaml writes for it, as it spells it
+STACK_FLAGS = {
+    "maxModelLen": "--max-model-len",
+    "dtype": "--dtype",
+    "tensorParallelSize": "--tensor-parallel-size",
+    "maxNumSeqs": "--max-num-seqs",
+    "gpuMemoryUtilization": "--gpu_memory_utilization",
+    "maxLoras": "--max_loras",
+    "runner": "--runner",
+    "convert": "--convert",
+}
+# llm-d-modelservice values.yaml accelerator.resources
+ACCELERATORS = {
+    "nvidia": "nvidia.com/gpu",
+    "amd": "amd.com/gpu",
+    "intel-i915": "gpu.intel.com/i915",
+    "intel-xe": "gpu.intel.com/xe",
+    "intel-gaudi": "habana.ai/gaudi",
+    "google": "google.com/tpu",
+    "rebellions-atom": "rebellions.ai/ATOM",
+}
+
+
+def values_workloads(documents: Documents) -> list[RenderedWorkload]:
+    """The workloads of each production-stack or llm-d ModelService values document (those without a kind)."""
+    out: list[RenderedWorkload] = []
+    for source, document in documents:
+        if "kind" in document:
+            continue
+        values = Fields.of(source, "", document)
+        if values.has("servingEngineSpec"):
+            out += _production_stack(values)
+        elif values.has("modelArtifacts"):
+            out += _modelservice(values)
+    return out
+
+
+def _production_stack(values: Fields) -> list[RenderedWorkload]:
+    engine = values.mapping("servingEngineSpec")
+    if not engine.flag("enableEngine", True):
+        return []
+    specs = [s for s in engine.mappings("modelSpec") if s.flag("enabled", True)]
+    out = []
+    for spec in specs:
+        name = spec.text("name") or ""
+        if spec.mapping("raySpec").flag("enabled", False):
+            message = f"modelSpec {name}: a KubeRay cluster (raySpec) is not read; validate the rendered chart"
+            out.append(RenderedWorkload(values.source, None, (note(values.source, message, "warning"),)))
+            continue
+        out.append(_stack_engine(values.source, engine, spec))
+    return out
+
+
+def _stack_engine(source: str, engine: Fields, spec: Fields) -> RenderedWorkload:
+    name = spec.text("name")
+    model = spec.text("modelURL")
+    if not name or not model:
+        missing = "name" if not name else "modelURL"
+        raise InputError(source, f"{spec.path}.{missing}", "required by the chart (helm template refuses without it)")
+    words = ["vllm", "serve", model, "--host", "0.0.0.0", "--port", str(engine.count("containerPort", 8000))]
+    words += ["--enable-lora"] if spec.flag("enableLoRA", False) else []
+    words += ["--enable-auto-tool-choice"] if spec.flag("enableTool", False) else []
+    words += ["--tool-call-parser", str(spec.text("toolCallParser"))] if spec.has("toolCallParser") else []
+    config = spec.mapping("vllmConfig")
+    if config.data:
+        words += _stack_config_flags(config)
+    gpus = spec.count("requestGPU", 0)
+    gpu_type = spec.text("requestGPUType") or "nvidia.com/gpu"
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": f"{spec.text('repository', '')}:{spec.text('tag', '')}",
+        "command": words,
+        "resources": spec.data.get("resources") or _stack_resources(spec, gpus, gpu_type),
+    }
+    for probe, default in STACK_PROBES.items():
+        container[probe] = {**default, **engine.mapping(probe).data}
+    env = [{"name": "VLLM_USE_V1", "value": "0"}] if str(config.data.get("v0", "")) == "1" else []
+    container["env"] = env + spec.items("env")
+    pod: dict[str, Any] = {"containers": [container]}
+    if config.has("tensorParallelSize"):
+        container["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
+        pod["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory"}}]
+    if spec.has("affinity"):
+        pod["affinity"] = spec.data["affinity"]
+    elif spec.has("nodeSelectorTerms"):
+        terms = spec.items("nodeSelectorTerms")
+        pod["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
+    deployment = f"{RELEASE}-{name}-deployment-vllm"
+    made = workload("Deployment", deployment, spec.count("replicaCount", 1), pod)
+    message = f"production-stack values, modelSpec {name}, read as the Deployment {deployment} the chart renders"
+    return RenderedWorkload(source, made, (note(source, message),))
+
+
+def _stack_config_flags(config: Fields) -> list[str]:
+    words = []
+    if config.has("enableChunkedPrefill"):
+        words.append(
+            "--enable-chunked-prefill" if config.flag("enableChunkedPrefill", True) else "--no-enable-chunked-prefill"
+        )
+    words.append(
+        "--enable-prefix-caching" if config.flag("enablePrefixCaching", False) else "--no-enable-prefix-caching"
+    )
+    for key, flag in STACK_FLAGS.items():
+        if config.has(key):
+            words += [flag, str(config.text(key))]
+    return words + config.words("extraArgs")
+
+
+def _stack_resources(spec: Fields, gpus: int, gpu_type: str) -> dict[str, Any]:
+    """chart.resources: requests of memory, CPU and GPUs; limits when any limit is set or GPUs requested."""
+    requests: dict[str, Any] = {"memory": spec.text("requestMemory"), "cpu": spec.text("requestCPU")}
+    limits: dict[str, Any] = {}
+    for key, resource in (("limitMemory", "memory"), ("limitCPU", "cpu")):
+        if spec.has(key):
+            limits[resource] = spec.text(key)
+    if gpus > 0:
+        requests[gpu_type] = limits[gpu_type] = gpus
+    resources = {"requests": {k: v for k, v in requests.items() if v is not None}}
+    return resources | ({"limits": limits} if limits else {})
+
+
+def _modelservice(values: Fields) -> list[RenderedWorkload]:
+    source = values.source
+    artifacts = values.mapping("modelArtifacts")
+    name = artifacts.text("name") or ""
+    uri = (artifacts.text("uri") or "").replace("{{ .Values.modelArtifacts.name }}", name).replace('"', "")
+    if not uri.startswith("hf://"):
+        raise InputError(source, "modelArtifacts.uri", f"{uri or 'nothing'}: only hf:// models are read (which model?)")
+    model = uri.removeprefix("hf://")
+    decode = values.mapping("decode")
+    if not decode.flag("create", True):
+        raise InputError(source, "decode.create", "false: no decode pool, nothing serves requests")
+    parallelism = decode.mapping("parallelism")
+    tensor = parallelism.count("tensor", 1) or 1
+    data_local = parallelism.count("dataLocal", 0) or parallelism.count("data", 0) or 1
+    workers = parallelism.count("workers", 1) or 1
+    accelerator = values.mapping("accelerator").text("type", "nvidia") or "nvidia"
+    resource = ACCELERATORS.get(accelerator)
+    containers = []
+    for container in decode.mappings("containers"):
+        containers.append(_modelservice_container(container, model, name, tensor, data_local, resource))
+    if not containers:
+        raise InputError(source, "decode.containers", "no container: nothing serves requests")
+    pod: dict[str, Any] = {"containers": containers}
+    types = decode.mapping("acceleratorTypes")
+    if types.has("labelKey"):
+        expression = {"key": types.text("labelKey"), "operator": "In", "values": types.words("labelValues")}
+        terms = [{"matchExpressions": [expression]}]
+        pod["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
+    multinode = values.flag("multinode", False)
+    kind = "LeaderWorkerSet" if multinode else "Deployment"
+    made = workload(kind, f"{RELEASE}-decode", decode.count("replicas", 1), pod, workers if multinode else 1)
+    notes = [note(source, f"llm-d ModelService values read as the decode {kind} {RELEASE}-decode the chart renders")]
+    if values.mapping("prefill").flag("create", False):
+        notes.append(
+            note(
+                source,
+                "a prefill pool (P/D disaggregation) is not modelled: decode pods predicted serving whole requests",
+                "warning",
+            )
+        )
+    return [RenderedWorkload(source, made, tuple(notes))]
+
+
+def _modelservice_container(
+    container: Fields, model: str, served: str, tensor: int, data_local: int, resource: str | None
+) -> dict[str, Any]:
+    command = container.text("modelCommand", "custom")
+    flags = ["--tensor-parallel-size", str(tensor)] if tensor > 1 else []
+    flags += ["--data-parallel-size-local", str(data_local)] if data_local > 1 else []
+    flags += ["--served-model-name", served] if served else []
+    out = dict(container.data)
+    if command == "vllmServe":
+        out["command"], out["args"] = ["vllm", "serve"], [model, "--port", "8000", *flags, *container.words("args")]
+    elif command == "imageDefault":
+        out["command"] = ["python", "-m", "vllm.entrypoints.openai.api_server"]
+        out["args"] = ["--model", model, "--port", "8000", *flags, *container.words("args")]
+    gpus = tensor * data_local
+    resources = dict(container.data.get("resources") or {})
+    if resource is not None:
+        for part, values in gpu_resources(resource, gpus).items():
+            resources[part] = {**values, **(resources.get(part) or {})}
+    out["resources"] = resources
+    return out

@@ -1,0 +1,240 @@
+"""KServe resources read as the Deployment KServe's controller creates for them (kserve/kserve, commit aaac4e2,
+2026-08; docs/inputs.md cites each rule):
+
+- InferenceService (serving.kserve.io/v1beta1) with `spec.predictor.model`: its ServingRuntime or
+  ClusterServingRuntime (named by `model.runtime`, or the first in the files that supports the model format
+  with autoSelect, or KServe's own huggingface / vLLM runtimes, config/runtimes/*.yaml) merged with the model
+  as pkg/controller/v1beta1/inferenceservice/utils/utils.go MergeRuntimeContainers does: the model's fields
+  override the runtime container's, and args are the runtime's followed by the model's; `{{.Name}}` is the
+  InferenceService's name. The Hugging Face runtime (python -m huggingfaceserver) reads its own flags
+  (--model_id, --model_name, --backend, --max_length...) and hands the rest to vLLM's parser: its own flags
+  are taken out, --model_id (or an hf:// storageUri) is the model. The Deployment is `NAME-predictor` with
+  `minReplicas` (default 1) replicas. `spec.predictor.containers` (a custom container) is read as written.
+- LLMInferenceService (v1alpha1/v1alpha2): the `main` container of `spec.template` running KServe's template
+  command (config/llmisvcconfig/config-llm-template.yaml): `vllm serve` of the model, --tensor-parallel-size
+  from spec.parallelism.tensor, then $VLLM_ADDITIONAL_ARGS and the container's args. The Deployment is
+  `NAME-kserve` with spec.replicas. A prefill pool or multi-node workers are named as not modelled.
+
+Not read: Knative autoscaling (the serverless mode's concurrency target), transformers and explainers,
+storage initializers, inference graphs."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from ttftsim.errors import InputError
+from ttftsim.validate.rendered import Documents, RenderedWorkload, note, workload
+from ttftsim.validate.yaml_fields import Fields
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+GROUP = "serving.kserve.io"
+RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
+MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts the model (constants.DefaultModelLocalMountPath)
+# KServe's own runtimes (config/runtimes/kserve-huggingfaceserver.yaml, kserve-vllmserver.yaml), by model format
+BUILTIN_RUNTIMES: dict[str, dict[str, Any]] = {
+    "huggingface": {
+        "name": "kserve-huggingfaceserver",
+        "image": "kserve/huggingfaceserver",
+        "args": ["--model_name={{.Name}}"],
+        "volumeMounts": [{"name": "devshm", "mountPath": "/dev/shm"}],
+    },
+    "vllm": {
+        "name": "kserve-vllmserver",
+        "image": "kserve/vllmserver",
+        "command": ["python", "-m", "vllm.entrypoints.openai.api_server"],
+        "args": ["--port=8080", "--served-model-name={{.Name}}", f"--model={MODEL_DIR}"],
+        "readinessProbe": {"periodSeconds": 10, "failureThreshold": 3},
+    },
+}
+# huggingfaceserver's own flags (python/huggingfaceserver/huggingfaceserver/__main__.py and the parser of
+# python/kserve/kserve/model_server.py it extends), taken out before vLLM's parser sees the rest
+HF_VALUE_FLAGS = _words(
+    """model_dir model_id model_revision max_length tensor_input_names backend task http_port grpc_port workers
+    max_threads max_asyncio_workers enable_grpc enable_docs_url enable_latency_logging configure_logging
+    log_config_file access_log_format event-loop timeout-keep-alive model_name predictor_host protocol
+    predictor_protocol predictor_use_ssl predictor_request_timeout_seconds grpc_max_send_message_length
+    grpc_max_receive_message_length predictor_request_retries"""
+)
+HF_SWITCHES = _words(
+    """disable_lower_case disable_special_tokens return_token_type_ids return_offsets_mapping return_probabilities
+    return_raw_logits disable_log_requests enable_predictor_health_check"""
+)
+
+
+def kserve_workloads(documents: Documents) -> list[RenderedWorkload]:
+    """The Deployment of each InferenceService and LLMInferenceService in the documents."""
+    runtimes = [(s, d) for s, d in documents if _is_kserve(d) and d.get("kind") in RUNTIME_KINDS]
+    out = []
+    for source, document in documents:
+        if not _is_kserve(document):
+            continue
+        if document.get("kind") == "InferenceService":
+            made = _inference_service(source, document, runtimes)
+            if made is not None:
+                out.append(made)
+        elif document.get("kind") == "LLMInferenceService":
+            out.append(_llm_inference_service(source, document))
+    return out
+
+
+def _is_kserve(document: dict[str, Any]) -> bool:
+    return str(document.get("apiVersion", "")).split("/")[0] == GROUP
+
+
+def _inference_service(
+    source: str, document: dict[str, Any], runtimes: list[tuple[str, dict[str, Any]]]
+) -> RenderedWorkload | None:
+    name = _name(document)
+    predictor = Fields.of(source, "spec", document.get("spec")).mapping("predictor")
+    pod: dict[str, Any] = {
+        k: predictor.data[k] for k in ("nodeSelector", "affinity", "tolerations", "volumes") if k in predictor.data
+    }
+    replicas = predictor.count("minReplicas", 1)
+    if predictor.has("containers"):  # a custom container: the pods run it as written
+        pod["containers"] = predictor.items("containers")
+        made = workload("Deployment", f"{name}-predictor", replicas, pod)
+        return RenderedWorkload(source, made, (note(source, f"InferenceService/{name}: its custom container"),))
+    if not predictor.has("model"):
+        return None  # k8s_schema's unsupported-kind finding names it
+    model = predictor.mapping("model")
+    format_name = (model.mapping("modelFormat").text("name") or "").lower()
+    runtime, runtime_name = _runtime(model, format_name, runtimes)
+    if runtime is None:
+        return None
+    runtime_spec = Fields.of(runtime_name, "spec", runtime.get("spec"))
+    containers = runtime_spec.mappings("containers")
+    if not containers:
+        raise InputError(runtime_name, "spec.containers", "the serving runtime has no container")
+    container = _merge(containers[0].data, model.data)
+    container["args"] = [a.replace("{{.Name}}", name) for a in containers[0].words("args") + model.words("args")]
+    storage = model.text("storageUri") or ""
+    hf_id = storage.removeprefix("hf://") if storage.startswith("hf://") else None
+    notes = [
+        note(
+            source,
+            f"InferenceService/{name} read as the Deployment {name}-predictor that KServe makes "
+            f"with the runtime {runtime_name.split(' ')[-1]}",
+        )
+    ]
+    if _is_huggingface_server(container):
+        container["command"], container["args"] = ["vllm", "serve"], _huggingface_args(source, container["args"], hf_id)
+        notes.append(note(source, "huggingfaceserver's own flags taken out, the rest read as vLLM's (backend vllm)"))
+    elif hf_id is not None:
+        container["args"] = [a.replace(MODEL_DIR, hf_id) for a in container["args"]]
+    for key in ("nodeSelector", "affinity", "volumes"):
+        if key in runtime_spec.data and key not in pod:
+            pod[key] = runtime_spec.data[key]
+    pod["containers"] = [container]
+    return RenderedWorkload(source, workload("Deployment", f"{name}-predictor", replicas, pod), tuple(notes))
+
+
+def _runtime(
+    model: Fields, format_name: str, runtimes: list[tuple[str, dict[str, Any]]]
+) -> tuple[dict[str, Any] | None, str]:
+    """The runtime the controller picks: named, else the first auto-selectable one for the format, else KServe's."""
+    wanted = model.text("runtime")
+    for source, runtime in runtimes:
+        spec = runtime.get("spec") or {}
+        formats = [f for f in spec.get("supportedModelFormats") or [] if isinstance(f, dict)]
+        named = wanted is not None and _name(runtime) == wanted
+        chosen = wanted is None and any(
+            str(f.get("name", "")).lower() == format_name and f.get("autoSelect") for f in formats
+        )
+        if named or chosen:
+            return runtime, f"{source} {runtime.get('kind')}/{_name(runtime)}"
+    builtin = BUILTIN_RUNTIMES.get(format_name)
+    if builtin is None or (wanted is not None and wanted != builtin["name"]):
+        return None, ""
+    container = {k: v for k, v in builtin.items() if k != "name"} | {"name": "kserve-container"}
+    return {"spec": {"containers": [container]}}, f"KServe's ClusterServingRuntime/{builtin['name']}"
+
+
+def _merge(runtime: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+    """The runtime container with the model's fields over it (strategic merge: maps merge, env by name)."""
+    merged = dict(runtime)
+    for key in ("image", "command", "readinessProbe", "livenessProbe", "startupProbe", "volumeMounts"):
+        if model.get(key) is not None:
+            merged[key] = model[key]
+    resources = dict(runtime.get("resources") or {})
+    for part, values in (model.get("resources") or {}).items():
+        resources[part] = {**(resources.get(part) or {}), **(values or {})}
+    merged["resources"] = resources
+    env = {str(e.get("name")): e for e in (runtime.get("env") or []) if isinstance(e, dict)}
+    env |= {str(e.get("name")): e for e in (model.get("env") or []) if isinstance(e, dict)}
+    merged["env"] = list(env.values())
+    return merged
+
+
+def _is_huggingface_server(container: dict[str, Any]) -> bool:
+    words = [str(w) for w in container.get("command") or []]
+    return "huggingfaceserver" in str(container.get("image", "")) or "huggingfaceserver" in words
+
+
+def _huggingface_args(source: str, args: list[str], hf_id: str | None) -> list[str]:
+    """`vllm serve MODEL ...` from huggingfaceserver's arguments: its own flags out, --max_length as
+    --max-model-len (its alias), the model from --model_id, else the hf:// storageUri."""
+    model, out, index = hf_id, [], 0
+    while index < len(args):
+        word = args[index]
+        flag, _, inline = word.removeprefix("--").partition("=")
+        takes = not inline and "=" not in word
+        value = inline if not takes else (args[index + 1] if index + 1 < len(args) else "")
+        if word.startswith("--") and flag in HF_VALUE_FLAGS:
+            if flag == "model_id":
+                model = value
+            elif flag == "max_length":
+                out += ["--max-model-len", value]
+            index += 2 if takes else 1
+            continue
+        if word.startswith("--") and flag in HF_SWITCHES:
+            index += 1
+            continue
+        out.append(word)
+        index += 1
+    if model is None:
+        raise InputError(source, "spec.predictor.model", "no --model_id argument and no hf:// storageUri: which model?")
+    return [model, *out]
+
+
+def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWorkload:
+    name = _name(document)
+    spec = Fields.of(source, "spec", document.get("spec"))
+    model = spec.mapping("model")
+    uri = model.text("uri") or ""
+    model_id = uri.removeprefix("hf://") if uri.startswith("hf://") else model.text("name")
+    if not model_id:
+        raise InputError(source, "spec.model", "no hf:// uri and no name: which model?")
+    parallelism = spec.mapping("parallelism")
+    tensor = parallelism.count("tensor", 1)
+    template = spec.mapping("template")
+    containers = template.mappings("containers")
+    main = next((c for c in containers if c.text("name") == "main"), Fields(source, "spec.template.containers", {}))
+    env = [e for e in main.items("env") if isinstance(e, dict)]
+    extra = next((str(e.get("value") or "") for e in env if e.get("name") == "VLLM_ADDITIONAL_ARGS"), "")
+    try:
+        extra_words = shlex.split(extra)
+    except ValueError as exc:
+        raise InputError(source, "VLLM_ADDITIONAL_ARGS", f"cannot split ({exc})") from None
+    words = ["vllm", "serve", model_id, "--port", "8000"]
+    words += ["--tensor-parallel-size", str(tensor)] if parallelism.has("tensor") else []
+    words += ["--pipeline-parallel-size", str(parallelism.count("pipeline", 1))] if parallelism.has("pipeline") else []
+    container = dict(main.data) | {"name": "main", "command": words + extra_words + main.words("args"), "args": []}
+    container["image"] = main.text("image", "ghcr.io/llm-d/llm-d-cuda:v0.9.0")  # the template's image
+    pod = {k: v for k, v in template.data.items() if k in ("nodeSelector", "affinity", "volumes")}
+    pod["containers"] = [container]
+    made = workload("Deployment", f"{name}-kserve", spec.count("replicas", 1), pod)
+    notes = [note(source, f"LLMInferenceService/{name} read as the Deployment {name}-kserve that KServe makes")]
+    for part, what in (("prefill", "a prefill pool (P/D disaggregation)"), ("worker", "multi-node workers")):
+        if spec.has(part):
+            notes.append(note(source, f"LLMInferenceService/{name}: {what} not modelled", "warning"))
+    return RenderedWorkload(source, made, tuple(notes))
+
+
+def _name(document: dict[str, Any]) -> str:
+    metadata = document.get("metadata")
+    return str(metadata.get("name", "")) if isinstance(metadata, dict) else ""
