@@ -12,13 +12,17 @@ from typing import Any
 import pytest
 
 from ttftsim.errors import InputError
+from ttftsim.plan.evaluate import Candidate
+from ttftsim.plan.k8s.spec import vllm_args as plan_vllm_args
+from ttftsim.plan.run import load_plan
 from ttftsim.validate.run import validate
 from ttftsim.validate.vllm_arg_list import arg_list_for, listed_versions
 from ttftsim.validate.vllm_args import parse_command, vllm_arguments
 from ttftsim.validate.vllm_command import read_vllm_container
 
 DATA = Path(__file__).parent / "data"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "validate"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLE = EXAMPLES / "validate"
 VERSIONS = ["0.10", "0.14", "0.15", "0.32", "0.33"]
 
 
@@ -205,3 +209,20 @@ def test_a_config_file_is_named_not_read() -> None:
         "ttftsim cannot see it and predicts without them"
     ]
     assert command.not_modelled == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_what_plan_writes_every_modelled_vllm_reads_back(version: str) -> None:
+    """plan --emit's `vllm serve` line (plan/k8s/spec.py vllm_args) parses without a refusal in each version,
+    and validate reads back the candidate it was written from."""
+    plan = load_plan(EXAMPLES / "plans" / "quickstart.yaml")
+    for chunked, cached, quant, kv in ((True, True, None, "auto"), (False, False, "fp8", "fp8")):
+        cand = Candidate("H100-SXM5-80GB", 2, 64, 4096, chunked, cached, quant, kv, "least_outstanding", 0)
+        words = plan_vllm_args(plan, cand, "meta-llama/Llama-3.1-8B-Instruct", "bf16")
+        command = read_vllm_container(words, [], version, "D/x", "k8s.yaml")
+        assert command.findings == [] and command.not_modelled == []
+        expected: dict[str, object] = {"tensor_parallel_size": 2, "max_num_seqs": 64, "max_model_len": 8192}
+        expected |= {"max_num_batched_tokens": 4096}
+        expected |= {"enable_prefix_caching": cached, "enable_chunked_prefill": chunked}
+        expected |= {"quantization": "fp8", "kv_cache_dtype": "fp8"} if quant else {}
+        assert command.engine == expected
