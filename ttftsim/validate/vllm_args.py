@@ -173,10 +173,14 @@ class _Parser:
 
     def run(self, positional_model: bool) -> str | None:
         model: str | None = None
+        options_end = False  # after a bare "--", argparse reads every word as a positional
         while self.index < len(self.tokens):
             token = self.tokens[self.index]
             self.index += 1
-            if not _is_option(token):
+            if token == "--" and not options_end:
+                options_end = True
+                continue
+            if options_end or not _is_option(token):
                 if positional_model and model is None:
                     model = token
                 else:
