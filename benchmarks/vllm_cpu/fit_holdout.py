@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ttftsim.accuracy.fit import median_errors
-from ttftsim.accuracy.fit_run import fit_cases
+from ttftsim.accuracy.fit_run import fit_cases, parse_factors
 from ttftsim.accuracy.ground_truth import Case
 from ttftsim.accuracy.harness import StageResult, run_case
 from ttftsim.accuracy.reports.cases import load_deployment, to_case
 from ttftsim.accuracy.reports.measured import Load, MeasuredRun, Sent, mean_or_zero, truth_from_requests
-from ttftsim.config.deployment_calibration import FACTOR_NAMES, Factors
+from ttftsim.config.deployment_calibration import FACTOR_NAMES, FactorName, Factors
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -129,8 +129,7 @@ def rows(results: list[StageResult]) -> list[dict[str, Any]]:
     return [{"run": r.case, "measured": r.measured, "predicted": r.predicted, "errors": r.errors()} for r in results]
 
 
-def one_way(train: list[Case], test: list[Case], folder: Path) -> dict[str, Any]:
-    names = tuple(FACTOR_NAMES)
+def one_way(train: list[Case], test: list[Case], folder: Path, names: tuple[FactorName, ...]) -> dict[str, Any]:
     calibration, result, _ = fit_cases(
         train, DEPLOYMENT.parent, folder, names, [], str(DEPLOYMENT), print_progress, cross_validate=False
     )
@@ -169,6 +168,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tag", default="run3")
     parser.add_argument("--out", type=Path, default=HERE / "fit_holdout.json")
+    parser.add_argument("--factors", default=",".join(FACTOR_NAMES))
     args = parser.parse_args()
     runs = load_runs(args.tag)
     with tempfile.TemporaryDirectory(prefix="ttftsim-fit-holdout-") as name:
@@ -178,11 +178,12 @@ def main() -> int:
         ways = []
         for train, test in (halves, halves[::-1]):
             print(f"fit on {', '.join(c.name for c in train)}", file=sys.stderr, flush=True)
-            ways.append(one_way(train, test, folder))
+            ways.append(one_way(train, test, folder, parse_factors(args.factors)))
     for way in ways:
         way.pop("_results")
     summary = {
         "tag": args.tag,
+        "factors": args.factors.split(","),
         "deployment": str(DEPLOYMENT.relative_to(ROOT)),
         "held_out": pooled(ways, "held_out_rows"),
         "held_out_unfitted": pooled(ways, "unfitted_rows"),
