@@ -160,9 +160,7 @@ def _modelservice(values: Fields) -> list[RenderedWorkload]:
     artifacts = values.mapping("modelArtifacts")
     name = artifacts.text("name") or ""
     uri = (artifacts.text("uri") or "").replace("{{ .Values.modelArtifacts.name }}", name).replace('"', "")
-    if not uri.startswith("hf://"):
-        raise InputError(source, "modelArtifacts.uri", f"{uri or 'nothing'}: only hf:// models are read (which model?)")
-    model = uri.removeprefix("hf://")
+    model = _modelservice_model(source, uri)
     decode = values.mapping("decode")
     if not decode.flag("create", True):
         raise InputError(source, "decode.create", "false: no decode pool, nothing serves requests")
@@ -189,6 +187,11 @@ def _modelservice(values: Fields) -> list[RenderedWorkload]:
     kind = "LeaderWorkerSet" if multinode else "Deployment"
     made = workload(kind, f"{RELEASE}-decode", decode.count("replicas", 1), pod, workers if multinode else 1)
     notes = [note(source, f"llm-d ModelService values read as the decode {kind} {RELEASE}-decode the chart renders")]
+    if resource not in ("nvidia.com/gpu", "amd.com/gpu"):
+        message = (
+            f"accelerator {accelerator} ({resource or 'no device resource'}) is neither NVIDIA nor AMD: no profile"
+        )
+        notes.append(note(source, message, "warning"))
     if values.mapping("prefill").flag("create", False):
         notes.append(
             note(
@@ -198,6 +201,18 @@ def _modelservice(values: Fields) -> list[RenderedWorkload]:
             )
         )
     return [RenderedWorkload(source, made, tuple(notes))]
+
+
+def _modelservice_model(source: str, uri: str) -> str:
+    """argsByProtocol: hf://ORG/MODEL is the model; pvc+hf://CLAIM/.../ORG/MODEL its last two parts."""
+    protocol, _, rest = uri.partition("://")
+    if protocol == "hf" and rest:
+        return rest
+    if protocol == "pvc+hf" and rest.count("/") >= 2:
+        return "/".join(rest.split("/")[-2:])
+    raise InputError(
+        source, "modelArtifacts.uri", f"{uri or 'nothing'}: only hf:// and pvc+hf:// are read (which model?)"
+    )
 
 
 def _modelservice_container(
