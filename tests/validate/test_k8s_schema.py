@@ -137,28 +137,40 @@ def test_kserve_and_helm_values_are_named_as_unsupported() -> None:
     ]
 
 
-def test_validate_on_a_kserve_service_is_one_finding_exit_1() -> None:
+def test_validate_reads_a_kserve_service_as_its_predictor_deployment() -> None:
     result = run("validate", str(EXAMPLE / "deploy-kserve.yaml"), "--json")
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
-    assert [(f["severity"], f["check"]) for f in report["findings"]] == [("error", "unsupported-kind")]
-    assert "KServe InferenceService/llama-8b" in report["findings"][0]["message"]
+    assert [(f["severity"], f["check"]) for f in report["findings"]] == [
+        ("info", "format"),  # read as the Deployment KServe makes
+        ("info", "format"),
+        ("error", "gpu-affinity"),  # no GPU label and no hardware in the deployment file
+    ]
+    assert report["deployment"]["model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert report["deployment"]["engine"] == {"max_model_len": 8192}
     assert report["prediction"] is None
 
 
-def test_validate_on_helm_values_names_the_chart(tmp_path: Path) -> None:
-    (tmp_path / "k8s.yaml").write_text("servingEngineSpec:\n  modelSpec:\n  - name: llama\n")
+def test_validate_on_helm_values_without_a_workload_names_the_chart(tmp_path: Path) -> None:
+    (tmp_path / "k8s.yaml").write_text(
+        "servingEngineSpec:\n  modelSpec:\n  - name: llama\n    raySpec: {enabled: true}\n"
+    )
     deploy = tmp_path / "deploy.yaml"
     deploy.write_text((EXAMPLE / "deploy.yaml").read_text())
     report = validate(deploy, [])
     assert [(f.check, f.message) for f in report.findings] == [
         (
+            "format",
+            f"{tmp_path / 'k8s.yaml'}#0: modelSpec llama: a KubeRay cluster (raySpec) is not read; "
+            "validate the rendered chart",
+        ),
+        (
             "unsupported-kind",
             f"{tmp_path / 'k8s.yaml'}#0: Helm values of vLLM production-stack (servingEngineSpec), "
             "not Kubernetes objects",
-        )
+        ),
     ]
-    assert report.findings[0].fix.startswith("render the chart first (helm template")
+    assert report.findings[1].fix.startswith("render the chart first (helm template")
 
 
 def test_schema_errors_come_first_and_the_deployment_checks_still_run(tmp_path: Path) -> None:
