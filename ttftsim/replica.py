@@ -65,6 +65,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             engine.async_scheduling,
             engine.pp,
             *speculation(engine, hardware, source, base),
+            engine.max_lora_rank if engine.lora_slots else 0,
         )
     except ValueError as exc:
         raise InputError(source, "engine", str(exc)) from None
@@ -78,6 +79,15 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     )
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
+    if engine.lora_slots:  # an adapter's copy into its GPU slot, and its read from disk into host memory
+        lora = getattr(scenario.workload, "lora", None)
+        adapter = deployment.lora_adapter_bytes(lora.rank if lora is not None else engine.max_lora_rank)
+        read_bw = scenario.engine.lora_read_bytes_per_s
+        engine = replace(
+            engine,
+            lora_h2d_s=adapter / hardware.host_to_device_bw_bytes_per_s,
+            lora_read_s=adapter * engine.gpus / read_bw,
+        )
     if engine.kv_offloading_gib:
         capacity, load_s = offload_sizes(engine, memory, hardware)
         engine = replace(engine, kv_offload_blocks=capacity, kv_load_s_per_block=load_s)

@@ -112,6 +112,18 @@ class EngineArgs(StrictModel):
     )
     num_gpu_blocks_override: int | None = Field(default=None, ge=1, description="Force the KV block count")
     speculative_config: SpeculativeConfig | None = Field(default=None, description="Speculative decoding")
+    enable_lora: bool = Field(default=False, description="Serve LoRA adapters (vLLM --enable-lora)")
+    max_loras: int = Field(default=1, ge=1, le=256, description="Adapters in one batch (GPU slots; vLLM default 1)")
+    max_lora_rank: int = Field(default=16, ge=1, le=512, description="Largest adapter rank (vLLM default 16)")
+    max_cpu_loras: int | None = Field(
+        default=None, ge=1, description="Adapters cached in host memory (default: max_loras, as vLLM)"
+    )
+    lora_read_bytes_per_s: float = Field(
+        default=2e9,
+        gt=0,
+        description="Reading an adapter not cached in host memory from local disk, bytes/s (an NVMe-class "
+        "assumption: set yours)",
+    )
     kv_offloading_size: float | None = Field(
         default=None,
         gt=0,
@@ -149,6 +161,8 @@ class EngineArgs(StrictModel):
                 f"enable_prefix_caching true with kv_cache_mode {self.kv_cache_mode}: prefix caching shares paged "
                 "KV blocks only (set it false, or kv_cache_mode paged)"
             )
+        if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
+            raise ValueError(f"max_cpu_loras {self.max_cpu_loras} is below max_loras {self.max_loras} (vLLM refuses)")
         if self.kv_offloading_size is not None and (self.kv_cache_mode != "paged" or not self.enable_prefix_caching):
             raise ValueError(
                 "kv_offloading_size needs paged KV blocks with prefix caching on: the CPU tier finds blocks by "
@@ -231,6 +245,11 @@ class ResolvedEngine:
     kv_offloading_gib: float = 0.0  # host memory for offloaded KV (all TP ranks together)
     kv_offload_blocks: int = 0  # blocks the CPU tier holds (replica.py sizes it from kv_offloading_gib)
     kv_load_s_per_block: float = 0.0  # copying one block back to every GPU of the replica, seconds
+    lora_slots: int = 0  # adapters one batch may use (max_loras when LoRA is on, else 0)
+    max_lora_rank: int = 16
+    max_cpu_loras: int = 0
+    lora_h2d_s: float = 0.0  # an adapter from host memory into its GPU slot (replica.py, from its size)
+    lora_read_s: float = 0.0  # an adapter read from disk into host memory
 
     @property
     def gpus(self) -> int:
@@ -310,4 +329,7 @@ def resolve_engine(
         pp=args.pipeline_parallel_size,
         speculative=args.speculative_config,
         kv_offloading_gib=args.kv_offloading_size or 0.0,
+        lora_slots=args.max_loras if args.enable_lora else 0,
+        max_lora_rank=args.max_lora_rank,
+        max_cpu_loras=args.max_cpu_loras or args.max_loras,
     )

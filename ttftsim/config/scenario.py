@@ -115,4 +115,12 @@ class Scenario(StrictModel):
                 f"client.dataset_entries applies to synthetic workloads; a {self.workload.type} workload "
                 "spells out its own prompts"
             )
+        lora = getattr(self.workload, "lora", None)
+        if lora is not None and not self.engine.enable_lora:
+            raise ValueError("workload.lora asks for adapters the engine does not serve: set engine.enable_lora true")
+        if lora is not None and lora.rank > self.engine.max_lora_rank:
+            raise ValueError(
+                f"workload.lora.rank {lora.rank} is above engine.max_lora_rank {self.engine.max_lora_rank}: vLLM "
+                "refuses to load such an adapter"
+            )
         return self

@@ -138,6 +138,19 @@ Arrivals = Annotated[
 # ---- workloads ----
 
 
+class LoraTraffic(StrictModel):
+    """Requests for LoRA adapters of the served model (vLLM --enable-lora): each request names one adapter,
+    or the base model."""
+
+    adapters: int = Field(ge=1, le=100_000, description="Distinct adapters the traffic uses")
+    rank: int = Field(ge=1, le=512, description="Their LoRA rank (at most the engine's max_lora_rank)")
+    popularity: Literal["uniform", "zipf"] = Field(
+        default="zipf", description="How requests spread over adapters: uniform, or Zipf (adapter i ~ 1 / i^s)"
+    )
+    zipf_exponent: float = Field(default=1.0, gt=0, le=5, description="s of the Zipf popularity")
+    base_share: float = Field(default=0.0, ge=0, lt=1, description="Share of requests for the base model")
+
+
 class SyntheticWorkload(StrictModel):
     type: Literal["synthetic"] = Field(description="Arrivals with sampled prompt and output lengths")
     arrivals: Arrivals = Field(description="Arrival process or closed loop")
@@ -147,6 +160,7 @@ class SyntheticWorkload(StrictModel):
     duration_s: float | None = Field(default=None, gt=0, description="Stop sending after this many seconds")
     num_requests: int | None = Field(default=None, ge=1, description="Stop after this many requests")
     priority_levels: int = Field(default=1, ge=1, description="Requests get a uniform random priority 0..n-1")
+    lora: LoraTraffic | None = Field(default=None, description="Adapters the requests ask for (none: base model)")
 
     @model_validator(mode="after")
     def _bounded(self) -> SyntheticWorkload:

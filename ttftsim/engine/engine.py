@@ -64,7 +64,11 @@ class Engine:
         if cfg.kv_offload_blocks:
             self.kv.tier = CpuTier(cfg.kv_offload_blocks)
         self.closed_form_decode = (
-            closed_form_decode and cfg.kv_cache_mode != "none" and cfg.pp == 1 and cfg.speculative is None
+            closed_form_decode
+            and cfg.kv_cache_mode != "none"
+            and cfg.pp == 1
+            and cfg.speculative is None
+            and not cfg.lora_slots
         )
         spec = cfg.speculative  # accepted drafts: a seeded draw per request and step (docs/engine-semantics.md 11)
         self._spec_rng = np.random.default_rng([cfg.seed, replica]) if spec is not None else None
@@ -219,6 +223,7 @@ class Engine:
         from_idle = self._last_start_s < 0  # no step in flight to hide this one's host time under
         start = self._last_start_s = self.env.now
         duration = self.perf.idle_start_s(plan.shape) if from_idle else self.perf.time_s(plan.shape)
+        duration += plan.shape.lora_load_s  # adapters copied into GPU slots before the forward pass (lora.py)
         yield self.env.timeout(duration)
         self._complete(plan, start, duration)
 

@@ -18,15 +18,16 @@ touched, in running order. Otherwise the cohort is dissolved and the loop runs r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.cohort import DecodeCohort
 from ttftsim.engine.loading import LoadingRequests
+from ttftsim.engine.lora import LoraSlots
 from ttftsim.engine.preemption import PreemptionPolicy, make_preemption
 from ttftsim.engine.queues import WaitingQueue, make_queue
 from ttftsim.engine.state import RequestState
-from ttftsim.kvcache.manager import NO_HIT, KVCacheManager
+from ttftsim.kvcache.manager import NO_HIT, CacheHit, KVCacheManager
 from ttftsim.perf.batch import BatchShape, BatchShapeBuilder
 from ttftsim.workload.request import Request
 
@@ -65,6 +66,11 @@ class Scheduler:
         self._seq = 0
         self.deferred = False  # the last schedule left out a request it could see now, for the async cutoff
         self.loading = LoadingRequests()  # waiting for KV blocks copied in from the CPU tier
+        self.lora = (
+            LoraSlots(engine.lora_slots, engine.max_cpu_loras, engine.lora_h2d_s, engine.lora_read_s)
+            if engine.lora_slots
+            else None
+        )
         spec = engine.speculative
         self.spec_tokens = spec.num_speculative_tokens if spec is not None else 0  # drafts verified per step
 
@@ -170,7 +176,11 @@ class Scheduler:
         if not preempted:
             self._admit_waiting(now, now if admit_before is None else admit_before, budget, scheduled, shape)
         cohort_steps = not per_request and self.cohort.size > 0
-        return StepPlan(tuple(scheduled), tuple(preempted), shape.build(), cohort_steps, per_request)
+        built = shape.build()
+        if self.lora is not None:  # the batch's adapters, and copying the new ones into GPU slots
+            adapters = {s.req.lora_id for s, _ in scheduled if s.req.lora_id}
+            built = replace(built, num_loras=len(adapters), lora_load_s=self.lora.load_s(adapters))
+        return StepPlan(tuple(scheduled), tuple(preempted), built, cohort_steps, per_request)
 
     # ---- the fast path: the running loop's outcome without visiting every decode ----
 
@@ -342,28 +352,23 @@ class Scheduler:
         shape: BatchShapeBuilder,
     ) -> None:
         kv, cfg = self.kv, self.cfg
+        adapters = {0} | {s.req.lora_id for s in self.running} if cfg.lora_slots else {0}  # 0: the base model
+        skipped: list[RequestState] = []
         while len(self.waiting) and budget > 0 and len(self.running) < cfg.max_num_seqs:
             state = self.waiting.peek()
+            lora_id = state.req.lora_id
+            if lora_id not in adapters and len(adapters) > cfg.lora_slots:  # vLLM: max_loras adapters a batch
+                skipped.append(self.waiting.pop())  # skipped, not blocking: the queue goes on without it
+                continue
             if state.submitted_s > admit_before:
                 self.deferred = state.submitted_s <= now  # visible now: the next schedule may admit it
                 break
-            if state.loaded_tokens:  # its blocks came back from the CPU tier: held, and counted when it left
-                hit, start, state.loaded_tokens = NO_HIT, state.loaded_tokens, 0
-                counted = True
-            else:
-                hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
-                start, counted = hit.num_tokens, False
-                offloaded = kv.find_offloaded(state.rid, state.num_tokens, len(hit.blocks)) if kv.tier else 0
-                if offloaded:  # load them first (vLLM: WAITING_FOR_REMOTE_KVS); the queue goes on without it
-                    loaded = start + offloaded * kv.block_size
-                    if not kv.allocate(state.rid, loaded, hit):
-                        break
-                    self.waiting.pop()
-                    kv.record_admission(state.num_tokens, hit.num_tokens)
-                    self.loading.start(state, loaded, now + offloaded * cfg.kv_load_s_per_block)
+            found = self._prefix(state, now)
+            if isinstance(found, bool):  # it went to load blocks from the CPU tier, or there was no room to
+                if found:
                     continue
-            if state.req.preloaded_tokens > start and state.num_preemptions == 0:  # KV sent by a prefill pod
-                hit, start = NO_HIT, state.req.preloaded_tokens
+                break
+            hit, start, counted = found
             new = self._chunk(state.num_tokens - start, budget)
             if new == 0:
                 break
@@ -378,6 +383,32 @@ class Scheduler:
             scheduled.append((state, new))
             shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
             budget -= new
+            adapters.add(lora_id)
+        for state in reversed(skipped):  # back in front, in their order
+            self.waiting.prepend(state)
+
+    def _prefix(self, state: RequestState, now: float) -> tuple[CacheHit, int, bool] | bool:
+        """Where a waiting request's computation starts: (GPU prefix hit, its first token to compute, whether
+        its prefix query was already counted); blocks back from the CPU tier or KV sent by a prefill pod
+        count as computed. True: it left the queue to load blocks from the CPU tier first (vLLM:
+        WAITING_FOR_REMOTE_KVS; the queue goes on without it); False: no room for those blocks."""
+        kv = self.kv
+        if state.loaded_tokens:  # its blocks came back from the CPU tier: held, and counted when it left
+            start, state.loaded_tokens = state.loaded_tokens, 0
+            return NO_HIT, start, True
+        hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
+        offloaded = kv.find_offloaded(state.rid, state.num_tokens, len(hit.blocks)) if kv.tier else 0
+        if offloaded:
+            loaded = hit.num_tokens + offloaded * kv.block_size
+            if not kv.allocate(state.rid, loaded, hit):
+                return False
+            self.waiting.pop()
+            kv.record_admission(state.num_tokens, hit.num_tokens)
+            self.loading.start(state, loaded, now + offloaded * self.cfg.kv_load_s_per_block)
+            return True
+        if state.req.preloaded_tokens > hit.num_tokens and state.num_preemptions == 0:  # KV sent by a prefill pod
+            return NO_HIT, state.req.preloaded_tokens, False
+        return hit, hit.num_tokens, False
 
     def _admit(self, state: RequestState, now: float, cached: int) -> None:
         self.running.append(state)

@@ -23,6 +23,8 @@ class BatchShape:
     decode_kv_tokens: int = 0
     num_sampled: int = 0
     num_spec_tokens: int = 0  # draft tokens verified this step: LM-head rows beyond num_sampled
+    num_loras: int = 0  # distinct LoRA adapters in the batch
+    lora_load_s: float = 0.0  # copying adapters into GPU slots before the forward pass
 
     @property
     def num_tokens(self) -> int:

@@ -66,6 +66,7 @@ class Deployment:
     spec_method: str = ""  # speculative decoding's proposer ("" = none): ngram, eagle, eagle3, mtp, draft_model
     spec_tokens: int = 0  # draft tokens per sequence and step (k)
     draft: Deployment | None = None  # the draft model of draft_model, on the same GPUs
+    lora_rank: int = 0  # max_lora_rank when LoRA adapters are served (the kernels run at it), else 0
 
     def __post_init__(self) -> None:
         if self.model.num_attention_heads % self.tp:
@@ -77,6 +78,18 @@ class Deployment:
             raise ValueError(
                 f"pipeline parallel size {self.pp} exceeds {self.model.name}'s {self.model.num_hidden_layers} layers"
             )
+
+    def lora_targets(self) -> tuple[tuple[int, int], ...]:
+        """(in, out) of the linears vLLM attaches LoRA to, per layer and TP rank: the fused QKV, the output
+        projection, the fused gate-up and the down projection."""
+        m, tp = self.model, self.tp
+        q, kv = m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
+        inter, h = m.intermediate_size, m.hidden_size
+        return ((h, (q + 2 * kv) // tp), (q // tp, h), (h, 2 * inter // tp), (inter // tp, h))
+
+    def lora_adapter_bytes(self, rank: int) -> float:
+        """One adapter's bf16 weights on one GPU: A (rank x in) and B (out x rank) for every target, every layer."""
+        return 2.0 * rank * self.model.num_hidden_layers * sum(i + o for i, o in self.lora_targets())
 
     @property
     def stage_layers(self) -> tuple[int, ...]:
@@ -244,7 +257,19 @@ class IterationModel:
         prefill, decode = self._attention_parts(shape)
         rows = shape.num_sampled + shape.num_spec_tokens
         device = self._dense_s(self.graphs.padded_tokens(shape.num_tokens), rows) + prefill + decode
+        if shape.num_loras and self.deployment.lora_rank:
+            device += self.lora_s(shape.num_tokens, shape.num_loras)
         return device + self.proposer_s(shape) if self._spec else device
+
+    def lora_s(self, tokens: int, adapters: int) -> float:
+        """The punica/SGMV LoRA kernels of one step: per target linear a shrink (tokens x rank x in) and an
+        expand (tokens x out x rank) GEMM, reading every active adapter's A and B at max_lora_rank, in every
+        layer (vllm/lora/punica_wrapper)."""
+        rank, layers, total = self.deployment.lora_rank, self._layers, 0.0
+        for inputs, outputs in self.deployment.lora_targets():
+            total += self.costs.gemm_s(tokens, rank, inputs, "bf16", 2.0 * adapters * rank * inputs)
+            total += self.costs.gemm_s(tokens, outputs, rank, "bf16", 2.0 * adapters * outputs * rank)
+        return layers * total
 
     def proposer_s(self, shape: BatchShape) -> float:
         """Device time of drafting k tokens for each sequence that sampled (docs/engine-semantics.md 11):
@@ -286,6 +311,8 @@ class IterationModel:
         breakdown["prefill_attention"], breakdown["decode_attention"] = self._attention_parts(shape)
         if self._spec:
             breakdown["proposer"] = self.proposer_s(shape)
+        if shape.num_loras and self.deployment.lora_rank:
+            breakdown["lora"] = self.lora_s(shape.num_tokens, shape.num_loras)
         device_s = sum(breakdown.values())
         host_s = self.overhead_s(shape)
         total_s = self._step_s(device_s, host_s)

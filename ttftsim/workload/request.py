@@ -22,6 +22,7 @@ class Request:
     output_content_id: int = -1  # content id of the generated tokens (a later turn's history reuses it)
     private: bool = False  # no other request shares its first content id, so none can share any block
     preloaded_tokens: int = 0  # prompt tokens whose KV arrives from a prefill pod (disaggregated serving)
+    lora_id: int = 0  # the LoRA adapter it asks for (1..N); 0 = the base model
 
     def __post_init__(self) -> None:
         if self.output_content_id == -1:

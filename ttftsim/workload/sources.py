@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from ttftsim.config.scenario import Client
 from ttftsim.config.workload import (
     ClosedLoop,
     ConversationWorkload,
+    LoraTraffic,
     SharedPrefixWorkload,
     SyntheticWorkload,
     TraceWorkload,
@@ -80,6 +82,33 @@ class PromptPool:
 
 
 def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext, pool: PromptPool | None) -> list[Request]:
+    requests = _synthetic_base_requests(spec, ctx, pool)
+    return requests if spec.lora is None else with_adapters(requests, spec.lora, ctx)
+
+
+def with_adapters(requests: list[Request], lora: LoraTraffic, ctx: WorkloadContext) -> list[Request]:
+    """Each request asks for an adapter (1..N, uniform or Zipf: adapter i with weight 1 / i^s) or, with
+    probability base_share, the base model (0). Blocks are shared only under the same adapter (vLLM puts
+    the LoRA name in each block's hash), so a shared system prompt gets one content id per adapter."""
+    ranks = np.arange(1, lora.adapters + 1, dtype=np.float64)
+    weights = np.ones_like(ranks) if lora.popularity == "uniform" else ranks**-lora.zipf_exponent
+    chosen = ctx.rng.choice(lora.adapters, size=len(requests), p=weights / weights.sum()) + 1
+    base = ctx.rng.random(len(requests)) < lora.base_share
+    per_adapter: dict[tuple[int, int], int] = {}
+    out = []
+    for request, adapter, on_base in zip(requests, chosen.tolist(), base.tolist(), strict=True):
+        lora_id = 0 if on_base else int(adapter)
+        segments = request.segments
+        if lora_id and len(segments) > 1:  # a shared prefix: shared within the adapter only
+            key = (segments[0][0], lora_id)
+            if key not in per_adapter:
+                per_adapter[key] = ctx.content.new()
+            segments = ((per_adapter[key], segments[0][1]), *segments[1:])
+        out.append(replace(request, lora_id=lora_id, segments=segments))
+    return out
+
+
+def _synthetic_base_requests(spec: SyntheticWorkload, ctx: WorkloadContext, pool: PromptPool | None) -> list[Request]:
     assert not isinstance(spec.arrivals, ClosedLoop)
     times = arrival_times(spec.arrivals, ctx.rng, spec.duration_s, spec.num_requests)
     if pool is not None and pool.entries:
