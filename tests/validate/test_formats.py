@@ -8,6 +8,10 @@ from typing import Any
 
 import pytest
 
+from tests.test_cli import run
+from ttftsim.errors import InputError
+from ttftsim.validate.formats import render_workloads
+from ttftsim.validate.manifests import read_documents
 from ttftsim.validate.run import validate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "manifests"
@@ -192,3 +196,178 @@ def test_kserve_transformers_backend_is_a_named_unsupported_kind(tmp_path: Path)
         "transformers (--backend=huggingface), not vLLM: not modelled"
     )
     assert _checks(report, "error") == ["unsupported-kind", "unsupported-kind"]
+
+
+BAD_VALUES = [
+    ("servingEngineSpec: [1]\n", "servingEngineSpec: a mapping is expected, not list"),
+    (
+        "servingEngineSpec:\n  modelSpec:\n  - name: llama\n",
+        "servingEngineSpec.modelSpec.0.modelURL: required by the chart (helm template refuses without it)",
+    ),
+    (
+        "servingEngineSpec:\n  modelSpec:\n  - {name: llama, modelURL: m, requestGPU: two}\n",
+        "servingEngineSpec.modelSpec.0.requestGPU: a whole number >= 0 is expected, not 'two'",
+    ),
+    (
+        "servingEngineSpec:\n  modelSpec:\n  - {name: a, modelURL: m, vllmConfig: {extraArgs: [{x: 1}]}}\n",
+        "servingEngineSpec.modelSpec.0.vllmConfig.extraArgs.0: a string is expected",
+    ),
+    (
+        "modelArtifacts: {name: m, uri: 'oci://registry/m'}\n",
+        "modelArtifacts.uri: oci://registry/m: only hf:// and pvc+hf:// are read (which model?)",
+    ),
+    (
+        "modelArtifacts: {uri: 'hf://m'}\ndecode: {containers: []}\n",
+        "decode.containers: no container: nothing serves requests",
+    ),
+    (
+        "modelArtifacts: {uri: 'hf://m'}\ndecode: {parallelism: {tensor: -2}, containers: [{name: v}]}\n",
+        "decode.parallelism.tensor: a whole number >= 0 is expected, not -2",
+    ),
+]
+
+
+@pytest.mark.parametrize(("values", "message"), BAD_VALUES)
+def test_a_malformed_values_file_is_one_error_naming_the_field(tmp_path: Path, values: str, message: str) -> None:
+    (tmp_path / "values.yaml").write_text(values)
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(DEPLOY.format(hardware="H100-SXM5-80GB"))
+    with pytest.raises(InputError) as caught:
+        validate(deploy, [tmp_path / "values.yaml"])
+    assert caught.value.one_line() == f"{tmp_path / 'values.yaml'}#0: {message}"
+
+
+def test_an_unknown_kind_alone_is_one_line_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "k8s.yaml").write_text("apiVersion: example.com/v1\nkind: ModelServer\nmetadata: {name: m}\n")
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(DEPLOY.format(hardware="H100-SXM5-80GB") + "manifests: [k8s.yaml]\n")
+    result = run("validate", str(deploy))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {tmp_path / 'k8s.yaml'}: no Deployment, StatefulSet or LeaderWorkerSet with a vLLM container "
+        "(vllm serve ...)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("file", "model", "preset"),
+    [
+        ("production-stack-values-01-minimal-amd-example.yaml", "facebook/opt-125m", "opt-125m"),
+        ("llm-d-modelservice-values-pd.yaml", "facebook/opt-125m", "opt-125m"),
+        ("kserve-llmisvc-single-gpu.yaml", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", "Qwen3-Coder-30B-A3B-Instruct"),
+    ],
+)
+def test_a_public_example_of_a_model_without_a_preset_is_an_input_error(
+    tmp_path: Path, file: str, model: str, preset: str
+) -> None:
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(DEPLOY.format(hardware="H100-SXM5-80GB"))
+    with pytest.raises(InputError) as caught:
+        validate(deploy, [DATA / file])
+    assert caught.value.field == "model"
+    assert caught.value.message.startswith(f"unknown model '{model}': no preset for '{preset}'")
+
+
+def _made(file: str, *more: str) -> list[dict[str, Any]]:
+    """The workloads the readers make from vendored files (their documents, read as validate reads them)."""
+    documents = [d for f in (file, *more) for d in read_documents(DATA / f)]
+    rendered = render_workloads(documents)
+    return [document for _, document in rendered.documents]
+
+
+def _pod(workload: dict[str, Any]) -> dict[str, Any]:
+    spec = workload["spec"]
+    template = spec["leaderWorkerTemplate"]["leaderTemplate"] if "leaderWorkerTemplate" in spec else spec["template"]
+    return dict(template["spec"])
+
+
+def test_kserve_merges_the_runtime_and_the_model_as_its_controller_does() -> None:
+    (made,) = _made("kserve-fluid-isvc.yaml", "kserve-huggingfaceserver-runtime.yaml")
+    assert made["metadata"]["name"] == "llama-31-8b-instruct-predictor" and made["spec"]["replicas"] == 1
+    pod = _pod(made)
+    (container,) = pod["containers"]
+    # runtime args (--model_name={{.Name}}) then the model's; huggingfaceserver's own flags out; no hf:// model
+    assert container["command"] == ["vllm", "serve"]
+    assert container["args"] == [
+        "/mnt/models",
+        "--gpu-memory-utilization=0.95",
+        "--max-model-len=1024",
+        "--tensor-parallel-size=1",
+        "--enforce-eager",
+        "--disable-log-stats",
+    ]
+    # the model's resources over the runtime's (cpu "1" -> "24"), the runtime's env and /dev/shm kept
+    assert container["resources"]["limits"] == {"cpu": "24", "memory": "48Gi", "nvidia.com/gpu": "1"}
+    assert [e["name"] for e in container["env"]] == ["LMCACHE_USE_EXPERIMENTAL"]
+    assert container["volumeMounts"] == [{"name": "devshm", "mountPath": "/dev/shm"}]
+    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "g5.8xlarge"}
+    assert pod["volumes"] == [{"name": "devshm", "emptyDir": {"medium": "Memory"}}]
+
+
+def test_llm_inference_service_runs_the_template_command_with_its_additional_args() -> None:
+    (made,) = _made("kserve-llmisvc-single-gpu.yaml")
+    assert made["metadata"]["name"] == "qwen3-coder-tool-calling-kserve"
+    (container,) = _pod(made)["containers"]
+    assert container["command"] == [
+        "vllm",
+        "serve",
+        "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8",
+        "--port",
+        "8000",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser=qwen3_coder",
+        "--enable-log-requests",
+        "--enable-log-outputs",
+    ]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+
+
+def test_production_stack_amd_values_request_amd_gpus_with_the_charts_probes() -> None:
+    (made,) = _made("production-stack-values-01-minimal-amd-example.yaml")
+    assert made["metadata"]["name"] == "vllm-opt125m-deployment-vllm"
+    pod = _pod(made)
+    (container,) = pod["containers"]
+    assert container["image"] == "rocm/vllm:instinct_main"
+    assert container["command"] == ["vllm", "serve", "facebook/opt-125m", "--host", "0.0.0.0", "--port", "8000"]
+    assert container["resources"] == {
+        "requests": {"memory": "16Gi", "cpu": "6", "amd.com/gpu": 1},
+        "limits": {"amd.com/gpu": 1},
+    }
+    assert container["startupProbe"] == {"initialDelaySeconds": 15, "periodSeconds": 10, "failureThreshold": 60}
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["key"] == "your-node-label"
+    assert "volumes" not in pod  # no tensorParallelSize: the chart mounts no /dev/shm
+
+
+def test_llm_d_values_run_vllm_serve_with_one_gpu_per_tensor_rank() -> None:
+    (made,) = _made("llm-d-modelservice-values-pd.yaml")
+    assert made["kind"] == "Deployment" and made["metadata"]["name"] == "vllm-decode"
+    (container,) = _pod(made)["containers"]
+    assert container["command"] == ["vllm", "serve"]
+    assert container["args"] == [
+        "facebook/opt-125m",
+        "--port",
+        "8000",
+        "--served-model-name",
+        "facebook/opt-125m",
+        "--enforce-eager",
+        "--kv-transfer-config",
+        '{"kv_connector":"NixlConnector", "kv_role":"kv_both"}',
+    ]
+    # parallelism unset: tensor 1 x dataLocal 1 = 1 device, added to the container's own limits
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": 1, "memory": "16Gi", "cpu": "16"}
+
+
+def test_llm_d_multinode_values_are_a_leader_worker_set(tmp_path: Path) -> None:
+    values = (
+        "multinode: true\nmodelArtifacts: {name: meta-llama/Llama-3.1-405B-Instruct, uri: 'hf://meta-llama/Llama-3.1-405B-Instruct'}\n"
+        "decode:\n  replicas: 2\n  parallelism: {tensor: 8, workers: 2}\n"
+        "  containers: [{name: vllm, modelCommand: vllmServe, args: ['--pipeline-parallel-size', '2']}]\n"
+    )
+    (tmp_path / "values.yaml").write_text(values)
+    (made,) = [d for _, d in render_workloads(read_documents(tmp_path / "values.yaml")).documents]
+    assert made["kind"] == "LeaderWorkerSet" and made["spec"]["replicas"] == 2
+    assert made["spec"]["leaderWorkerTemplate"]["size"] == 2
+    (container,) = _pod(made)["containers"]
+    assert container["resources"] == {"limits": {"nvidia.com/gpu": 8}, "requests": {"nvidia.com/gpu": 8}}
+    assert container["args"][3:5] == ["--tensor-parallel-size", "8"]
