@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from tests.plan.test_manifests import make_candidate, make_spec
 from tests.test_cli import run
 from ttftsim.errors import InputError
+from ttftsim.plan.k8s.alternatives import kserve_inference_service, production_stack_values
 from ttftsim.validate.formats import render_workloads
 from ttftsim.validate.manifests import read_documents
 from ttftsim.validate.run import validate
@@ -371,3 +374,19 @@ def test_llm_d_multinode_values_are_a_leader_worker_set(tmp_path: Path) -> None:
     (container,) = _pod(made)["containers"]
     assert container["resources"] == {"limits": {"nvidia.com/gpu": 8}, "requests": {"nvidia.com/gpu": 8}}
     assert container["args"][3:5] == ["--tensor-parallel-size", "8"]
+
+
+@pytest.mark.parametrize("emit", [production_stack_values, kserve_inference_service])
+def test_what_plan_emits_for_the_charts_validate_reads_back(tmp_path: Path, emit: Any) -> None:
+    """`ttftsim plan --emit`'s production-stack values and KServe InferenceService, read back by validate: the
+    engine arguments the plan chose (TP 2, fp8, prefix caching...) are the ones predicted."""
+    spec = make_spec(cand=make_candidate(tp=2, quantization="fp8"))
+    (tmp_path / "emitted.yaml").write_text(yaml.safe_dump(emit(spec)))
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(DEPLOY.format(hardware="H100-SXM5-80GB"))
+    report = validate(deploy, [tmp_path / "emitted.yaml"]).as_json()
+    engine = report["deployment"]["engine"]
+    assert (engine["tensor_parallel_size"], engine["quantization"], engine["max_model_len"]) == (2, "fp8", 8192)
+    assert report["deployment"]["model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert [f["check"] for f in report["findings"] if f["check"] in ("tp-vs-gpus", "gpu-request")] == []
+    assert report["prediction"] is not None
