@@ -390,3 +390,21 @@ def test_what_plan_emits_for_the_charts_validate_reads_back(tmp_path: Path, emit
     assert report["deployment"]["model"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert [f["check"] for f in report["findings"] if f["check"] in ("tp-vs-gpus", "gpu-request")] == []
     assert report["prediction"] is not None
+
+
+def test_production_stack_with_two_engines_says_which_one_is_checked(tmp_path: Path) -> None:
+    values = (
+        "servingEngineSpec:\n  modelSpec:\n"
+        "  - {name: llama, modelURL: meta-llama/Llama-3.1-8B-Instruct, requestGPU: 1}\n"
+        "  - {name: qwen, modelURL: Qwen/Qwen2.5-7B-Instruct, requestGPU: 1}\n"
+    )
+    (tmp_path / "values.yaml").write_text(values)
+    rendered = render_workloads(read_documents(tmp_path / "values.yaml"))
+    assert [d["metadata"]["name"] for _, d in rendered.documents] == [
+        "vllm-llama-deployment-vllm",
+        "vllm-qwen-deployment-vllm",
+    ]
+    assert rendered.findings[-1].message == (
+        f"{tmp_path / 'values.yaml'}#0: 2 engines (vllm-llama-deployment-vllm, vllm-qwen-deployment-vllm); "
+        "validate checks and predicts the first"
+    )

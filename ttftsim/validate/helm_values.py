@@ -82,6 +82,10 @@ def _production_stack(values: Fields) -> list[RenderedWorkload]:
             out.append(RenderedWorkload(values.source, None, (note(values.source, message, "warning"),)))
             continue
         out.append(_stack_engine(values.source, engine, spec))
+    made = [w.document["metadata"]["name"] for w in out if w.document is not None]
+    if len(made) > 1:  # validate checks one serving workload: the first
+        message = f"{len(made)} engines ({', '.join(made)}); validate checks and predicts the first"
+        out.append(RenderedWorkload(values.source, None, (note(values.source, message, "warning"),)))
     return out
 
 
