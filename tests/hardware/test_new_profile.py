@@ -123,8 +123,9 @@ def test_kernel_tables_of_the_new_gpu_are_found_by_its_aiconfigurator_system(fol
     (profiles / "x200-sxm-96gb.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     tables = folder / "tables" / "x200_sxm" / "gemm" / "vllm" / "0.24.0"
     tables.mkdir(parents=True)
-    gemm = {"gemm_dtype": ["bfloat16", "fp8"], "m": [8, 8], "n": [4096] * 2, "k": [4096] * 2, "latency": [0.02, 0.01]}
-    pd.DataFrame(gemm).to_parquet(tables / "gemm_perf.parquet")
+    gemm = {"gemm_dtype": ["bfloat16", "bfloat16", "fp8"], "m": [8] * 3, "n": [4096] * 3, "k": [4096] * 3}
+    gemm |= {"latency": [0.02, 0.03, 0.01], "kernel_source": ["torch.nn.functional.linear", "OtherKernel", "Cutlass"]}
+    pd.DataFrame(gemm).to_parquet(tables / "gemm_perf.parquet")  # bf16 by two kernels: torch's is kept
     (folder / "tables" / "unknown_sys" / "gemm").mkdir(parents=True)  # a system no profile names: left out
     imported = import_aiconfigurator(folder / "tables")
     assert list(imported) == ["X200-SXM-96GB"]

@@ -59,10 +59,20 @@ def aiconfigurator_core_tables() -> Path:
         ) from None
 
 
+def _one_kernel_per_dtype(frame: pd.DataFrame) -> pd.DataFrame:
+    """Where a dtype was timed with several kernels, the default one (torch's linear, vllm_default); a dtype
+    timed with one kernel keeps it (fp8 in aiconfigurator-core's vLLM 0.24 tables: CUTLASS scaled-mm only)."""
+    if "kernel_source" not in frame.columns or frame.empty:
+        return frame
+    keep = pd.Series(True, index=frame.index)
+    for _, rows in frame.groupby("gemm_dtype", sort=False):
+        if rows["kernel_source"].nunique() > 1:
+            keep[rows.index] = rows["kernel_source"].str.contains("torch|default")
+    return frame[keep]  # in the table's own order
+
+
 def _gemm(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame[frame["gemm_dtype"].isin(list(GEMM_DTYPES))]
-    if "kernel_source" in frame.columns and frame["kernel_source"].nunique() > 1:  # one kernel per dtype
-        frame = frame[frame["kernel_source"].str.contains("torch|default")]
+    frame = _one_kernel_per_dtype(frame[frame["gemm_dtype"].isin(list(GEMM_DTYPES))])
     return pd.DataFrame(
         {
             "op": "gemm",
