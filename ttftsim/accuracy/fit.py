@@ -11,7 +11,7 @@ units of OVERHEAD_UNIT_S.
 
 Cross-validation: runs dealt to k folds in order (k = the number of runs, leave-one-out, up to MAX_LOO_RUNS
 runs; else DEFAULT_FOLDS); each fold is fitted on the other runs (starting from the fit on all) and predicts
-its own. A factor's interval is the range of its fold fits.
+its own. A factor's interval is the range of its fold fits (and of the fit on every run).
 """
 
 from __future__ import annotations
@@ -207,7 +207,8 @@ class FitResult:
     cross_validated: list[StageResult]
 
     def interval(self, name: FactorName) -> tuple[float, float]:
-        values = [getattr(factors, name) for factors in self.fold_factors]
+        """The range of the factor over the fold fits and the fit on every run."""
+        values = [getattr(factors, name) for factors in (*self.fold_factors, self.factors)]
         return min(values), max(values)
 
 

@@ -47,7 +47,9 @@ def fit(
 
     calibration, result, notes = fit_reports(reports, deployment, names, progress)
     write_calibration(calibration, out)
-    console.print("factor                        fitted     range over CV folds", markup=False, highlight=False)
+    console.print(
+        "factor                        fitted     range over CV folds and the fit", markup=False, highlight=False
+    )
     for name in result.names:
         low, high = result.interval(name)
         value = getattr(result.factors, name)

@@ -47,10 +47,10 @@ class Factors(StrictModel):
 
 
 class FactorFit(StrictModel):
-    """How well one factor is known: the range of its fits over the cross-validation folds."""
+    """How well one factor is known: the range of its fits over the cross-validation folds (and all runs)."""
 
-    low: float = Field(description="Lowest value fitted over the cross-validation folds")
-    high: float = Field(description="Highest value fitted over the cross-validation folds")
+    low: float = Field(description="Lowest value fitted over the cross-validation folds and all runs")
+    high: float = Field(description="Highest value fitted over the cross-validation folds and all runs")
 
     @model_validator(mode="after")
     def _ordered(self) -> FactorFit:
