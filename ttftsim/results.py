@@ -170,7 +170,17 @@ def load_simulation(root: Path, relative: str) -> Simulation:
     return Simulation(name, summary, requests, series)
 
 
-def load_plan(root: Path, relative: str) -> tuple[dict[str, Any], str]:
+@dataclass(frozen=True)
+class SavedPlan:
+    """A plan folder: plan.json, and the recommended deployment's manifests.yaml and README.md ('' when the
+    plan has no winner, or was written before the README)."""
+
+    data: dict[str, Any]
+    manifests: str
+    readme: str
+
+
+def load_plan(root: Path, relative: str) -> SavedPlan:
     inside(root, relative)
     marker = complete(root, relative, "plan")
     plan = _json(root, _join(relative, "plan.json"))
@@ -178,13 +188,17 @@ def load_plan(root: Path, relative: str) -> tuple[dict[str, Any], str]:
         result_shapes.check_plan(plan)
     except ValueError as exc:
         raise ResultError(f"{_join(relative, 'plan.json')}: {exc}") from None
-    if "manifests.yaml" not in marker.files:  # a plan without a winner has none
-        return plan, ""
-    try:
-        text = read_bytes(inside(root, _join(relative, "manifests.yaml")), what="manifests.yaml")
-    except InputError as exc:
-        raise ResultError(f"{relative}: {exc.message}") from None
-    return plan, text.decode("utf-8", errors="replace")
+    texts = []
+    for name in ("manifests.yaml", "README.md"):  # a plan without a winner has neither
+        if name not in marker.files:
+            texts.append("")
+            continue
+        try:
+            text = read_bytes(inside(root, _join(relative, name)), what=name)
+        except InputError as exc:
+            raise ResultError(f"{relative}: {exc.message}") from None
+        texts.append(text.decode("utf-8", errors="replace"))
+    return SavedPlan(plan, *texts)
 
 
 def load_accuracy(root: Path, relative: str) -> dict[str, Any]:
@@ -208,12 +222,14 @@ def write_report(root: Path, out: Path) -> list[str]:
 
     def simulation(relative: str) -> tuple[str, list[Any]]:
         sim = load_simulation(root, relative)
-        shown = [figures.ttft_distribution(sim.requests, sim.slo_s), figures.ttft_breakdown(sim.summary)]
-        return f"Simulation: {sim.name}", [*shown, figures.time_series(sim.series, sim.slo_s)]
+        shown = [figures.ttft_distribution(sim.requests, sim.slo_s), figures.tpot_distribution(sim.requests)]
+        shown += [figures.ttft_breakdown(sim.summary), figures.time_series(sim.series, sim.slo_s)]
+        return f"Simulation: {sim.name}", shown
 
     def plan(relative: str) -> tuple[str, list[Any]]:
-        data, _ = load_plan(root, relative)
-        return f"Plan: {data.get('plan')}", [_plan_answer(data), figures.plan_scatter(data)]
+        saved = load_plan(root, relative)
+        answer, deployment = _plan_section(saved)
+        return f"Plan: {saved.data.get('plan')}", [*answer, figures.plan_scatter(saved.data), *deployment]
 
     def accuracy(relative: str) -> tuple[str, list[Any]]:
         return f"Accuracy: {relative}", [figures.accuracy_scatter(load_accuracy(root, relative))]
@@ -256,19 +272,35 @@ def write_report(root: Path, out: Path) -> list[str]:
     return problems
 
 
-def _plan_answer(plan: dict[str, Any]) -> str:
-    """A plan's answer in words (plan.json's recommendation, or what came closest) and each GPU type's best,
-    as escaped HTML (plans written before these fields show what they have)."""
-    answer = plan.get("recommendation") or (
-        f"No candidate meets the SLOs. Closest: {plan['closest']}" if plan.get("closest") else ""
+def _plan_section(saved: SavedPlan) -> tuple[list[str], list[str]]:
+    """A plan's answer as escaped HTML: the recommendation in plain words, each GPU type's best (those out of
+    the running greyed), the candidates' table; then, after the figure, the winner's README and manifests."""
+    from ttftsim import plan_view
+
+    gpus = "".join(
+        f"<li style='color:{'#888' if g.is_out else 'inherit'}'><b>{escape(g.hardware)}</b>: {escape(g.text)}</li>"
+        for g in plan_view.gpu_bests(saved.data)
     )
-    best = plan.get("best_per_gpu") or {}
-    items = "".join(
-        f"<li>{escape(str(hw))}: {escape(str(row.get('explanation', '')))}</li>"
-        for hw, row in best.items()
-        if isinstance(row, dict)
+    head = "".join(f"<th>{escape(c['name'])}</th>" for c in plan_view.headers())
+    body = "".join(
+        f"<tr style='color:{'inherit' if row['status'] in plan_view.IN_THE_RUNNING else '#888'}'>"
+        + "".join(f"<td>{escape(_html_cell(row[c['id']]))}</td>" for c in plan_view.headers())
+        + "</tr>"
+        for row in plan_view.table_rows(saved.data)
     )
-    return (f"<p><b>{escape(str(answer))}</b></p>" if answer else "") + (f"<ul>{items}</ul>" if items else "")
+    answer = [
+        f"<p class='recommendation'><b>{escape(plan_view.recommendation(saved.data))}</b></p>",
+        f"<h3>Best per GPU type</h3><ul>{gpus}</ul>",
+        f"<h3>Candidates</h3><table border='1' cellspacing='0' cellpadding='3'><tr>{head}</tr>{body}</table>",
+    ]
+    files = (("How to deploy it (README.md)", saved.readme), ("Manifests (manifests.yaml)", saved.manifests))
+    return answer, [f"<h3>{escape(title)}</h3><pre>{escape(text)}</pre>" for title, text in files if text]
+
+
+def _html_cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.4g}" if isinstance(value, float) else str(value)
 
 
 def check_report_target(out: Path) -> None:

@@ -65,6 +65,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     slower = root / "slower.yaml"
     slower.write_text(SMALL.replace("hardware: H100-SXM5-80GB", "hardware: L40S-48GB"))
     run("simulate", str(slower), "--out", str(root / "sim-l40s"))  # may miss the SLO (exit 1): results written
+    busier = root / "busier.yaml"
+    busier.write_text(SMALL.replace("rate: 6}", "rate: 9}").replace("name: small", "name: busier"))
+    assert run("simulate", str(busier), "--out", str(root / "sim-busier")).returncode == 0
     plan = run("plan", str(ROOT / "examples/plans/quickstart.yaml"), "--out", str(root / "plan-quickstart"))
     assert plan.returncode == 0, plan.stderr
     (root / "accuracy-h100.json").write_text(json.dumps(ACCURACY))
@@ -85,7 +88,7 @@ def test_paths_outside_the_results_folder_are_refused(results: Path, tmp_path: P
     with pytest.raises(ResultError, match="outside"):
         inside(results, "escape")
     found = discover(results)
-    assert {"sim-small", "sim-l40s", "sim-broken"} <= set(found.simulations)
+    assert {"sim-small", "sim-l40s", "sim-busier", "sim-broken"} <= set(found.simulations)
     assert [i.folder for i in found.incomplete] == ["sim-interrupted"]
     assert found.plans == ["plan-quickstart"] and "accuracy-h100.json" in found.accuracy
 
@@ -96,7 +99,7 @@ def test_report_is_one_self_contained_html_file(results: Path, tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     html = out.read_text()
     assert html.count("plotly.js v") >= 1 and '<script src="https://cdn' not in html  # embedded, no CDN
-    assert html.count('class="plotly-graph-div"') >= 3 * 2 + 1 + 1  # 2 simulations x 3, the plan, the accuracy
+    assert html.count('class="plotly-graph-div"') == 4 * 3 + 1 + 1  # 3 simulations x 4, the plan, the accuracy
     assert "Not shown" in html and "accuracy-broken.json" in html and "sim-broken" in html
     assert "sim-interrupted: incomplete" in html
 
@@ -163,6 +166,23 @@ def _traces(page: Any, graph: str, at_least: int = 1) -> int:
     return int(page.evaluate(script))
 
 
+def _axis_titles(page: Any, graph: str) -> list[str]:
+    """The titles of a graph's axes as drawn (text of class xtitle, x2title, ...): x axes, then y axes."""
+    page.wait_for_selector(f"#{graph} .xtitle")
+    texts = f"[...document.querySelectorAll('#{graph} text')]"
+    titles = [
+        page.evaluate(
+            f"{texts}.filter(e => /^{axis}[0-9]*title$/.test(e.getAttribute('class'))).map(e => e.textContent)"
+        )
+        for axis in "xy"
+    ]
+    return [str(t) for t in titles[0] + titles[1]]
+
+
+def _trace_names(page: Any, graph: str) -> list[str]:
+    return [str(n) for n in page.evaluate(f"document.querySelector('#{graph} .js-plotly-plot').data.map(t => t.name)")]
+
+
 def _pick(page: Any, dropdown: str, option: str) -> None:
     page.click(f"#{dropdown}")
     page.get_by_role("option", name=option, exact=True).click()
@@ -184,11 +204,22 @@ def test_explorer_runs_a_scenario_and_shows_a_saved_one(server: str, browser: An
     assert _traces(page, "explorer-dist", 2) >= 2 and _traces(page, "explorer-breakdown") == 1
     assert _traces(page, "explorer-series", 4) >= 4
     _shot(page, "explorer-run")
-    _pick(page, "explorer-result", "sim-small")
+    assert _axis_titles(page, "explorer-tpot") == ["TPOT (ms per token)"] * 2 + ["requests", "fraction of requests"]
+    _pick(page, "explorer-result", "sim-l40s")
     page.wait_for_function(
         "document.querySelector('#explorer-summary').innerText.includes('200 requests')", timeout=30_000
     )
-    assert _traces(page, "explorer-dist", 2) >= 2
+    assert _traces(page, "explorer-dist", 2) >= 2 and _traces(page, "explorer-tpot", 2) >= 2
+    assert "TPOT mean" in page.inner_text("#explorer-summary")
+    page.wait_for_function("document.querySelector('#explorer-loaded').innerText.includes('sim-l40s')")
+    assert page.inner_text("#explorer-loaded").startswith(
+        "Form filled from sim-l40s (scenario small); traffic measured"
+    )
+    # the form holds the saved run's settings (SMALL on an L40S: TP 1, vLLM's defaults for its 48 GB as resolved)
+    assert page.inner_text("#explorer-hardware") == "L40S-48GB"
+    assert page.input_value("#explorer-requests") == "200" and page.input_value("#explorer-tp") == "1"
+    assert page.input_value("#explorer-seqs") == "256" and page.input_value("#explorer-batch") == "2048"  # under 70 GiB
+    assert page.input_value("#explorer-slo") == "500" and 5.0 < float(page.input_value("#explorer-rate")) < 7.0
     _shot(page, "explorer-saved")
     assert errors == []
 
@@ -216,6 +247,25 @@ def test_plan_view_shows_candidates_the_front_and_manifests(server: str, browser
     )
     assert _traces(page, "plan-scatter", 2) >= 2
     assert page.locator("#plan-table tr").count() > 5
+    recommendation = page.inner_text("#plan-recommendation")  # the answer first, in words, with its reason
+    assert recommendation.startswith("1 x H100-SXM5-80GB TP1, least_outstanding ($3.00/h): ")
+    assert "is the limit, at " in recommendation and "P99 TTFT " in recommendation
+    gpus = page.locator("#plan-gpus li").all_inner_texts()
+    assert [g.split(":")[0] for g in gpus] == ["H100-SXM5-80GB", "A100-SXM4-80GB", "L40S-48GB"]
+    headers = page.locator("#plan-table th").all_inner_texts()
+    for header in ("cost ($/h)", "P99 TTFT (ms)", "mean TPOT (ms)", "limit (binding SLO)", "why out"):
+        assert header in headers, headers
+    pruned = page.locator("#plan-table tr", has_text="pruned").first  # out of the running: greyed
+    assert pruned.locator("td").first.evaluate("e => getComputedStyle(e).color") == "rgb(138, 138, 138)"
+    assert "cannot beat $3.00/h" in pruned.inner_text()
+    assert _axis_titles(page, "plan-scatter") == [
+        "cost ($/h)",
+        "cost ($/h)",
+        "P99 TTFT (ms)",
+        "mean TPOT (ms per token)",
+    ]
+    assert "Pareto front (cost, P99 TTFT)" in _trace_names(page, "plan-scatter")
+    assert "Apply, in this order" in page.inner_text("#plan-readme")
     _shot(page, "plan")
     assert errors == []
 
@@ -226,7 +276,13 @@ def test_compare_and_accuracy_views(server: str, browser: Any) -> None:
     _pick(page, "compare-a", "sim-small")
     _pick(page, "compare-b", "sim-l40s")
     page.wait_for_function("document.querySelectorAll('#compare-table tr').length > 3", timeout=30_000)
-    assert _traces(page, "compare-cdf", 2) == 2
+    assert _traces(page, "compare-cdf", 4) == 4  # TTFT and TPOT, A and B
+    assert page.inner_text("#compare-warning") == ""  # the same requests on another GPU: a fair comparison
+    _pick(page, "compare-b", "sim-busier")
+    page.wait_for_function("document.querySelector('#compare-warning').innerText.includes('not fed the same')")
+    warning = page.inner_text("#compare-warning")
+    assert "A 200 requests at " in warning and "; B 200 requests at " in warning
+    assert "TPOT P99 (ms)" in page.locator("#compare-table").inner_text()
     _shot(page, "compare")
     page.click("text=Accuracy")
     _pick(page, "accuracy-result", "accuracy-h100.json")
@@ -280,7 +336,7 @@ def _update(
     return client.post("/_dash-update-component", json=body)
 
 
-EXPLORER = ["explorer-dist.figure", "explorer-breakdown.figure", "explorer-series.figure"]
+EXPLORER = ["explorer-dist.figure", "explorer-tpot.figure", "explorer-breakdown.figure", "explorer-series.figure"]
 EXPLORER += ["explorer-summary.children", "explorer-error.children"]
 
 
@@ -341,13 +397,15 @@ def test_malformed_and_escaping_results_answer_in_the_page_never_500(
     error = _error_of(_update(client, EXPLORER, pick, form, changed=1), "explorer")
     assert "outside the results folder, refused" in error
     plan = ["plan-scatter.figure", "plan-table.data", "plan-table.columns", "plan-manifests.children"]
-    plan += ["plan-summary.children", "plan-error.children"]
+    plan += ["plan-summary.children", "plan-error.children", "plan-recommendation.children", "plan-gpus.children"]
+    plan += ["plan-readme.children"]
     response = _update(client, plan, {"plan-result.value": "plan-shape"})
     assert "ranked: expected a list of objects" in _error_of(response, "plan")
     accuracy = ["accuracy-scatter.figure", "accuracy-table.data", "accuracy-table.columns", "accuracy-error.children"]
     response = _update(client, accuracy, {"accuracy-result.value": "accuracy-shape.json"})
     assert "stages.0.case: expected text, got null" in _error_of(response, "accuracy")
-    compare = ["compare-cdf.figure", "compare-table.data", "compare-table.columns", "compare-error.children"]
+    compare = ["compare-cdf.figure", "compare-table.data", "compare-table.columns", "compare-warning.children"]
+    compare += ["compare-error.children"]
     response = _update(client, compare, {"compare-a.value": "sim-small", "compare-b.value": "sim-shape"})
     assert "sim-shape/summary.json" in _error_of(response, "compare")
     from ttftsim import figures
