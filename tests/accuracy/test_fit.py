@@ -15,11 +15,11 @@ import pytest
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.accuracy.fit import Evaluator, Problem, folds_of, residuals_of, to_factors, to_vector
 from ttftsim.accuracy.fit_checks import check_effects
-from ttftsim.accuracy.fit_run import fit_cases, parse_factors
+from ttftsim.accuracy.fit_run import fit_cases, fitted_cases, parse_factors
 from ttftsim.accuracy.ground_truth import Case, StageTruth
 from ttftsim.accuracy.harness import StageResult, run_case
 from ttftsim.calibration.factors import ScaledKernelCosts, scaled_api_server, scaled_linear
-from ttftsim.config.deployment_calibration import FactorName, Factors
+from ttftsim.config.deployment_calibration import DeploymentCalibration, FactorName, Factors
 from ttftsim.config.engine import ApiServerCosts
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
@@ -250,3 +250,33 @@ def test_fit_with_one_report_of_one_run_is_refused_on_one_line(tmp_path: Path) -
 def test_problem_holds_its_runs() -> None:
     problem = Problem([], Path(), Path(), "CPU-host", ("step_overhead_s",), 0.006)
     assert Evaluator(problem).problem is problem
+
+
+def test_fit_command_writes_a_calibration_that_simulations_accept(tmp_path: Path) -> None:
+    reports = [
+        REPORTS / "vllm-bench-0.32.0" / name for name in ("poisson-2rps-detailed.json", "concurrency-4-summary.json")
+    ]
+    out = tmp_path / "my-cluster.json"
+    deployment = ["--deployment", str(REPORTS / "cpu-server.yaml")]
+    result = run("fit", *map(str, reports), *deployment, "--factors", "api_server_cost_scale", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    calibration = DeploymentCalibration.model_validate_json(out.read_text())
+    assert calibration.hardware == "CPU-host" and calibration.fitted == ["api_server_cost_scale"]
+    assert calibration.provenance is not None and calibration.provenance.folds == 2  # leave-one-out
+    value = calibration.factors.api_server_cost_scale
+    low, high = calibration.intervals["api_server_cost_scale"].low, calibration.intervals["api_server_cost_scale"].high
+    assert low <= value <= high and value > 1.5  # the loaded machine's API server was slower than measured
+    assert calibration.factors.gemm_efficiency_scale == 1.0  # not fitted: neutral
+    line = next(line for line in result.stdout.splitlines() if line.startswith("api_server_cost_scale"))
+    assert f"{value:.3f}" in line
+    replica = build_replica(scenario(2.0, str(out)), tmp_path)
+    assert replica.engine.api_server.per_request_s == pytest.approx(API["per_request_s"] * value)
+
+
+def test_overloaded_runs_are_left_out_with_a_note(tmp_path: Path) -> None:
+    cases = [measured_case(rate, Factors(), tmp_path) for rate in (2.0, 8.0)]
+    failed = replace(cases[1], name="timed out", stages=[replace(cases[1].stages[0], num_failed=3)])
+    kept, notes, hardware, min_overhead = fitted_cases([*cases, failed], Path())
+    assert [case.name for case in kept] == ["2 req/s", "8 req/s"] and hardware == "CPU-host"
+    assert notes == ["timed out: left out (measured overloaded: requests failed or median TTFT over 10 s)"]
+    assert min_overhead == STEP["fixed_s"]
