@@ -208,11 +208,17 @@ BAD_VALUES = [
         "servingEngineSpec.modelSpec.0.modelURL: required by the chart (helm template refuses without it)",
     ),
     (
-        "servingEngineSpec:\n  modelSpec:\n  - {name: llama, modelURL: m, requestGPU: two}\n",
+        "servingEngineSpec:\n  modelSpec:\n  - {name: llama, modelURL: m, repository: r, tag: t}\n",
+        "servingEngineSpec.modelSpec.0.requestMemory: required by the chart (helm template refuses without it)",
+    ),
+    (
+        "servingEngineSpec:\n  modelSpec:\n  - {name: llama, modelURL: m, repository: r, tag: t, resources: {},"
+        " requestGPU: two}\n",
         "servingEngineSpec.modelSpec.0.requestGPU: a whole number >= 0 is expected, not 'two'",
     ),
     (
-        "servingEngineSpec:\n  modelSpec:\n  - {name: a, modelURL: m, vllmConfig: {extraArgs: [{x: 1}]}}\n",
+        "servingEngineSpec:\n  modelSpec:\n  - {name: a, modelURL: m, repository: r, tag: t, resources: {},"
+        " vllmConfig: {extraArgs: [{x: 1}]}}\n",
         "servingEngineSpec.modelSpec.0.vllmConfig.extraArgs.0: a string is expected",
     ),
     (
@@ -395,8 +401,10 @@ def test_what_plan_emits_for_the_charts_validate_reads_back(tmp_path: Path, emit
 def test_production_stack_with_two_engines_says_which_one_is_checked(tmp_path: Path) -> None:
     values = (
         "servingEngineSpec:\n  modelSpec:\n"
-        "  - {name: llama, modelURL: meta-llama/Llama-3.1-8B-Instruct, requestGPU: 1}\n"
-        "  - {name: qwen, modelURL: Qwen/Qwen2.5-7B-Instruct, requestGPU: 1}\n"
+        "  - {name: llama, modelURL: meta-llama/Llama-3.1-8B-Instruct, repository: vllm/vllm-openai, tag: v0.15.1,\n"
+        "     requestCPU: 8, requestMemory: 32Gi, requestGPU: 1}\n"
+        "  - {name: qwen, modelURL: Qwen/Qwen2.5-7B-Instruct, repository: vllm/vllm-openai, tag: v0.15.1,\n"
+        "     requestCPU: 8, requestMemory: 32Gi, requestGPU: 1}\n"
     )
     (tmp_path / "values.yaml").write_text(values)
     rendered = render_workloads(read_documents(tmp_path / "values.yaml"))

@@ -90,11 +90,12 @@ def _production_stack(values: Fields) -> list[RenderedWorkload]:
 
 
 def _stack_engine(source: str, engine: Fields, spec: Fields) -> RenderedWorkload:
-    name = spec.text("name")
-    model = spec.text("modelURL")
-    if not name or not model:
-        missing = "name" if not name else "modelURL"
-        raise InputError(source, f"{spec.path}.{missing}", "required by the chart (helm template refuses without it)")
+    required = ["name", "modelURL", "repository", "tag"]
+    required += [] if spec.has("resources") else ["requestMemory", "requestCPU"]  # chart.resources
+    for key in required:  # the template's `required`: helm template fails without them
+        if not spec.text(key):
+            raise InputError(source, spec.where(key), "required by the chart (helm template refuses without it)")
+    name, model = str(spec.text("name")), str(spec.text("modelURL"))
     words = ["vllm", "serve", model, "--host", "0.0.0.0", "--port", str(engine.count("containerPort", 8000))]
     words += ["--enable-lora"] if spec.flag("enableLoRA", False) else []
     words += ["--enable-auto-tool-choice"] if spec.flag("enableTool", False) else []
