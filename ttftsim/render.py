@@ -270,6 +270,18 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
         f"({win.gpus} GPUs, {_money(win.cost_per_hour)}/hour), predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms"
         f"{spare}"
     )
+    day = result.day_json()
+    if day is not None:
+        console.print(f"[green]over the day:[/] {day['recommendation']}", highlight=False)
+        for option in day["options"]:
+            hpa, minutes = option["option"], option["violation_minutes_per_day"]
+            console.print(
+                f"  HPA {hpa['min_replicas']}-{hpa['max_replicas']} on {day['metric']} {hpa['target']:g}: "
+                f"{_money(option['cost_per_day_usd'])}/day, "
+                f"{'?' if minutes is None else f'{minutes:,.0f}'} SLO-violation minutes/day, "
+                f"up to {option['max_ready_replicas']} replicas",
+                highlight=False,
+            )
     render_warnings(console, list(result.warnings))
     console.print(f"wrote {folder}/plan.json, run.json, ranked.csv, vllm-args.txt, manifests.yaml")
 

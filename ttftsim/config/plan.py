@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
@@ -64,6 +65,45 @@ class Availability(StrictModel):
     )
 
 
+class DaySearch(StrictModel):
+    """Autoscaling over a day: the winner's deployment under a rate curve, with each HPA setting searched
+    and a fixed fleet sized for the peak, compared on cost per day and SLO-violation minutes."""
+
+    rate_curve: list[tuple[float, float]] = Field(
+        min_length=2, description="(time s, requests/s) points, piecewise linear (e.g. a diurnal day)"
+    )
+    min_replicas: list[int] = Field(min_length=1, description="HPA minReplicas values to try")
+    max_replicas: list[int] = Field(min_length=1, description="HPA maxReplicas values to try")
+    metric: Literal["num_requests_waiting", "ttft_p99_s", "num_requests_running", "kv_cache_usage_perc"] = Field(
+        default="num_requests_waiting", description="The HPA's metric (vLLM's, as scraped by Prometheus)"
+    )
+    targets: list[float] = Field(min_length=1, description="HPA target values to try (the metric's unit)")
+    max_violation_minutes: float = Field(
+        default=0.0, ge=0, description="SLO-violation minutes a day allowed to the recommended setting"
+    )
+
+    @model_validator(mode="after")
+    def _curve(self) -> DaySearch:
+        times = [t for t, _ in self.rate_curve]
+        if times[0] != 0 or any(b <= a for a, b in itertools.pairwise(times)):
+            raise ValueError("rate_curve times start at 0 and increase")
+        if any(rate < 0 for _, rate in self.rate_curve) or max(rate for _, rate in self.rate_curve) <= 0:
+            raise ValueError("rate_curve rates are >= 0, some > 0")
+        if any(r < 1 for r in self.min_replicas) or any(r < 1 for r in self.max_replicas):
+            raise ValueError("min_replicas and max_replicas values are >= 1")
+        if any(t <= 0 for t in self.targets):
+            raise ValueError("targets are > 0")
+        return self
+
+    @property
+    def peak_rate(self) -> float:
+        return max(rate for _, rate in self.rate_curve)
+
+    @property
+    def span_s(self) -> float:
+        return self.rate_curve[-1][0]
+
+
 class Plan(StrictModel):
     """What `ttftsim plan` searches."""
 
@@ -93,6 +133,9 @@ class Plan(StrictModel):
     manifests: ManifestOptions = Field(
         default_factory=ManifestOptions, description="The cluster-specific parts of the winner's Kubernetes manifests"
     )
+    day: DaySearch | None = Field(
+        default=None, description="Autoscaling over a day: HPA settings against a fixed fleet (plan/day.py)"
+    )
     seed: int = Field(default=0, ge=0, description="Random seed; same plan and seed, same result")
 
     @field_validator("slo")
@@ -114,6 +157,8 @@ class Plan(StrictModel):
     def _rate_traffic(self) -> Plan:
         workload = self.workload
         if isinstance(workload, TraceWorkload):
+            if self.day is not None:
+                raise ValueError("day: the rate curve replaces the traffic's arrivals, which a trace fixes")
             return self
         if not isinstance(workload, SyntheticWorkload | SharedPrefixWorkload | ConversationWorkload) or not isinstance(
             workload.arrivals, RATE_ARRIVALS

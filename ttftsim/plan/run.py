@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model, preset_repository
 from ttftsim.model.not_modelled import model_warnings
-from ttftsim.plan import evaluate
+from ttftsim.plan import day, evaluate
 from ttftsim.plan.manifests import write_deployment
 from ttftsim.plan.search import Progress, Row, Runner, best_per_gpu, pareto, search
 from ttftsim.plan.store import Store
@@ -50,6 +50,7 @@ class PlanResult:
     computed: int
     reused: int
     warnings: tuple[str, ...] = ()  # what the plan reads but does not model
+    day: list[dict[str, Any]] = field(default_factory=list)  # the winner over the day: HPA settings, fixed last
 
     @property
     def fully_simulated(self) -> int:
@@ -84,6 +85,21 @@ class PlanResult:
             "pareto": [_row_json(r) for r in self.front],
             "ranked": [_row_json(r) for r in self.rows],
             "warnings": list(self.warnings),
+            "day": self.day_json(),
+        }
+
+    def day_json(self) -> dict[str, Any] | None:
+        """The day's options with their cost and SLO-violation minutes per day, and the recommended one."""
+        if not self.day or self.plan.day is None:
+            return None
+        hpa, fixed = self.day[:-1], self.day[-1]
+        best = day.recommend(hpa, self.plan.day)
+        return {
+            "recommendation": day.sentence(best, fixed),
+            "best": best,
+            "fixed": fixed,
+            "options": hpa,
+            "metric": self.plan.day.metric,
         }
 
     def run_info(self) -> dict[str, Any]:
@@ -132,13 +148,26 @@ def run_plan(
     runner = Runner(plan, str(path.resolve().parent), store, backend, workers, progress)
     try:
         rows = search(runner)
+        winner = next((r for r in rows if r.status == "confirmed"), None)
+        day_results = _day(runner, winner)
     finally:
         runner.close()
         store.close()
-    winner = next((r for r in rows if r.status == "confirmed"), None)
-    result = PlanResult(plan, rows, pareto(rows), winner, runner.computed, store.reused, tuple(warnings))
+    result = PlanResult(plan, rows, pareto(rows), winner, runner.computed, store.reused, tuple(warnings), day_results)
     write_outputs(result, out, str(path.resolve().parent))
     return result
+
+
+def _day(runner: Runner, winner: Row | None) -> list[dict[str, Any]]:
+    """The winner over the day's rate curve: each HPA setting, then the fixed fleet (plan/day.py)."""
+    plan = runner.plan
+    if plan.day is None or winner is None:
+        return []
+    fixed = day.fixed_replicas(plan, winner.candidate, winner.max_rate)
+    count = len(day.options(plan.day))
+    jobs = [("day", winner.candidate, float((i + 1) * 1000 + fixed)) for i in range(count)]
+    jobs.append(("day", winner.candidate, float(fixed)))  # index FIXED (-1) + 1 = 0
+    return runner.run("day", jobs)
 
 
 def check_plan(plan: Plan, path: Path) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ttftsim.config.plan import Plan
 from ttftsim.metrics.slo import SloFigures, judge
-from ttftsim.plan import evaluate
+from ttftsim.plan import day, evaluate
 from ttftsim.plan.evaluate import Candidate
 from ttftsim.plan.explain import check_key, missed, sentence
 from ttftsim.plan.store import Store
@@ -59,6 +59,9 @@ def run_task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: fl
         return evaluate.capacity(plan, base, candidate, arg)
     if kind == "predict":
         return evaluate.predict(plan, base, candidate, int(arg))
+    if kind == "day":  # arg = option index * 1000 + the fixed fleet's replicas (plan/day.py)
+        index, fixed = divmod(int(arg), 1000)
+        return day.run_day(plan, base, candidate, index - 1, fixed)
     return evaluate.confirm(plan, base, candidate, int(arg))
 
 
