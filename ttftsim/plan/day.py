@@ -39,7 +39,7 @@ def day_scenario(plan: Plan, cand: Candidate, option: dict[str, Any] | None, fix
     option's HPA, or (None) a fixed fleet of `fixed` replicas."""
     day = plan.day
     assert day is not None
-    tp = cand.tensor_parallel_size
+    tp = evaluate.replica_gpus(plan, cand)  # a node per replica
     if option is None:
         cluster = fixed_cluster(cand.hardware, fixed, tp, cand.router, cand.warm_pool, gpus_per_node=tp)
     else:

@@ -205,6 +205,11 @@ def capacity(plan: Plan, base: str, cand: Candidate, saturated: float) -> dict[s
     }
 
 
+def replica_gpus(plan: Plan, cand: Candidate) -> int:
+    """GPUs of one replica: the candidate's TP times the plan's pipeline stages (engine.pipeline_parallel_size)."""
+    return cand.tensor_parallel_size * plan.engine.pipeline_parallel_size
+
+
 def price_per_gpu_hour(plan: Plan, hardware: str) -> float:
     if hardware in plan.gpu_prices:
         return plan.gpu_prices[hardware]
@@ -226,7 +231,7 @@ def sizing(plan: Plan, cand: Candidate, max_rate: float) -> dict[str, Any]:
     per_replica = max_rate * (1.0 - plan.headroom)
     needed = max(1, math.ceil(plan.target_rate / per_replica)) if per_replica > 0 else 1 << 30
     replicas = replica_count(plan, needed)
-    gpus = (replicas + cand.warm_pool) * cand.tensor_parallel_size
+    gpus = (replicas + cand.warm_pool) * replica_gpus(plan, cand)
     return {
         "needed": needed,
         "replicas": replicas,
@@ -249,7 +254,7 @@ def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = "."
     extra: dict[str, Any] = {}
     if isinstance(plan.workload, ConversationWorkload):  # sessions outlive their start: stop at a horizon
         extra["horizon_s"] = num_requests / plan.target_rate + CONVERSATION_TAIL_S
-    cluster = fixed_cluster(cand.hardware, replicas, cand.tensor_parallel_size, cand.router, cand.warm_pool)
+    cluster = fixed_cluster(cand.hardware, replicas, replica_gpus(plan, cand), cand.router, cand.warm_pool)
     if plan.availability.redundancy == "n_plus_1":
         cluster["faults"] = [{"at_s": pod_failure_s(plan), "kind": "pod", "index": 0}]
     return scenario(plan, cand, plan.target_rate, num_requests, base, cluster=cluster, **extra)

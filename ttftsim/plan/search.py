@@ -292,7 +292,7 @@ def _confirm(runner: Runner, rows: list[Row]) -> None:
     plan = runner.plan
     jobs = [("confirm", r.candidate, float(r.replicas)) for r in rows]
     for row, result in zip(rows, runner.run("confirm", jobs), strict=True):
-        size_gpus = (result["replicas"] + row.candidate.warm_pool) * row.candidate.tensor_parallel_size
+        size_gpus = (result["replicas"] + row.candidate.warm_pool) * evaluate.replica_gpus(plan, row.candidate)
         row.replicas, row.gpus = result["replicas"], size_gpus
         row.cost_per_hour = size_gpus * evaluate.price_per_gpu_hour(plan, row.candidate.hardware)
         row.pods_lost = int(result.get("pods_lost", 0))
