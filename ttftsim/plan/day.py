@@ -64,10 +64,8 @@ def day_scenario(plan: Plan, cand: Candidate, option: dict[str, Any] | None, fix
         }
     slo = plan.slo.model_dump(exclude_none=True)
     scenario = evaluate.scenario(plan, cand, day.peak_rate, 1, base, cluster=cluster, metrics_window_s=60.0, slo=slo)
-    workload = scenario.workload.model_copy(
-        update={"arrivals": {"type": "rate_curve", "points": day.rate_curve}, "num_requests": None}
-    ).model_dump()
-    workload["duration_s"] = day.span_s
+    workload = scenario.workload.model_dump()
+    workload.update(arrivals={"type": "rate_curve", "points": day.rate_curve}, num_requests=None, duration_s=day.span_s)
     return scenario.model_validate({**scenario.model_dump(exclude_unset=False), "workload": workload})
 
 
