@@ -97,7 +97,7 @@ def table_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:
                 shown[column] = int(shown[column]) or None  # a candidate out before sizing has no replicas
         shown["binding"] = words(row["binding"]) if _known_target(row.get("binding")) else (row.get("binding") or None)
         bound = row.get("lower_bound_cost")
-        if row.get("status") not in IN_THE_RUNNING and _is_number(bound) and "$" not in str(row.get("reason")):
+        if row.get("status") not in IN_THE_RUNNING and _is_number(bound) and "at best" not in str(row.get("reason")):
             shown["why_out"] = f"{row.get('reason') or row.get('status')} (at best ${bound:,.2f}/h)"
         rows.append(shown)
     return rows

@@ -90,7 +90,7 @@ def plan_page(saved: SavedPlan) -> tuple[Any, ...]:
         figures.plan_scatter(plan),
         plan_view.table_rows(plan),
         plan_view.headers(),
-        saved.manifests or "(no manifests: the plan recommends nothing)",
+        saved.manifests or "(no manifests.yaml in this plan folder: a plan with no winner writes none)",
         context,
         "",
         plan_view.recommendation(plan),

@@ -70,6 +70,12 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert run("simulate", str(busier), "--out", str(root / "sim-busier")).returncode == 0
     plan = run("plan", str(ROOT / "examples/plans/quickstart.yaml"), "--out", str(root / "plan-quickstart"))
     assert plan.returncode == 0, plan.stderr
+    quickstart = json.loads((root / "plan-quickstart" / "plan.json").read_text())
+    pruned = next(r for r in quickstart["ranked"] if r["status"] == "pruned" and "L40S" in r["label"])
+    quickstart["best_per_gpu"]["L40S-48GB"] = pruned  # as a plan whose every L40S candidate was pruned
+    quickstart["plan"] = "pruned"
+    with staged(root / "plan-pruned", "plan") as folder:
+        (folder / "plan.json").write_text(json.dumps(quickstart))
     (root / "accuracy-h100.json").write_text(json.dumps(ACCURACY))
     (root / "accuracy-broken.json").write_text('{"stages": [')
     with staged(root / "sim-broken", "simulation") as broken:  # complete, and malformed
@@ -90,7 +96,7 @@ def test_paths_outside_the_results_folder_are_refused(results: Path, tmp_path: P
     found = discover(results)
     assert {"sim-small", "sim-l40s", "sim-busier", "sim-broken"} <= set(found.simulations)
     assert [i.folder for i in found.incomplete] == ["sim-interrupted"]
-    assert found.plans == ["plan-quickstart"] and "accuracy-h100.json" in found.accuracy
+    assert found.plans == ["plan-pruned", "plan-quickstart"] and "accuracy-h100.json" in found.accuracy
 
 
 def test_report_is_one_self_contained_html_file(results: Path, tmp_path: Path) -> None:
@@ -99,9 +105,27 @@ def test_report_is_one_self_contained_html_file(results: Path, tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     html = out.read_text()
     assert html.count("plotly.js v") >= 1 and '<script src="https://cdn' not in html  # embedded, no CDN
-    assert html.count('class="plotly-graph-div"') == 4 * 3 + 1 + 1  # 3 simulations x 4, the plan, the accuracy
+    assert html.count('class="plotly-graph-div"') == 4 * 3 + 2 + 1  # 3 simulations x 4, 2 plans, the accuracy
     assert "Not shown" in html and "accuracy-broken.json" in html and "sim-broken" in html
     assert "sim-interrupted: incomplete" in html
+    plan = html[html.index("<h2>Plan: quickstart</h2>") :]  # the answer, then the table, the figure, how to deploy
+    assert plan.split("\n")[1].startswith(
+        "<p class='recommendation'><b>1 x H100-SXM5-80GB TP1, least_outstanding ($3.00/h): "
+    )
+    for text in (
+        "<li style='color:inherit'><b>L40S-48GB</b>: 8 x L40S-48GB",
+        "<th>P99 TTFT (ms)</th>",
+        "<th>mean TPOT (ms)</th>",
+    ):
+        assert text in plan
+    assert "<li style='color:#888'><b>L40S-48GB</b>: L40S-48GB TP2" in html  # the pruned best, greyed
+    assert "cannot beat $3.00/h (at best $7.20/h)" in plan  # a pruned candidate, with its bound
+    readme, manifests = (
+        plan.index("<h3>How to deploy it (README.md)</h3>"),
+        plan.index("<h3>Manifests (manifests.yaml)"),
+    )
+    assert plan.index("plotly-graph-div") < readme < plan.index("## Apply, in this order") < manifests
+    assert "kind: Deployment" in plan[manifests:]
 
 
 def _free_port() -> int:
@@ -267,6 +291,15 @@ def test_plan_view_shows_candidates_the_front_and_manifests(server: str, browser
     assert "Pareto front (cost, P99 TTFT)" in _trace_names(page, "plan-scatter")
     assert "Apply, in this order" in page.inner_text("#plan-readme")
     _shot(page, "plan")
+    _pick(page, "plan-result", "plan-pruned")
+    page.wait_for_function("document.querySelector('#plan-gpus li.out') !== null", timeout=30_000)
+    out = page.locator("#plan-gpus li.out")
+    assert out.inner_text().startswith(
+        "L40S-48GB: L40S-48GB TP2, seqs 64, least_outstanding: pruned: cannot beat $3.00/h"
+    )
+    assert out.evaluate("e => getComputedStyle(e).color") == "rgb(138, 138, 138)"
+    assert page.inner_text("#plan-manifests") == "(no manifests.yaml in this plan folder: a plan with no winner writes none)"
+    _shot(page, "plan-pruned")
     assert errors == []
 
 
