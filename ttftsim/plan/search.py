@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -119,7 +120,13 @@ class Runner:
         import ray
 
         if not ray.is_initialized():
-            ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+            address = os.environ.get("RAY_ADDRESS")  # an existing cluster (`ray start --head`, KubeRay, ...)
+            if address:
+                ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+            else:  # a local one of `workers` processes for this run
+                ray.init(
+                    num_cpus=self.workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR
+                )
         remote = ray.remote(run_task)
         pending = {
             remote.remote(plan_json, self.base, kind, asdict(cand), arg): index for index, (kind, cand, arg) in todo

@@ -1,0 +1,60 @@
+"""The plan on an existing Ray cluster (two local worker processes started here with `ray start`, stopped
+after): the same plan.json as the local process pool. RAY_ADDRESS points ttftsim at any Ray cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "plans" / "quickstart.yaml"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _plan(tmp_path: Path, name: str, env: dict[str, str], *options: str) -> dict[str, object]:
+    command = [sys.executable, "-m", "ttftsim", "plan", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / name)]
+    result = subprocess.run([*command, "--json", *options], capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+def test_a_plan_on_an_existing_ray_cluster_equals_the_local_one(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="the Ray backend needs ray (pip install 'ttftsim[dist]')")
+    ray = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
+    if ray is None:
+        pytest.skip("the ray command is not installed")
+    plan = yaml.safe_load(QUICKSTART.read_text())
+    plan["search"] = {"hardware": ["H100-SXM5-80GB"], "tensor_parallel_size": [1], "max_num_seqs": [None, 64]}
+    plan |= {"probe_requests": 300, "confirm_s": 60, "confirm_top": 1}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"RAY_AUTH_MODE": "disabled"}  # no token
+    local = _plan(tmp_path, "local", env, "--workers", "2")
+    port = _free_port()
+    start = [ray, "start", "--head", "--num-cpus", "2", "--port", str(port), "--node-ip-address", "127.0.0.1"]
+    started = subprocess.run(
+        [*start, "--include-dashboard", "false", "--disable-usage-stats"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert started.returncode == 0, started.stderr
+    try:
+        on_ray = _plan(tmp_path, "ray", env | {"RAY_ADDRESS": f"127.0.0.1:{port}"}, "--backend", "ray")
+    finally:
+        subprocess.run([ray, "stop", "--force"], capture_output=True, env=env, check=False, timeout=120)
+    assert on_ray == local
