@@ -14,7 +14,7 @@ from tests.test_cli import run
 from ttftsim.errors import InputError
 from ttftsim.plan.k8s.alternatives import kserve_inference_service, production_stack_values
 from ttftsim.validate.formats import render_workloads
-from ttftsim.validate.manifests import read_documents
+from ttftsim.validate.manifests import find_serving, read_documents
 from ttftsim.validate.run import validate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "manifests"
@@ -416,3 +416,41 @@ def test_production_stack_with_two_engines_says_which_one_is_checked(tmp_path: P
         f"{tmp_path / 'values.yaml'}#0: 2 engines (vllm-llama-deployment-vllm, vllm-qwen-deployment-vllm); "
         "validate checks and predicts the first"
     )
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    children: list[tuple[Any, Any]] = []
+    if isinstance(node, dict):
+        children = list(node.items())
+    elif isinstance(node, list):
+        children = list(enumerate(node))
+    return [prefix] + [p for key, value in children for p in _paths(value, (*prefix, key))]
+
+
+@pytest.mark.parametrize(
+    "file",
+    [
+        "kserve-fluid-isvc.yaml",
+        "kserve-llmisvc-single-gpu.yaml",
+        "production-stack-values-25-v100-multi-gpu-tp2.yaml",
+        "llm-d-modelservice-values-gaudi.yaml",
+    ],
+)
+def test_any_field_of_the_wrong_type_is_an_input_error_never_an_exception(tmp_path: Path, file: str) -> None:
+    """Every field of a KServe resource or values file replaced by a list, a mapping, a number and a string:
+    reading it makes workloads or raises InputError (validate's one line), nothing else."""
+    original = yaml.safe_load((DATA / file).read_text())
+    runtime = (DATA / "kserve-huggingfaceserver-runtime.yaml").read_text()
+    for path in _paths(original)[1:]:
+        for wrong in ([1], {"a": 1}, 7, "x"):
+            document = yaml.safe_load((DATA / file).read_text())
+            node = document
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = wrong
+            (tmp_path / "m.yaml").write_text(yaml.safe_dump(document) + "---\n" + runtime)
+            try:
+                documents = read_documents(tmp_path / "m.yaml")
+                find_serving(documents + render_workloads(documents).documents)
+            except InputError:  # NoServingWorkloadError included
+                continue

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ttftsim.errors import InputError
-from ttftsim.validate.rendered import Documents, RenderedWorkload, gpu_resources, note, workload
+from ttftsim.validate.rendered import Documents, RenderedWorkload, gpu_resources, merge_resources, note, workload
 from ttftsim.validate.yaml_fields import Fields
 
 RELEASE = "vllm"
@@ -234,9 +234,6 @@ def _modelservice_container(
         out["command"] = ["python", "-m", "vllm.entrypoints.openai.api_server"]
         out["args"] = ["--model", model, "--port", "8000", *flags, *container.words("args")]
     gpus = tensor * data_local
-    resources = dict(container.data.get("resources") or {})
-    if resource is not None:
-        for part, values in gpu_resources(resource, gpus).items():
-            resources[part] = {**values, **(resources.get(part) or {})}
-    out["resources"] = resources
+    devices = Fields(container.source, "", gpu_resources(resource, gpus) if resource is not None else {})
+    out["resources"] = merge_resources(devices, container.mapping("resources"))  # the container's own win
     return out

@@ -24,7 +24,8 @@ import shlex
 from typing import Any
 
 from ttftsim.errors import InputError
-from ttftsim.validate.rendered import Documents, RenderedWorkload, note, workload
+from ttftsim.validate.k8s_schema import SchemaFinding
+from ttftsim.validate.rendered import Documents, RenderedWorkload, merge_resources, note, workload
 from ttftsim.validate.yaml_fields import Fields
 
 
@@ -33,6 +34,7 @@ def _words(text: str) -> frozenset[str]:
 
 
 GROUP = "serving.kserve.io"
+BACKEND_FIX = "set --backend=vllm (or leave it auto) to serve with vLLM, which ttftsim models"
 RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
 MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts the model (constants.DefaultModelLocalMountPath)
 # KServe's own runtimes (config/runtimes/kserve-huggingfaceserver.yaml, kserve-vllmserver.yaml), by model format
@@ -95,13 +97,32 @@ def _inference_service(
         k: predictor.data[k] for k in ("nodeSelector", "affinity", "tolerations", "volumes") if k in predictor.data
     }
     replicas = predictor.count("minReplicas", 1)
+    notes = []
+    if replicas == 0:  # Knative scales to zero: the first request after idle waits a whole cold start
+        message = f"InferenceService/{name}: minReplicas 0 scales to zero; predicted with 1 replica, cold starts aside"
+        notes.append(note(source, message, "warning"))
+        replicas = 1
     if predictor.has("containers"):  # a custom container: the pods run it as written
         pod["containers"] = predictor.items("containers")
-        made = workload("Deployment", f"{name}-predictor", replicas, pod)
-        return RenderedWorkload(source, made, (note(source, f"InferenceService/{name}: its custom container"),))
-    if not predictor.has("model"):
+        notes.append(note(source, f"InferenceService/{name}: its custom container read as the predictor's"))
+    elif predictor.has("model"):
+        made = _model_container(source, name, predictor.mapping("model"), runtimes)
+        if made is None or isinstance(made, SchemaFinding):
+            return None if made is None else RenderedWorkload(source, None, (made,))
+        container, runtime_spec, model_notes = made
+        notes += model_notes
+        pod |= {k: v for k, v in runtime_spec.items() if k in ("nodeSelector", "affinity", "volumes") and k not in pod}
+        pod["containers"] = [container]
+    else:
         return None  # k8s_schema's unsupported-kind finding names it
-    model = predictor.mapping("model")
+    return RenderedWorkload(source, workload("Deployment", f"{name}-predictor", replicas, pod), tuple(notes))
+
+
+def _model_container(
+    source: str, name: str, model: Fields, runtimes: list[tuple[str, dict[str, Any]]]
+) -> tuple[dict[str, Any], dict[str, Any], list[SchemaFinding]] | SchemaFinding | None:
+    """The predictor container (runtime merged with the model), the runtime's pod spec, and notes; a finding
+    when it does not run vLLM; None when no runtime serves the model format."""
     format_name = (model.mapping("modelFormat").text("name") or "").lower()
     runtime, runtime_name = _runtime(model, format_name, runtimes)
     if runtime is None:
@@ -110,27 +131,29 @@ def _inference_service(
     containers = runtime_spec.mappings("containers")
     if not containers:
         raise InputError(runtime_name, "spec.containers", "the serving runtime has no container")
-    container = _merge(containers[0].data, model.data)
+    container = _merge(containers[0], model)
     container["args"] = [a.replace("{{.Name}}", name) for a in containers[0].words("args") + model.words("args")]
+    read_as = f"the Deployment {name}-predictor that KServe makes with the runtime {runtime_name.split(' ')[-1]}"
+    notes = [note(source, f"InferenceService/{name} read as {read_as}")]
     storage = model.text("storageUri") or ""
     hf_id = storage.removeprefix("hf://") if storage.startswith("hf://") else None
-    notes = [
-        note(
-            source,
-            f"InferenceService/{name} read as the Deployment {name}-predictor that KServe makes "
-            f"with the runtime {runtime_name.split(' ')[-1]}",
+    if storage and hf_id is None:
+        message = (
+            f"InferenceService/{name}: the model comes from {storage}; name it with `model:` in the deployment file"
         )
-    ]
+        notes.append(note(source, message, "warning"))
+    if _is_huggingface_server(container) and _backend(container["args"]) == "huggingface":
+        message = (
+            f"{source}: KServe InferenceService/{name} runs Hugging Face transformers (--backend=huggingface), "
+            "not vLLM: not modelled"
+        )
+        return SchemaFinding("error", "unsupported-kind", message, BACKEND_FIX)
     if _is_huggingface_server(container):
-        container["command"], container["args"] = ["vllm", "serve"], _huggingface_args(source, container["args"], hf_id)
+        container["command"], container["args"] = ["vllm", "serve"], _huggingface_args(container["args"], hf_id)
         notes.append(note(source, "huggingfaceserver's own flags taken out, the rest read as vLLM's (backend vllm)"))
     elif hf_id is not None:
         container["args"] = [a.replace(MODEL_DIR, hf_id) for a in container["args"]]
-    for key in ("nodeSelector", "affinity", "volumes"):
-        if key in runtime_spec.data and key not in pod:
-            pod[key] = runtime_spec.data[key]
-    pod["containers"] = [container]
-    return RenderedWorkload(source, workload("Deployment", f"{name}-predictor", replicas, pod), tuple(notes))
+    return container, runtime_spec.data, notes
 
 
 def _runtime(
@@ -154,18 +177,15 @@ def _runtime(
     return {"spec": {"containers": [container]}}, f"KServe's ClusterServingRuntime/{builtin['name']}"
 
 
-def _merge(runtime: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+def _merge(runtime: Fields, model: Fields) -> dict[str, Any]:
     """The runtime container with the model's fields over it (strategic merge: maps merge, env by name)."""
-    merged = dict(runtime)
+    merged = dict(runtime.data)
     for key in ("image", "command", "readinessProbe", "livenessProbe", "startupProbe", "volumeMounts"):
-        if model.get(key) is not None:
-            merged[key] = model[key]
-    resources = dict(runtime.get("resources") or {})
-    for part, values in (model.get("resources") or {}).items():
-        resources[part] = {**(resources.get(part) or {}), **(values or {})}
-    merged["resources"] = resources
-    env = {str(e.get("name")): e for e in (runtime.get("env") or []) if isinstance(e, dict)}
-    env |= {str(e.get("name")): e for e in (model.get("env") or []) if isinstance(e, dict)}
+        if model.has(key):
+            merged[key] = model.data[key]
+    merged["resources"] = merge_resources(runtime.mapping("resources"), model.mapping("resources"))
+    env = {str(e.get("name")): e for e in runtime.items("env") if isinstance(e, dict)}
+    env |= {str(e.get("name")): e for e in model.items("env") if isinstance(e, dict)}
     merged["env"] = list(env.values())
     return merged
 
@@ -175,7 +195,17 @@ def _is_huggingface_server(container: dict[str, Any]) -> bool:
     return "huggingfaceserver" in str(container.get("image", "")) or "huggingfaceserver" in words
 
 
-def _huggingface_args(source: str, args: list[str], hf_id: str | None) -> list[str]:
+def _backend(args: list[str]) -> str:
+    """huggingfaceserver's --backend (auto picks vLLM for the architectures vLLM supports)."""
+    for index, word in enumerate(args):
+        if word.startswith("--backend="):
+            return word.split("=", 1)[1]
+        if word == "--backend" and index + 1 < len(args):
+            return args[index + 1]
+    return "auto"
+
+
+def _huggingface_args(args: list[str], hf_id: str | None) -> list[str]:
     """`vllm serve MODEL ...` from huggingfaceserver's arguments: its own flags out, --max_length as
     --max-model-len (its alias), the model from --model_id, else the hf:// storageUri."""
     model, out, index = hf_id, [], 0
@@ -196,9 +226,7 @@ def _huggingface_args(source: str, args: list[str], hf_id: str | None) -> list[s
             continue
         out.append(word)
         index += 1
-    if model is None:
-        raise InputError(source, "spec.predictor.model", "no --model_id argument and no hf:// storageUri: which model?")
-    return [model, *out]
+    return [model or MODEL_DIR, *out]  # /mnt/models: the deployment file's `model` names it
 
 
 def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWorkload:

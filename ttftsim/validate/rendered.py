@@ -8,6 +8,7 @@ from typing import Any
 
 from ttftsim.validate.k8s_schema import NOT_AN_OBJECT, SchemaFinding
 from ttftsim.validate.manifest_shapes import check_document
+from ttftsim.validate.yaml_fields import Fields
 
 Documents = list[tuple[str, dict[str, Any]]]
 
@@ -51,6 +52,17 @@ def note(source: str, message: str, severity: str = "info") -> SchemaFinding:
 def gpu_resources(name: str, count: int) -> dict[str, Any]:
     """requests and limits of `count` devices of the resource `name` (nvidia.com/gpu, amd.com/gpu)."""
     return {"limits": {name: count}, "requests": {name: count}} if count > 0 else {}
+
+
+def merge_resources(base: Fields, over: Fields) -> dict[str, Any]:
+    """Container resources, `over`'s quantities over `base`'s, requests and limits each merged by name."""
+    merged: dict[str, Any] = {}
+    for part in dict.fromkeys([*base.data, *over.data]):
+        if part in ("limits", "requests"):
+            merged[part] = {**base.mapping(part).data, **over.mapping(part).data}
+        else:
+            merged[part] = over.data.get(part, base.data.get(part))
+    return merged
 
 
 def workload(kind: str, name: str, replicas: int, pod_spec: dict[str, Any], group_size: int = 1) -> dict[str, Any]:
