@@ -121,6 +121,14 @@ PREDICTED = [
         ["vllm-args", "gpu-request"],  # --max-seq-len-to-capture is gone in 0.15; habana.ai/gaudi is no GPU
     ),
     (
+        ["gie-vllm-gpu-deployment.yaml"],
+        "H100-SXM5-80GB",
+        "Qwen/Qwen3-32B",  # python3 -m vllm.entrypoints.openai.api_server --model
+        3,
+        {"max_num_seqs": 1024, "max_model_len": 16000},  # --max-num-seq: argparse's prefix match, a warning
+        [],
+    ),
+    (
         ["kustomize-vllm-docs-nvidia.yaml"],
         "H100-SXM5-80GB",
         "mistralai/Mistral-7B-Instruct-v0.3",
