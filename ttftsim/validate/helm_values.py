@@ -115,8 +115,17 @@ def _stack_engine(source: str, engine: Fields, spec: Fields) -> RenderedWorkload
         container[probe] = {**default, **engine.mapping(probe).data}
     env = [{"name": "VLLM_USE_V1", "value": "0"}] if str(config.data.get("v0", "")) == "1" else []
     container["env"] = env + spec.items("env")
+    pod = _stack_pod(spec, container, config.has("tensorParallelSize"))
+    deployment = f"{RELEASE}-{name}-deployment-vllm"
+    made = workload("Deployment", deployment, spec.count("replicaCount", 1), pod)
+    message = f"production-stack values, modelSpec {name}, read as the Deployment {deployment} the chart renders"
+    return RenderedWorkload(source, made, (note(source, message),))
+
+
+def _stack_pod(spec: Fields, container: dict[str, Any], has_tp: bool) -> dict[str, Any]:
+    """The pod around the engine container: /dev/shm when tensorParallelSize is set, the node affinity."""
     pod: dict[str, Any] = {"containers": [container]}
-    if config.has("tensorParallelSize"):
+    if has_tp:
         container["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
         pod["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory"}}]
     if spec.has("affinity"):
@@ -126,10 +135,7 @@ def _stack_engine(source: str, engine: Fields, spec: Fields) -> RenderedWorkload
         pod["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
         }
-    deployment = f"{RELEASE}-{name}-deployment-vllm"
-    made = workload("Deployment", deployment, spec.count("replicaCount", 1), pod)
-    message = f"production-stack values, modelSpec {name}, read as the Deployment {deployment} the chart renders"
-    return RenderedWorkload(source, made, (note(source, message),))
+    return pod
 
 
 def _stack_config_flags(config: Fields) -> list[str]:
