@@ -274,13 +274,15 @@ def write_report(root: Path, out: Path) -> list[str]:
 
 def _plan_section(saved: SavedPlan) -> tuple[list[str], list[str]]:
     """A plan's answer as escaped HTML: the recommendation in plain words, each GPU type's best (those out of
-    the running greyed), the candidates' table; then, after the figure, the winner's README and manifests."""
+    the running in a greyed list of their own, with the bound that put them out), the candidates' table
+    (rows out of the running greyed); then, after the figure, the winner's README and manifests."""
     from ttftsim import plan_view
 
-    gpus = "".join(
-        f"<li style='color:{'#888' if g.is_out else 'inherit'}'><b>{escape(g.hardware)}</b>: {escape(g.text)}</li>"
-        for g in plan_view.gpu_bests(saved.data)
-    )
+    bests = plan_view.gpu_bests(saved.data)
+    lists = []
+    for title, is_out, style in (("Best per GPU type", False, ""), ("Out of the running", True, " style='color:#888'")):
+        items = "".join(f"<li>{escape(g.hardware)}: {escape(g.text)}</li>" for g in bests if g.is_out == is_out)
+        lists.append(f"<h3>{title}</h3><ul{style}>{items}</ul>" if items else "")
     head = "".join(f"<th>{escape(c['name'])}</th>" for c in plan_view.headers())
     body = "".join(
         f"<tr style='color:{'inherit' if row['status'] in plan_view.IN_THE_RUNNING else '#888'}'>"
@@ -289,8 +291,8 @@ def _plan_section(saved: SavedPlan) -> tuple[list[str], list[str]]:
         for row in plan_view.table_rows(saved.data)
     )
     answer = [
-        f"<p class='recommendation'><b>{escape(plan_view.recommendation(saved.data))}</b></p>",
-        f"<h3>Best per GPU type</h3><ul>{gpus}</ul>",
+        f"<p><b>{escape(plan_view.recommendation(saved.data))}</b></p>",
+        *lists,
         f"<h3>Candidates</h3><table border='1' cellspacing='0' cellpadding='3'><tr>{head}</tr>{body}</table>",
     ]
     files = (("How to deploy it (README.md)", saved.readme), ("Manifests (manifests.yaml)", saved.manifests))

@@ -109,16 +109,17 @@ def test_report_is_one_self_contained_html_file(results: Path, tmp_path: Path) -
     assert "Not shown" in html and "accuracy-broken.json" in html and "sim-broken" in html
     assert "sim-interrupted: incomplete" in html
     plan = html[html.index("<h2>Plan: quickstart</h2>") :]  # the answer, then the table, the figure, how to deploy
-    assert plan.split("\n")[1].startswith(
-        "<p class='recommendation'><b>1 x H100-SXM5-80GB TP1, least_outstanding ($3.00/h): "
-    )
+    assert plan.split("\n")[1].startswith("<p><b>1 x H100-SXM5-80GB TP1, least_outstanding ($3.00/h): ")
     for text in (
-        "<li style='color:inherit'><b>L40S-48GB</b>: 8 x L40S-48GB",
+        "<h3>Best per GPU type</h3><ul><li>H100-SXM5-80GB: 1 x H100",
+        "<li>L40S-48GB: 8 x L40S-48GB TP1",
         "<th>P99 TTFT (ms)</th>",
         "<th>mean TPOT (ms)</th>",
     ):
         assert text in plan
-    assert "<li style='color:#888'><b>L40S-48GB</b>: L40S-48GB TP2" in html  # the pruned best, greyed
+    assert "<h3>Out of the running</h3>" not in plan  # every GPU type has a candidate in the running
+    greyed = "<h3>Out of the running</h3><ul style='color:#888'><li>L40S-48GB: L40S-48GB TP2, seqs 64"
+    assert greyed in html  # the plan whose L40S best was pruned
     assert "cannot beat $3.00/h (at best $7.20/h)" in plan  # a pruned candidate, with its bound
     readme, manifests = (
         plan.index("<h3>How to deploy it (README.md)</h3>"),
@@ -298,7 +299,10 @@ def test_plan_view_shows_candidates_the_front_and_manifests(server: str, browser
         "L40S-48GB: L40S-48GB TP2, seqs 64, least_outstanding: pruned: cannot beat $3.00/h"
     )
     assert out.evaluate("e => getComputedStyle(e).color") == "rgb(138, 138, 138)"
-    assert page.inner_text("#plan-manifests") == "(no manifests.yaml in this plan folder: a plan with no winner writes none)"
+    assert (
+        page.inner_text("#plan-manifests")
+        == "(no manifests.yaml in this plan folder: a plan with no winner writes none)"
+    )
     _shot(page, "plan-pruned")
     assert errors == []
 
