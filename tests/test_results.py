@@ -100,6 +100,14 @@ def test_malformed_plans_and_accuracy_reports_name_the_field(tmp_path: Path) -> 
         (folder / "plan.json").write_text(json.dumps({"ranked": [{"label": "a", "status": 3}]}))
     with pytest.raises(ResultError, match=r"plan/plan.json: ranked.0.status: expected text, got int"):
         load_plan(tmp_path, "plan")
+    with staged(tmp_path / "tpot", "plan") as folder:  # a field the plan page draws: a number or nothing
+        (folder / "plan.json").write_text(json.dumps({"ranked": [{"label": "a", "status": "ok", "tpot_p99_s": "9"}]}))
+    with pytest.raises(ResultError, match=r"tpot/plan.json: ranked.0.tpot_p99_s: expected a number, got text"):
+        load_plan(tmp_path, "tpot")
+    with staged(tmp_path / "best", "plan") as folder:
+        (folder / "plan.json").write_text(json.dumps({"ranked": [], "best_per_gpu": {"L40S": {"label": "a"}}}))
+    with pytest.raises(ResultError, match=r"best/plan.json: best_per_gpu.L40S.status: expected text, got null"):
+        load_plan(tmp_path, "best")
     (tmp_path / "accuracy.json").write_text(json.dumps({"stages": [{"case": "h100", "stage": 1, "measured": 3}]}))
     with pytest.raises(ResultError, match=r"stages.0.measured: expected an object, got int"):
         load_accuracy(tmp_path, "accuracy.json")

@@ -10,7 +10,10 @@ from typing import Any
 import pandas as pd
 
 PERCENTILES = ("p50", "p90", "p99", "p999")
-PLAN_NUMBERS = ("cost_per_hour", "ttft_p50_s", "ttft_p99_s", "replicas", "gpus", "headroom")
+PLAN_NUMBERS = (  # each optional: plans written before a field show what they have
+    *("cost_per_hour", "ttft_p50_s", "ttft_p99_s", "replicas", "gpus", "headroom"),
+    *("tpot_mean_s", "tpot_p99_s", "cost_per_million_tokens", "output_tokens_per_s", "max_rate", "lower_bound_cost"),
+)
 ACCURACY_METRICS = ("ttft_p50", "ttft_p90", "ttft_p99")
 ACCURACY_FIGURES = ("median_ape", "p90_ape", "max_ape", "stages")
 
@@ -36,14 +39,19 @@ def check_frames(requests: pd.DataFrame, series: pd.DataFrame) -> None:
 
 
 def check_plan(plan: dict[str, Any]) -> None:
-    """plan.json: the ranked candidates (label, status, numbers), the Pareto front, the winner, the SLO."""
+    """plan.json: the ranked candidates (label, status, numbers), the Pareto front, each GPU type's best, the
+    winner, the SLO."""
     for index, row in enumerate(_records(plan.get("ranked"), "ranked")):
         _numbers(row, f"ranked.{index}", PLAN_NUMBERS, required=False)
         _strings(row, f"ranked.{index}", ("label", "status"))
     for index, row in enumerate(_records(plan.get("pareto", []), "pareto")):
         _strings(row, f"pareto.{index}", ("label",))
+    for gpu, row in _object(plan.get("best_per_gpu") or {}, "best_per_gpu").items():
+        _numbers(row, f"best_per_gpu.{gpu}", PLAN_NUMBERS, required=False)
+        _strings(row, f"best_per_gpu.{gpu}", ("label", "status"))
     if plan.get("winner") is not None:
         _numbers(plan["winner"], "winner", ("cost_per_hour", "ttft_p99_s"))
+        _numbers(plan["winner"], "winner", PLAN_NUMBERS, required=False)
     _numbers(plan.get("slo") or {}, "slo", ("ttft_p99_s",), required=False)
 
 
