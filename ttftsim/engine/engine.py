@@ -24,15 +24,15 @@ from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, cast
 
-import numpy as np
 import simpy
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.engine.decode_run import MAX_RUN_STEPS, DecodeRun, run_times
-from ttftsim.engine.pipeline import PipelineBatch, StageClock
+from ttftsim.engine.pipeline import PipelineQueue
 from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.scheduler import Scheduler, StepPlan, rejection
+from ttftsim.engine.speculative import DraftAcceptance
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import KVCacheManager
 from ttftsim.kvcache.offload import CpuTier
@@ -70,9 +70,8 @@ class Engine:
             and cfg.speculative is None
             and not cfg.lora_slots
         )
-        spec = cfg.speculative  # accepted drafts: a seeded draw per request and step (docs/engine-semantics.md 11)
-        self._spec_rng = np.random.default_rng([cfg.seed, replica]) if spec is not None else None
-        self._acceptance = spec.acceptance if spec is not None else 0.0
+        spec = cfg.speculative
+        self.drafts = DraftAcceptance(spec.acceptance, cfg.seed, replica) if spec is not None else None
         self.scheduler = Scheduler(cfg, self.kv, use_cohort=self.closed_form_decode)
         self.num_blocks = num_blocks
         self._wakeup = env.event()
@@ -196,7 +195,7 @@ class Engine:
                     else:
                         yield self.env.timeout(gap) if not self.accepts_pushes else self.env.timeout(gap) | self._wakeup
                     continue
-                run = self._run_cap(plan)
+                run = run_cap(plan, self.scheduler, self.closed_form_decode)
                 if run > 1:
                     yield from self._decode_run(plan, run)
                 else:
@@ -230,34 +229,21 @@ class Engine:
     def _pipeline_loop(self) -> Generator[simpy.Event, Any, None]:
         """Pipeline parallelism (pipeline.py): fill the batch queue while the scheduler finds work, else
         wait for the oldest batch and apply it; idle as the plain loop when nothing is in flight."""
-        model = cast(PipelineCostModel, self.perf)  # replica.py refuses measured step costs with PP
-        clock = StageClock(self.cfg.pp)
-        batches: deque[PipelineBatch] = deque()
+        queue = PipelineQueue(self.cfg.pp, cast(PipelineCostModel, self.perf))  # measured costs refused with PP
         try:
             while True:
                 self._pull_arrivals()
                 self._expire()
                 now = self.env.now
-                room = len(batches) < self.cfg.pp and self.scheduler.has_work()
+                room = queue.has_room() and self.scheduler.has_work()
                 plan = self.scheduler.schedule(now) if room else None
                 if plan is not None and not plan.is_empty:
-                    stages = model.stage_times(plan.shape, hidden_host=bool(batches))
-                    start, end = clock.run(now, stages, model.transfer_times(plan.shape))
-                    for state, new in plan.scheduled:
-                        state.num_inflight += new
-                    preemptions = tuple(state.num_preemptions for state, _ in plan.scheduled)
-                    batches.append(PipelineBatch(plan, start, end, preemptions))
+                    queue.start(plan, now)
                     continue
-                if batches:
-                    oldest = batches.popleft()
-                    yield self.env.timeout(max(0.0, oldest.end_s - now))
-                    scheduled = []
-                    for (state, new), count in zip(oldest.plan.scheduled, oldest.preemptions, strict=True):
-                        if state.num_preemptions == count and state.status == "running":
-                            state.num_inflight -= new
-                            scheduled.append((state, new))
-                    kept = StepPlan(tuple(scheduled), oldest.plan.preempted, oldest.plan.shape)
-                    self._complete(kept, oldest.start_s, oldest.end_s - oldest.start_s)
+                if queue.batches:
+                    yield self.env.timeout(max(0.0, queue.batches[0].end_s - now))
+                    kept, start, duration = queue.finish_oldest()
+                    self._complete(kept, start, duration)
                     continue
                 self._wakeup = self.env.event()
                 gap = self._next_arrival_in()
@@ -275,7 +261,7 @@ class Engine:
         if self._api_on:  # arrivals during the step reach the API server before the step's tokens
             self._pull_arrivals()
             delay = self.api.outputs(self.env.now, plan.shape.num_sampled) - self.env.now
-        self._record_step(start, duration, plan.shape.num_tokens, 1)
+        record_step(self, start, duration, plan.shape.num_tokens, 1)
         for state in plan.preempted:
             if state.first_preempt_s < 0:
                 state.first_preempt_s = start
@@ -289,20 +275,6 @@ class Engine:
         if plan.per_request:
             self.scheduler.rebuild_cohort()
 
-    def _record_step(self, start: float, duration: float, tokens: int, steps: int) -> None:
-        self.recorder.step(
-            (
-                start,
-                duration,
-                self.replica,
-                tokens,
-                self.scheduler.num_running,
-                self.scheduler.num_waiting,
-                self.kv.usage(),
-                steps,
-            )
-        )
-
     def _apply(self, state: RequestState, new: int, duration: float, delay: float) -> None:
         """One request's share of a finished iteration (outside the cohort)."""
         state.num_computed += new
@@ -313,7 +285,8 @@ class Engine:
         tokens = 1
         if state.num_computed > state.num_tokens:  # drafts verified: the accepted ones and one from the target
             left = state.req.output_tokens - state.num_output
-            tokens = min(self._accepted(state.num_computed - state.num_tokens) + 1, left)
+            assert self.drafts is not None
+            tokens = min(self.drafts.accepted(state.num_computed - state.num_tokens) + 1, left)
         for i in range(tokens):  # one inter-token latency per step (vLLM's stats), the rest arrive with it
             self._emit_token(state, duration if i == 0 else -1.0, delay)
         if tokens > 1 or state.num_computed > state.num_tokens:
@@ -341,12 +314,6 @@ class Engine:
             state.output_delay_s = delay
         elif state.num_output == 1:  # its visible token comes later, possibly inside the cohort
             self._awaiting_visible.append(state)
-
-    def _accepted(self, drafts: int) -> int:
-        """Draft tokens accepted of `drafts`: each accepted with the acceptance rate given the ones before it
-        were, stopping at the first rejection (a geometric draw, capped)."""
-        assert self._spec_rng is not None
-        return min(drafts, int(self._spec_rng.geometric(1.0 - self._acceptance)) - 1)
 
     def _mark_visible(self, step_ends: Any, delay: float) -> None:
         """Before the cohort advances over iterations ending at step_ends: members reaching their first
@@ -383,15 +350,6 @@ class Engine:
 
     # ---- closed-form decode runs ----
 
-    def _run_cap(self, plan: StepPlan) -> int:
-        """At most how many identical decode-only iterations follow from this plan (1 = just step; also
-        when a waiting request becomes visible at the next schedule)."""
-        if plan.per_request or plan.scheduled or plan.preempted or self.scheduler.deferred:
-            return 1
-        if not self.closed_form_decode:  # the reference path steps every iteration
-            return 1
-        return min(MAX_RUN_STEPS, self.scheduler.cohort.steps_to_next_finish())
-
     def _decode_run(self, plan: StepPlan, steps: int) -> Generator[simpy.Event, Any, None]:
         """Up to `steps` decode-only iterations in one timeout; an arrival cuts the run after the
         iteration in progress."""
@@ -423,7 +381,7 @@ class Engine:
         """The first `done` iterations of a decode run: blocks in stepping order, then tokens."""
         cohort, start, ends = self.scheduler.cohort, run.start_s, run.times.ends
         self._last_start_s = start + (float(ends[done - 2]) if done > 1 else 0.0)
-        self._record_step(start, float(ends[done - 1]), cohort.size * done, done)
+        record_step(self, start, float(ends[done - 1]), cohort.size * done, done)
         if self.cfg.kv_cache_mode == "paged":
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
@@ -460,3 +418,18 @@ class Engine:
         if 0 < done < len(run.times.ends) and self.cfg.kv_cache_mode == "paged":  # step 1 got its blocks when scheduled
             cohort = self.scheduler.cohort
             self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock)])
+
+
+def record_step(engine: Engine, start: float, duration: float, tokens: int, steps: int) -> None:
+    """One row of the iteration log: when, how long, tokens, the gauges after it, and how many iterations
+    it stands for (a closed-form decode run is one row)."""
+    gauges = (engine.scheduler.num_running, engine.scheduler.num_waiting, engine.kv.usage())
+    engine.recorder.step((start, duration, engine.replica, tokens, *gauges, steps))
+
+
+def run_cap(plan: StepPlan, scheduler: Scheduler, closed_form: bool) -> int:
+    """At most how many identical decode-only iterations follow from this plan (1 = just step; also when a
+    waiting request becomes visible at the next schedule, or when the reference path steps every iteration)."""
+    if plan.per_request or plan.scheduled or plan.preempted or scheduler.deferred or not closed_form:
+        return 1
+    return min(MAX_RUN_STEPS, scheduler.cohort.steps_to_next_finish())

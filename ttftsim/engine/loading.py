@@ -4,7 +4,9 @@ order they left it, once their copy is done (kvcache/offload.py)."""
 
 from __future__ import annotations
 
+from ttftsim.engine.queues import WaitingQueue
 from ttftsim.engine.state import RequestState
+from ttftsim.kvcache.manager import NO_HIT, CacheHit, KVCacheManager
 
 
 class LoadingRequests:
@@ -40,3 +42,33 @@ class LoadingRequests:
         gone = [s for s in self.states if s.req.arrival_s <= cutoff_s]
         self.states = [s for s in self.states if s.req.arrival_s > cutoff_s]
         return gone
+
+
+def admission_start(
+    state: RequestState,
+    now: float,
+    kv: KVCacheManager,
+    loading: LoadingRequests,
+    waiting: WaitingQueue,
+    load_s_per_block: float,
+) -> tuple[CacheHit, int, bool] | bool:
+    """Where a waiting request's computation starts: (GPU prefix hit, its first token to compute, whether its
+    prefix query was already counted); blocks back from the CPU tier or KV sent by a prefill pod count as
+    computed. True: it left the queue to load blocks from the CPU tier first (vLLM: WAITING_FOR_REMOTE_KVS;
+    the queue goes on without it); False: no room for those blocks."""
+    if state.loaded_tokens:  # its blocks came back from the CPU tier: held, and counted when it left
+        start, state.loaded_tokens = state.loaded_tokens, 0
+        return NO_HIT, start, True
+    hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
+    offloaded = kv.find_offloaded(state.rid, state.num_tokens, len(hit.blocks)) if kv.tier else 0
+    if offloaded:
+        loaded = hit.num_tokens + offloaded * kv.block_size
+        if not kv.allocate(state.rid, loaded, hit):
+            return False
+        waiting.pop()
+        kv.record_admission(state.num_tokens, hit.num_tokens)
+        loading.start(state, loaded, now + offloaded * load_s_per_block)
+        return True
+    if state.req.preloaded_tokens > hit.num_tokens and state.num_preemptions == 0:  # KV sent by a prefill pod
+        return NO_HIT, state.req.preloaded_tokens, False
+    return hit, hit.num_tokens, False

@@ -12,9 +12,11 @@ work (plus the send between them) and batch k's stage j work are done (a flow sh
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 from ttftsim.engine.scheduler import StepPlan
+from ttftsim.perf.linear import PipelineCostModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +48,36 @@ class StageClock:
             end = begin + stage_s[stage]
             free[stage] = end
         return start, end
+
+
+class PipelineQueue:
+    """The batches in flight, oldest first, at most `depth` of them, on the stages' clock."""
+
+    def __init__(self, depth: int, model: PipelineCostModel) -> None:
+        self.depth, self.model = depth, model
+        self.clock = StageClock(depth)
+        self.batches: deque[PipelineBatch] = deque()
+
+    def has_room(self) -> bool:
+        return len(self.batches) < self.depth
+
+    def start(self, plan: StepPlan, now: float) -> None:
+        """A scheduled batch enters the pipeline: its tokens are in flight until it comes back."""
+        stages = self.model.stage_times(plan.shape, hidden_host=bool(self.batches))
+        start, end = self.clock.run(now, stages, self.model.transfer_times(plan.shape))
+        for state, new in plan.scheduled:
+            state.num_inflight += new
+        preemptions = tuple(state.num_preemptions for state, _ in plan.scheduled)
+        self.batches.append(PipelineBatch(plan, start, end, preemptions))
+
+    def finish_oldest(self) -> tuple[StepPlan, float, float]:
+        """The oldest batch is back: its plan without the requests preempted or ended since it was
+        scheduled (their tokens go to nobody), its start and its duration."""
+        oldest = self.batches.popleft()
+        kept = []
+        for (state, new), count in zip(oldest.plan.scheduled, oldest.preemptions, strict=True):
+            if state.num_preemptions == count and state.status == "running":
+                state.num_inflight -= new
+                kept.append((state, new))
+        plan = StepPlan(tuple(kept), oldest.plan.preempted, oldest.plan.shape)
+        return plan, oldest.start_s, oldest.end_s - oldest.start_s

@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.cohort import DecodeCohort
-from ttftsim.engine.loading import LoadingRequests
+from ttftsim.engine.loading import LoadingRequests, admission_start
 from ttftsim.engine.lora import LoraSlots
 from ttftsim.engine.preemption import PreemptionPolicy, make_preemption
 from ttftsim.engine.queues import WaitingQueue, make_queue
 from ttftsim.engine.state import RequestState
-from ttftsim.kvcache.manager import NO_HIT, CacheHit, KVCacheManager
+from ttftsim.kvcache.manager import KVCacheManager
 from ttftsim.perf.batch import BatchShape, BatchShapeBuilder
 from ttftsim.workload.request import Request
 
@@ -363,7 +363,7 @@ class Scheduler:
             if state.submitted_s > admit_before:
                 self.deferred = state.submitted_s <= now  # visible now: the next schedule may admit it
                 break
-            found = self._prefix(state, now)
+            found = admission_start(state, now, kv, self.loading, self.waiting, cfg.kv_load_s_per_block)
             if isinstance(found, bool):  # it went to load blocks from the CPU tier, or there was no room to
                 if found:
                     continue
@@ -386,29 +386,6 @@ class Scheduler:
             adapters.add(lora_id)
         for state in reversed(skipped):  # back in front, in their order
             self.waiting.prepend(state)
-
-    def _prefix(self, state: RequestState, now: float) -> tuple[CacheHit, int, bool] | bool:
-        """Where a waiting request's computation starts: (GPU prefix hit, its first token to compute, whether
-        its prefix query was already counted); blocks back from the CPU tier or KV sent by a prefill pod
-        count as computed. True: it left the queue to load blocks from the CPU tier first (vLLM:
-        WAITING_FOR_REMOTE_KVS; the queue goes on without it); False: no room for those blocks."""
-        kv = self.kv
-        if state.loaded_tokens:  # its blocks came back from the CPU tier: held, and counted when it left
-            start, state.loaded_tokens = state.loaded_tokens, 0
-            return NO_HIT, start, True
-        hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
-        offloaded = kv.find_offloaded(state.rid, state.num_tokens, len(hit.blocks)) if kv.tier else 0
-        if offloaded:
-            loaded = hit.num_tokens + offloaded * kv.block_size
-            if not kv.allocate(state.rid, loaded, hit):
-                return False
-            self.waiting.pop()
-            kv.record_admission(state.num_tokens, hit.num_tokens)
-            self.loading.start(state, loaded, now + offloaded * self.cfg.kv_load_s_per_block)
-            return True
-        if state.req.preloaded_tokens > hit.num_tokens and state.num_preemptions == 0:  # KV sent by a prefill pod
-            return NO_HIT, state.req.preloaded_tokens, False
-        return hit, hit.num_tokens, False
 
     def _admit(self, state: RequestState, now: float, cached: int) -> None:
         self.running.append(state)
