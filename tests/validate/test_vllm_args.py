@@ -226,3 +226,21 @@ def test_what_plan_writes_every_modelled_vllm_reads_back(version: str) -> None:
         expected |= {"enable_prefix_caching": cached, "enable_chunked_prefill": chunked}
         expected |= {"quantization": "fp8", "kv_cache_dtype": "fp8"} if quant else {}
         assert command.engine == expected
+
+
+def test_the_levers_ttftsim_models_are_read_from_the_command_line() -> None:
+    words = ["vllm", "serve", "m", "--enable-lora", "--max-loras", "4", "--max_lora_rank", "32"]
+    words += ["--kv-offloading-size", "16", "--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3}']
+    command = read_vllm_container(words, [], "0.15.1", "Deployment/x", "k8s.yaml")
+    assert {k: command.engine[k] for k in ("enable_lora", "max_loras", "max_lora_rank", "kv_offloading_size")} == {
+        "enable_lora": True,
+        "max_loras": 4,
+        "max_lora_rank": 32,
+        "kv_offloading_size": 16,
+    }
+    assert command.engine["speculative_config"] == {"method": "eagle3", "num_speculative_tokens": 3}
+    assert command.not_modelled == []
+    ngram = ["vllm", "serve", "m", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}']
+    assert read_vllm_container(ngram, [], "0.15.1", "Deployment/x", "k8s.yaml").not_modelled == [
+        "--speculative-config {'method': 'ngram', 'num_speculative_tokens': 3}"  # its acceptance: no default
+    ]

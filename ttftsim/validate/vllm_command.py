@@ -30,7 +30,8 @@ MODELLED = _words(
     """
 tensor_parallel_size max_num_seqs max_num_batched_tokens max_model_len gpu_memory_utilization block_size
 kv_cache_dtype quantization dtype scheduling_policy long_prefill_token_threshold enable_prefix_caching
-enable_chunked_prefill enforce_eager async_scheduling num_gpu_blocks_override
+enable_chunked_prefill enforce_eager async_scheduling num_gpu_blocks_override speculative_config enable_lora
+max_loras max_lora_rank max_cpu_loras kv_offloading_size
 """
 )
 # Flags with no effect on scheduling, memory or kernel time: the server's address, names, auth, logging,
@@ -182,7 +183,27 @@ def _engine_value(dest: str, value: Any) -> Any:
     if dest == "kv_cache_dtype":
         text = str(value)
         return "fp8" if text in ("fp8", "fp8_e4m3", "fp8_e5m2") else KV_DTYPES.get(text)
+    if dest == "speculative_config":
+        return _speculative(value)
+    if dest == "kv_offloading_size":  # GiB; vLLM's argument list types it loosely
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return None
     return value
+
+
+def _speculative(value: Any) -> dict[str, Any] | None:
+    """A speculative config ttftsim can model from the command line alone: EAGLE, EAGLE-3 or MTP (their
+    acceptance has a published default, docs/engine-semantics.md 11); n-gram and draft models depend on the
+    workload's acceptance, which no command line states (a warning: not modelled)."""
+    if not isinstance(value, dict):
+        return None
+    method, tokens = str(value.get("method", "")), value.get("num_speculative_tokens")
+    method = "mtp" if method.endswith("mtp") else method  # deepseek_mtp, qwen3_next_mtp, ...
+    if method not in ("eagle", "eagle3", "mtp") or not isinstance(tokens, int) or tokens < 1:
+        return None
+    return {"method": method, "num_speculative_tokens": tokens}
 
 
 def _check_environment(
