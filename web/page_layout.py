@@ -19,7 +19,12 @@ GREY = "#8a8a8a"  # rows and GPU types out of the running (pruned, missed, infea
 def empty(message: str = "") -> go.Figure:
     fig = go.Figure()
     fig.update_layout(
-        height=250, annotations=[{"text": message, "showarrow": False, "x": 0.5, "y": 0.5}] if message else []
+        height=250,
+        annotations=[{"text": message, "showarrow": False, "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper"}]
+        if message
+        else [],
+        xaxis={"visible": False},  # nothing drawn: no axes without units
+        yaxis={"visible": False},
     )
     return fig
 
