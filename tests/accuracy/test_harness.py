@@ -218,7 +218,7 @@ def test_aiconfigurator_names_are_read_and_unknown_ones_skipped_with_a_reason(tm
     path.write_text(
         CSV_HEADER
         + "h100_sxm,vllm,,nvidia/Llama-3.1-8B-Instruct-FP8,fp8,fp8,agg,512,64,4,1,1,40.0,8.0\n"
-        + "b200_sxm,vllm,,meta-llama/Llama-3.1-8B,bf16,bf16,agg,512,64,4,1,1,20.0,4.0\n"
+        + "tpu_v6e,vllm,,meta-llama/Llama-3.1-8B,bf16,bf16,agg,512,64,4,1,1,20.0,4.0\n"
         + "h100_sxm,vllm,,nvidia/Llama-3.1-8B-Instruct-FP4,fp4,fp4,agg,512,64,4,1,1,20.0,4.0\n"
     )
     cases = read_ground_truth(path)
@@ -232,5 +232,5 @@ def test_aiconfigurator_names_are_read_and_unknown_ones_skipped_with_a_reason(tm
     results, skipped = run_all(cases)
     assert [r.case for r in results] == [cases[0].name]
     assert [name for name, _ in skipped] == [cases[1].name, cases[2].name]
-    assert "no hardware profile for system 'b200_sxm'" in skipped[0][1]
+    assert "no hardware profile for system 'tpu_v6e'" in skipped[0][1]
     assert "quantization suffix 'FP4'" in skipped[1][1]
