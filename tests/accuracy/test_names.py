@@ -25,7 +25,7 @@ def test_systems_map_to_profiles(system: str, profile: str) -> None:
     assert resolve_hardware(system) == ResolvedHardware(profile)
 
 
-@pytest.mark.parametrize("system", ["b200_sxm", "gb200_sxm", "h20", "h100"])  # no prefixes: h20 is not an H200
+@pytest.mark.parametrize("system", ["tpu_v6e", "gb200_sxm", "h20", "h100"])  # no prefixes: h20 is not an H200
 def test_a_system_without_a_profile_is_a_problem_naming_it(system: str) -> None:
     resolved = resolve_hardware(system)
     assert resolved.name == system

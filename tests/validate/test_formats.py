@@ -125,7 +125,9 @@ PREDICTED = [
         "H100-SXM5-80GB",
         "Qwen/Qwen3-32B",  # python3 -m vllm.entrypoints.openai.api_server --model
         3,
-        {"max_num_seqs": 1024, "max_model_len": 16000},  # --max-num-seq: argparse's prefix match, a warning
+        # --max-num-seq: argparse's prefix match, a warning; its LoRA flags are modelled
+        {"max_num_seqs": 1024, "max_model_len": 16000, "enable_lora": True, "max_loras": 2, "max_lora_rank": 8}
+        | {"max_cpu_loras": 12},
         [],
     ),
     (

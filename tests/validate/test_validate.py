@@ -143,4 +143,4 @@ def test_pipeline_parallelism_is_modelled_and_an_unmodelled_flag_is_a_warning(tm
     assert report["passed"] and report["deployment"]["engine"]["pipeline_parallel_size"] == 2
     assert not any("pipeline" in warning for warning in report["warnings"]) and len(report["warnings"]) == 1
     assert report["prediction"] != before["prediction"]  # two stages of half the layers, not one GPU
-    assert report["warnings"][0].startswith("vLLM flag --speculative-config (Deployment/chat-8b) is parsed but not")
+    assert report["warnings"][0].startswith("vLLM flag --speculative-config {} (Deployment/chat-8b) is parsed but not")
