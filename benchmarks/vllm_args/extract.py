@@ -95,9 +95,22 @@ CASES = [
     "serve m --kv-cache-dtype fp9",
 ]
 MODELLED = (
-    "model_tag", "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs", "max_num_batched_tokens",
-    "max_model_len", "gpu_memory_utilization", "block_size", "kv_cache_dtype", "dtype", "enable_prefix_caching",
-    "enforce_eager", "speculative_config", "optimization_level", "served_model_name", "port",
+    "model_tag",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "block_size",
+    "kv_cache_dtype",
+    "dtype",
+    "enable_prefix_caching",
+    "enforce_eager",
+    "speculative_config",
+    "optimization_level",
+    "served_model_name",
+    "port",
 )
 
 
