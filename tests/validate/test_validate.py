@@ -144,3 +144,16 @@ def test_pipeline_parallelism_is_modelled_and_an_unmodelled_flag_is_a_warning(tm
     assert not any("pipeline" in warning for warning in report["warnings"]) and len(report["warnings"]) == 1
     assert report["prediction"] != before["prediction"]  # two stages of half the layers, not one GPU
     assert report["warnings"][0].startswith("vLLM flag --speculative-config {} (Deployment/chat-8b) is parsed but not")
+
+
+def test_a_calibration_file_applies_to_a_deployment_read_from_manifests(tmp_path: Path) -> None:
+    path = _copy(tmp_path)
+    before = json.loads(run("validate", str(path), "--json").stdout)["prediction"]
+    document = {"format": "ttftsim-deployment-calibration", "version": 1, "hardware": "H100-SXM5-80GB"}
+    (tmp_path / "fit.json").write_text(json.dumps(document | {"factors": {"step_overhead_s": 0.02}}))
+    path.write_text(path.read_text() + "calibration: fit.json\n")
+    after = json.loads(run("validate", str(path), "--json").stdout)["prediction"]
+    assert after["ttft_p50_s"] > before["ttft_p50_s"] + 0.015  # 20 ms more per step, in the first token's step
+    (tmp_path / "fit.json").write_text(json.dumps(document | {"hardware": "A100-SXM4-80GB", "factors": {}}))
+    refused = run("validate", str(path))  # a finding naming the file and the hardware, not a traceback
+    assert refused.returncode == 1 and "fit.json" in refused.stdout and "fitted on A100-SXM4-80GB" in refused.stdout

@@ -24,6 +24,11 @@ class Deploy(StrictModel):
     traffic: Workload = Field(description="The expected traffic")
     slo: Slo = Field(description="What the deployment must meet (percentiles; ttft_p99_s required)")
     vllm_version: str = Field(default="0.15.1", description="vLLM version the image runs (defaults follow it)")
+    calibration: str | None = Field(
+        default=None,
+        description="A calibration file written by `ttftsim fit` (path relative to this file) for a deployment "
+        "read from manifests (without manifests: engine.calibration)",
+    )
 
     @field_validator("slo")
     @classmethod

@@ -155,7 +155,8 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
         )
     try:
         stages = {"pipeline_parallel_size": serving.pipeline_parallel} if serving.pipeline_parallel > 1 else {}
-        engine = EngineArgs.model_validate({"vllm_version": deploy.vllm_version, **serving.engine, **stages})
+        fitted = {"calibration": deploy.calibration} if deploy.calibration else {}  # ttftsim fit's factors
+        engine = EngineArgs.model_validate({"vllm_version": deploy.vllm_version, **serving.engine, **stages, **fitted})
     except ValidationError as exc:
         error = exc.errors()[0]
         raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
@@ -268,7 +269,7 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
         )
         return None
     except InputError as exc:
-        report.add("error", "engine", exc.message)
+        report.add("error", "engine", exc.one_line())  # names the file and field (a calibration file, ...)
         return None
     engine = replica.engine
     capacity = replica.num_blocks * engine.block_size
