@@ -280,16 +280,15 @@ class Engine:
         state.num_computed += new
         if state.first_token_s < 0:
             state.prefill_s += duration
-        if state.num_computed < state.num_tokens:
+        total = state.num_tokens
+        if state.num_computed < total:
             return
-        tokens = 1
-        if state.num_computed > state.num_tokens:  # drafts verified: the accepted ones and one from the target
-            left = state.req.output_tokens - state.num_output
+        self._emit_token(state, duration, delay)
+        if state.num_computed > total:  # drafts verified: the accepted ones arrive with the target's token
             assert self.drafts is not None
-            tokens = min(self.drafts.accepted(state.num_computed - state.num_tokens) + 1, left)
-        for i in range(tokens):  # one inter-token latency per step (vLLM's stats), the rest arrive with it
-            self._emit_token(state, duration if i == 0 else -1.0, delay)
-        if tokens > 1 or state.num_computed > state.num_tokens:
+            more = min(self.drafts.accepted(state.num_computed - total), state.req.output_tokens - state.num_output)
+            for _ in range(more):  # one inter-token latency per step (vLLM's stats)
+                self._emit_token(state, -1.0, delay)
             state.num_computed = state.num_tokens - 1  # the KV of the accepted drafts stays, the rest is rewritten
         if self.scheduler.recompute_all:
             state.num_computed = 0

@@ -75,7 +75,7 @@ class Scheduler:
         self.spec_tokens = spec.num_speculative_tokens if spec is not None else 0  # drafts verified per step
 
     def has_work(self) -> bool:
-        return bool(self.running) or len(self.waiting) > 0 or len(self.loading) > 0
+        return bool(self.running) or len(self.waiting) > 0 or bool(self.loading.states)
 
     # ---- request state: in, out, gauges ----
 
@@ -85,7 +85,7 @@ class Scheduler:
 
     @property
     def num_waiting(self) -> int:
-        return len(self.waiting) + len(self.loading)  # vLLM keeps loading requests in its waiting queue
+        return len(self.waiting) + len(self.loading.states)  # vLLM keeps loading requests in its waiting queue
 
     def add(self, state: RequestState) -> None:
         self.waiting.add(state)
@@ -94,6 +94,8 @@ class Scheduler:
         """When the head of the waiting queue reached the engine, or the next KV copy from the CPU tier is
         done, whichever is first (None: nothing waits)."""
         head = self.waiting.peek().submitted_s if len(self.waiting) else None
+        if not self.loading.states:
+            return head
         load = self.loading.next_done_s()
         return head if load is None else load if head is None else min(head, load)
 
@@ -171,8 +173,9 @@ class Scheduler:
         if per_request:
             self.dissolve_cohort()
             budget = self._schedule_running(self.cfg.max_num_batched_tokens, scheduled, preempted, shape)
-        for state in reversed(self.loading.done(now)):  # back to the front, in the order they left it
-            self.waiting.prepend(state)
+        if self.loading.states:
+            for state in reversed(self.loading.done(now)):  # back to the front, in the order they left it
+                self.waiting.prepend(state)
         if not preempted:
             self._admit_waiting(now, now if admit_before is None else admit_before, budget, scheduled, shape)
         cohort_steps = not per_request and self.cohort.size > 0
@@ -293,17 +296,18 @@ class Scheduler:
         while index < len(running) and budget > 0:
             state = running[index]
             done = state.num_computed + state.num_inflight  # in flight: scheduled in a pipeline batch
-            if done == state.num_tokens:  # its token is still in flight (vLLM: no new tokens to schedule)
+            remaining = state.num_tokens - done
+            if remaining == 0:  # its token is still in flight (vLLM: no new tokens to schedule)
                 index += 1
                 continue
-            ask = state.num_tokens - done
-            if self.spec_tokens and state.num_output and ask == 1:  # its token and the k drafts, to verify
-                ask = min(1 + self.spec_tokens, self.cfg.max_model_len - done)
-            new = self._chunk(ask, budget) if ask == state.num_tokens - done else min(ask, budget)
+            if self.spec_tokens and state.num_output and remaining == 1:  # its token and the k drafts
+                new = min(1 + self.spec_tokens, self.cfg.max_model_len - done, budget)
+            else:
+                new = self._chunk(remaining, budget)
             if new == 0 and scheduled:
                 index += 1
                 continue
-            new = new or state.num_tokens - done  # recompute-all: an oversized lone step
+            new = new or remaining  # recompute-all: an oversized lone step
             while not kv.allocate(state.rid, done + new):
                 victim_at = self.preemption.victim_index(running)
                 victim = running.pop(victim_at)
@@ -318,12 +322,12 @@ class Scheduler:
                 budget -= new
                 index += 1
         for state, new in scheduled:
-            done = state.num_computed + state.num_inflight
-            self._register(state, min(done + new, state.num_tokens))
-            if done + new > state.num_tokens:  # speculative decoding: the drafts verified with the token
+            done, total = state.num_computed + state.num_inflight, state.num_tokens
+            self._register(state, min(done + new, total))
+            if done + new > total:  # speculative decoding: the drafts verified with the token
                 shape.add_verify(new, done)
             else:
-                shape.add(new, done, done + new >= state.num_tokens)
+                shape.add(new, done, done + new >= total)
         return budget
 
     def _preempt(self, state: RequestState) -> None:

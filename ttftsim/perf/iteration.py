@@ -171,6 +171,7 @@ class IterationModel:
         self.graphs = GraphDispatch.of(graphs, deployment.max_num_seqs)
         self._async = deployment.async_scheduling
         self._spec = deployment.spec_tokens > 0
+        self._extras = self._spec or deployment.lora_rank > 0
         draft = deployment.draft
         self._drafter = None if draft is None else IterationModel(draft, costs)
 
@@ -257,9 +258,12 @@ class IterationModel:
         prefill, decode = self._attention_parts(shape)
         rows = shape.num_sampled + shape.num_spec_tokens
         device = self._dense_s(self.graphs.padded_tokens(shape.num_tokens), rows) + prefill + decode
-        if shape.num_loras and self.deployment.lora_rank:
-            device += self.lora_s(shape.num_tokens, shape.num_loras)
-        return device + self.proposer_s(shape) if self._spec else device
+        if self._extras:  # speculative decoding's drafts, LoRA kernels
+            if shape.num_loras and self.deployment.lora_rank:
+                device += self.lora_s(shape.num_tokens, shape.num_loras)
+            if self._spec:
+                device += self.proposer_s(shape)
+        return device
 
     def lora_s(self, tokens: int, adapters: int) -> float:
         """The punica/SGMV LoRA kernels of one step: per target linear a shrink (tokens x rank x in) and an
