@@ -172,8 +172,10 @@ def _ttft_verdict(claim: Claim, rows: dict[str, dict[str, Any]]) -> str:
     relative = rows[label]["relative"]
     if relative is None:
         return f"no {label.split(' (')[0]} to compare (requests went unserved)"
-    reason = _reason(rows) if claim.metric.startswith("ttft") else f"{label} {_figure(rows[label]['a'])} -> "
-    reason += _figure(rows[label]["b"]) if not claim.metric.startswith("ttft") else ""
+    if claim.metric.startswith("ttft"):
+        reason = _reason(rows)  # what moved in the TTFT breakdown
+    else:
+        reason = f"{label} {_figure(rows[label]['a'])} -> {_figure(rows[label]['b'])}"
     rejected = rows["requests rejected"]["delta"]
     if rejected:
         reason += f"; {rejected:+,.0f} requests rejected"

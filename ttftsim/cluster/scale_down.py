@@ -62,7 +62,7 @@ def phase(pod: Pod) -> str:
 
 
 class ReplicaSetRanking:
-    def __init__(self, spec: ReplicaSetScaleDown) -> None:
+    def __init__(self, spec: ReplicaSetScaleDown | DeletionCostScaleDown) -> None:
         self.logarithmic = spec.logarithmic
 
     def deletion_cost(self, pod: Pod) -> float:
@@ -110,9 +110,6 @@ class ReplicaSetRanking:
 
 
 class DeletionCostRanking(ReplicaSetRanking):
-    def __init__(self, spec: DeletionCostScaleDown) -> None:
-        self.logarithmic = spec.logarithmic
-
     def deletion_cost(self, pod: Pod) -> float:
         return float(pod.outstanding)
 

@@ -188,12 +188,7 @@ class Engine:
                 plan = self._schedule() if self.scheduler.has_work() else None
                 if plan is None or plan.is_empty:
                     self._last_start_s = -1.0  # idle: the next arrival is scheduled at once
-                    self._wakeup = self.env.event()
-                    gap = self._next_arrival_in()
-                    if gap is None:
-                        yield self._wakeup
-                    else:
-                        yield self.env.timeout(gap) if not self.accepts_pushes else self.env.timeout(gap) | self._wakeup
+                    yield idle_until(self)
                     continue
                 run = run_cap(plan, self.scheduler, self.closed_form_decode)
                 if run > 1:
@@ -245,12 +240,7 @@ class Engine:
                     kept, start, duration = queue.finish_oldest()
                     self._complete(kept, start, duration)
                     continue
-                self._wakeup = self.env.event()
-                gap = self._next_arrival_in()
-                if gap is None:
-                    yield self._wakeup
-                else:
-                    yield self.env.timeout(gap) if not self.accepts_pushes else self.env.timeout(gap) | self._wakeup
+                yield idle_until(self)
         except simpy.Interrupt:
             return
 
@@ -432,3 +422,14 @@ def run_cap(plan: StepPlan, scheduler: Scheduler, closed_form: bool) -> int:
     if plan.per_request or plan.scheduled or plan.preempted or scheduler.deferred or not closed_form:
         return 1
     return min(MAX_RUN_STEPS, scheduler.cohort.steps_to_next_finish())
+
+
+def idle_until(engine: Engine) -> simpy.Event:
+    """What an idle engine waits for: a pushed request (its wake-up event), or the next pulled arrival, API-server
+    hand-off, KV copy from the CPU tier or timeout check, whichever comes first."""
+    engine._wakeup = engine.env.event()
+    gap = engine._next_arrival_in()
+    if gap is None:
+        return engine._wakeup
+    timer = engine.env.timeout(gap)
+    return timer | engine._wakeup if engine.accepts_pushes else timer
