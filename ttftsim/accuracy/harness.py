@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 
 from ttftsim.accuracy.ground_truth import Case, StageTruth, with_kernel_costs
+from ttftsim.config.deployment_calibration import DeploymentCalibration
+from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
 from ttftsim.metrics.intervals import (
@@ -192,9 +194,19 @@ def run_case(case: Case, base: Path = Path(), max_seeds: int = NUM_SEEDS_RANDOM)
     return results
 
 
+def check_calibrations(cases: list[Case], base: Path = Path()) -> None:
+    """Each deployment calibration file the cases name (engine.calibration, relative to base), read once: a
+    truncated, malformed or missing file is the user's input error (one line naming the file and the field,
+    exit 2), not a run to skip. Whether it fits a case's hardware stays the case's own question."""
+    names = {case.scenario.engine.calibration for case in cases}
+    for name in sorted(name for name in names if name is not None):
+        load_file(DeploymentCalibration, base / name)
+
+
 def run_all(cases: list[Case], base: Path = Path()) -> tuple[list[StageResult], list[tuple[str, str]]]:
     """Every case's stages; a case that cannot be simulated (unknown model, does not fit, ...) is listed
-    with its reason instead of stopping the others."""
+    with its reason instead of stopping the others. A bad calibration file stops them all (check_calibrations)."""
+    check_calibrations(cases, base)
     results, skipped = [], []
     for case in cases:
         try:

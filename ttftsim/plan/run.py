@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from ttftsim.config.deployment_calibration import DeploymentCalibration
 from ttftsim.config.engine import resolve_engine
 from ttftsim.config.loading import load_file
 from ttftsim.config.plan import Plan
@@ -182,6 +183,8 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
                 source, f"slo.per_priority.{priority}", f"the workload's requests have priorities 0..{levels - 1}"
             )
     model = load_model(resolve_ref(plan.model, base), source)
+    if plan.engine.calibration is not None:  # a bad file is the plan's input error, not every candidate's
+        load_file(DeploymentCalibration, base / plan.engine.calibration)
     warnings: list[str] = []
     for index, name in enumerate(plan.search.hardware):
         try:
