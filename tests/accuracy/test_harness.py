@@ -164,6 +164,15 @@ def test_stage_intervals_that_overlap_and_that_do_not() -> None:
     assert mean.overlap is True and far["ttft_mean"].overlap is False
 
 
+def test_median_tpot_has_the_simulated_requests_order_statistic_interval() -> None:
+    window = _window([0.05] * 100).assign(tpot_s=[i / 1000 for i in range(1, 101)])
+    stage = StageTruth("s", 0.0, 1.0, {"tpot_p50": 0.05}, 0, {0.5: 0.05}, 100)
+    tpot = open_loop_intervals(window, stage)["tpot_p50"]
+    assert (tpot.predicted.lo, tpot.predicted.hi) == (0.040, 0.061)  # X(40)..X(61) of 1..100 ms, as TTFT's
+    assert (tpot.measured.lo, tpot.measured.hi, tpot.overlap) == (None, None, None)
+    assert "tpot_p50" not in open_loop_intervals(window, _stage({0.5: 0.05}))  # not measured: no interval
+
+
 def test_no_predicted_requests_or_no_reported_percentiles_is_unknown_not_agreement() -> None:
     nothing = open_loop_intervals(_window([]), _stage({0.0: 0.01, 0.5: 0.05, 1.0: 0.2}))
     assert nothing["ttft_p50"].overlap is None

@@ -111,7 +111,8 @@ def _predicted_open_loop(window: pd.DataFrame) -> dict[str, float]:
 
 def open_loop_intervals(window: pd.DataFrame, stage: StageTruth) -> dict[str, MetricInterval]:
     """Per TTFT percentile: the reported percentiles around the measured rank interval, and the simulated
-    requests' order-statistic interval; the mean: the predicted standard-error interval."""
+    requests' order-statistic interval; the mean: the predicted standard-error interval; the median TPOT: the
+    simulated requests' order-statistic interval (the measured side has none)."""
     ttft = window.loc[window["status"] == "finished", "ttft_s"].to_numpy(dtype=np.float64)
     intervals = {}
     for metric, q in PERCENTILES.items():
@@ -123,6 +124,10 @@ def open_loop_intervals(window: pd.DataFrame, stage: StageTruth) -> dict[str, Me
     if "ttft_mean" in stage.measured:
         measured = point(stage.measured["ttft_mean"], "reported mean: no interval")
         intervals["ttft_mean"] = MetricInterval.of(measured, mean_interval(ttft))
+    if "tpot_p50" in stage.measured:  # a reader keeps the median TPOT only: no measured interval around it
+        tpot = window.loc[window["status"] == "finished", "tpot_s"].dropna().to_numpy(dtype=np.float64)
+        measured = Interval(None, None, None, "no reported TPOT percentiles kept: no interval")
+        intervals["tpot_p50"] = MetricInterval.of(measured, sample_quantile_interval(tpot, 0.5))
     return intervals
 
 
