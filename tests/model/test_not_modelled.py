@@ -52,7 +52,15 @@ def test_a_users_config_with_a_window_warns(tmp_path: Path) -> None:
 
 
 def test_a_quantized_checkpoint_warns_unless_the_engine_quantizes(tmp_path: Path) -> None:
-    spec = load_model(str(_config(tmp_path, "Llama-3.1-8B", quantization_config={"quant_method": "fp8"})))
+    spec = load_model(str(_config(tmp_path, "Llama-3.1-8B", quantization_config={"quant_method": "awq"})))
     (warning,) = model_warnings(spec, 8192, "bf16")
-    assert "quant_method fp8" in warning and "weights are sized and read as bf16" in warning
+    assert "quant_method awq" in warning and "weights are sized and read as bf16" in warning
+    assert "(closest for awq: quantization: int4)" in warning
+    assert model_warnings(spec, 8192, "int4") == []
+
+
+def test_an_fp8_checkpoint_is_the_fp8_weight_format_without_a_warning(tmp_path: Path) -> None:
+    """quant_method fp8 (DeepSeek-V3's 128x128 blocks, vLLM's own fp8 checkpoints) stores fp8 weights."""
+    spec = load_model(str(_config(tmp_path, "Llama-3.1-8B", quantization_config={"quant_method": "fp8"})))
+    assert (spec.native_dtype, spec.quantization_method) == ("fp8", None)
     assert model_warnings(spec, 8192, "fp8") == []

@@ -176,8 +176,7 @@ def test_the_suffix_dtype_is_what_the_engine_serves_by_default() -> None:
 @pytest.mark.parametrize(
     ("field", "config"),
     [
-        ("kv_lora_rank", {"model_type": "deepseek_v3", "kv_lora_rank": 512, "n_shared_experts": 1}),
-        ("shared_expert_intermediate_size", {"model_type": "qwen2_moe", "shared_expert_intermediate_size": 5632}),
+        ("moe_layer_freq", {"model_type": "deepseek_v2", "kv_lora_rank": 512, "moe_layer_freq": 2}),
         ("mlp_only_layers", {"model_type": "qwen3_moe", "mlp_only_layers": [0, 1]}),
         ("interleave_moe_layer_step", {"model_type": "llama4_text", "interleave_moe_layer_step": 2}),
         ("layer_types", {"model_type": "qwen3_next", "layer_types": ["linear_attention", "full_attention"]}),

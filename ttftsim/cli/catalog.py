@@ -31,7 +31,7 @@ def models() -> None:
             f"{param_count(spec) / 1e9:.2f}B",
             f"{active_param_count(spec) / 1e9:.2f}B",
             str(spec.num_hidden_layers),
-            f"{spec.num_attention_heads}/{spec.num_key_value_heads}",
+            f"{spec.num_attention_heads}/{'latent' if spec.is_mla else spec.num_key_value_heads}",
             f"{kv_bytes_per_token(spec, 'bf16'):,}",
             f"{weight_bytes(spec, 'bf16') / 1e9:.1f} GB",
         )

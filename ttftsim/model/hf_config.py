@@ -1,7 +1,11 @@
 """A Hugging Face config.json (or one of our presets, which use the same field names) read into a ModelSpec.
 
 Fills the defaults transformers applies when a field is left out, and reads the names families use for the
-same thing: num_experts (Qwen-MoE) for num_local_experts, moe_intermediate_size for the experts' width, a
+same thing: num_experts (Qwen-MoE) and n_routed_experts (DeepSeek) for num_local_experts,
+moe_intermediate_size for the experts' width (the config's intermediate_size is then the dense layers' width,
+first_k_dense_replace of them), n_shared_experts x moe_intermediate_size (DeepSeek) or
+shared_expert_intermediate_size (Qwen2-MoE, with its sigmoid gate) for the shared expert, MLA's head widths
+(head_dim is qk_nope_head_dim + qk_rope_head_dim, the query/key width of the prefill's attention), a
 multimodal checkpoint's text_config (Gemma 3, Mistral Small 3.1: the language model only; the vision
 encoder's parameters are not counted), layer_types or sliding_window_pattern for how many layers use the
 sliding window. Architectures the spec cannot express are refused with the field that declares them and
@@ -21,11 +25,7 @@ from ttftsim.model.spec import ModelSpec
 
 # (field, why the spec cannot express a config that sets it): the first one present and truthy is the error
 _UNSUPPORTED: tuple[tuple[str, str], ...] = (
-    ("kv_lora_rank", "multi-head latent attention (DeepSeek V2/V3, Kimi K2) is not modelled"),
-    ("n_shared_experts", "shared experts (DeepSeek-style MoE) are not modelled"),
-    ("shared_expert_intermediate_size", "shared experts (Qwen2-MoE) are not modelled"),
-    ("first_k_dense_replace", "dense layers before the MoE layers are not modelled (every layer is alike)"),
-    ("mlp_only_layers", "dense layers among the MoE layers are not modelled (every layer is alike)"),
+    ("mlp_only_layers", "dense layers among the MoE layers are not modelled (only leading dense layers are)"),
     ("layers_block_type", "hybrid attention / state-space layer stacks (Mamba, Nemotron-H) are not modelled"),
 )
 _HYBRID_LAYERS = {"linear_attention", "mamba", "conv", "recurrent"}
@@ -37,7 +37,7 @@ def _unsupported(config: dict[str, Any]) -> tuple[str, str] | None:
     for field, why in _UNSUPPORTED:
         if config.get(field):
             return field, why
-    for field in ("decoder_sparse_step", "interleave_moe_layer_step"):
+    for field in ("decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_freq"):
         step = config.get(field)
         if isinstance(step, int) and step > 1:
             return field, f"MoE on every {step}th layer only is not modelled (every layer is alike)"
@@ -86,19 +86,57 @@ def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
             data["head_dim"] = hidden // heads
     data.setdefault("tie_word_embeddings", False)
     data.setdefault("max_position_embeddings", 4096)
-    data["num_local_experts"] = data.get("num_local_experts") or data.get("num_experts") or 1
+    data["num_local_experts"] = (
+        data.get("num_local_experts") or data.get("num_experts") or data.get("n_routed_experts") or 1
+    )
     data["num_experts_per_tok"] = data.get("num_experts_per_tok") or 1
-    if data["num_local_experts"] > 1 and data.get("moe_intermediate_size"):
-        data["intermediate_size"] = data["moe_intermediate_size"]  # intermediate_size is the unused dense width
+    if data["num_local_experts"] > 1:
+        _moe_layout(data)
+    if data.get("kv_lora_rank"):
+        _mla_widths(data)
     torch_dtype = data.get("torch_dtype") or data.get("dtype") or "bfloat16"
     data["native_dtype"] = HF_TORCH_DTYPES.get(str(torch_dtype), "bf16")
-    if data.get("model_type") == "qwen2" and not data.get("use_sliding_window"):
+    if str(data.get("model_type")) in ("qwen2", "qwen2_moe") and not data.get("use_sliding_window"):
         data["sliding_window"] = None  # Qwen2 configs carry a window they do not use unless use_sliding_window
     data["num_sliding_window_layers"] = _sliding_window_layers(data)
     quantization = data.get("quantization_config")
     if isinstance(quantization, dict):
-        data["quantization_method"] = str(quantization.get("quant_method") or "unnamed")
+        method = str(quantization.get("quant_method") or "unnamed")
+        if method == "fp8":  # an fp8 checkpoint (DeepSeek-V3's 128x128 blocks) is our fp8 weight format
+            data["native_dtype"] = "fp8"
+        else:
+            data["quantization_method"] = method
     return data
+
+
+def _moe_layout(data: dict[str, Any]) -> None:
+    """An MoE config's widths: the experts' (moe_intermediate_size), the shared expert's, the leading dense
+    layers' (the config's intermediate_size, which is otherwise unused)."""
+    dense_width = data.get("intermediate_size")
+    expert_width = data.get("moe_intermediate_size")
+    if expert_width:
+        data["intermediate_size"] = expert_width
+    shared = data.get("n_shared_experts")
+    if isinstance(shared, int) and shared > 0 and isinstance(expert_width, int):
+        data["shared_expert_intermediate_size"] = shared * expert_width  # DeepSeek: n copies of an expert
+    elif data.get("shared_expert_intermediate_size"):
+        data["shared_expert_gate"] = True  # Qwen2-MoE: one shared expert behind a sigmoid gate
+    dense = data.get("first_k_dense_replace")
+    if isinstance(dense, int) and dense > 0:
+        data["num_dense_layers"] = dense
+        data["dense_intermediate_size"] = dense_width
+
+
+def _mla_widths(data: dict[str, Any]) -> None:
+    """Multi-head latent attention: the query/key head is the no-RoPE and RoPE parts together (192 in
+    DeepSeek-V3), every query head has its own key and value after the up-projection (num_key_value_heads =
+    heads), and q_lora_rank 0 or null means the queries come from the hidden state directly (V2-Lite)."""
+    nope, rope = data.get("qk_nope_head_dim"), data.get("qk_rope_head_dim")
+    if isinstance(nope, int) and isinstance(rope, int):
+        data["head_dim"] = nope + rope
+    data["num_key_value_heads"] = data.get("num_attention_heads")
+    if not data.get("q_lora_rank"):
+        data["q_lora_rank"] = None
 
 
 def spec_from_hf_config(config: dict[str, Any], name: str, source: str) -> ModelSpec:

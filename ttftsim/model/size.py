@@ -1,11 +1,14 @@
 """Sizes derived from a ModelSpec: parameter counts, weight bytes, KV-cache bytes per token.
 
 KV bytes per token = 2 (K and V) x layers x KV heads x head_dim x bytes per element: GQA divides it by
-the group size, which the common back-of-envelope formula (hidden size x layers) misses. It counts every
+the group size, which the common back-of-envelope formula (hidden size x layers) misses. Multi-head latent
+attention caches one latent per layer instead: layers x (kv_lora_rank + qk_rope_head_dim) x bytes (vLLM
+MLAAttentionSpec: one "KV head" of head_size kv_lora_rank + qk_rope_head_dim, no separate V). It counts every
 layer, sliding-window ones too (vLLM's hybrid allocator keeps only the window there: not modelled, and said so
 by ttftsim/model/not_modelled.py). Parameter counts follow the Llama layer plus what spec.architecture adds per
-family (biases, Gemma's four norms, Qwen3's q/k norms); gpt-oss's attention sinks (one scalar per head) are
-left out.
+family (biases, Gemma's four norms, Qwen3's q/k norms), MLA's projections, shared experts and leading dense
+layers; gpt-oss's attention sinks (one scalar per head) and DeepSeek-V3's router score-correction bias (one per
+expert) are left out.
 """
 
 from __future__ import annotations
@@ -20,27 +23,77 @@ from ttftsim.model.spec import ModelSpec
 class LayerParams:
     """Parameters of one transformer block, split the way they are sharded and quantized."""
 
-    attention: int  # q, k, v, o projections (and biases)
-    expert: int  # one expert's (or the dense MLP's) gate, up and down projections
+    attention: int  # q, k, v, o projections (and biases); MLA's down- and up-projections
+    expert: int  # one routed expert's (or the dense MLP's) gate, up and down projections
     router: int
     norms: int
+    shared_expert: int = 0  # an MoE layer's shared expert(s), all together
+    shared_gate: int = 0  # the shared expert's sigmoid gate (Qwen2-MoE), hidden -> 1
+    dense_mlp: int = 0  # the MLP of a leading dense layer of an MoE model (first_k_dense_replace)
 
 
-def layer_params(spec: ModelSpec) -> LayerParams:
-    h, d, arch = spec.hidden_size, spec.head_dim, spec.architecture
+def mla_attention_params(spec: ModelSpec) -> int:
+    """MLA's linears (vLLM DeepseekV2MLAAttention): q_a_proj (hidden -> q_lora_rank) and q_b_proj, or q_proj
+    when q_lora_rank is None; kv_a_proj_with_mqa (hidden -> kv_lora_rank + rope); kv_b_proj (kv_lora_rank ->
+    heads x (nope + v)); o_proj (heads x v -> hidden)."""
+    h, heads, latent = spec.hidden_size, spec.num_attention_heads, spec.kv_lora_rank or 0
+    qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
+    q_rank = spec.q_lora_rank
+    query = h * heads * qk if q_rank is None else h * q_rank + q_rank * heads * qk
+    kv_down = h * (latent + spec.qk_rope_head_dim)
+    kv_up = latent * heads * (spec.qk_nope_head_dim + spec.v_head_dim)
+    return query + kv_down + kv_up + heads * spec.v_head_dim * h
+
+
+def _attention_params(spec: ModelSpec) -> int:
+    if spec.is_mla:
+        return mla_attention_params(spec)
+    h, d = spec.hidden_size, spec.head_dim
     q_width, kv_width = spec.num_attention_heads * d, spec.num_key_value_heads * d
     attention = h * q_width + 2 * h * kv_width + q_width * h
     if spec.has_attention_bias:
         attention += q_width + 2 * kv_width
     if spec.attention_bias:
         attention += h  # o_proj's bias
+    return attention
+
+
+def layer_params(spec: ModelSpec) -> LayerParams:
+    h, d, arch = spec.hidden_size, spec.head_dim, spec.architecture
     expert = 3 * h * spec.intermediate_size
     router = h * spec.num_local_experts if spec.is_moe else 0
     if arch.expert_bias:
         expert += 2 * spec.intermediate_size + h
         router += spec.num_local_experts if spec.is_moe else 0
     norms = arch.norms_per_layer * h + (2 * d if arch.qk_norm else 0)
-    return LayerParams(attention=attention, expert=expert, router=router, norms=norms)
+    if spec.is_mla:
+        norms += (spec.kv_lora_rank or 0) + (spec.q_lora_rank or 0)  # kv_a_layernorm, q_a_layernorm
+    return LayerParams(
+        attention=_attention_params(spec),
+        expert=expert,
+        router=router,
+        norms=norms,
+        shared_expert=3 * h * spec.shared_expert_intermediate_size,
+        shared_gate=h if spec.shared_expert_gate else 0,
+        dense_mlp=3 * h * (spec.dense_intermediate_size or 0),
+    )
+
+
+def _block_linear_params(spec: ModelSpec, experts: int) -> int:
+    """Quantizable linears of all blocks, with `experts` routed experts per MoE layer (all of them for the
+    size, top-k for what one token touches). A dense model's MLP is its one expert on every layer."""
+    layer = layer_params(spec)
+    moe_layers = spec.num_moe_layers
+    if not spec.is_moe:
+        return spec.num_hidden_layers * (layer.attention + layer.expert)
+    moe = moe_layers * (experts * layer.expert + layer.shared_expert)
+    return spec.num_hidden_layers * layer.attention + moe + spec.num_dense_layers * layer.dense_mlp
+
+
+def _block_small_params(spec: ModelSpec) -> int:
+    """Norms, routers and gates of all blocks (kept in 16 bits)."""
+    layer = layer_params(spec)
+    return spec.num_hidden_layers * layer.norms + spec.num_moe_layers * (layer.router + layer.shared_gate)
 
 
 def embedding_params(spec: ModelSpec) -> int:
@@ -50,28 +103,26 @@ def embedding_params(spec: ModelSpec) -> int:
 
 
 def param_count(spec: ModelSpec) -> int:
-    layer = layer_params(spec)
-    per_layer = layer.attention + spec.num_local_experts * layer.expert + layer.router + layer.norms
-    return spec.num_hidden_layers * per_layer + embedding_params(spec)
+    """All parameters (DeepSeek's multi-token-prediction layer, a separate module, is not counted)."""
+    return _block_linear_params(spec, spec.num_local_experts) + _block_small_params(spec) + embedding_params(spec)
 
 
 def active_param_count(spec: ModelSpec) -> int:
-    """Parameters that touch one token: top-k experts instead of all (the input embedding is a lookup
-    but counted, as is conventional)."""
-    layer = layer_params(spec)
-    per_layer = layer.attention + spec.num_experts_per_tok * layer.expert + layer.router + layer.norms
-    return spec.num_hidden_layers * per_layer + embedding_params(spec)
+    """Parameters that touch one token: top-k experts instead of all, shared experts and dense layers in full
+    (the input embedding is a lookup but counted, as is conventional)."""
+    return _block_linear_params(spec, spec.num_experts_per_tok) + _block_small_params(spec) + embedding_params(spec)
 
 
 def weight_bytes(spec: ModelSpec, dtype: WeightDtype) -> float:
     """Checkpoint size: quantized block linears, embeddings/norms/router in 16 bits."""
-    layer = layer_params(spec)
-    linear = layer.attention + spec.num_local_experts * layer.expert
-    unquantized = layer.router + layer.norms
-    per_layer = linear * weight_bytes_per_param(dtype) + unquantized * 2
-    return spec.num_hidden_layers * per_layer + embedding_params(spec) * 2
+    linear = _block_linear_params(spec, spec.num_local_experts)
+    return linear * weight_bytes_per_param(dtype) + _block_small_params(spec) * 2 + embedding_params(spec) * 2
 
 
 def kv_bytes_per_token(spec: ModelSpec, dtype: KvDtype) -> int:
-    """KV-cache bytes one token occupies across all layers and all TP ranks together."""
+    """KV-cache bytes one token occupies across all layers and all TP ranks together; for MLA one latent of
+    kv_lora_rank + qk_rope_head_dim per layer, which every TP rank keeps whole (ttftsim/perf/memory.py)."""
+    if spec.is_mla:
+        latent = (spec.kv_lora_rank or 0) + spec.qk_rope_head_dim
+        return spec.num_hidden_layers * latent * kv_bytes_per_element(dtype)
     return 2 * spec.num_hidden_layers * spec.num_key_value_heads * spec.head_dim * kv_bytes_per_element(dtype)

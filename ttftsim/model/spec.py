@@ -3,14 +3,17 @@
 Covers the Llama layout and the families that differ from it only in where biases and norms sit (what
 `Architecture` records per model_type): Llama 2/3, Mistral, Mixtral-style MoE, Qwen2/2.5 (q/k/v biases),
 Qwen3 and Qwen3-MoE (q/k norms), Gemma 1/2/3 (pre- and post-norms), Phi-3/4, Granite, and gpt-oss (biases
-everywhere, MoE). Reading a Hugging Face config.json into a spec is ttftsim/model/hf_config.py.
+everywhere, MoE). Two more layouts on top: DeepSeek V2/V3, R1 and Kimi K2 (multi-head latent attention:
+`kv_lora_rank` and its head widths; MoE with shared experts; the first `num_dense_layers` layers dense), and
+Qwen1.5-MoE / Qwen2-MoE (a shared expert behind a sigmoid gate). Reading a Hugging Face config.json into a
+spec is ttftsim/model/hf_config.py.
 
-Left out, and refused with the reason when a config.json declares them (hf_config.py): multi-head latent
-attention (DeepSeek V2/V3, Kimi K2), shared experts (DeepSeek, Qwen2-MoE, Llama 4), dense and MoE layers
-interleaved, and hybrid attention/state-space stacks. Sliding-window attention and a checkpoint's own
-quantization_config are read but not modelled (attention spans the full context, which is exact for
-contexts shorter than the window; weights take native_dtype unless the engine sets a quantization): each
-run says so in its warnings (ttftsim/model/not_modelled.py).
+Left out, and refused with the reason when a config.json declares them (hf_config.py): dense and MoE layers
+interleaved (Llama 4 Maverick, Qwen2-MoE mlp_only_layers), and hybrid attention/state-space stacks.
+Sliding-window attention and a checkpoint's own quantization_config (other than fp8, which is the fp8 weight
+format) are read but not modelled (attention spans the full context, which is exact for contexts shorter than
+the window; weights take native_dtype unless the engine sets a quantization): each run says so in its
+warnings (ttftsim/model/not_modelled.py).
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ ARCHITECTURES: dict[str, Architecture] = {
     "phi3": Architecture(),  # Phi-3, Phi-3.5, Phi-4: fused qkv and gate_up, the same parameters
     "granite": Architecture(),  # Granite 3.x dense: Llama plus scalar multipliers
     "gpt_oss": Architecture(expert_bias=True),  # attention biases come from attention_bias: true
+    "qwen2_moe": Architecture(qkv_bias=True),  # Qwen1.5-MoE, Qwen2-57B-A14B: shared expert with a sigmoid gate
+    "deepseek_v2": Architecture(),  # MLA, shared experts, first_k_dense_replace dense layers
+    "deepseek_v3": Architecture(),  # DeepSeek-V3/R1: as V2, sigmoid router with a score-correction bias
+    "kimi_k2": Architecture(),  # Kimi K2: DeepseekV3ForCausalLM with 384 experts and 64 heads
 }
 SUPPORTED_MODEL_TYPES = tuple(ARCHITECTURES)
 
@@ -81,6 +88,27 @@ class ModelSpec(BaseModel):
     quantization_method: str | None = Field(
         default=None, description="quantization_config.quant_method of a quantized checkpoint (read, not modelled)"
     )
+    kv_lora_rank: int | None = Field(
+        default=None, ge=1, description="MLA: width of the compressed KV latent each token caches (None: no MLA)"
+    )
+    q_lora_rank: int | None = Field(
+        default=None, ge=1, description="MLA: width of the compressed query (None: queries from the hidden state)"
+    )
+    qk_nope_head_dim: int = Field(default=0, ge=0, description="MLA: per-head query/key width without RoPE")
+    qk_rope_head_dim: int = Field(default=0, ge=0, description="MLA: per-head query/key width with RoPE")
+    v_head_dim: int = Field(default=0, ge=0, description="MLA: per-head value width")
+    shared_expert_intermediate_size: int = Field(
+        default=0, ge=0, description="Inner width of an MoE layer's always-active shared expert(s) (0: none)"
+    )
+    shared_expert_gate: bool = Field(
+        default=False, description="A sigmoid gate (hidden -> 1 linear) scales the shared expert (Qwen2-MoE)"
+    )
+    num_dense_layers: int = Field(
+        default=0, ge=0, description="Leading layers whose MLP is dense instead of MoE (first_k_dense_replace)"
+    )
+    dense_intermediate_size: int | None = Field(
+        default=None, ge=1, description="Inner width of those dense layers' MLP"
+    )
 
     @model_validator(mode="after")
     def _check_shapes(self) -> ModelSpec:
@@ -100,7 +128,26 @@ class ModelSpec(BaseModel):
         windowed = self.num_sliding_window_layers
         if windowed is not None and windowed > self.num_hidden_layers:
             raise ValueError(f"num_sliding_window_layers {windowed} exceeds num_hidden_layers {self.num_hidden_layers}")
+        if self.kv_lora_rank is not None and not (self.qk_nope_head_dim and self.qk_rope_head_dim and self.v_head_dim):
+            raise ValueError(
+                f"kv_lora_rank {self.kv_lora_rank} (MLA) needs qk_nope_head_dim, qk_rope_head_dim and v_head_dim, "
+                f"got {self.qk_nope_head_dim}, {self.qk_rope_head_dim}, {self.v_head_dim}"
+            )
+        self._check_moe_layout()
         return self
+
+    def _check_moe_layout(self) -> None:
+        if self.num_dense_layers > self.num_hidden_layers:
+            raise ValueError(
+                f"num_dense_layers {self.num_dense_layers} exceeds num_hidden_layers {self.num_hidden_layers}"
+            )
+        if self.num_dense_layers and self.dense_intermediate_size is None:
+            raise ValueError(f"num_dense_layers {self.num_dense_layers} needs dense_intermediate_size")
+        if (self.shared_expert_intermediate_size or self.num_dense_layers) and not self.is_moe:
+            raise ValueError(
+                f"shared_expert_intermediate_size {self.shared_expert_intermediate_size} and num_dense_layers "
+                f"{self.num_dense_layers} apply to MoE models only (num_local_experts {self.num_local_experts})"
+            )
 
     @property
     def architecture(self) -> Architecture:
@@ -109,6 +156,21 @@ class ModelSpec(BaseModel):
     @property
     def is_moe(self) -> bool:
         return self.num_local_experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention: each token caches one latent of kv_lora_rank + qk_rope_head_dim."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def num_moe_layers(self) -> int:
+        """Layers whose MLP is the routed experts (all but the leading dense ones; none for a dense model)."""
+        return self.num_hidden_layers - self.num_dense_layers if self.is_moe else 0
+
+    @property
+    def widest_mlp(self) -> int:
+        """The largest MLP inner width of any layer: a dense layer's, the shared expert's or an expert's."""
+        return max(self.intermediate_size, self.dense_intermediate_size or 0, self.shared_expert_intermediate_size)
 
     @property
     def has_attention_bias(self) -> bool:
