@@ -39,6 +39,8 @@ COMPILED = (
     "engine.scheduler",
     "engine.speculative",
     "engine.state",
+    "engine.step_plan",
+    "engine.visible",
     "kvcache.block_pool",
     "kvcache.hashing",
     "kvcache.manager",

@@ -28,12 +28,14 @@ import simpy
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
-from ttftsim.engine.decode_run import MAX_RUN_STEPS, DecodeRun, run_times
+from ttftsim.engine.decode_run import DecodeRun, run_times
 from ttftsim.engine.pipeline import PipelineQueue
 from ttftsim.engine.recorder import Recorder
-from ttftsim.engine.scheduler import Scheduler, StepPlan, rejection
+from ttftsim.engine.scheduler import Scheduler
 from ttftsim.engine.speculative import DraftAcceptance
 from ttftsim.engine.state import RequestState
+from ttftsim.engine.step_plan import StepPlan, rejection, run_cap
+from ttftsim.engine.visible import VisibleTokens
 from ttftsim.kvcache.manager import KVCacheManager
 from ttftsim.kvcache.offload import CpuTier
 from ttftsim.perf.linear import PipelineCostModel, StepCostModel
@@ -80,8 +82,7 @@ class Engine:
         self.client_timeout_s = client_timeout_s
         self._next_expiry = 0.0
         self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
-        self.first_visible_token = first_visible_token  # the client sees content with this token
-        self._awaiting_visible: list[RequestState] = []  # cohort members whose visible token is still ahead
+        self.visible = VisibleTokens(first_visible_token)  # the client sees content with this token
         self._last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
         self.api = ApiServer(ApiServerCostsS(**cfg.api_server.model_dump()))
         self._api_on = not self.api.costs.is_free
@@ -190,7 +191,7 @@ class Engine:
                     self._last_start_s = -1.0  # idle: the next arrival is scheduled at once
                     yield idle_until(self)
                     continue
-                run = run_cap(plan, self.scheduler, self.closed_form_decode)
+                run = run_cap(plan, self.scheduler.cohort, self.scheduler.deferred, self.closed_form_decode)
                 if run > 1:
                     yield from self._decode_run(plan, run)
                 else:
@@ -257,8 +258,8 @@ class Engine:
                 state.first_preempt_s = start
         if not plan.per_request and self.scheduler.cohort.size:
             self.recorder.itl(duration, self.scheduler.cohort.size)
-            if self._awaiting_visible:
-                self._mark_visible((self.env.now,), delay)
+            if self.visible.awaiting:
+                self.visible.mark(self.scheduler.cohort, (self.env.now,), delay)
             self._advance_cohort(1)
         for state, new in plan.scheduled:
             self._apply(state, new, duration, delay)
@@ -298,29 +299,7 @@ class Engine:
         elif duration >= 0:
             self.recorder.itl(duration)
         state.num_output += 1
-        if state.num_output == self.first_visible_token:
-            state.visible_s = end
-            state.output_delay_s = delay
-        elif state.num_output == 1:  # its visible token comes later, possibly inside the cohort
-            self._awaiting_visible.append(state)
-
-    def _mark_visible(self, step_ends: Any, delay: float) -> None:
-        """Before the cohort advances over iterations ending at step_ends: members reaching their first
-        visible token get its time (and the API server's delay in sending it)."""
-        cohort, waiting = self.scheduler.cohort, []
-        for state in self._awaiting_visible:
-            if state.visible_s >= 0 or state.status in ("finished", "aborted"):
-                continue
-            if state.rid not in cohort.members:  # stepping alone for now: _apply will see its token
-                waiting.append(state)
-                continue
-            ahead = self.first_visible_token - (state.num_output + cohort.clock - state.sync_clock)
-            if ahead <= len(step_ends):
-                state.visible_s = float(step_ends[ahead - 1])
-                state.output_delay_s = delay
-            else:
-                waiting.append(state)
-        self._awaiting_visible = waiting
+        self.visible.emitted(state, end, delay)
 
     def _advance_cohort(self, steps: int) -> None:
         cohort = self.scheduler.cohort
@@ -377,8 +356,8 @@ class Engine:
         self.recorder.itl_run(run.times.durations[:done], cohort.size)
         if self._api_on:
             run.hand_tokens(self.api, done, cohort.size)
-        if self._awaiting_visible:
-            self._mark_visible([start + end for end in ends[:done]], self.api.costs.output_s(cohort.size))
+        if self.visible.awaiting:
+            self.visible.mark(cohort, [start + end for end in ends[:done]], self.api.costs.output_s(cohort.size))
         self._advance_cohort(done)
 
     def _account_run(self, until: float) -> None:
@@ -414,14 +393,6 @@ def record_step(engine: Engine, start: float, duration: float, tokens: int, step
     it stands for (a closed-form decode run is one row)."""
     gauges = (engine.scheduler.num_running, engine.scheduler.num_waiting, engine.kv.usage())
     engine.recorder.step((start, duration, engine.replica, tokens, *gauges, steps))
-
-
-def run_cap(plan: StepPlan, scheduler: Scheduler, closed_form: bool) -> int:
-    """At most how many identical decode-only iterations follow from this plan (1 = just step; also when a
-    waiting request becomes visible at the next schedule, or when the reference path steps every iteration)."""
-    if plan.per_request or plan.scheduled or plan.preempted or scheduler.deferred or not closed_form:
-        return 1
-    return min(MAX_RUN_STEPS, scheduler.cohort.steps_to_next_finish())
 
 
 def idle_until(engine: Engine) -> simpy.Event:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ttftsim.engine.scheduler import StepPlan
+from ttftsim.engine.step_plan import StepPlan
 from ttftsim.perf.linear import PipelineCostModel
 
 

@@ -63,3 +63,11 @@ class PriorityQueue:
 
 def make_queue(policy: str) -> WaitingQueue:
     return PriorityQueue() if policy == "priority" else FcfsQueue()
+
+
+def pop_all(queue: WaitingQueue) -> list[RequestState]:
+    """Empty the queue, in its order."""
+    states: list[RequestState] = []
+    while len(queue):
+        states.append(queue.pop())
+    return states

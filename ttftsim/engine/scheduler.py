@@ -18,34 +18,18 @@ touched, in running order. Otherwise the cohort is dissolved and the loop runs r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.cohort import DecodeCohort
 from ttftsim.engine.loading import LoadingRequests, admission_start
 from ttftsim.engine.lora import LoraSlots
 from ttftsim.engine.preemption import PreemptionPolicy, make_preemption
-from ttftsim.engine.queues import WaitingQueue, make_queue
+from ttftsim.engine.queues import WaitingQueue, make_queue, pop_all
 from ttftsim.engine.state import RequestState
+from ttftsim.engine.step_plan import StepPlan
 from ttftsim.kvcache.manager import KVCacheManager
-from ttftsim.perf.batch import BatchShape, BatchShapeBuilder
-from ttftsim.workload.request import Request
-
-
-@dataclass(frozen=True, slots=True)
-class StepPlan:
-    """What runs in one iteration: (request, new tokens) pairs outside the cohort, whether the decode
-    cohort steps too, who was preempted, and the cost shape."""
-
-    scheduled: tuple[tuple[RequestState, int], ...]
-    preempted: tuple[RequestState, ...]
-    shape: BatchShape
-    cohort_steps: bool = False
-    per_request: bool = True  # scheduled by the reference loop (the cohort was dissolved)
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.scheduled and not self.cohort_steps
+from ttftsim.perf.batch import BatchShapeBuilder
 
 
 class Scheduler:
@@ -131,7 +115,7 @@ class Scheduler:
             self.kv.free(state.rid)
             gone.append(state)
         kept: list[RequestState] = []
-        for state in _pop_all(self.waiting):
+        for state in pop_all(self.waiting):
             (gone if state.req.arrival_s <= cutoff_s else kept).append(state)
         for state in kept:
             self.waiting.add(state)
@@ -142,7 +126,7 @@ class Scheduler:
     def in_flight(self) -> list[RequestState]:
         """Every request not yet ended, running first, waiting in queue order (the queue is unchanged)."""
         self.dissolve_cohort()
-        waiting = _pop_all(self.waiting)
+        waiting = pop_all(self.waiting)
         for state in waiting:
             self.waiting.add(state)
         return [*self.running, *self.loading.states, *waiting]
@@ -150,7 +134,7 @@ class Scheduler:
     def drain(self) -> list[RequestState]:
         """Hand back every request (the replica is gone): running first, then waiting."""
         self.dissolve_cohort()
-        lost = [*self.running, *self.loading.take_all(), *_pop_all(self.waiting)]
+        lost = [*self.running, *self.loading.take_all(), *pop_all(self.waiting)]
         self.running.clear()
         return lost
 
@@ -411,25 +395,6 @@ def _position(entry: tuple[int, RequestState, int]) -> int:
     return entry[0]
 
 
-def rejection(cfg: ResolvedEngine, num_blocks: int, req: Request) -> str:
-    """Why a replica refuses a request outright ('' when it does not): longer than max_model_len, or more
-    KV than the whole cache (paged), or a static reservation larger than the cache."""
-    total = req.prompt_tokens + req.output_tokens
-    if total > cfg.max_model_len:
-        return (
-            f"prompt {req.prompt_tokens} + output {req.output_tokens} tokens exceed max_model_len {cfg.max_model_len}"
-        )
-    size = cfg.block_size
-    if cfg.kv_cache_mode == "paged" and -(-total // size) > num_blocks:
-        return f"{total} tokens exceed the KV cache ({num_blocks} blocks of {size})"
-    if cfg.kv_cache_mode == "static" and -(-cfg.max_model_len // size) > num_blocks:
-        return (
-            f"a static reservation of max_model_len {cfg.max_model_len} tokens exceeds the KV cache "
-            f"({num_blocks} blocks of {size})"
-        )
-    return ""
-
-
 def _unschedule(victim: RequestState, scheduled: list[tuple[RequestState, int]]) -> int:
     """Take a preempted request out of this step's list; the tokens it had (0 if not scheduled yet)."""
     for position, (state, new) in enumerate(scheduled):
@@ -437,10 +402,3 @@ def _unschedule(victim: RequestState, scheduled: list[tuple[RequestState, int]])
             del scheduled[position]
             return new
     return 0
-
-
-def _pop_all(queue: WaitingQueue) -> list[RequestState]:
-    states: list[RequestState] = []
-    while len(queue):
-        states.append(queue.pop())
-    return states
