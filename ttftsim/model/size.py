@@ -119,6 +119,17 @@ def weight_bytes(spec: ModelSpec, dtype: WeightDtype) -> float:
     return linear * weight_bytes_per_param(dtype) + _block_small_params(spec) * 2 + embedding_params(spec) * 2
 
 
+def layer_weight_bytes(spec: ModelSpec, dtype: WeightDtype) -> tuple[float, float]:
+    """Bytes of one leading dense layer and of one MoE layer (for a dense model both are its one layer)."""
+    layer = layer_params(spec)
+    per_param = weight_bytes_per_param(dtype)
+    dense = (layer.attention + (layer.dense_mlp if spec.is_moe else layer.expert)) * per_param + layer.norms * 2
+    if not spec.is_moe:
+        return dense, dense
+    moe_linear = layer.attention + spec.num_local_experts * layer.expert + layer.shared_expert
+    return dense, moe_linear * per_param + (layer.norms + layer.router + layer.shared_gate) * 2
+
+
 def kv_bytes_per_token(spec: ModelSpec, dtype: KvDtype) -> int:
     """KV-cache bytes one token occupies across all layers and all TP ranks together; for MLA one latent of
     kv_lora_rank + qk_rope_head_dim per layer, which every TP rank keeps whole (ttftsim/perf/memory.py)."""

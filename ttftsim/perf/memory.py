@@ -3,12 +3,18 @@
 requested = ceil(device memory x gpu_memory_utilization); KV cache = requested - weights - peak
 activation of a profiling forward pass at max_num_batched_tokens - non-torch memory (CUDA context, NCCL
 buffers: the hardware profile's nccl_reserve_bytes_by_tp) - the CUDA-graph estimate;
-blocks = KV cache // (block_size x KV bytes per token on one GPU).
+blocks = KV cache // (block_size x KV bytes per token on one GPU). KV bytes per token on one GPU are its
+share of the KV heads, or for multi-head latent attention (DeepSeek V2/V3, Kimi K2) the whole latent of
+kv_lora_rank + qk_rope_head_dim per layer: vLLM's MLA backends cache one latent per token that every TP rank
+keeps in full (MLAAttention.get_kv_cache_spec, vllm/model_executor/layers/attention/mla_attention.py:
+MLAAttentionSpec(num_kv_heads=1, head_size=kv_lora_rank + qk_rope_head_dim); page bytes in
+vllm/v1/kv_cache_interface.py MLAAttentionSpec.real_page_size_bytes, no factor 2 for K and V).
 The activation peak and the fixed reserves are estimates (documented below), not vLLM's profiler.
 
 With pipeline parallelism each stage's GPUs hold their layers' weights (the first stage also the input
 embedding, the last the final norm and the LM head, a second copy when the embeddings are tied) and KV for
-their layers only; every worker profiles its own memory and the engine takes the smallest block count of all
+their layers only (a model's leading dense layers, lighter than its MoE layers, counted as such); every worker
+profiles its own memory and the engine takes the smallest block count of all
 (vLLM v1/core/kv_cache_utils.py: one KV-cache config for every worker, at the minimum), so the stage with
 the least room per layer decides.
 """
@@ -19,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from ttftsim.config.hardware import HardwareProfile
-from ttftsim.model.size import kv_bytes_per_token, weight_bytes
+from ttftsim.model.size import kv_bytes_per_token, layer_weight_bytes, weight_bytes
 from ttftsim.perf.iteration import Deployment
 
 GB = 1e9
@@ -55,7 +61,7 @@ class MemoryPlan:
     non_torch_bytes: int
     cudagraph_bytes: int
     kv_cache_bytes: int
-    kv_bytes_per_token: int  # on one GPU (its shard of KV heads)
+    kv_bytes_per_token: int  # on one GPU (its shard of KV heads; an MLA latent whole)
     block_size: int
     num_blocks: int
 
@@ -65,11 +71,16 @@ class MemoryPlan:
 
 
 def kv_bytes_per_token_per_gpu(deployment: Deployment, layers: int | None = None) -> int:
-    """KV bytes one token takes on one GPU: its shard of the KV heads, for `layers` layers (default all)."""
+    """KV bytes one token takes on one GPU: its shard of the KV heads, for `layers` layers (default all).
+    An MLA model's latent is not split by heads: every TP rank caches all of it (vLLM MLAAttention.
+    get_kv_cache_spec: MLAAttentionSpec with num_kv_heads=1, head_size kv_lora_rank + qk_rope_head_dim)."""
     spec = deployment.model
-    kv_heads_local = max(1, spec.num_key_value_heads // deployment.tp)
     full = kv_bytes_per_token(spec, deployment.kv_dtype)
-    per_gpu = full * kv_heads_local // spec.num_key_value_heads
+    if spec.is_mla:
+        per_gpu = full
+    else:
+        kv_heads_local = max(1, spec.num_key_value_heads // deployment.tp)
+        per_gpu = full * kv_heads_local // spec.num_key_value_heads
     return per_gpu if layers is None else per_gpu * layers // spec.num_hidden_layers
 
 
@@ -97,18 +108,33 @@ def stage_weight_bytes(deployment: Deployment) -> list[int]:
     if pp == 1:
         return [math.ceil(total / tp)]
     table = 2.0 * spec.vocab_size * spec.hidden_size  # one 16-bit vocab x hidden table
-    outside = (1 if spec.tie_word_embeddings else 2) * table + 2.0 * spec.hidden_size
-    per_layer = (total - outside) / spec.num_hidden_layers
-    stages = [per_layer * layers for layers in deployment.stage_layers]
+    if spec.num_dense_layers:  # leading dense layers are lighter than the MoE ones after them
+        stages = _stage_layer_bytes(deployment)
+    else:
+        outside = (1 if spec.tie_word_embeddings else 2) * table + 2.0 * spec.hidden_size
+        per_layer = (total - outside) / spec.num_hidden_layers
+        stages = [per_layer * layers for layers in deployment.stage_layers]
     stages[0] += table
     stages[-1] += table + 2.0 * spec.hidden_size
     return [math.ceil(bytes_ / tp) for bytes_ in stages]
 
 
+def _stage_layer_bytes(deployment: Deployment) -> list[float]:
+    """Each stage's layer bytes when the first num_dense_layers layers are dense (they fall on the first stages)."""
+    spec = deployment.model
+    dense, moe = layer_weight_bytes(spec, deployment.weight_dtype)
+    stages, start = [], 0
+    for layers in deployment.stage_layers:
+        num_dense = max(0, min(spec.num_dense_layers, start + layers) - start)
+        stages.append(num_dense * dense + (layers - num_dense) * moe)
+        start += layers
+    return stages
+
+
 def activation_peak_bytes(deployment: Deployment, settings: MemorySettings) -> int:
     """Largest live activations of a forward pass over max_num_batched_tokens, plus the sampler's logits."""
     spec, tp = deployment.model, deployment.tp
-    inter, heads = spec.intermediate_size // tp, spec.num_attention_heads // tp
+    inter, heads = spec.widest_mlp // tp, spec.num_attention_heads // tp
     kv_heads = max(1, spec.num_key_value_heads // tp)
     per_token = 2 * (3 * inter + 4 * spec.hidden_size + (heads + 2 * kv_heads) * spec.head_dim)
     logits = settings.max_num_seqs * spec.vocab_size * SAMPLER_LOGIT_BYTES

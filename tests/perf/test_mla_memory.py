@@ -1,0 +1,62 @@
+"""Memory plan of multi-head latent attention models: the latent is cached whole on every TP rank (vLLM
+MLAAttentionSpec), blocks counted by hand, and leading dense layers in a pipeline stage's weights."""
+
+from __future__ import annotations
+
+import math
+
+from ttftsim.hardware.catalog import load_hardware
+from ttftsim.model.catalog import load_model
+from ttftsim.perf.iteration import Deployment
+from ttftsim.perf.memory import MemorySettings, kv_bytes_per_token_per_gpu, plan_memory, stage_weight_bytes
+
+GIB = 2**30
+
+
+def test_the_latent_is_not_split_by_tensor_parallelism() -> None:
+    """DeepSeek-V3: 61 layers x (512 + 64) x 2 bytes on each of the 8 GPUs; a GQA model's KV is divided."""
+    deepseek = Deployment(load_model("DeepSeek-V3"), load_hardware("H200-SXM-141GB"), 8, "fp8", "bf16")
+    assert kv_bytes_per_token_per_gpu(deepseek) == 61 * (512 + 64) * 2 == 70_272
+    assert kv_bytes_per_token_per_gpu(deepseek, layers=30) == 30 * 576 * 2
+    llama = Deployment(load_model("Llama-3.1-70B"), load_hardware("H200-SXM-141GB"), 8)
+    assert kv_bytes_per_token_per_gpu(llama) == 327_680 // 8
+
+
+def test_deepseek_v2_lite_blocks_by_hand() -> None:
+    """One H100 (85,520,809,984 bytes), bf16, vLLM defaults: requested ceil(0.9 x memory); weights 2 bytes x
+    15,706,484,224 parameters; the profiling pass at 2,048 tokens (2 bytes x (3 x 10,944 dense MLP + 4 x 2,048
+    + (16 + 2 x 16) heads x 192)) plus 256 x 102,400 fp32 logits; 0.5 GiB context, no NCCL at TP 1, 0.75 GiB
+    of graphs; blocks of 16 tokens x 27 x 576 x 2 bytes."""
+    deployment = Deployment(load_model("DeepSeek-V2-Lite"), load_hardware("H100-SXM5-80GB"), 1)
+    plan = plan_memory(deployment, MemorySettings())
+    requested = math.ceil(85_520_809_984 * 0.9)
+    weights = 2 * 15_706_484_224
+    activation = 2048 * 2 * (3 * 10944 + 4 * 2048 + (16 + 2 * 16) * 192) + 256 * 102_400 * 4
+    kv_cache = requested - weights - activation - GIB // 2 - 3 * GIB // 4
+    assert (plan.weight_bytes, plan.activation_bytes, plan.kv_cache_bytes) == (weights, activation, kv_cache)
+    assert plan.kv_bytes_per_token == 27 * 576 * 2 == 31_104
+    assert plan.num_blocks == kv_cache // (16 * 31_104) == 88_218
+
+
+def test_deepseek_v3_fits_eight_h200s_in_fp8() -> None:
+    deployment = Deployment(load_model("DeepSeek-V3"), load_hardware("H200-SXM-141GB"), 8, "fp8", "bf16")
+    plan = plan_memory(deployment, MemorySettings(max_model_len=32_768))
+    assert plan.kv_bytes_per_token == 70_272
+    assert plan.num_blocks == plan.kv_cache_bytes // (16 * 70_272)
+    expert, norms = 3 * 7168 * 2048, 2 * 7168 + 512 + 1536
+    linears = 61 * 187_105_280 + 3 * 3 * 7168 * 18432 + 58 * 257 * expert  # fp8: a byte each
+    small = 61 * norms + 58 * 7168 * 256 + 2 * 129_280 * 7168 + 7168  # 16-bit
+    assert plan.weight_bytes == math.ceil((linears + 2 * small) / 8) == 84_123_399_936
+
+
+def test_pipeline_stages_weigh_dense_and_moe_layers_apart() -> None:
+    """DeepSeek-V3 fp8 on TP 8 x PP 2: layers 31 | 30 (vLLM get_pp_indices); the first stage holds the 3
+    dense layers, 28 MoE layers and the input embedding, the second 30 MoE layers, the final norm and LM head."""
+    deployment = Deployment(load_model("DeepSeek-V3"), load_hardware("H200-SXM-141GB"), 8, "fp8", "bf16", pp=2)
+    assert deployment.stage_layers == (31, 30)
+    mla, norms = 187_105_280, 2 * 7168 + 512 + 1536
+    dense = (mla + 3 * 7168 * 18432) * 1.0 + norms * 2
+    moe = (mla + 257 * 3 * 7168 * 2048) * 1.0 + (norms + 7168 * 256) * 2
+    table = 2.0 * 129_280 * 7168
+    first, second = 3 * dense + 28 * moe + table, 30 * moe + table + 2.0 * 7168
+    assert stage_weight_bytes(deployment) == [math.ceil(first / 8), math.ceil(second / 8)]
