@@ -91,6 +91,14 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     if engine.kv_offloading_gib:
         capacity, load_s = offload_sizes(engine, memory, hardware)
         engine = replace(engine, kv_offload_blocks=capacity, kv_load_s_per_block=load_s)
+    if engine.lmcache is not None:  # LMCache's chunks: their bytes on each GPU (engine/loading.py sizes tiers)
+        chunk = engine.lmcache.chunk_size * memory.kv_bytes_per_token
+        problem = engine.lmcache.capacity_problem(chunk)
+        if problem is not None:
+            raise InputError(source, f"engine.lmcache.{problem[0]}", problem[1])
+        engine = replace(
+            engine, lmcache_chunk_bytes=chunk, lmcache_h2d_bytes_per_s=hardware.host_to_device_bw_bytes_per_s
+        )
     kernel_costs, kernel_note = kernel_costs_for(scenario.kernel_costs, hardware, source)
     perf = IterationModel(
         deployment, scaled_kernel_costs(RooflineCosts(hardware) if kernel_costs is None else kernel_costs, factors)

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 from ttftsim.config.base import StrictModel
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.hardware import HardwareProfile
+from ttftsim.config.kv_transfer import KvTransferConfig, LMCacheConfig
 from ttftsim.config.loading import parse_mapping
 
 KvMode = Literal["paged", "static", "none"]
@@ -132,6 +133,16 @@ class EngineArgs(StrictModel):
         "--kv-offloading-size, native CPU backend): full blocks are stored as they fill, and a prefix found "
         "there is copied back instead of recomputed (prefix caching on)",
     )
+    kv_transfer_config: KvTransferConfig | None = Field(
+        default=None,
+        description="vLLM --kv-transfer-config: LMCacheConnectorV1 stores prompt KV in chunks to LMCache's tiers "
+        "and loads a prefix found there (docs/engine-semantics.md 14)",
+    )
+    lmcache: LMCacheConfig | None = Field(
+        default=None,
+        description="LMCache's settings, as its config file or LMCACHE_* variables give them (with "
+        "kv_transfer_config; null: LMCache's defaults, a 5 GB CPU tier)",
+    )
     kv_cache_mode: KvMode = Field(
         default="paged",
         description="paged (vLLM), static (reserve max_model_len per sequence), none (recompute every step)",
@@ -168,7 +179,32 @@ class EngineArgs(StrictModel):
                 "kv_offloading_size needs paged KV blocks with prefix caching on: the CPU tier finds blocks by "
                 "their prefix hashes"
             )
+        self._consistent_kv_transfer()
         return self
+
+    def _consistent_kv_transfer(self) -> None:
+        if self.lmcache is not None and self.kv_transfer_config is None:
+            raise ValueError("lmcache settings without kv_transfer_config (kv_connector LMCacheConnectorV1)")
+        if self.kv_transfer_config is None:
+            return
+        if self.kv_offloading_size is not None:
+            raise ValueError(
+                "kv_offloading_size and kv_transfer_config together: vLLM takes one KV connector (--kv-offloading-size "
+                "sets the OffloadingConnector)"
+            )
+        if self.kv_cache_mode != "paged" or not self.enable_prefix_caching:
+            raise ValueError(
+                "kv_transfer_config needs paged KV blocks with prefix caching on (ttftsim finds chunks "
+                "by block prefix hashes)"
+            )
+        chunk = (self.lmcache or LMCacheConfig()).chunk_size
+        if chunk % self.block_size:
+            raise ValueError(
+                f"lmcache chunk_size {chunk} is not a multiple of block_size {self.block_size} (ttftsim keys a chunk "
+                "by its last block's prefix hash)"
+            )
+        if self.pipeline_parallel_size > 1:
+            raise ValueError("kv_transfer_config with pipeline_parallel_size > 1 is not modelled")
 
 
 class VersionDefaults(StrictModel):
@@ -250,6 +286,9 @@ class ResolvedEngine:
     max_cpu_loras: int = 0
     lora_h2d_s: float = 0.0  # an adapter from host memory into its GPU slot (replica.py, from its size)
     lora_read_s: float = 0.0  # an adapter read from disk into host memory
+    lmcache: LMCacheConfig | None = None  # LMCache's tiers (kv_transfer_config LMCacheConnectorV1)
+    lmcache_chunk_bytes: int = 0  # one LMCache chunk's KV on each GPU (replica.py, from the memory plan)
+    lmcache_h2d_bytes_per_s: float = 0.0  # host <-> GPU copies of chunks, per GPU (replica.py)
 
     @property
     def gpus(self) -> int:
@@ -332,4 +371,5 @@ def resolve_engine(
         lora_slots=args.max_loras if args.enable_lora else 0,
         max_lora_rank=args.max_lora_rank,
         max_cpu_loras=args.max_cpu_loras or args.max_loras,
+        lmcache=(args.lmcache or LMCacheConfig()) if args.kv_transfer_config is not None else None,
     )

@@ -29,6 +29,7 @@ import simpy
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.engine.decode_run import DecodeRun, run_times
+from ttftsim.engine.loading import lmcache_tiers
 from ttftsim.engine.pipeline import PipelineQueue
 from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.scheduler import Scheduler
@@ -65,6 +66,7 @@ class Engine:
         )
         if cfg.kv_offload_blocks:
             self.kv.tier = CpuTier(cfg.kv_offload_blocks)
+        self.kv.lmcache = lmcache_tiers(cfg)
         self.closed_form_decode = (
             closed_form_decode
             and cfg.kv_cache_mode != "none"
@@ -219,6 +221,7 @@ class Engine:
         start = self._last_start_s = self.env.now
         duration = self.perf.idle_start_s(plan.shape) if from_idle else self.perf.time_s(plan.shape)
         duration += plan.shape.lora_load_s  # adapters copied into GPU slots before the forward pass (lora.py)
+        duration += self.kv.take_transfer_s()  # LMCache's synchronous chunk loads and stores (loading.py)
         yield self.env.timeout(duration)
         self._complete(plan, start, duration)
 

@@ -1,12 +1,16 @@
 """Requests waiting for their offloaded KV blocks to come back from host memory (vLLM's
 WAITING_FOR_REMOTE_KVS): admission skips them, and they return to the front of the waiting queue, in the
-order they left it, once their copy is done (kvcache/offload.py)."""
+order they left it, once their copy is done (kvcache/offload.py). LMCache's loads are synchronous instead:
+the request is admitted at once with the loaded tokens computed, and the step that admits it waits for the
+copy (lmcache_tiers builds its tiers; docs/engine-semantics.md 14)."""
 
 from __future__ import annotations
 
+from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.queues import WaitingQueue
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import NO_HIT, CacheHit, KVCacheManager
+from ttftsim.kvcache.offload import LMCacheTiers, TierSpec
 
 
 class LoadingRequests:
@@ -60,6 +64,9 @@ def admission_start(
         start, state.loaded_tokens = state.loaded_tokens, 0
         return NO_HIT, start, True
     hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
+    if kv.lmcache is not None:  # loaded before the forward pass of the step that admits it
+        found = kv.find_in_lmcache(state.rid, state.token_segments(), state.num_tokens, hit.num_tokens)
+        return hit, hit.num_tokens + found.tokens, False
     offloaded = kv.find_offloaded(state.rid, state.num_tokens, len(hit.blocks)) if kv.tier else 0
     if offloaded:
         loaded = hit.num_tokens + offloaded * kv.block_size
@@ -72,3 +79,24 @@ def admission_start(
     if state.req.preloaded_tokens > hit.num_tokens and state.num_preemptions == 0:  # KV sent by a prefill pod
         return NO_HIT, state.req.preloaded_tokens, False
     return hit, hit.num_tokens, False
+
+
+def lmcache_tiers(cfg: ResolvedEngine) -> LMCacheTiers | None:
+    """LMCache's tiers for a replica, sized in chunks of its KV (replica.py sets the chunk's bytes per GPU):
+    a GB is 2^30 bytes per GPU worker; a chunk read from disk or the remote store moves every GPU's share
+    through one drive or link, then each GPU copies its own share over its PCIe link."""
+    lm, chunk = cfg.lmcache, cfg.lmcache_chunk_bytes
+    if lm is None or chunk <= 0:
+        return None
+    tiers = []
+    if lm.local_cpu:
+        tiers.append(TierSpec("LocalCPUBackend", int(lm.max_local_cpu_size * 2**30 // chunk), 0.0))
+    if lm.local_disk is not None:
+        disk_s = chunk * cfg.gpus / lm.local_disk_read_bytes_per_s
+        tiers.append(TierSpec("LocalDiskBackend", int(lm.max_local_disk_size * 2**30 // chunk), disk_s))
+    if lm.remote_url is not None:
+        size = lm.max_remote_size
+        capacity = None if size is None else int(size * 2**30 // chunk)
+        tiers.append(TierSpec("RemoteBackend", capacity, chunk * cfg.gpus / lm.remote_bytes_per_s))
+    copy_s = chunk / (lm.local_cpu_bytes_per_s or cfg.lmcache_h2d_bytes_per_s)
+    return LMCacheTiers(tiers, lm.chunk_size // cfg.block_size, lm.chunk_size, copy_s, copy_s)

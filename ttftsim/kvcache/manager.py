@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ttftsim.kvcache.block_pool import BlockPool
 from ttftsim.kvcache.hashing import Segment, extend_block_hashes
-from ttftsim.kvcache.offload import CpuTier
+from ttftsim.kvcache.offload import ChunkLoad, CpuTier, LMCacheTiers
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,7 @@ class KVCacheManager:
         self.query_tokens = 0
         self.hit_tokens = 0
         self.tier: CpuTier | None = None  # host-memory KV offloading (offload.py), when configured
+        self.lmcache: LMCacheTiers | None = None  # LMCache's tiers (offload.py), when configured
 
     @property
     def caching(self) -> bool:
@@ -89,6 +90,20 @@ class KVCacheManager:
             return 0
         usable = (num_tokens - 1) // self.block_size
         return self.tier.lookup(self._hashes[request_id][:usable], gpu_hit_blocks)
+
+    def find_in_lmcache(
+        self, request_id: int, segments: Sequence[Segment], num_tokens: int, gpu_hit_tokens: int
+    ) -> ChunkLoad:
+        """What LMCache holds of a request about to be admitted past its GPU hit (call after find_cached)."""
+        if self.lmcache is None:
+            return ChunkLoad()
+        full = num_tokens // self.block_size
+        hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, full)
+        return self.lmcache.lookup(request_id, hashes, num_tokens, gpu_hit_tokens)
+
+    def take_transfer_s(self) -> float:
+        """Seconds of LMCache copies owed by the step just scheduled (0 without LMCache)."""
+        return self.lmcache.take_transfer_s() if self.lmcache is not None else 0.0
 
     def record_admission(self, num_tokens: int, hit_tokens: int) -> None:
         """Count one admitted request's prefix-cache query and hit, in tokens."""
@@ -173,18 +188,19 @@ class KVCacheManager:
             return
         full = num_computed // self.block_size
         done = self._num_hashed.get(request_id, 0)
-        if full <= done:
-            return
-        ids = self.blocks[request_id]
-        if full > len(ids):  # a private request's anonymous full blocks get ids
-            count = full - len(ids)
-            ids.extend(self.pool.identify(count))
-            self.anonymous[request_id] -= count
-        hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, full)
-        self.pool.cache_blocks(ids, hashes, done, full)
-        if self.tier is not None:
-            self.tier.store(hashes[done:full])
-        self._num_hashed[request_id] = full
+        if full > done:
+            ids = self.blocks[request_id]
+            if full > len(ids):  # a private request's anonymous full blocks get ids
+                count = full - len(ids)
+                ids.extend(self.pool.identify(count))
+                self.anonymous[request_id] -= count
+            hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, full)
+            self.pool.cache_blocks(ids, hashes, done, full)
+            if self.tier is not None:
+                self.tier.store(hashes[done:full])
+            self._num_hashed[request_id] = full
+        if self.lmcache is not None:  # its chunks stored as they complete (and its admission's load charged)
+            self.lmcache.store(request_id, self._hashes.get(request_id, []), full)
 
     def free(self, request_id: int) -> None:
         """Release a finished or preempted request's blocks, last first (they stay cached until evicted)."""
@@ -198,3 +214,5 @@ class KVCacheManager:
         """Drop a finished request's memoised hashes."""
         self._hashes.pop(request_id, None)
         self._private.discard(request_id)
+        if self.lmcache is not None:
+            self.lmcache.forget(request_id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 
 class CpuTier:
@@ -47,3 +48,168 @@ class CpuTier:
             self._held.move_to_end(block_hash)
             count += 1
         return count
+
+
+# ---- LMCache (LMCacheConnectorV1): chunks in tiers, docs/engine-semantics.md 14 ----
+
+
+@dataclass(frozen=True, slots=True)
+class TierSpec:
+    """One LMCache storage backend, in the order LMCache searches them (CPU, local disk, remote)."""
+
+    name: str  # LMCache's backend class: LocalCPUBackend, LocalDiskBackend, RemoteBackend
+    capacity_chunks: int | None  # None: no limit here (a remote server evicts on its own terms)
+    read_s_per_chunk: float  # reading one chunk into host memory before its copy to the GPUs (0: host memory)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkLoad:
+    """What an LMCache lookup found for a request about to be admitted."""
+
+    hit_chunks: int = 0  # the prompt's prefix chunks held across the tiers (LMCache's hit)
+    tokens: int = 0  # tokens loaded past the GPU prefix hit (0: nothing is loaded)
+    chunks_by_tier: tuple[int, ...] = ()  # chunks read from each tier
+    load_s: float = 0.0  # the synchronous load before the step's forward pass
+    prompt_tokens: int = 0
+
+
+class LruChunks:
+    """One tier's chunk keys, least recently used first. Invariant: len <= capacity (when it has one)."""
+
+    def __init__(self, spec: TierSpec) -> None:
+        self.spec = spec
+        self._held: OrderedDict[int, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def keys(self) -> list[int]:
+        return list(self._held)
+
+    def put(self, key: int) -> None:
+        """Stored, evicting the least recently used chunk when full; a chunk already held is left as it is."""
+        held = self._held
+        if key in held:
+            return
+        held[key] = None
+        capacity = self.spec.capacity_chunks
+        if capacity is not None and len(held) > capacity:
+            held.popitem(last=False)
+
+    def prefix(self, keys: Sequence[int], start: int) -> int:
+        """How many consecutive keys from keys[start] this tier holds (LMCache's batched_contains)."""
+        count = 0
+        for key in keys[start:]:
+            if key not in self._held:
+                break
+            count += 1
+        return count
+
+    def touch(self, keys: Sequence[int]) -> None:
+        for key in keys:
+            self._held.move_to_end(key)
+
+
+class LMCacheTiers:
+    """LMCache's storage manager for one vLLM instance, in chunks of chunk_blocks KV blocks (a chunk's key
+    is its last block's prefix hash: equal keys mean equal prefixes, as LMCache's chained chunk hashes).
+
+    - Store (wait_for_save, after each forward pass): a request's prompt chunks completed in that step and
+      not yet saved, full chunks only (save_unfull_chunk false), none while decoding (save_decode_cache false);
+      each is copied from the GPUs to host memory (charged to the step) and put into every tier (the disk
+      and remote writes are asynchronous, not charged). Each tier evicts its least recently used chunk.
+    - Lookup (get_num_new_matched_tokens, at admission): prefix match across the tiers in order, each tier
+      continuing where the one before stopped (StorageManager.batched_contains).
+    - Load (start_load_kv, synchronous: LMCacheConnectorV1 answers load_async False): the chunks from the
+      one holding the GPU hit's end to the LMCache hit's end, each read from its tier into host memory then
+      copied to the GPUs, before the forward pass of the step that admits the request; chunks read from a
+      lower tier are written back into the CPU tier (StorageManager.batched_get).
+    """
+
+    def __init__(
+        self,
+        tiers: Sequence[TierSpec],
+        chunk_blocks: int,
+        chunk_tokens: int,
+        h2d_s_per_chunk: float,
+        d2h_s_per_chunk: float,
+    ) -> None:
+        self.tiers = [LruChunks(spec) for spec in tiers]
+        self.chunk_blocks, self.chunk_tokens = chunk_blocks, chunk_tokens
+        self.h2d_s_per_chunk, self.d2h_s_per_chunk = h2d_s_per_chunk, d2h_s_per_chunk
+        self._pending: dict[int, ChunkLoad] = {}  # looked up, not yet admitted
+        self._saved: dict[int, int] = {}  # chunks of each admitted request already stored (or found)
+        self._prompt: dict[int, int] = {}
+        self._transfer_s = 0.0  # copies owed by the step being scheduled
+        self.stored_chunks = 0
+        self.loaded_chunks = 0
+
+    def chunk_keys(self, hashes: Sequence[int], num_chunks: int) -> list[int]:
+        step = self.chunk_blocks
+        return [hashes[(i + 1) * step - 1] for i in range(min(num_chunks, len(hashes) // step))]
+
+    def lookup(self, request_id: int, hashes: Sequence[int], num_tokens: int, gpu_hit_tokens: int) -> ChunkLoad:
+        """What LMCache holds of this prompt and what admitting it now would load; remembered until the
+        request is admitted (its first store), which charges the load."""
+        keys = self.chunk_keys(hashes, num_tokens // self.chunk_tokens)
+        found, spans = 0, []
+        for tier in self.tiers:
+            count = tier.prefix(keys, found) if found < len(keys) else 0
+            spans.append((found, found + count))
+            found += count
+        hit_tokens = found * self.chunk_tokens
+        need = hit_tokens - gpu_hit_tokens - (1 if hit_tokens == num_tokens else 0)  # the last token is computed
+        if need <= 0:
+            load = ChunkLoad(found, prompt_tokens=num_tokens)
+        else:
+            first = gpu_hit_tokens // self.chunk_tokens  # the chunk holding the GPU hit's end is loaded whole
+            by_tier = tuple(max(0, end - max(start, first)) for start, end in spans)
+            read_s = sum(n * tier.spec.read_s_per_chunk for n, tier in zip(by_tier, self.tiers, strict=True))
+            load = ChunkLoad(found, need, by_tier, read_s + sum(by_tier) * self.h2d_s_per_chunk, num_tokens)
+        self._pending[request_id] = load
+        return load
+
+    def store(self, request_id: int, hashes: Sequence[int], full_blocks: int) -> None:
+        """The request's blocks are full up to full_blocks after the step being scheduled: admit its pending
+        load, then save its prompt chunks completed by then."""
+        load = self._pending.pop(request_id, None)
+        if load is not None:
+            self._admit(request_id, load, hashes)
+        prompt = self._prompt.get(request_id, 0)
+        upto = min(full_blocks // self.chunk_blocks, prompt // self.chunk_tokens)
+        saved = self._saved.get(request_id, 0)
+        if upto <= saved:
+            return
+        for key in self.chunk_keys(hashes, upto)[saved:]:
+            for tier in self.tiers:
+                tier.put(key)
+        count = upto - saved
+        self._saved[request_id] = upto
+        self.stored_chunks += count
+        self._transfer_s += count * self.d2h_s_per_chunk
+
+    def _admit(self, request_id: int, load: ChunkLoad, hashes: Sequence[int]) -> None:
+        self._saved[request_id] = load.hit_chunks  # LMCache: num_saved_tokens = its hit
+        self._prompt[request_id] = load.prompt_tokens
+        if not load.tokens:
+            return
+        keys, start = self.chunk_keys(hashes, load.hit_chunks), load.hit_chunks - sum(load.chunks_by_tier)
+        for index, (tier, count) in enumerate(zip(self.tiers, load.chunks_by_tier, strict=True)):
+            read = keys[start : start + count]
+            tier.touch(read)
+            if index and self.tiers[0].spec.name == "LocalCPUBackend":
+                for key in read:
+                    self.tiers[0].put(key)
+            start += count
+        self.loaded_chunks += sum(load.chunks_by_tier)
+        self._transfer_s += load.load_s
+
+    def take_transfer_s(self) -> float:
+        """Seconds of chunk copies owed by the step just scheduled (loads before it, stores after it)."""
+        owed, self._transfer_s = self._transfer_s, 0.0
+        return owed
+
+    def forget(self, request_id: int) -> None:
+        self._pending.pop(request_id, None)
+        self._saved.pop(request_id, None)
+        self._prompt.pop(request_id, None)

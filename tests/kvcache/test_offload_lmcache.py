@@ -1,0 +1,163 @@
+"""LMCache's tiers by hand (kvcache/offload.py LMCacheTiers, engine/loading.py): chunks stored to every tier,
+LRU in each, a prefix matched across the tiers in order, and the synchronous load charged to the step that
+admits the request (docs/engine-semantics.md 14)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from tests.factories import feed, make_engine, request
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.kv_transfer import LMCacheConfig
+from ttftsim.kvcache.offload import LMCacheTiers, TierSpec
+from ttftsim.perf.linear import LinearStepModel
+from ttftsim.workload.request import Request
+
+COST = LinearStepModel(0.01, 0.001)  # 10 ms a step + 1 ms per computed token
+MIB = 2**20  # one chunk's KV per GPU in the engine cases: 64 tokens
+CHUNK_GB = MIB / 2**30  # a tier of n chunks is n * CHUNK_GB
+LMCACHE = {"kv_connector": "LMCacheConnectorV1"}
+# 1 ms to copy a chunk between host memory and the GPU, 10 ms to read it from disk, 20 ms from the remote store
+SPEEDS = {"local_cpu_bytes_per_s": 1000 * MIB, "local_disk_read_bytes_per_s": 100 * MIB, "remote_bytes_per_s": 50 * MIB}
+
+
+def tiers() -> LMCacheTiers:
+    specs = [
+        TierSpec("LocalCPUBackend", 2, 0.0),
+        TierSpec("LocalDiskBackend", 4, 0.010),
+        TierSpec("RemoteBackend", None, 0.050),
+    ]
+    return LMCacheTiers(specs, chunk_blocks=1, chunk_tokens=16, h2d_s_per_chunk=0.001, d2h_s_per_chunk=0.002)
+
+
+def stored(lm: LMCacheTiers, rid: int, hashes: list[int]) -> None:
+    """A request whose prompt is these chunks, admitted and computed whole in one step."""
+    lm.lookup(rid, hashes, 16 * len(hashes), 0)
+    lm.store(rid, hashes, len(hashes))
+
+
+def test_each_tier_evicts_its_least_recently_used_chunk_and_a_hit_from_below_is_written_back() -> None:
+    lm = tiers()
+    stored(lm, 1, [11, 12])
+    stored(lm, 2, [21, 22])
+    stored(lm, 3, [31, 32, 33])
+    cpu, disk, remote = lm.tiers
+    assert cpu.keys() == [32, 33]
+    assert disk.keys() == [22, 31, 32, 33]  # 11, 12, 21 went in that order
+    assert remote.keys() == [11, 12, 21, 22, 31, 32, 33]
+    assert lm.take_transfer_s() == pytest.approx(7 * 0.002, abs=1e-12)  # every stored chunk copied off the GPU
+    # request 1's prompt again, one chunk more: only the remote store still holds its two chunks
+    load = lm.lookup(4, [11, 12, 41], 48, 0)
+    assert (load.hit_chunks, load.tokens, load.chunks_by_tier) == (2, 32, (0, 0, 2))
+    assert load.load_s == pytest.approx(2 * (0.050 + 0.001), abs=1e-12)
+    lm.store(4, [11, 12, 41], 3)  # admitted: the load is charged, the chunks come back into host memory
+    assert cpu.keys() == [12, 41]  # 11 and 12 written back, then 41 stored: 11 the least recent
+    assert disk.keys() == [31, 32, 33, 41]
+    assert lm.take_transfer_s() == pytest.approx(0.102 + 0.002, abs=1e-12)
+    assert (lm.stored_chunks, lm.loaded_chunks) == (8, 2)
+
+
+def test_a_prefix_continues_in_the_next_tier_where_the_one_before_stops() -> None:
+    lm = tiers()
+    stored(lm, 1, [11, 12, 13, 14])  # CPU keeps 13, 14; disk all four
+    load = lm.lookup(2, [11, 12, 13, 14, 15], 80, 16)  # the GPU holds the first chunk
+    # the CPU tier holds nothing from the start: the disk gives the whole prefix; chunk 0 is on the GPU
+    assert (load.hit_chunks, load.tokens, load.chunks_by_tier) == (4, 48, (0, 3, 0))
+    assert load.load_s == pytest.approx(3 * (0.010 + 0.001), abs=1e-12)
+
+
+def test_a_whole_prompt_hit_leaves_its_last_token_to_compute_and_a_lookup_not_admitted_costs_nothing() -> None:
+    lm = tiers()
+    stored(lm, 1, [11, 12])
+    load = lm.lookup(2, [11, 12], 32, 0)
+    assert (load.tokens, load.chunks_by_tier) == (31, (2, 0, 0))
+    assert load.load_s == pytest.approx(2 * 0.001, abs=1e-12)
+    lm.take_transfer_s()
+    lm.forget(2)  # left before it was admitted (its client gave up)
+    assert lm.take_transfer_s() == 0.0
+
+
+def lmcache(**settings: Any) -> dict[str, Any]:
+    return {"kv_transfer_config": LMCACHE, "lmcache": {"chunk_size": 64, **SPEEDS, **settings}}
+
+
+def first_tokens(requests: list[Request], num_blocks: int, **overrides: Any) -> dict[int, float]:
+    if "lmcache" in overrides:
+        overrides["lmcache_chunk_bytes"] = MIB
+    env, engine, recorder = make_engine(num_blocks=num_blocks, cost=COST, **overrides)
+    feed(env, engine, requests)
+    env.run(until=10.0)
+    return dict(recorder.requests_frame().set_index("request_id")["first_token_s"])
+
+
+EVICTED = [
+    request(0, 0.0, 128, 1, content=7),  # 2 chunks stored; the GPU holds 9 blocks of 16 tokens
+    request(1, 1.0, 143, 1),  # all 9 GPU blocks: request 0's are evicted; 2 chunks stored (143 // 64)
+    request(2, 2.0, 128, 1, content=7),  # request 0's prompt again
+]
+
+
+@pytest.mark.parametrize(
+    ("settings", "load_s"),
+    [
+        ({"max_local_cpu_size": 4 * CHUNK_GB}, 2 * 0.001),  # host memory: 2 chunks copied in
+        ({"max_local_cpu_size": CHUNK_GB, "local_disk": "/lmc", "max_local_disk_size": 4 * CHUNK_GB}, 2 * 0.011),
+        (
+            {
+                "max_local_cpu_size": CHUNK_GB,
+                "local_disk": "/lmc",
+                "max_local_disk_size": CHUNK_GB,
+                "remote_url": "lm://x",
+            },
+            2 * 0.021,
+        ),
+    ],
+    ids=["cpu", "disk", "remote"],
+)
+def test_a_hit_in_each_tier_loads_before_the_step_that_admits_it(settings: dict[str, Any], load_s: float) -> None:
+    # the whole 128-token prompt is held: 127 tokens loaded, 1 computed (10 + 1 ms) after the load
+    assert first_tokens(EVICTED, 9, **lmcache(**settings))[2] == pytest.approx(2.0 + 0.011 + load_s, abs=1e-12)
+
+
+def test_stores_are_charged_to_the_step_that_computes_the_chunks() -> None:
+    found = first_tokens(EVICTED, 9, **lmcache(max_local_cpu_size=4 * CHUNK_GB))
+    assert found[0] == pytest.approx(0.01 + 0.128 + 2 * 0.001, abs=1e-12)  # 2 chunks copied to host memory
+    assert found[1] == pytest.approx(1.0 + 0.01 + 0.143 + 2 * 0.001, abs=1e-12)  # its partial chunk is not stored
+    assert first_tokens(EVICTED, 9)[2] == pytest.approx(2.0 + 0.138, abs=1e-12)  # without LMCache: recomputed
+
+
+def test_the_second_turn_of_a_conversation_hits_the_disk_tier_once_the_cpu_tier_is_full() -> None:
+    turns = [
+        Request(0, 0.0, 128, 1, ((7, 128),)),  # conversation A, turn 1: 2 chunks
+        Request(1, 1.0, 255, 1, ((8, 255),)),  # conversation B: 3 chunks push A's out of a 2-chunk CPU tier
+        Request(2, 3.0, 192, 1, ((7, 128), (9, 64))),  # A, turn 2: its history then a new question
+    ]
+    tiers = {"max_local_cpu_size": 2 * CHUNK_GB, "local_disk": "/lmc", "max_local_disk_size": 8 * CHUNK_GB}
+    env, engine, recorder = make_engine(num_blocks=16, cost=COST, lmcache_chunk_bytes=MIB, **lmcache(**tiers))
+    feed(env, engine, turns)
+    env.run(until=10.0)
+    first = dict(recorder.requests_frame().set_index("request_id")["first_token_s"])
+    # 2 chunks read from disk (10 ms) and copied in (1 ms) each, 64 tokens computed, the new chunk stored
+    assert first[2] == pytest.approx(3.0 + 2 * 0.011 + 0.010 + 0.064 + 0.001, abs=1e-12)
+    lm = engine.kv.lmcache
+    assert lm is not None and (lm.loaded_chunks, lm.stored_chunks) == (2, 6)
+    cpu_only = {"max_local_cpu_size": 2 * CHUNK_GB}  # A's chunks are gone: the turn is recomputed
+    assert first_tokens(turns, 16, **lmcache(**cpu_only))[2] == pytest.approx(3.0 + 0.202 + 3 * 0.001, abs=1e-12)
+
+
+def test_inconsistent_tiers_are_errors_naming_the_field() -> None:
+    with pytest.raises(ValidationError, match="max_local_disk_size is 0 with local_disk /lmc"):
+        LMCacheConfig(local_disk="/lmc")
+    with pytest.raises(ValidationError, match="max_local_cpu_size is 0 with local_cpu true"):
+        LMCacheConfig(max_local_cpu_size=0)
+    with pytest.raises(ValidationError, match="no tier: local_cpu is false"):
+        LMCacheConfig(local_cpu=False)
+    with pytest.raises(ValidationError, match="kv_offloading_size and kv_transfer_config together"):
+        EngineArgs(kv_offloading_size=8, kv_transfer_config=LMCACHE)
+    with pytest.raises(ValidationError, match="lmcache settings without kv_transfer_config"):
+        EngineArgs(lmcache={})
+    with pytest.raises(ValidationError, match="chunk_size 100 is not a multiple of block_size 16"):
+        EngineArgs(kv_transfer_config=LMCACHE, lmcache={"chunk_size": 100})
