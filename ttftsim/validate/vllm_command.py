@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ttftsim.errors import InputError
+from ttftsim.validate.lmcache_env import kv_transfer_value, lmcache_environment
 from ttftsim.validate.vllm_arg_list import arg_list_for
 from ttftsim.validate.vllm_args import ParsedCommand, parse_command, vllm_arguments
 
@@ -31,7 +32,7 @@ MODELLED = _words(
 tensor_parallel_size max_num_seqs max_num_batched_tokens max_model_len gpu_memory_utilization block_size
 kv_cache_dtype quantization dtype scheduling_policy long_prefill_token_threshold enable_prefix_caching
 enable_chunked_prefill enforce_eager async_scheduling num_gpu_blocks_override speculative_config enable_lora
-max_loras max_lora_rank max_cpu_loras kv_offloading_size
+max_loras max_lora_rank max_cpu_loras kv_offloading_size kv_transfer_config
 """
 )
 # Flags with no effect on scheduling, memory or kernel time: the server's address, names, auth, logging,
@@ -115,7 +116,27 @@ def read_vllm_container(
     _interpret(parsed, command, where)
     _check_image(image, version, command, where)
     _check_environment(env, parsed, command, chosen.args.environment_variables, version, where)
+    if "kv_transfer_config" in command.engine:
+        _lmcache_settings(env, command, where)
     return command
+
+
+def _lmcache_settings(env: list[Any], command: VllmCommand, where: str) -> None:
+    """LMCache's tier settings from its LMCACHE_* variables (lmcache_env.py)."""
+    settings, unmodelled, config_file = lmcache_environment(env)
+    if settings:
+        command.engine["lmcache"] = settings
+    for name in unmodelled:
+        _not_modelled(command, name)
+    if config_file:
+        command.findings.append(
+            CommandFinding(
+                "warning",
+                f"{where}: LMCACHE_CONFIG_FILE {config_file}: LMCache reads its settings from this file in the "
+                "container; ttftsim cannot see it and predicts with the LMCACHE_* variables and LMCache's defaults",
+                "set the tiers with LMCACHE_* variables (LMCACHE_MAX_LOCAL_CPU_SIZE, LMCACHE_LOCAL_DISK, ...)",
+            )
+        )
 
 
 def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
@@ -185,6 +206,8 @@ def _engine_value(dest: str, value: Any) -> Any:
         return "fp8" if text in ("fp8", "fp8_e4m3", "fp8_e5m2") else KV_DTYPES.get(text)
     if dest == "speculative_config":
         return _speculative(value)
+    if dest == "kv_transfer_config":
+        return kv_transfer_value(value)
     if dest == "kv_offloading_size":  # GiB; vLLM's argument list types it loosely
         try:
             return float(value)
