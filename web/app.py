@@ -1,6 +1,7 @@
-"""The ttftsim dashboard (Plotly Dash): a scenario explorer, the plan view, a side-by-side comparison and the
-accuracy view, over the results in one folder. Started by `ttftsim dashboard RESULTS_DIR`. The views' layouts
-are in web/page_layout.py, what their callbacks return in web/page_outputs.py; this module wires them.
+"""The ttftsim dashboard (Plotly Dash): a scenario explorer, the plan view, a side-by-side comparison, the
+accuracy view and the fit view (a calibration of `ttftsim fit`), over the results in one folder. Started by
+`ttftsim dashboard RESULTS_DIR`. The views' layouts are in web/page_layout.py (the fit view's in
+web/page_fit.py), what their callbacks return in web/page_outputs.py; this module wires them.
 
 The boundary: every file read is resolved (links followed) inside the results folder and refused otherwise
 (ttftsim/results.py); a result folder without its completion marker is listed as incomplete and cannot be
@@ -20,9 +21,11 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
 
+import page_fit
 import page_layout
 import page_outputs
 
+from ttftsim.accuracy_view import find_calibrations, load_fit_view
 from ttftsim.explorer import run_form
 from ttftsim.results import discover, load_accuracy, load_plan, load_simulation
 
@@ -45,6 +48,7 @@ def create_app(root: Path) -> Dash:
                     dcc.Tab(label="Plan", value="plan", children=page_layout.plan()),
                     dcc.Tab(label="Compare", value="compare", children=page_layout.compare()),
                     dcc.Tab(label="Accuracy", value="accuracy", children=page_layout.accuracy()),
+                    dcc.Tab(label="Fit", value="fit", children=page_fit.layout()),
                 ],
             ),
         ]
@@ -52,6 +56,7 @@ def create_app(root: Path) -> Dash:
     _result_lists(app, root)
     _explorer(app, root)
     _views(app, root)
+    _fit(app, root)
     return app
 
 
@@ -63,15 +68,17 @@ def _result_lists(app: Dash, root: Path) -> None:
         Output("compare-b", "options"),
         Output("accuracy-result", "options"),
         Output("incomplete", "children"),
+        Output("fit-files", "children"),
         Input("refresh", "n_intervals"),
     )
     def _options(_: int) -> tuple[Any, ...]:
         try:
-            found = discover(root)
+            found, calibrations = discover(root), find_calibrations(root)
         except Exception as exc:  # an unreadable folder: said in the page, the lists stay empty
-            return [], [], [], [], [], f"error: cannot list the results folder ({type(exc).__name__}: {exc})"
+            return [], [], [], [], [], f"error: cannot list the results folder ({type(exc).__name__}: {exc})", []
         simulations, plans = page_outputs.choices(found, "simulation"), page_outputs.choices(found, "plan")
-        return simulations, plans, simulations, simulations, found.accuracy, page_outputs.incomplete(found)
+        fits = [html.Option(value=name) for name in calibrations]
+        return simulations, plans, simulations, simulations, found.accuracy, page_outputs.incomplete(found), fits
 
 
 def _explorer(app: Dash, root: Path) -> None:
@@ -173,3 +180,23 @@ def _views(app: Dash, root: Path) -> None:
             return page_outputs.accuracy_page(load_accuracy(root, result))
         except Exception as exc:  # whatever goes wrong is said in the page, never an HTTP 500
             return page_layout.empty(), [], [], page_outputs.error(exc, result)
+
+
+def _fit(app: Dash, root: Path) -> None:
+    @app.callback(
+        Output("fit-figure", "figure"),
+        Output("fit-factors", "data"),
+        Output("fit-errors", "data"),
+        Output("fit-table", "data"),
+        Output("fit-note", "children"),
+        Output("fit-error", "children"),
+        Input("fit-file", "value"),
+        prevent_initial_call=True,
+    )
+    def _fit_view(calibration: str | None) -> tuple[Any, ...]:
+        if not calibration:
+            return page_fit.blank()
+        try:
+            return page_fit.outputs(load_fit_view(root, calibration))
+        except Exception as exc:  # whatever goes wrong is said in the page, never an HTTP 500
+            return page_fit.blank(page_outputs.error(exc, calibration))

@@ -5,6 +5,8 @@ comparison (a warning when the traffic differs, CDFs, figures) and the accuracy 
 
 from __future__ import annotations
 
+from typing import Any
+
 import plotly.graph_objects as go
 from dash import dash_table, dcc, html
 
@@ -27,6 +29,17 @@ def empty(message: str = "") -> go.Figure:
         yaxis={"visible": False},
     )
     return fig
+
+
+def table(id_: str, columns: list[tuple[str, str]]) -> Any:
+    """A plain table of text cells, its columns (id, header) fixed."""
+    return dash_table.DataTable(
+        id=id_,
+        columns=[{"id": key, "name": name} for key, name in columns],
+        style_table={"overflowX": "auto"},
+        style_header={"whiteSpace": "normal", "height": "auto", "fontWeight": "bold"},
+        style_cell={"fontFamily": "system-ui, sans-serif", "fontSize": "0.85rem", "textAlign": "left"},
+    )
 
 
 def gpu_names() -> list[str]:

@@ -15,6 +15,7 @@ import pytest
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.accuracy.fit import Evaluator, Problem, folds_of, residuals_of, to_factors, to_vector
 from ttftsim.accuracy.fit_checks import check_effects
+from ttftsim.accuracy.fit_record import FitRecord
 from ttftsim.accuracy.fit_run import fit_cases, fitted_cases, parse_factors
 from ttftsim.accuracy.ground_truth import Case, StageTruth
 from ttftsim.accuracy.harness import StageResult, run_case
@@ -271,6 +272,12 @@ def test_fit_command_writes_a_calibration_that_simulations_accept(tmp_path: Path
     assert f"{value:.3f}" in line
     replica = build_replica(scenario(2.0, str(out)), tmp_path)
     assert replica.engine.api_server.per_request_s == pytest.approx(API["per_request_s"] * value)
+    record = FitRecord.model_validate_json((tmp_path / "my-cluster.runs.json").read_text())  # for the Fit view
+    assert f"wrote {tmp_path / 'my-cluster.runs.json'} (each run's predictions" in result.stdout
+    assert record.factors == calibration.factors and record.calibration == "my-cluster.json"
+    assert [(s.run, s.fold) for s in record.stages] == [("poisson-2rps-detailed", 1), ("concurrency-4-summary", 2)]
+    assert [f.held_out for f in record.folds] == [["poisson-2rps-detailed"], ["concurrency-4-summary"]]
+    assert record.stages[0].measured["ttft_p50"] == pytest.approx(0.0399282594999022)  # vllm bench: median_ttft_ms
 
 
 def test_overloaded_runs_are_left_out_with_a_note(tmp_path: Path) -> None:

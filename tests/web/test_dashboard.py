@@ -80,6 +80,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "accuracy-broken.json").write_text('{"stages": [')
     with staged(root / "sim-broken", "simulation") as broken:  # complete, and malformed
         (broken / "summary.json").write_text('{"ttft_s": ')
+    shutil.copytree(ROOT / "tests" / "data" / "fit", root / "fits")  # a real ttftsim fit (test_fit_view.py)
+    (root / "fits" / "cut-calibration.json").write_text('{"format": "ttftsim-deployment-calibration", "vers')
     shutil.copytree(root / "sim-small", root / "sim-interrupted")
     (root / "sim-interrupted" / MARKER).unlink()  # as a write interrupted while its files moved leaves it
     return root
@@ -328,6 +330,31 @@ def test_compare_and_accuracy_views(server: str, browser: Any) -> None:
     _shot(page, "accuracy")
     _pick(page, "accuracy-result", "accuracy-broken.json")
     page.wait_for_function("document.querySelector('#accuracy-error').innerText.includes('error')", timeout=30_000)
+    assert errors == []
+
+
+def test_fit_view_draws_a_calibration_per_run_and_says_what_is_wrong_with_a_bad_one(server: str, browser: Any) -> None:
+    page, errors = _page(browser, server)
+    page.click("text=Fit")
+    page.wait_for_function("document.querySelectorAll('#fit-files option').length > 0", timeout=15_000)
+    assert page.evaluate("[...document.querySelectorAll('#fit-files option')].map(o => o.value)") == [
+        "fits/cpu-cluster.json"
+    ]
+    page.fill("#fit-file", "fits/cpu-cluster.json")
+    page.press("#fit-file", "Enter")
+    page.wait_for_function("document.querySelectorAll('#fit-table tr').length > 19", timeout=30_000)
+    assert _traces(page, "fit-figure", 20) == 20  # 5 metrics x measured, in-sample, held out, without the fit
+    assert page.inner_text("#fit-note").startswith("fitted on 4 runs on tests/data/reports/cpu-server.yaml")
+    assert "api_server_cost_scale\t9.273\t8.295 .. 12.183\tyes" in page.inner_text("#fit-factors")
+    first = page.locator("#fit-table tr").nth(1).all_inner_texts()[0]
+    assert "39.9 [31.5, 80.0]" in first and "fold 1" in first
+    assert page.inner_text("#fit-error") == ""
+    _shot(page, "fit")
+    page.fill("#fit-file", "fits/cut-calibration.json")
+    page.press("#fit-file", "Enter")
+    page.wait_for_function("document.querySelector('#fit-error').innerText.includes('error')", timeout=30_000)
+    assert page.inner_text("#fit-error").startswith("error: fits/cut-calibration.json: not valid JSON")
+    assert page.locator("#fit-table tr").count() <= 1  # the rows of the previous file are gone
     assert errors == []
 
 

@@ -38,6 +38,7 @@ def fit(
 ) -> None:
     """Fit deployment factors (GEMM and attention efficiency, per-step host overhead, API-server cost) to
     measured runs, with cross-validation over runs, and write a calibration file (engine.calibration)."""
+    from ttftsim.accuracy.fit_record import write_record
     from ttftsim.accuracy.fit_run import fit_reports, parse_factors, write_calibration
 
     names = parse_factors(factors)
@@ -47,6 +48,7 @@ def fit(
 
     calibration, result, notes = fit_reports(reports, deployment, names, progress)
     write_calibration(calibration, out)
+    record = write_record(result, calibration, out)
     console.print(
         "factor                        fitted     range over CV folds and the fit", markup=False, highlight=False
     )
@@ -70,6 +72,9 @@ def fit(
         f"{len(result.fold_factors)} folds); use it with engine: calibration: {out.name}",
         markup=False,
         highlight=False,
+    )
+    console.print(
+        f"wrote {record} (each run's predictions, for the dashboard's Fit view)", markup=False, highlight=False
     )
 
 
