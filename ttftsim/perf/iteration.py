@@ -1,9 +1,12 @@
 """Iteration-time model: the time of one engine step on one replica, and its breakdown by operator.
 
 Per transformer layer on each TP rank: QKV and output projections, the MLP (dense, or MoE with the
-experts the batch actually hits, as one fused kernel), prefill attention (FlashAttention: no n x n
-matrix, cost in query-key pairs), decode attention (reads the KV cache), fused norm/residual/RoPE/activation
-kernels, and two TP all-reduces. Once per step: the LM head for the sampled sequences only, and the host
+experts the batch actually hits, as one fused kernel; an MoE model's shared experts as an always-active
+dense MLP beside it, `shared_experts`, and its leading dense layers' MLP, `mlp`: perf/ffn.py), prefill attention
+(FlashAttention: no n x n matrix, cost in query-key pairs), decode attention (reads the KV cache), fused
+norm/residual/RoPE/activation kernels, and two TP all-reduces. Multi-head latent attention (DeepSeek, Kimi K2)
+has its own projections and two attention paths, prefill over the up-projected latent and decode over the
+cached latent (perf/mla.py). Once per step: the LM head for the sampled sequences only, and the host
 time (scheduling, input preparation, launches, sampling bookkeeping).
 
 CUDA graphs (cudagraph.py): a batch within the capture limit runs its captured kernels at the padded token
@@ -37,7 +40,9 @@ from ttftsim.config.hardware import HardwareProfile, Link
 from ttftsim.model.spec import ModelSpec
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.cudagraph import GraphDispatch, GraphMode
-from ttftsim.perf.kernels import AttentionShape, KernelCosts, MoeShape, RooflineCosts
+from ttftsim.perf.ffn import FfnCosts
+from ttftsim.perf.kernels import AttentionShape, KernelCosts, RooflineCosts
+from ttftsim.perf.mla import MlaCosts, MlaLayer
 
 ACTIVATION_BYTES = 2  # bf16 activations
 # PIECEWISE graphs replay the pieces between attention ops and launch attention eagerly: per decoder layer
@@ -143,18 +148,11 @@ class IterationModel:
         self.costs: KernelCosts = costs if costs is not None else RooflineCosts(deployment.hardware)
         m, tp = deployment.model, deployment.tp
         self._layers = m.num_hidden_layers
-        self._attn = AttentionShape(
-            q_heads=m.num_attention_heads // tp,
-            kv_heads=max(1, m.num_key_value_heads // tp),
-            head_dim=m.head_dim,
-            kv_bytes=kv_bytes_per_element(deployment.kv_dtype),
-        )
         self._wbytes = weight_bytes_per_param(deployment.weight_dtype)
         self._dtype = gemm_compute_dtype(deployment.weight_dtype)
+        self._init_attention(deployment)
         self._inter = m.intermediate_size // tp
-        self._experts = MoeShape(
-            m.num_local_experts, m.num_experts_per_tok, m.hidden_size, self._inter, self._wbytes, self._dtype
-        )
+        self._ffn = FfnCosts(m, tp, self.costs, self._dtype, self._wbytes)
         self._dense_cache: dict[tuple[int, int], dict[str, float]] = {}
         self._dense_total: dict[tuple[int, int], float] = {}
         overhead = deployment.hardware.overhead
@@ -175,25 +173,38 @@ class IterationModel:
         draft = deployment.draft
         self._drafter = None if draft is None else IterationModel(draft, costs)
 
+    def _init_attention(self, deployment: Deployment) -> None:
+        """Attention shapes: one for both phases, or MLA's two (prefill over the up-projected latent, decode
+        over the cached one), timed on the roofline (no MLA kernel is calibrated: perf/mla.py)."""
+        m, tp, kv_bytes = deployment.model, deployment.tp, kv_bytes_per_element(deployment.kv_dtype)
+        self._mla: MlaCosts | None = None
+        self._attn_costs: KernelCosts = self.costs
+        if m.is_mla:
+            layer = MlaLayer.of(m, tp)
+            self._mla = MlaCosts(layer, self.costs, self._dtype, self._wbytes)
+            self._attn_costs = RooflineCosts(deployment.hardware)
+            self._attn, self._decode_attn = layer.prefill_shape(), layer.decode_shape(kv_bytes)
+            self._rope_cache_bytes = layer.rope_and_cache_bytes(kv_bytes)
+            return
+        a = AttentionShape(
+            q_heads=m.num_attention_heads // tp,
+            kv_heads=max(1, m.num_key_value_heads // tp),
+            head_dim=m.head_dim,
+            kv_bytes=kv_bytes,
+        )
+        self._attn = self._decode_attn = a
+        rope = 4.0 * (a.q_heads + a.kv_heads) * a.head_dim
+        self._rope_cache_bytes = rope + 2.0 * a.kv_heads * a.head_dim * a.kv_bytes
+
     # ---- parts that depend only on the token and sampled counts ----
 
     def _gemm(self, m: int, n: int, k: int) -> float:
         return self.costs.gemm_s(m, n, k, self._dtype, n * k * self._wbytes)
 
-    def _mlp_s(self, tokens: int) -> float:
-        spec, h, inter = self.deployment.model, self.deployment.model.hidden_size, self._inter
-        if not spec.is_moe:
-            return self._gemm(tokens, 2 * inter, h) + self._gemm(tokens, h, inter)
-        experts = self._experts  # one fused kernel pair over the experts hit, not one GEMM per expert
-        router = self.costs.gemm_s(tokens, experts.num_experts, h, "bf16", experts.num_experts * h * 2.0)
-        return router + self.costs.moe_s(tokens, experts.experts_hit(tokens), experts)
-
     def _elementwise_s(self, tokens: int) -> float:
-        a, h = self._attn, self.deployment.model.hidden_size
+        h = self.deployment.model.hidden_size
         norm = 8.0 * tokens * h  # fused residual add + RMSNorm: read 2, write 2 vectors of h in bf16
-        rope_and_cache = tokens * (
-            4.0 * (a.q_heads + a.kv_heads) * a.head_dim + 2.0 * a.kv_heads * a.head_dim * a.kv_bytes
-        )
+        rope_and_cache = tokens * self._rope_cache_bytes
         act = 6.0 * tokens * self._inter  # SiLU(gate) * up: read 2, write 1
         return 2 * self.costs.memory_s(norm) + self.costs.memory_s(rope_and_cache) + self.costs.memory_s(act)
 
@@ -202,14 +213,13 @@ class IterationModel:
         cached = self._dense_cache.get(key)
         if cached is not None:
             return cached
-        spec, a, n_layers = self.deployment.model, self._attn, self._layers
+        spec, n_layers = self.deployment.model, self._layers
         h = spec.hidden_size
         message = float(tokens * h * ACTIVATION_BYTES)
         vocab_shard = spec.vocab_size // self.deployment.tp
-        parts = {
-            "qkv_proj": n_layers * self._gemm(tokens, (a.q_heads + 2 * a.kv_heads) * a.head_dim, h),
-            "o_proj": n_layers * self._gemm(tokens, h, a.q_heads * a.head_dim),
-            "moe" if spec.is_moe else "mlp": n_layers * self._mlp_s(tokens),
+        parts = self._projection_parts(tokens)
+        parts.update(self._ffn.parts(tokens))
+        parts |= {
             "norms_elementwise": n_layers * self._elementwise_s(tokens) + self.costs.memory_s(6.0 * tokens * h),
             "allreduce": 2 * n_layers * self.costs.allreduce_s(message, self.deployment.tp, self.deployment.tp_link),
             "lm_head": (
@@ -222,6 +232,20 @@ class IterationModel:
         self._dense_cache[key] = parts
         self._dense_total[key] = sum(parts.values())
         return parts
+
+    def _projection_parts(self, tokens: int) -> dict[str, float]:
+        """QKV (MLA: the latent and query projections) and output projections of all layers."""
+        n_layers, h = self._layers, self.deployment.model.hidden_size
+        if self._mla is not None:
+            return {
+                "qkv_proj": n_layers * self._mla.projections_s(tokens),
+                "o_proj": n_layers * self._mla.o_proj_s(tokens),
+            }
+        a = self._attn
+        return {
+            "qkv_proj": n_layers * self._gemm(tokens, (a.q_heads + 2 * a.kv_heads) * a.head_dim, h),
+            "o_proj": n_layers * self._gemm(tokens, h, a.q_heads * a.head_dim),
+        }
 
     def _dense_s(self, tokens: int, sampled: int) -> float:
         total = self._dense_total.get((tokens, sampled))
@@ -242,10 +266,15 @@ class IterationModel:
         return self._host_s[self.graph_mode(shape)]
 
     def _attention_parts(self, shape: BatchShape) -> tuple[float, float]:
-        prefill = self.costs.prefill_attention_s(
+        """Prefill and decode attention of all layers (MLA: with the prefill's up-projection of the latent
+        and the decode's absorbed projections)."""
+        prefill = self._attn_costs.prefill_attention_s(
             shape.prefill_tokens, shape.prefill_attn_pairs, shape.prefill_kv_tokens, self._attn
         )
-        decode = self.costs.decode_attention_s(shape.num_decode_seqs, shape.decode_kv_tokens, self._attn)
+        decode = self._attn_costs.decode_attention_s(shape.num_decode_seqs, shape.decode_kv_tokens, self._decode_attn)
+        if self._mla is not None:
+            prefill += self._mla.up_projection_s(shape.prefill_kv_tokens)
+            decode += self._mla.absorbed_s(shape.num_decode_seqs)
         return self._layers * prefill, self._layers * decode
 
     def _step_s(self, device_s: float, host_s: float) -> float:
@@ -356,7 +385,9 @@ class IterationModel:
         Equal, bit for bit, to time_s on the same shape."""
         dense = self._dense_s(self.graphs.padded_tokens(num_seqs), num_seqs)
         host = self.overhead_s(BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=num_seqs))
-        layers, attention, shape = self._layers, self.costs.decode_attention_s, self._attn
+        layers, attention, shape = self._layers, self._attn_costs.decode_attention_s, self._decode_attn
+        if self._mla is not None:
+            dense += layers * self._mla.absorbed_s(num_seqs)
         if self._async:
             return lambda kv_tokens: max(dense + layers * attention(num_seqs, kv_tokens, shape), host)
         return lambda kv_tokens: dense + layers * attention(num_seqs, kv_tokens, shape) + host
@@ -367,8 +398,11 @@ class IterationModel:
         step. Equal, step by step, to calling time_s on each iteration's shape."""
         shape = BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=kv_tokens, num_sampled=num_seqs)
         dense = self._dense_s(self.graphs.padded_tokens(num_seqs), num_seqs)
+        if self._mla is not None:
+            dense += self._layers * self._mla.absorbed_s(num_seqs)
         host = self.overhead_s(shape)
         contexts = kv_tokens + num_seqs * np.arange(steps, dtype=np.float64)
-        device = dense + self._layers * self.costs.decode_attention_many_s(num_seqs, contexts, self._attn)
+        attention = self._attn_costs.decode_attention_many_s(num_seqs, contexts, self._decode_attn)
+        device = dense + self._layers * attention
         result: NDArray[np.float64] = np.maximum(device, host) if self._async else device + host
         return result

@@ -19,21 +19,37 @@ from ttftsim.config.hardware import HardwareProfile, Link
 
 @dataclass(frozen=True, slots=True)
 class AttentionShape:
-    """Per-GPU attention geometry: heads after TP sharding (KV heads replicate when TP exceeds them)."""
+    """Per-GPU attention geometry: heads after TP sharding (KV heads replicate when TP exceeds them).
+    Multi-head latent attention (perf/mla.py) sets a value width unlike the query/key width (prefill: 128
+    against 192 in DeepSeek-V3; decode over the latent: 512 against 576) and, for decode, `latent`: K and V
+    are one cached vector, read once."""
 
     q_heads: int
     kv_heads: int
     head_dim: int
     kv_bytes: int
+    v_head_dim: int = 0  # value width when it differs from head_dim; 0: head_dim
+    latent: bool = False  # K and V are the same cached vector (MLA decode)
 
     @property
     def q_width(self) -> int:
         return self.q_heads * self.head_dim
 
     @property
+    def value_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def pair_width(self) -> int:
+        """Multiply-adds per query-key pair over this GPU's query heads: q.k over head_dim, p.v over the
+        value width (2 x q_width for standard attention)."""
+        return self.q_heads * (self.head_dim + self.value_dim)
+
+    @property
     def kv_bytes_per_token(self) -> int:
-        """K and V of one token in one layer on this GPU."""
-        return 2 * self.kv_heads * self.head_dim * self.kv_bytes
+        """K and V of one token in one layer on this GPU (one latent for MLA decode)."""
+        width = self.head_dim if self.latent else self.head_dim + self.value_dim
+        return self.kv_heads * width * self.kv_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,31 +145,22 @@ class RooflineCosts:
     def prefill_attention_s(self, tokens: int, pairs: int, kv_tokens: int, shape: AttentionShape) -> float:
         if tokens <= 0:
             return 0.0
-        compute = 4.0 * shape.q_width * pairs / self._attn_flops
-        moved = (
-            4.0 * tokens * shape.q_heads * shape.head_dim
-            + 2.0 * kv_tokens * shape.kv_heads * shape.head_dim * shape.kv_bytes
-        )
+        compute = 2.0 * shape.pair_width * pairs / self._attn_flops
+        moved = 2.0 * tokens * shape.pair_width + kv_tokens * shape.kv_bytes_per_token  # q in, out out; K, V
         return max(compute, self.memory_s(moved))
 
     def decode_attention_s(self, seqs: int, kv_tokens: int, shape: AttentionShape) -> float:
         if seqs <= 0:
             return 0.0
-        compute = 4.0 * shape.q_width * kv_tokens / self._attn_flops
-        moved = (
-            2.0 * kv_tokens * shape.kv_heads * shape.head_dim * shape.kv_bytes
-            + 4.0 * seqs * shape.q_heads * shape.head_dim
-        )
+        compute = 2.0 * shape.pair_width * kv_tokens / self._attn_flops
+        moved = kv_tokens * shape.kv_bytes_per_token + 2.0 * seqs * shape.pair_width
         return max(compute, self.memory_s(moved))
 
     def decode_attention_many_s(
         self, seqs: int, kv_tokens: NDArray[np.float64], shape: AttentionShape
     ) -> NDArray[np.float64]:
-        compute = 4.0 * shape.q_width * kv_tokens / self._attn_flops
-        moved = (
-            2.0 * kv_tokens * shape.kv_heads * shape.head_dim * shape.kv_bytes
-            + 4.0 * seqs * shape.q_heads * shape.head_dim
-        )
+        compute = 2.0 * shape.pair_width * kv_tokens / self._attn_flops
+        moved = kv_tokens * shape.kv_bytes_per_token + 2.0 * seqs * shape.pair_width
         memory = self._mem_latency_s + moved / self._bw
         result: NDArray[np.float64] = np.maximum(compute, memory)
         return result
