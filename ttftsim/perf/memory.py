@@ -6,7 +6,7 @@ buffers: the hardware profile's nccl_reserve_bytes_by_tp) - the CUDA-graph estim
 blocks = KV cache // (block_size x KV bytes per token on one GPU). KV bytes per token on one GPU are its
 share of the KV heads, or for multi-head latent attention (DeepSeek V2/V3, Kimi K2) the whole latent of
 kv_lora_rank + qk_rope_head_dim per layer: vLLM's MLA backends cache one latent per token that every TP rank
-keeps in full (MLAAttention.get_kv_cache_spec, vllm/model_executor/layers/attention/mla_attention.py:
+keeps in full (vLLM 0.15.1 vllm/attention/layer.py MLAAttention.get_kv_cache_spec:
 MLAAttentionSpec(num_kv_heads=1, head_size=kv_lora_rank + qk_rope_head_dim); page bytes in
 vllm/v1/kv_cache_interface.py MLAAttentionSpec.real_page_size_bytes, no factor 2 for K and V).
 The activation peak and the fixed reserves are estimates (documented below), not vLLM's profiler.

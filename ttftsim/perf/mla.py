@@ -4,13 +4,13 @@ Sources (vLLM 0.15.1): vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAt
 q_a_proj + kv_a_proj_with_mqa, replicated on every rank (disable_tp); q_b_proj, or q_proj without
 q_lora_rank, and kv_b_proj column-parallel over the heads; o_proj row-parallel) and
 vllm/model_executor/layers/attention/mla_attention.py (its module docstring, MLACommonImpl._forward_prefill,
-_compute_prefill_context, MLAAttention.forward_impl, MLACommonBaseImpl.process_weights_after_loading).
+_compute_prefill_context, MLACommonImpl.forward, MLACommonBaseImpl.process_weights_after_loading).
 
-- Prefill ("forward_mha", the compute-friendly path): kv_b_proj up-projects the latent of every token the
+- Prefill ("_forward_prefill", the compute-friendly path): kv_b_proj up-projects the latent of every token the
   prefill attends to (its new tokens, and its cached context chunk by chunk) into per-head K (nope) and V,
   then FlashAttention runs as multi-head attention with a query/key width of qk_nope + qk_rope (192) and a
   value width of v_head_dim (128), K and V in 16 bits.
-- Decode ("forward_mqa", the data-movement-friendly path, for the decode tokens): the up-projection is
+- Decode ("_forward_decode", the data-movement-friendly path, for the decode tokens): the up-projection is
   absorbed into the query and the output (q_nope x W_UK and attention-output x W_UV, batched GEMMs on 16-bit
   copies of kv_b_proj's weights), so attention is multi-query over the cached latent: per query head a
   query/key width of kv_lora_rank + qk_rope (576) and a value width of kv_lora_rank (512), one cached vector
