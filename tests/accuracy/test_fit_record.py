@@ -4,6 +4,7 @@ their intervals, the folds' factors; written beside the calibration and read bac
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ttftsim.accuracy.fit import FitResult
@@ -57,6 +58,18 @@ def test_each_run_is_held_out_by_its_own_fold_with_that_folds_prediction() -> No
     assert (bounds.predicted.lo, bounds.predicted.hi) == (0.125 - 0.01, 0.125 + 0.01)
     assert bounds.overlap is True  # 115..135 ms meets 90..120 ms
     assert record.factors == calibration().factors and record.calibration == "my.json"
+
+
+def test_two_runs_of_one_name_keep_their_own_folds() -> None:
+    runs = ["a", "b", "a"]  # two reports of the same file name in different folders
+    fit = result(3)
+    renamed = [
+        [replace(s, case=run) for s, run in zip(side, runs, strict=True)]
+        for side in (fit.unfitted, fit.in_sample, fit.cross_validated)
+    ]
+    fit = replace(fit, unfitted=renamed[0], in_sample=renamed[1], cross_validated=renamed[2])
+    record = fit_record(fit, runs, calibration(), "my.json")
+    assert [(s.run, s.fold) for s in record.stages] == [("a", 1), ("b", 2), ("a", 3)]
 
 
 def test_without_cross_validation_nothing_is_held_out() -> None:

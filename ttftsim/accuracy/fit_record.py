@@ -99,13 +99,15 @@ def fit_record(result: FitResult, runs: list[str], calibration: DeploymentCalibr
     folds = folds_of(len(runs))
     cross_validated = len(result.fold_factors) == len(folds)
     fold_of = {run: number for number, fold in enumerate(folds, start=1) for run in fold} if cross_validated else {}
-    stages = []
+    stages, position = [], 0
     for unfitted, in_sample, held_out in zip(result.unfitted, result.in_sample, result.cross_validated, strict=True):
         assert (unfitted.case, unfitted.stage) == (in_sample.case, in_sample.stage) == (held_out.case, held_out.stage)
+        while runs[position] != in_sample.case:  # the results run in run order: two runs of one name stay apart
+            position += 1
         stage = StageRecord(
             run=in_sample.case,
             stage=in_sample.stage,
-            fold=fold_of.get(runs.index(in_sample.case)),
+            fold=fold_of.get(position),
             measured=in_sample.measured,
             measured_overloaded=in_sample.measured_overloaded,
             unfitted=_prediction(unfitted),
