@@ -96,9 +96,8 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         problem = engine.lmcache.capacity_problem(chunk)
         if problem is not None:
             raise InputError(source, f"engine.lmcache.{problem[0]}", problem[1])
-        engine = replace(
-            engine, lmcache_chunk_bytes=chunk, lmcache_h2d_bytes_per_s=hardware.host_to_device_bw_bytes_per_s
-        )
+        host_bw, layers = hardware.host_to_device_bw_bytes_per_s, model.num_hidden_layers
+        engine = replace(engine, lmcache_chunk_bytes=chunk, lmcache_h2d_bytes_per_s=host_bw, lmcache_num_layers=layers)
     kernel_costs, kernel_note = kernel_costs_for(scenario.kernel_costs, hardware, source)
     perf = IterationModel(
         deployment, scaled_kernel_costs(RooflineCosts(hardware) if kernel_costs is None else kernel_costs, factors)

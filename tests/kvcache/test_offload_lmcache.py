@@ -48,7 +48,7 @@ def test_each_tier_evicts_its_least_recently_used_chunk_and_a_hit_from_below_is_
     assert cpu.keys() == [32, 33]
     assert disk.keys() == [22, 31, 32, 33]  # 11, 12, 21 went in that order
     assert remote.keys() == [11, 12, 21, 22, 31, 32, 33]
-    assert lm.take_transfer_s() == pytest.approx(7 * 0.002, abs=1e-12)  # every stored chunk copied off the GPU
+    assert lm.step_s(0.0) == pytest.approx(7 * 0.002, abs=1e-12)  # every stored chunk copied off the GPU
     # request 1's prompt again, one chunk more: only the remote store still holds its two chunks
     load = lm.lookup(4, [11, 12, 41], 48, 0)
     assert (load.hit_chunks, load.tokens, load.chunks_by_tier) == (2, 32, (0, 0, 2))
@@ -56,7 +56,7 @@ def test_each_tier_evicts_its_least_recently_used_chunk_and_a_hit_from_below_is_
     lm.store(4, [11, 12, 41], 3)  # admitted: the load is charged, the chunks come back into host memory
     assert cpu.keys() == [12, 41]  # 11 and 12 written back, then 41 stored: 11 the least recent
     assert disk.keys() == [31, 32, 33, 41]
-    assert lm.take_transfer_s() == pytest.approx(0.102 + 0.002, abs=1e-12)
+    assert lm.step_s(0.0) == pytest.approx(0.102 + 0.002, abs=1e-12)
     assert (lm.stored_chunks, lm.loaded_chunks) == (8, 2)
 
 
@@ -75,9 +75,9 @@ def test_a_whole_prompt_hit_leaves_its_last_token_to_compute_and_a_lookup_not_ad
     load = lm.lookup(2, [11, 12], 32, 0)
     assert (load.tokens, load.chunks_by_tier) == (31, (2, 0, 0))
     assert load.load_s == pytest.approx(2 * 0.001, abs=1e-12)
-    lm.take_transfer_s()
+    lm.step_s(0.0)
     lm.forget(2)  # left before it was admitted (its client gave up)
-    assert lm.take_transfer_s() == 0.0
+    assert lm.step_s(0.0) == 0.0
 
 
 def lmcache(**settings: Any) -> dict[str, Any]:
@@ -122,6 +122,19 @@ def test_a_hit_in_each_tier_loads_before_the_step_that_admits_it(settings: dict[
     assert first_tokens(EVICTED, 9, **lmcache(**settings))[2] == pytest.approx(2.0 + 0.011 + load_s, abs=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("copy_bytes_per_s", "step_s"),
+    [
+        (1000 * MIB, 0.011 + 0.002 / 2),  # compute-bound: 11 ms, then the first layer's load before it starts
+        (100 * MIB, 0.020 + 0.020 / 2),  # load-bound: 2 chunks x 10 ms, the compute hidden under it
+    ],
+)
+def test_a_layerwise_load_overlaps_the_forward_pass(copy_bytes_per_s: float, step_s: float) -> None:
+    settings = {"max_local_cpu_size": 4 * CHUNK_GB, "use_layerwise": True, "local_cpu_bytes_per_s": copy_bytes_per_s}
+    found = first_tokens(EVICTED, 9, lmcache_num_layers=2, **lmcache(**settings))
+    assert found[2] == pytest.approx(2.0 + step_s, abs=1e-12)
+
+
 def test_stores_are_charged_to_the_step_that_computes_the_chunks() -> None:
     found = first_tokens(EVICTED, 9, **lmcache(max_local_cpu_size=4 * CHUNK_GB))
     assert found[0] == pytest.approx(0.01 + 0.128 + 2 * 0.001, abs=1e-12)  # 2 chunks copied to host memory
@@ -159,5 +172,7 @@ def test_inconsistent_tiers_are_errors_naming_the_field() -> None:
         EngineArgs(kv_offloading_size=8, kv_transfer_config=LMCACHE)
     with pytest.raises(ValidationError, match="lmcache settings without kv_transfer_config"):
         EngineArgs(lmcache={})
+    with pytest.raises(ValidationError, match="use_layerwise with a disk or remote tier is not modelled"):
+        LMCacheConfig(use_layerwise=True, remote_url="lm://x")
     with pytest.raises(ValidationError, match="chunk_size 100 is not a multiple of block_size 16"):
         EngineArgs(kv_transfer_config=LMCACHE, lmcache={"chunk_size": 100})

@@ -289,6 +289,7 @@ class ResolvedEngine:
     lmcache: LMCacheConfig | None = None  # LMCache's tiers (kv_transfer_config LMCacheConnectorV1)
     lmcache_chunk_bytes: int = 0  # one LMCache chunk's KV on each GPU (replica.py, from the memory plan)
     lmcache_h2d_bytes_per_s: float = 0.0  # host <-> GPU copies of chunks, per GPU (replica.py)
+    lmcache_num_layers: int = 1  # layers a layerwise load or store is split into (replica.py)
 
     @property
     def gpus(self) -> int:

@@ -58,6 +58,11 @@ class LMCacheConfig(StrictModel):
         description="A remote store (lm://host:port, redis://..., RemoteBackend; default off); shared by the "
         "instances that name it, but each ttftsim replica models its own",
     )
+    use_layerwise: bool = Field(
+        default=False,
+        description="Load and store layer by layer alongside the forward pass (LMCache default false: the whole "
+        "load before it, the whole store after it); host memory only",
+    )
     max_remote_size: float | None = Field(
         default=None,
         gt=0,
@@ -96,6 +101,11 @@ class LMCacheConfig(StrictModel):
             raise ValueError(f"max_local_disk_size {self.max_local_disk_size} without local_disk (no disk tier)")
         if self.max_remote_size is not None and self.remote_url is None:
             raise ValueError("max_remote_size without remote_url (no remote tier)")
+        if self.use_layerwise and (self.local_disk is not None or self.remote_url is not None or not self.local_cpu):
+            raise ValueError(
+                "use_layerwise with a disk or remote tier is not modelled (LMCache's layerwise retrieval reads host "
+                "memory: StorageManager.layerwise_batched_get)"
+            )
         if not self.local_cpu and self.local_disk is None and self.remote_url is None:
             raise ValueError("no tier: local_cpu is false and neither local_disk nor remote_url is set")
         return self

@@ -221,7 +221,7 @@ class Engine:
         start = self._last_start_s = self.env.now
         duration = self.perf.idle_start_s(plan.shape) if from_idle else self.perf.time_s(plan.shape)
         duration += plan.shape.lora_load_s  # adapters copied into GPU slots before the forward pass (lora.py)
-        duration += self.kv.take_transfer_s()  # LMCache's synchronous chunk loads and stores (loading.py)
+        duration = self.kv.with_transfers(duration)  # LMCache's chunk loads and stores (loading.py)
         yield self.env.timeout(duration)
         self._complete(plan, start, duration)
 

@@ -99,4 +99,5 @@ def lmcache_tiers(cfg: ResolvedEngine) -> LMCacheTiers | None:
         capacity = None if size is None else int(size * 2**30 // chunk)
         tiers.append(TierSpec("RemoteBackend", capacity, chunk * cfg.gpus / lm.remote_bytes_per_s))
     copy_s = chunk / (lm.local_cpu_bytes_per_s or cfg.lmcache_h2d_bytes_per_s)
-    return LMCacheTiers(tiers, lm.chunk_size // cfg.block_size, lm.chunk_size, copy_s, copy_s)
+    layers = cfg.lmcache_num_layers if lm.use_layerwise else 0
+    return LMCacheTiers(tiers, lm.chunk_size // cfg.block_size, lm.chunk_size, copy_s, copy_s, layers)

@@ -101,9 +101,9 @@ class KVCacheManager:
         hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, full)
         return self.lmcache.lookup(request_id, hashes, num_tokens, gpu_hit_tokens)
 
-    def take_transfer_s(self) -> float:
-        """Seconds of LMCache copies owed by the step just scheduled (0 without LMCache)."""
-        return self.lmcache.take_transfer_s() if self.lmcache is not None else 0.0
+    def with_transfers(self, compute_s: float) -> float:
+        """The step just scheduled, compute_s long, with the LMCache copies it owes (offload.py step_s)."""
+        return self.lmcache.step_s(compute_s) if self.lmcache is not None else compute_s
 
     def record_admission(self, num_tokens: int, hit_tokens: int) -> None:
         """Count one admitted request's prefix-cache query and hit, in tokens."""

@@ -124,6 +124,9 @@ class LMCacheTiers:
       one holding the GPU hit's end to the LMCache hit's end, each read from its tier into host memory then
       copied to the GPUs, before the forward pass of the step that admits the request; chunks read from a
       lower tier are written back into the CPU tier (StorageManager.batched_get).
+    - Layerwise (use_layerwise): the load and the store run layer by layer alongside the forward pass
+      (retrieve_layer / store_layer, wait_for_layer_load): the step lasts the longest of the three, plus
+      one layer's load before the first layer computes and one layer's store after the last.
     """
 
     def __init__(
@@ -133,6 +136,7 @@ class LMCacheTiers:
         chunk_tokens: int,
         h2d_s_per_chunk: float,
         d2h_s_per_chunk: float,
+        layers: int = 0,
     ) -> None:
         self.tiers = [LruChunks(spec) for spec in tiers]
         self.chunk_blocks, self.chunk_tokens = chunk_blocks, chunk_tokens
@@ -140,7 +144,9 @@ class LMCacheTiers:
         self._pending: dict[int, ChunkLoad] = {}  # looked up, not yet admitted
         self._saved: dict[int, int] = {}  # chunks of each admitted request already stored (or found)
         self._prompt: dict[int, int] = {}
-        self._transfer_s = 0.0  # copies owed by the step being scheduled
+        self.layers = layers  # layerwise loads and stores over this many layers; 0: whole, around the step
+        self._load_s = 0.0  # loads owed by the step being scheduled
+        self._store_s = 0.0  # stores owed by it
         self.stored_chunks = 0
         self.loaded_chunks = 0
 
@@ -186,7 +192,7 @@ class LMCacheTiers:
         count = upto - saved
         self._saved[request_id] = upto
         self.stored_chunks += count
-        self._transfer_s += count * self.d2h_s_per_chunk
+        self._store_s += count * self.d2h_s_per_chunk
 
     def _admit(self, request_id: int, load: ChunkLoad, hashes: Sequence[int]) -> None:
         self._saved[request_id] = load.hit_chunks  # LMCache: num_saved_tokens = its hit
@@ -202,12 +208,15 @@ class LMCacheTiers:
                     self.tiers[0].put(key)
             start += count
         self.loaded_chunks += sum(load.chunks_by_tier)
-        self._transfer_s += load.load_s
+        self._load_s += load.load_s
 
-    def take_transfer_s(self) -> float:
-        """Seconds of chunk copies owed by the step just scheduled (loads before it, stores after it)."""
-        owed, self._transfer_s = self._transfer_s, 0.0
-        return owed
+    def step_s(self, compute_s: float) -> float:
+        """How long the step just scheduled lasts with the chunk copies it owes (which it settles)."""
+        load_s, store_s = self._load_s, self._store_s
+        self._load_s = self._store_s = 0.0
+        if not self.layers:
+            return load_s + compute_s + store_s
+        return max(compute_s, load_s, store_s) + (load_s + store_s) / self.layers
 
     def forget(self, request_id: int) -> None:
         self._pending.pop(request_id, None)
