@@ -88,3 +88,13 @@ def test_plan_refuses_a_bad_calibration_instead_of_ruling_out_every_candidate(tm
     result = run("plan", str(plan), "--out", str(tmp_path / "out"))
     _assert_one_line_error(result, str(path), *needles)
     assert not (tmp_path / "out").exists()
+
+
+def test_plan_still_rules_out_a_candidate_on_other_hardware_than_the_fit(tmp_path: Path) -> None:
+    """The up-front read checks the file only: whether it fits a candidate's GPU stays the candidate's question."""
+    (tmp_path / "cpu.json").write_text(json.dumps(GOOD))
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.format(calibration="cpu.json"))
+    result = run("plan", str(plan), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1, result.stderr
+    assert "fitted on CPU-host, the deployment runs on H100-SXM5-80GB" in result.stdout
