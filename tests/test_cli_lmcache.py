@@ -1,0 +1,31 @@
+"""LMCache settings a user gets wrong are one line naming the file and field, exit 2 (config/kv_transfer.py,
+replica.py's capacity check)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import _assert_one_line_error, run
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "llama31-8b-h100.yaml"
+CONNECTOR = "engine:\n  kv_transfer_config: {kv_connector: LMCacheConnectorV1}\n"
+
+
+@pytest.mark.parametrize(
+    ("engine", "field", "message"),
+    [
+        (CONNECTOR + "  lmcache: {local_disk: /nvme}", "engine.lmcache", "max_local_disk_size is 0 with local_disk"),
+        (
+            CONNECTOR + "  lmcache: {max_local_cpu_size: 0.01}",  # 10.7 MB: one chunk of 256 tokens is 32 MiB
+            "engine.lmcache.max_local_cpu_size",
+            "0.01 GB holds no chunk: one chunk of 256 tokens is 33,554,432 bytes per GPU",
+        ),
+        (CONNECTOR + "  kv_offloading_size: 8", "engine", "kv_offloading_size and kv_transfer_config together"),
+    ],
+)
+def test_bad_lmcache_settings_are_one_line_errors(tmp_path: Path, engine: str, field: str, message: str) -> None:
+    scenario = tmp_path / "bad.yaml"
+    scenario.write_text(EXAMPLE.read_text().replace("engine:\n", engine + "\n", 1))
+    _assert_one_line_error(run("simulate", str(scenario)), str(scenario), field, message)
