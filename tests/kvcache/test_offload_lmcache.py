@@ -80,6 +80,13 @@ def test_a_whole_prompt_hit_leaves_its_last_token_to_compute_and_a_lookup_not_ad
     assert lm.step_s(0.0) == 0.0
 
 
+def test_only_prompt_chunks_are_stored_even_for_a_request_resumed_with_its_output() -> None:
+    lm = tiers()
+    lm.lookup(1, [11, 12, 13], 48, 0, prompt_tokens=20)  # preempted after generating 28 tokens of a 20-token prompt
+    lm.store(1, [11, 12, 13], 3)
+    assert (lm.stored_chunks, lm.tiers[2].keys()) == (1, [11])  # save_decode_cache false: the prompt's one chunk
+
+
 def lmcache(**settings: Any) -> dict[str, Any]:
     return {"kv_transfer_config": LMCACHE, "lmcache": {"chunk_size": 64, **SPEEDS, **settings}}
 

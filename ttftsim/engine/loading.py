@@ -65,7 +65,8 @@ def admission_start(
         return NO_HIT, start, True
     hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
     if kv.lmcache is not None:  # loaded before the forward pass of the step that admits it
-        found = kv.find_in_lmcache(state.rid, state.token_segments(), state.num_tokens, hit.num_tokens)
+        segments, prompt = state.token_segments(), state.req.prompt_tokens
+        found = kv.find_in_lmcache(state.rid, segments, state.num_tokens, hit.num_tokens, prompt)
         return hit, hit.num_tokens + found.tokens, False
     offloaded = kv.find_offloaded(state.rid, state.num_tokens, len(hit.blocks)) if kv.tier else 0
     if offloaded:

@@ -92,14 +92,15 @@ class KVCacheManager:
         return self.tier.lookup(self._hashes[request_id][:usable], gpu_hit_blocks)
 
     def find_in_lmcache(
-        self, request_id: int, segments: Sequence[Segment], num_tokens: int, gpu_hit_tokens: int
+        self, request_id: int, segments: Sequence[Segment], num_tokens: int, gpu_hit_tokens: int, prompt_tokens: int
     ) -> ChunkLoad:
-        """What LMCache holds of a request about to be admitted past its GPU hit (call after find_cached)."""
-        if self.lmcache is None:
+        """What LMCache holds of a request about to be admitted past its GPU hit (call after find_cached); a
+        private request's chunks are never stored (the scheduler registers none of its blocks)."""
+        if self.lmcache is None or (request_id in self._private and request_id not in self._hashes):
             return ChunkLoad()
         full = num_tokens // self.block_size
         hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, full)
-        return self.lmcache.lookup(request_id, hashes, num_tokens, gpu_hit_tokens)
+        return self.lmcache.lookup(request_id, hashes, num_tokens, gpu_hit_tokens, prompt_tokens)
 
     def with_transfers(self, compute_s: float) -> float:
         """The step just scheduled, compute_s long, with the LMCache copies it owes (offload.py step_s)."""

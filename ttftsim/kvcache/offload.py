@@ -154,9 +154,13 @@ class LMCacheTiers:
         step = self.chunk_blocks
         return [hashes[(i + 1) * step - 1] for i in range(min(num_chunks, len(hashes) // step))]
 
-    def lookup(self, request_id: int, hashes: Sequence[int], num_tokens: int, gpu_hit_tokens: int) -> ChunkLoad:
-        """What LMCache holds of this prompt and what admitting it now would load; remembered until the
-        request is admitted (its first store), which charges the load."""
+    def lookup(
+        self, request_id: int, hashes: Sequence[int], num_tokens: int, gpu_hit_tokens: int, prompt_tokens: int = 0
+    ) -> ChunkLoad:
+        """What LMCache holds of this request's tokens (num_tokens: its prompt, and the tokens it generated
+        before a preemption) and what admitting it now would load; remembered until the request is admitted
+        (its first store), which charges the load. Only prompt chunks are ever stored (prompt_tokens; 0: all
+        num_tokens are prompt)."""
         keys = self.chunk_keys(hashes, num_tokens // self.chunk_tokens)
         found, spans = 0, []
         for tier in self.tiers:
@@ -165,13 +169,14 @@ class LMCacheTiers:
             found += count
         hit_tokens = found * self.chunk_tokens
         need = hit_tokens - gpu_hit_tokens - (1 if hit_tokens == num_tokens else 0)  # the last token is computed
+        prompt_tokens = prompt_tokens or num_tokens
         if need <= 0:
-            load = ChunkLoad(found, prompt_tokens=num_tokens)
+            load = ChunkLoad(found, prompt_tokens=prompt_tokens)
         else:
             first = gpu_hit_tokens // self.chunk_tokens  # the chunk holding the GPU hit's end is loaded whole
             by_tier = tuple(max(0, end - max(start, first)) for start, end in spans)
             read_s = sum(n * tier.spec.read_s_per_chunk for n, tier in zip(by_tier, self.tiers, strict=True))
-            load = ChunkLoad(found, need, by_tier, read_s + sum(by_tier) * self.h2d_s_per_chunk, num_tokens)
+            load = ChunkLoad(found, need, by_tier, read_s + sum(by_tier) * self.h2d_s_per_chunk, prompt_tokens)
         self._pending[request_id] = load
         return load
 
