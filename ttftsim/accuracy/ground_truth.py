@@ -11,6 +11,7 @@ re-tokenised count of the streamed text, about twice the generated tokens for ra
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -29,12 +30,17 @@ from ttftsim.inputs.structured import parse_json
 from ttftsim.metrics.intervals import reported_levels
 
 CLIENT_TIMEOUT_S = 300.0  # inference-perf's request timeout in these runs
-# The closed-loop points were measured by AIConfigurator's bench_run (aiperf profile --concurrency c
-# --num-requests 20c --warmup-request-count 2c): a warm-up of 2c requests, then 20c measured ones. Its
-# benchmark runners ask for a prompt per request (src/aiconfigurator/eval/benchmarks/genai_perf_runner.py:
-# --num-dataset-entries = warm-up + measured), not the tool's default 100 that would repeat prompts.
+# The closed-loop points (AIConfigurator's systems/silicon_sample.csv format) were measured by its bench_run
+# (generator/config/backend_templates/benchmark/bench_run.sh.j2): `aiperf profile --concurrency c --num-requests
+# 20c --warmup-request-count 2c --isl I --osl O --extra-inputs ignore_eos:true`, a warm-up of 2c requests, then 20c
+# measured ones. It leaves --num-dataset-entries at aiperf's default, so the tool cycles through 100 prompts and
+# requests after the 100th repeat one, which vLLM's prefix cache then serves (docs/engine-semantics.md 4).
 WARMUP_PER_CLIENT = 2
 MEASURED_PER_CLIENT = 20
+# A row without backend_version: every such vLLM row of silicon_sample.csv was measured between 2025-10-29 and
+# 2025-12-05 (its silicon_data_source field), when the releases were 0.11-0.12: one batch in flight, async
+# scheduling opt-in (config/engine_versions.yaml). The shared closed-loop points are such rows (2025-10-29).
+UNVERSIONED_VLLM = "0.11"
 # What the open-loop runs had that is not simulated, and what that changes (docs/engine-semantics.md 7).
 OPEN_LOOP_NOTES = (
     "the open-loop runs had an 8 GiB CPU KV-offload connector (../shared/validation/README.md), simulated as "
@@ -131,6 +137,12 @@ def _open_loop_case(run: dict[str, Any], source: str) -> Case:
     return Case(run["run"], scenario, truths, notes=OPEN_LOOP_NOTES, skip_reason=model.problem or hardware.problem)
 
 
+def _engine_version(row: pd.Series) -> str:
+    """The row's vLLM release as major.minor (0.12.0 -> 0.12); UNVERSIONED_VLLM when it gives none or a nightly."""
+    found = re.match(r"(\d+)\.(\d+)", str(row.get("backend_version", "")))
+    return f"{found.group(1)}.{found.group(2)}" if found else UNVERSIONED_VLLM
+
+
 def _closed_loop_case(row: pd.Series) -> Case:
     concurrency, isl, osl = int(row["concurrency"]), int(row["isl"]), int(row["osl"])
     warmup = WARMUP_PER_CLIENT * concurrency
@@ -143,7 +155,7 @@ def _closed_loop_case(row: pd.Series) -> Case:
             "model": model.model,
             "hardware": hardware.name,
             "engine": {
-                "vllm_version": "0.15",
+                "vllm_version": _engine_version(row),
                 "tensor_parallel_size": int(row["tp_size"]),
                 "quantization": model.quantization,
                 "max_model_len": isl + osl + 16,
@@ -155,7 +167,7 @@ def _closed_loop_case(row: pd.Series) -> Case:
                 "output_tokens": {"type": "fixed", "value": osl},
                 "num_requests": warmup + MEASURED_PER_CLIENT * concurrency,
             },
-            "client": {"tool": "aiperf", "warmup_requests": warmup, "dataset_entries": "unique"},
+            "client": {"tool": "aiperf", "warmup_requests": warmup},
         }
     )
     measured = {"ttft_mean": float(row["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(row["silicon_tpot_ms"]) / 1e3}
