@@ -142,6 +142,28 @@ def test_a_layerwise_load_overlaps_the_forward_pass(copy_bytes_per_s: float, ste
     assert found[2] == pytest.approx(2.0 + step_s, abs=1e-12)
 
 
+DISK = {"max_local_cpu_size": CHUNK_GB, "local_disk": "/lmc", "max_local_disk_size": 4 * CHUNK_GB}
+BEHIND = [*EVICTED, request(3, 2.0, 32, 1)]  # a short prompt queued behind request 0's prompt again
+
+
+def test_an_asynchronous_load_waits_aside_while_the_queue_goes_on() -> None:
+    # synchronous: request 2's step loads 2 chunks from disk (22 ms) and computes 1 token (11 ms); request 3
+    # (seen by the next schedule) waits for it, then computes its 32 tokens (42 ms)
+    found = first_tokens(BEHIND, 9, **lmcache(**DISK))
+    assert (found[2], found[3]) == pytest.approx((2.033, 2.033 + 0.042), abs=1e-12)
+    # asynchronous: every request first waits aside for its lookup, at least LMCache's 10 ms backoff: request 2
+    # while its 2 chunks are read (20 ms), request 3 (a miss) 10 ms, then runs (42 ms); then request 2 is
+    # admitted with only the copy to the GPU (2 ms) before its 1-token step (11 ms)
+    found = first_tokens(BEHIND, 9, **lmcache(**DISK, enable_async_loading=True))
+    assert (found[2], found[3]) == pytest.approx((2.052 + 0.013, 2.010 + 0.042), abs=1e-12)
+
+
+def test_a_prefetch_past_the_lookup_timeout_gives_no_hit() -> None:
+    # the disk read (20 ms) outlasts a 10 ms timeout: after it, the prompt is recomputed and its 2 chunks stored
+    settings = {**DISK, "enable_async_loading": True, "lookup_timeout_ms": 10}
+    assert first_tokens(EVICTED, 9, **lmcache(**settings))[2] == pytest.approx(2.010 + 0.138 + 0.002, abs=1e-12)
+
+
 def test_stores_are_charged_to_the_step_that_computes_the_chunks() -> None:
     found = first_tokens(EVICTED, 9, **lmcache(max_local_cpu_size=4 * CHUNK_GB))
     assert found[0] == pytest.approx(0.01 + 0.128 + 2 * 0.001, abs=1e-12)  # 2 chunks copied to host memory
@@ -181,5 +203,7 @@ def test_inconsistent_tiers_are_errors_naming_the_field() -> None:
         EngineArgs(lmcache={})
     with pytest.raises(ValidationError, match="use_layerwise with a disk or remote tier is not modelled"):
         LMCacheConfig(use_layerwise=True, remote_url="lm://x")
+    with pytest.raises(ValidationError, match="use_layerwise with enable_async_loading"):
+        LMCacheConfig(use_layerwise=True, enable_async_loading=True)
     with pytest.raises(ValidationError, match="chunk_size 100 is not a multiple of block_size 16"):
         EngineArgs(kv_transfer_config=LMCACHE, lmcache={"chunk_size": 100})

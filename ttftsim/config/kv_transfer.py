@@ -63,6 +63,18 @@ class LMCacheConfig(StrictModel):
         description="Load and store layer by layer alongside the forward pass (LMCache default false: the whole "
         "load before it, the whole store after it); host memory only",
     )
+    enable_async_loading: bool = Field(
+        default=False,
+        description="Prefetch a hit into host memory off the engine's steps, the request waiting aside (LMCache "
+        "default false: the whole load in the step that admits it)",
+    )
+    lookup_timeout_ms: int = Field(
+        default=3000,
+        ge=1,
+        le=3_600_000,
+        description="With enable_async_loading: a prefetch still running after this long gives no hit and the "
+        "prompt is recomputed (LMCache default 3000)",
+    )
     max_remote_size: float | None = Field(
         default=None,
         gt=0,
@@ -106,6 +118,8 @@ class LMCacheConfig(StrictModel):
                 "use_layerwise with a disk or remote tier is not modelled (LMCache's layerwise retrieval reads host "
                 "memory: StorageManager.layerwise_batched_get)"
             )
+        if self.use_layerwise and self.enable_async_loading:
+            raise ValueError("use_layerwise with enable_async_loading: LMCache does not combine them yet")
         if not self.local_cpu and self.local_disk is None and self.remote_url is None:
             raise ValueError("no tier: local_cpu is false and neither local_disk nor remote_url is set")
         return self

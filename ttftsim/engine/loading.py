@@ -67,6 +67,10 @@ def admission_start(
     if kv.lmcache is not None:  # loaded before the forward pass of the step that admits it
         segments, prompt = state.token_segments(), state.req.prompt_tokens
         found = kv.find_in_lmcache(state.rid, segments, state.num_tokens, hit.num_tokens, prompt)
+        if found.waits:  # asynchronous loading: aside until the prefetch is done, then looked up again
+            waiting.pop()
+            loading.start(state, 0, now + found.prefetch_s)
+            return True
         return hit, hit.num_tokens + found.tokens, False
     offloaded = kv.find_offloaded(state.rid, state.num_tokens, len(hit.blocks)) if kv.tier else 0
     if offloaded:
@@ -101,4 +105,5 @@ def lmcache_tiers(cfg: ResolvedEngine) -> LMCacheTiers | None:
         tiers.append(TierSpec("RemoteBackend", capacity, chunk * cfg.gpus / lm.remote_bytes_per_s))
     copy_s = chunk / (lm.local_cpu_bytes_per_s or cfg.lmcache_h2d_bytes_per_s)
     layers = cfg.lmcache_num_layers if lm.use_layerwise else 0
-    return LMCacheTiers(tiers, lm.chunk_size // cfg.block_size, lm.chunk_size, copy_s, copy_s, layers)
+    timeout_s = lm.lookup_timeout_ms / 1000 if lm.enable_async_loading else None
+    return LMCacheTiers(tiers, lm.chunk_size // cfg.block_size, lm.chunk_size, copy_s, copy_s, layers, timeout_s)

@@ -52,6 +52,10 @@ class CpuTier:
 
 # ---- LMCache (LMCacheConnectorV1): chunks in tiers, docs/engine-semantics.md 14 ----
 
+# LMCacheAsyncLookupClient.lookup sends the lookup to the workers, sleeps lookup_backoff_time (default 0.01 s,
+# extra_config) and answers "not yet": a request with asynchronous loading waits at least that long.
+LOOKUP_BACKOFF_S = 0.01
+
 
 @dataclass(frozen=True, slots=True)
 class TierSpec:
@@ -71,6 +75,8 @@ class ChunkLoad:
     chunks_by_tier: tuple[int, ...] = ()  # chunks read from each tier
     load_s: float = 0.0  # the synchronous load before the step's forward pass
     prompt_tokens: int = 0
+    waits: bool = False  # asynchronous loading: the request waits prefetch_s for a prefetch, then looks up again
+    prefetch_s: float = 0.0
 
 
 class LruChunks:
@@ -124,6 +130,8 @@ class LMCacheTiers:
       one holding the GPU hit's end to the LMCache hit's end, each read from its tier into host memory then
       copied to the GPUs, before the forward pass of the step that admits the request; chunks read from a
       lower tier are written back into the CPU tier (StorageManager.batched_get).
+    - Asynchronous loading (enable_async_loading): the request first waits aside while its hit chunks are
+      read into host memory (no write-back), then is admitted with only their copy to the GPUs in the step.
     - Layerwise (use_layerwise): the load and the store run layer by layer alongside the forward pass
       (retrieve_layer / store_layer, wait_for_layer_load): the step lasts the longest of the three, plus
       one layer's load before the first layer computes and one layer's store after the last.
@@ -137,11 +145,14 @@ class LMCacheTiers:
         h2d_s_per_chunk: float,
         d2h_s_per_chunk: float,
         layers: int = 0,
+        prefetch_timeout_s: float | None = None,
     ) -> None:
         self.tiers = [LruChunks(spec) for spec in tiers]
         self.chunk_blocks, self.chunk_tokens = chunk_blocks, chunk_tokens
         self.h2d_s_per_chunk, self.d2h_s_per_chunk = h2d_s_per_chunk, d2h_s_per_chunk
+        self.prefetch_timeout_s = prefetch_timeout_s  # asynchronous loading's lookup timeout (None: synchronous)
         self._pending: dict[int, ChunkLoad] = {}  # looked up, not yet admitted
+        self._prefetched: dict[int, tuple[tuple[int, int], ...]] = {}  # tier spans read into host memory
         self._saved: dict[int, int] = {}  # chunks of each admitted request already stored (or found)
         self._prompt: dict[int, int] = {}
         self.layers = layers  # layerwise loads and stores over this many layers; 0: whole, around the step
@@ -160,25 +171,54 @@ class LMCacheTiers:
         """What LMCache holds of this request's tokens (num_tokens: its prompt, and the tokens it generated
         before a preemption) and what admitting it now would load; remembered until the request is admitted
         (its first store), which charges the load. Only prompt chunks are ever stored (prompt_tokens; 0: all
-        num_tokens are prompt)."""
-        keys = self.chunk_keys(hashes, num_tokens // self.chunk_tokens)
+        num_tokens are prompt). With asynchronous loading the first lookup answers that the request must wait
+        for a prefetch (ChunkLoad.waits); the next one finds the prefetched chunks in host memory."""
+        prompt_tokens = prompt_tokens or num_tokens
+        spans = self._prefetched.pop(request_id, None)
+        prefetched = spans is not None
+        if spans is None:
+            spans = self._spans(self.chunk_keys(hashes, num_tokens // self.chunk_tokens))
+            if self.prefetch_timeout_s is not None:
+                return self._prefetch(request_id, spans)
+        load = self._load(spans, num_tokens, gpu_hit_tokens, prompt_tokens, prefetched)
+        self._pending[request_id] = load
+        return load
+
+    def _spans(self, keys: Sequence[int]) -> tuple[tuple[int, int], ...]:
+        """The chunk range each tier gives: a prefix match continuing where the tier before stopped."""
         found, spans = 0, []
         for tier in self.tiers:
             count = tier.prefix(keys, found) if found < len(keys) else 0
             spans.append((found, found + count))
             found += count
+        return tuple(spans)
+
+    def _load(
+        self, spans: tuple[tuple[int, int], ...], num_tokens: int, gpu_hit_tokens: int, prompt: int, prefetched: bool
+    ) -> ChunkLoad:
+        found = spans[-1][1]
         hit_tokens = found * self.chunk_tokens
         need = hit_tokens - gpu_hit_tokens - (1 if hit_tokens == num_tokens else 0)  # the last token is computed
-        prompt_tokens = prompt_tokens or num_tokens
         if need <= 0:
-            load = ChunkLoad(found, prompt_tokens=prompt_tokens)
-        else:
-            first = gpu_hit_tokens // self.chunk_tokens  # the chunk holding the GPU hit's end is loaded whole
-            by_tier = tuple(max(0, end - max(start, first)) for start, end in spans)
-            read_s = sum(n * tier.spec.read_s_per_chunk for n, tier in zip(by_tier, self.tiers, strict=True))
-            load = ChunkLoad(found, need, by_tier, read_s + sum(by_tier) * self.h2d_s_per_chunk, prompt_tokens)
-        self._pending[request_id] = load
-        return load
+            return ChunkLoad(found, prompt_tokens=prompt)
+        first = gpu_hit_tokens // self.chunk_tokens  # the chunk holding the GPU hit's end is loaded whole
+        by_tier = tuple(max(0, end - max(start, first)) for start, end in spans)
+        reads = zip(by_tier, self.tiers, strict=True)
+        read_s = 0.0 if prefetched else sum(n * tier.spec.read_s_per_chunk for n, tier in reads)
+        return ChunkLoad(found, need, by_tier, read_s + sum(by_tier) * self.h2d_s_per_chunk, prompt)
+
+    def _prefetch(self, request_id: int, spans: tuple[tuple[int, int], ...]) -> ChunkLoad:
+        """enable_async_loading (LMCacheAsyncLookupClient, StorageManager.async_lookup_and_prefetch): every
+        hit chunk is read into host memory, from the first (the GPU hit is not skipped), off the engine's
+        steps; past lookup_timeout_ms LMCache answers 0 hit tokens and the prompt is recomputed. The wait is at
+        least the client's backoff (the scheduler's own sleep then is not charged to other requests)."""
+        tiers = zip(spans, self.tiers, strict=True)
+        read_s = sum((end - start) * tier.spec.read_s_per_chunk for (start, end), tier in tiers)
+        timeout_s = self.prefetch_timeout_s or 0.0
+        if read_s > timeout_s:
+            spans, read_s = tuple((0, 0) for _ in spans), timeout_s
+        self._prefetched[request_id] = spans
+        return ChunkLoad(waits=True, prefetch_s=max(read_s, LOOKUP_BACKOFF_S))
 
     def store(self, request_id: int, hashes: Sequence[int], full_blocks: int) -> None:
         """The request's blocks are full up to full_blocks after the step being scheduled: admit its pending
@@ -208,7 +248,7 @@ class LMCacheTiers:
         for index, (tier, count) in enumerate(zip(self.tiers, load.chunks_by_tier, strict=True)):
             read = keys[start : start + count]
             tier.touch(read)
-            if index and self.tiers[0].spec.name == "LocalCPUBackend":
+            if index and self.tiers[0].spec.name == "LocalCPUBackend" and self.prefetch_timeout_s is None:
                 for key in read:
                     self.tiers[0].put(key)
             start += count
@@ -225,5 +265,6 @@ class LMCacheTiers:
 
     def forget(self, request_id: int) -> None:
         self._pending.pop(request_id, None)
+        self._prefetched.pop(request_id, None)
         self._saved.pop(request_id, None)
         self._prompt.pop(request_id, None)
