@@ -21,6 +21,7 @@ def test_lmcache_tiers_come_from_the_connector_and_the_lmcache_variables() -> No
         LMCACHE_MAX_LOCAL_CPU_SIZE="40",
         LMCACHE_LOCAL_DISK="file:///mnt/nvme/lmcache/",
         LMCACHE_MAX_LOCAL_DISK_SIZE="200",
+        LMCACHE_ENABLE_ASYNC_LOADING="1",
         LMCACHE_SAVE_DECODE_CACHE="true",
         LMCACHE_LOG_LEVEL="INFO",
     )
@@ -33,6 +34,7 @@ def test_lmcache_tiers_come_from_the_connector_and_the_lmcache_variables() -> No
             "max_local_cpu_size": 40.0,
             "local_disk": "/mnt/nvme/lmcache/",
             "max_local_disk_size": 200.0,
+            "enable_async_loading": True,
         },
     }
     assert command.not_modelled == ["LMCACHE_SAVE_DECODE_CACHE"]

@@ -31,6 +31,9 @@ TIER_VARIABLES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "LMCACHE_LOCAL_DISK": ("local_disk", _local_disk),
     "LMCACHE_MAX_LOCAL_DISK_SIZE": ("max_local_disk_size", float),
     "LMCACHE_REMOTE_URL": ("remote_url", str.strip),
+    "LMCACHE_USE_LAYERWISE": ("use_layerwise", _to_bool),
+    "LMCACHE_ENABLE_ASYNC_LOADING": ("enable_async_loading", _to_bool),
+    "LMCACHE_LOOKUP_TIMEOUT_MS": ("lookup_timeout_ms", int),
 }
 NO_EFFECT = frozenset({"LMCACHE_LOG_LEVEL", "LMCACHE_USE_EXPERIMENTAL", "LMCACHE_TRACK_USAGE"})
 
