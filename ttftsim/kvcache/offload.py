@@ -6,6 +6,11 @@ own CUDA stream and are not charged here); the tier holds capacity_blocks blocks
 recently used (LRUOffloadingManager). A new request whose prefix goes on past its GPU prefix-cache hit into
 blocks the tier holds loads them (get_num_new_matched_tokens): it waits for the copy in
 WAITING_FOR_REMOTE_KVS, skipped by admission, and is then admitted with those tokens computed.
+
+LMCache's tiers (--kv-transfer-config LMCacheConnectorV1: host memory, local disk, a remote store) keep
+chunks of chunk_size tokens instead, each tier LRU, and charge their copies to the engine's steps
+(LMCacheTiers; docs/engine-semantics.md 14). Left out: copies sharing bandwidth, a remote store shared by
+replicas.
 """
 
 from __future__ import annotations
