@@ -90,6 +90,11 @@ class EngineArgs(StrictModel):
         le=64,
         description="Pipeline stages (PP): the layers split over PP groups of TP GPUs, PP batches in flight",
     )
+    enable_expert_parallel: bool = Field(
+        default=False,
+        description="vLLM --enable-expert-parallel: each TP GPU holds whole routed experts (E / TP, the first "
+        "E mod TP one more) instead of a slice of every expert; MoE models only (docs/engine-semantics.md 16)",
+    )
     max_num_batched_tokens: int | None = Field(default=None, ge=1, description="Token budget per iteration")
     max_num_seqs: int | None = Field(default=None, ge=1, description="Most sequences running at once")
     max_model_len: int | None = Field(default=None, ge=16, description="Longest prompt + output (default: model's)")
@@ -276,6 +281,7 @@ class ResolvedEngine:
     iteration_overhead_s: float | None = None
     decode_graph_iteration_s: float | None = None
     pp: int = 1  # pipeline stages; PP batches in flight (engine/pipeline.py)
+    expert_parallel: bool = False  # routed experts whole on each GPU (perf/ffn.py)
     speculative: SpeculativeConfig | None = None  # drafts verified each step (engine.py _apply)
     seed: int = 0  # the run's seed: draws of accepted draft tokens
     kv_offloading_gib: float = 0.0  # host memory for offloaded KV (all TP ranks together)
@@ -367,6 +373,7 @@ def resolve_engine(
         iteration_overhead_s=defaults.iteration_overhead_s,
         decode_graph_iteration_s=defaults.decode_graph_iteration_s,
         pp=args.pipeline_parallel_size,
+        expert_parallel=args.enable_expert_parallel,
         speculative=args.speculative_config,
         kv_offloading_gib=args.kv_offloading_size or 0.0,
         lora_slots=args.max_loras if args.enable_lora else 0,

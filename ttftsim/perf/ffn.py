@@ -8,14 +8,67 @@ shared_expert_intermediate_size behind a sigmoid gate) as an always-active gated
 into the routed output before the layer's one all-reduce; qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert
 and shared_expert_gate); and on its first num_dense_layers layers (first_k_dense_replace) a dense MLP of
 dense_intermediate_size instead (deepseek_v2.py DeepseekV2DecoderLayer: DeepseekV2MoE only from layer
-first_k_dense_replace on). Expert parallelism is not modelled: every rank holds a TP slice of every expert.
+first_k_dense_replace on).
+
+Expert parallelism (vLLM --enable-expert-parallel; 0.15.1 model_executor/layers/fused_moe/config.py
+FusedMoEParallelConfig.make: ep_size = TP x DP, the MoE layer's own TP size 1): each GPU holds whole experts,
+E // ep_size of them and one more on the first E mod ep_size ranks (fused_moe/layer.py determine_expert_map,
+"linear" placement), and runs the fused kernel over the picks routed to them. The layer ends in the same
+all-reduce, so the step waits for the busiest GPU: the one holding the most experts, with the expected
+maximum of the ranks' picks under uniform top-k routing (mean + sigma x the expected maximum of ep_size
+standard normals, Blom's approximation) - the floor real routers stay above (DeepSeek's EPLB exists because
+expert loads skew); no published skew was found to cite as a default, so none is added. With DP ranks
+(dp > 1) the tokens of every DP rank meet in each MoE layer through vLLM's default all2all_backend
+"allgather_reducescatter" (config/parallel.py; distributed/device_communicators/all2all.py AgRsAll2AllManager:
+dispatch = all-gather of the hidden states and router logits over the DP group, combine = reduce-scatter of
+the outputs), each DP rank assumed to carry a batch like this one; the engine itself runs one DP rank.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
 from ttftsim.config.dtypes import ComputeDtype
+from ttftsim.config.hardware import HardwareProfile, Link
 from ttftsim.model.spec import ModelSpec
 from ttftsim.perf.kernels import KernelCosts, MoeShape
+
+ACTIVATION_BYTES = 2  # hidden states and router logits travel in bf16
+
+
+@dataclass(frozen=True)
+class ExpertParallel:
+    """Routed experts split over `ep_size` GPUs; `dp` DP ranks exchanging tokens over `link`."""
+
+    ep_size: int
+    dp: int
+    link: Link
+    link_efficiency: float
+
+
+def local_experts(num_experts: int, ep_size: int) -> int:
+    """Experts on the GPU holding the most: E // ep_size, one more when E mod ep_size > 0 (vLLM
+    determine_expert_map gives the remainder to the first ranks)."""
+    return num_experts // ep_size + (1 if num_experts % ep_size else 0)
+
+
+def busiest_rank_picks(picks: int, ep_size: int, share: float) -> float:
+    """Expected picks (token-expert pairs) on the busiest of ep_size GPUs when each of `picks` lands on a
+    given GPU with probability `share`: mean + sigma x E[max of ep_size standard normals] (Blom), capped at
+    all the picks."""
+    if ep_size <= 1:
+        return float(picks)
+    mean, sigma = picks * share, math.sqrt(picks * share * (1.0 - share))
+    expected_max = NormalDist().inv_cdf((ep_size - 0.375) / (ep_size + 0.25))
+    return min(float(picks), mean + sigma * expected_max)
+
+
+def all2all_bytes_per_token(hidden: int, num_experts: int, dp: int) -> tuple[int, int]:
+    """Bytes one GPU receives (dispatch: the other DP ranks' hidden states and router logits, all-gathered)
+    and sends (combine: its share of the reduce-scatter) per token of its own batch, per MoE layer."""
+    return (dp - 1) * (hidden + num_experts) * ACTIVATION_BYTES, (dp - 1) * hidden * ACTIVATION_BYTES
 
 
 class FfnCosts:
@@ -32,6 +85,22 @@ class FfnCosts:
         self.experts = MoeShape(
             spec.num_local_experts, spec.num_experts_per_tok, spec.hidden_size, self.inter, weight_bytes, dtype
         )
+        self.ep: ExpertParallel | None = None
+
+    def expert_parallel(self, ep_size: int, dp: int, hardware: HardwareProfile) -> None:
+        """Split the routed experts whole over ep_size GPUs (full expert width, the busiest GPU's experts); the
+        DP group talks over NVLink within a node, the network beyond."""
+        spec = self.spec
+        link = hardware.intra_node_link if ep_size <= hardware.gpus_per_node else hardware.inter_node_link
+        self.ep = ExpertParallel(ep_size, dp, link, hardware.roofline.link_efficiency)
+        self.experts = MoeShape(
+            local_experts(spec.num_local_experts, ep_size),
+            spec.num_experts_per_tok,
+            spec.hidden_size,
+            spec.intermediate_size,
+            self.weight_bytes,
+            self.dtype,
+        )
 
     def _gemm(self, m: int, n: int, k: int) -> float:
         return self.costs.gemm_s(m, n, k, self.dtype, n * k * self.weight_bytes)
@@ -47,8 +116,31 @@ class FfnCosts:
         if not spec.is_moe:
             return self.swiglu_s(tokens, self.inter)
         experts = self.experts  # one fused kernel pair over the experts hit, not one GEMM per expert
+        if self.ep is not None:
+            return self._expert_parallel_s(tokens)
         router = self.costs.gemm_s(tokens, experts.num_experts, h, "bf16", experts.num_experts * h * 2.0)
         return router + self.costs.moe_s(tokens, experts.experts_hit(tokens), experts)
+
+    def _expert_parallel_s(self, tokens: int) -> float:
+        """The router over this rank's tokens, then the fused kernel on the busiest GPU: every DP rank's tokens
+        (as many as these) meet there, and the picks its experts receive run as ceil(picks / top_k) tokens."""
+        spec, ep, local = self.spec, self.ep, self.experts
+        assert ep is not None
+        total_experts, top_k, h = spec.num_local_experts, spec.num_experts_per_tok, spec.hidden_size
+        router = self.costs.gemm_s(tokens, total_experts, h, "bf16", total_experts * h * 2.0)
+        gathered = tokens * ep.dp
+        picks = busiest_rank_picks(gathered * top_k, ep.ep_size, local.num_experts / total_experts)
+        hit = local.num_experts * (1.0 - (1.0 - top_k / total_experts) ** gathered)
+        return router + self.costs.moe_s(math.ceil(picks / top_k), hit, local)
+
+    def all2all_s(self, tokens: int) -> float:
+        """Dispatch (all-gather) and combine (reduce-scatter) of one MoE layer over the DP group (0 without)."""
+        ep = self.ep
+        if ep is None or ep.dp <= 1 or tokens <= 0:
+            return 0.0
+        dispatch, combine = all2all_bytes_per_token(self.spec.hidden_size, self.spec.num_local_experts, ep.dp)
+        bandwidth = ep.link.bw_bytes_per_s * ep.link_efficiency
+        return 2 * ep.link.latency_s + tokens * (dispatch + combine) / bandwidth
 
     def _with_activation_s(self, tokens: int, inter: int) -> float:
         """A gated MLP and its SiLU-mul (read 2, write 1 vectors of inter in bf16)."""
@@ -62,6 +154,8 @@ class FfnCosts:
         if not spec.is_moe:
             return {"mlp": spec.num_hidden_layers * self.layer_s(tokens)}
         parts = {"moe": spec.num_moe_layers * self.layer_s(tokens)}
+        if self.ep is not None and self.ep.dp > 1:
+            parts["all2all"] = spec.num_moe_layers * self.all2all_s(tokens)
         if spec.num_dense_layers:
             parts["mlp"] = spec.num_dense_layers * self._with_activation_s(tokens, self.dense_inter)
         if self.shared_inter:

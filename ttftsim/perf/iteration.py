@@ -1,12 +1,10 @@
 """Iteration-time model: the time of one engine step on one replica, and its breakdown by operator.
 
 Per transformer layer on each TP rank: QKV and output projections, the MLP (dense, or MoE with the
-experts the batch actually hits, as one fused kernel; an MoE model's shared experts as an always-active
-dense MLP beside it, `shared_experts`, and its leading dense layers' MLP, `mlp`: perf/ffn.py), prefill attention
-(FlashAttention: no n x n matrix, cost in query-key pairs), decode attention (reads the KV cache), fused
-norm/residual/RoPE/activation kernels, and two TP all-reduces. Multi-head latent attention (DeepSeek, Kimi K2)
-has its own projections and two attention paths, prefill over the up-projected latent and decode over the
-cached latent (perf/mla.py). Once per step: the LM head for the sampled sequences only, and the host
+experts the batch actually hits, as one fused kernel; shared experts, leading dense layers and expert
+parallelism: perf/ffn.py), prefill attention (FlashAttention: no n x n matrix, cost in query-key pairs), decode
+attention (reads the KV cache; multi-head latent attention: perf/mla.py), fused norm/residual/RoPE/activation
+kernels, and two TP all-reduces. Once per step: the LM head for the sampled sequences only, and the host
 time (scheduling, input preparation, launches, sampling bookkeeping).
 
 CUDA graphs (cudagraph.py): a batch within the capture limit runs its captured kernels at the padded token
@@ -72,6 +70,8 @@ class Deployment:
     spec_tokens: int = 0  # draft tokens per sequence and step (k)
     draft: Deployment | None = None  # the draft model of draft_model, on the same GPUs
     lora_rank: int = 0  # max_lora_rank when LoRA adapters are served (the kernels run at it), else 0
+    expert_parallel: bool = False  # vLLM --enable-expert-parallel: whole experts per GPU over the TP x DP ranks
+    dp: int = 1  # data-parallel ranks, each with its own batch, sharing the experts (perf/ffn.py; not in the engine)
 
     def __post_init__(self) -> None:
         if self.model.num_attention_heads % self.tp:
@@ -83,6 +83,13 @@ class Deployment:
             raise ValueError(
                 f"pipeline parallel size {self.pp} exceeds {self.model.name}'s {self.model.num_hidden_layers} layers"
             )
+        if self.expert_parallel and not self.model.is_moe:
+            raise ValueError(f"enable_expert_parallel needs an MoE model; {self.model.name} has no experts")
+
+    @property
+    def ep_size(self) -> int:
+        """GPUs the routed experts are split over: TP x DP with expert parallelism, else 1 (TP slices)."""
+        return self.tp * self.dp if self.expert_parallel else 1
 
     def lora_targets(self) -> tuple[tuple[int, int], ...]:
         """(in, out) of the linears vLLM attaches LoRA to, per layer and TP rank: the fused QKV, the output
@@ -153,6 +160,8 @@ class IterationModel:
         self._init_attention(deployment)
         self._inter = m.intermediate_size // tp
         self._ffn = FfnCosts(m, tp, self.costs, self._dtype, self._wbytes)
+        if deployment.ep_size > 1:
+            self._ffn.expert_parallel(deployment.ep_size, deployment.dp, deployment.hardware)
         self._dense_cache: dict[tuple[int, int], dict[str, float]] = {}
         self._dense_total: dict[tuple[int, int], float] = {}
         overhead = deployment.hardware.overhead
@@ -186,12 +195,7 @@ class IterationModel:
             self._attn, self._decode_attn = layer.prefill_shape(), layer.decode_shape(kv_bytes)
             self._rope_cache_bytes = layer.rope_and_cache_bytes(kv_bytes)
             return
-        a = AttentionShape(
-            q_heads=m.num_attention_heads // tp,
-            kv_heads=max(1, m.num_key_value_heads // tp),
-            head_dim=m.head_dim,
-            kv_bytes=kv_bytes,
-        )
+        a = AttentionShape(m.num_attention_heads // tp, max(1, m.num_key_value_heads // tp), m.head_dim, kv_bytes)
         self._attn = self._decode_attn = a
         rope = 4.0 * (a.q_heads + a.kv_heads) * a.head_dim
         self._rope_cache_bytes = rope + 2.0 * a.kv_heads * a.head_dim * a.kv_bytes

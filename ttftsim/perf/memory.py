@@ -24,8 +24,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ttftsim.config.dtypes import weight_bytes_per_param
 from ttftsim.config.hardware import HardwareProfile
-from ttftsim.model.size import kv_bytes_per_token, layer_weight_bytes, weight_bytes
+from ttftsim.model.size import embedding_params, kv_bytes_per_token, layer_params, layer_weight_bytes, weight_bytes
+from ttftsim.perf.ffn import local_experts
 from ttftsim.perf.iteration import Deployment
 
 GB = 1e9
@@ -102,13 +104,16 @@ def proposer_bytes(deployment: Deployment) -> tuple[int, int]:
 
 def stage_weight_bytes(deployment: Deployment) -> list[int]:
     """Checkpoint bytes on one GPU of each pipeline stage: its layers' share, plus the input embedding on the
-    first stage and the final norm and LM head on the last (the LM head is a second copy when tied)."""
+    first stage and the final norm and LM head on the last (the LM head is a second copy when tied). With
+    expert parallelism a GPU holds whole routed experts, as many as the busiest GPU of the group."""
     spec, pp, tp = deployment.model, deployment.pp, deployment.tp
     total = weight_bytes(spec, deployment.weight_dtype)
-    if pp == 1:
+    if pp == 1 and deployment.ep_size == 1:
         return [math.ceil(total / tp)]
     table = 2.0 * spec.vocab_size * spec.hidden_size  # one 16-bit vocab x hidden table
-    if spec.num_dense_layers:  # leading dense layers are lighter than the MoE ones after them
+    if pp == 1:
+        return [math.ceil(_stage_layer_bytes(deployment)[0] / tp + embedding_params(spec) * 2.0 / tp)]
+    if spec.num_dense_layers or deployment.ep_size > 1:  # dense layers are lighter; EP holds whole experts
         stages = _stage_layer_bytes(deployment)
     else:
         outside = (1 if spec.tie_word_embeddings else 2) * table + 2.0 * spec.hidden_size
@@ -120,9 +125,13 @@ def stage_weight_bytes(deployment: Deployment) -> list[int]:
 
 
 def _stage_layer_bytes(deployment: Deployment) -> list[float]:
-    """Each stage's layer bytes when the first num_dense_layers layers are dense (they fall on the first stages)."""
+    """Each stage's layer bytes, the first num_dense_layers layers dense (they fall on the first stages); x tp."""
     spec = deployment.model
     dense, moe = layer_weight_bytes(spec, deployment.weight_dtype)
+    if deployment.ep_size > 1:  # counted x tp here, as the caller divides by tp: whole experts per GPU
+        expert = layer_params(spec).expert * weight_bytes_per_param(deployment.weight_dtype)
+        local = local_experts(spec.num_local_experts, deployment.ep_size)
+        moe += (local * deployment.tp - spec.num_local_experts) * expert
     stages, start = [], 0
     for layers in deployment.stage_layers:
         num_dense = max(0, min(spec.num_dense_layers, start + layers) - start)
