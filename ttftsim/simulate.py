@@ -69,11 +69,12 @@ class SimulationResult:
             scenario=self.scenario.name,
             model=self.replica.perf.deployment.model.name,
             hardware=self.replica.perf.deployment.hardware.name,
-            engine={k: v for k, v in asdict(engine).items() if k != "seed"}  # the run's seed is below
-            | {
+            engine={k: v for k, v in asdict(engine).items() if k != "seed" and not k.startswith("lmcache")}
+            | {  # the run's seed is below; LMCache's settings only where it runs
                 "api_server": engine.api_server.model_dump(),
                 "speculative": engine.speculative.model_dump() if engine.speculative is not None else None,
-            },
+            }
+            | ({"lmcache": engine.lmcache.model_dump()} if engine.lmcache is not None else {}),
             num_gpu_blocks=self.replica.num_blocks,
             kv_capacity_tokens=self.replica.num_blocks * engine.block_size,
             memory_plan_bytes=asdict(memory) if memory else None,
