@@ -1,0 +1,196 @@
+"""The engine's small parts on their own, by hand: waiting-queue orders, preemption policy choice, a
+request's state, the decode cohort's clock and buckets, the API server's cost rules and its fast path,
+speculative acceptance against its expected value, LoRA slots' eviction. The cases the mutation run
+(docs/testing.md) showed the engine tests could not tell apart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.factories import request
+from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
+from ttftsim.engine.cohort import DecodeCohort
+from ttftsim.engine.decode_run import DecodeRun, RunTimes
+from ttftsim.engine.lora import LoraSlots
+from ttftsim.engine.preemption import LastRunning, LowestPriority, make_preemption
+from ttftsim.engine.queues import FcfsQueue, PriorityQueue, make_queue, pop_all
+from ttftsim.engine.speculative import DraftAcceptance
+from ttftsim.engine.state import RequestState
+
+
+def _state(rid: int, arrival: float = 0.0, priority: int = 0, prompt: int = 16, output: int = 4) -> RequestState:
+    return RequestState(request(rid, arrival, prompt, output, priority=priority))
+
+
+# ---- queues and policies ----
+
+
+def test_fcfs_puts_a_preempted_request_back_in_front() -> None:
+    queue = make_queue("fcfs")
+    assert isinstance(queue, FcfsQueue)
+    a, b, c = _state(0), _state(1), _state(2)
+    queue.add(a)
+    queue.add(b)
+    queue.prepend(c)
+    assert len(queue) == 3 and queue.peek() is c
+    assert [s.rid for s in pop_all(queue)] == [2, 0, 1]
+    assert len(queue) == 0 and pop_all(queue) == []
+
+
+def test_priority_orders_by_priority_then_arrival_then_id_and_prepend_is_add() -> None:
+    queue = make_queue("priority")
+    assert isinstance(queue, PriorityQueue)
+    for state in (_state(0, 0.0, 1), _state(1, 2.0, 0), _state(3, 1.0, 0)):
+        queue.add(state)
+    queue.prepend(_state(2, 1.0, 0))  # same key as request 3 but a smaller id: ahead of it, not at the front
+    assert queue.peek().rid == 2 and len(queue) == 4
+    assert [s.rid for s in pop_all(queue)] == [2, 3, 1, 0]
+
+
+def test_the_preemption_policy_by_name() -> None:
+    fcfs, priority = make_preemption("fcfs"), make_preemption("priority")
+    assert isinstance(fcfs, LastRunning) and fcfs.takes_tail
+    assert isinstance(priority, LowestPriority) and not priority.takes_tail
+    # equal priority and arrival: the larger id is the victim
+    assert priority.victim_index([_state(5, 1.0, 2), _state(7, 1.0, 2), _state(6, 1.0, 2)]) == 1
+
+
+# ---- a request's state ----
+
+
+def test_a_new_state_and_its_token_counts() -> None:
+    state = _state(4, arrival=2.5, prompt=20, output=5)
+    assert (state.status, state.rid, state.submitted_s, state.num_tokens) == ("waiting", 4, 2.5, 20)
+    assert not state.is_decoding  # no output yet
+    assert state.token_segments() == [(1004, 20)]
+    state.num_output, state.num_computed = 2, 21
+    assert state.num_tokens == 22 and state.is_decoding  # all but the newest token computed
+    assert state.token_segments() == [(1004, 20), (-6, 2)]  # its own generated tokens: content id -(4 + 2)
+    state.num_computed = 20
+    assert not state.is_decoding
+
+
+# ---- the decode cohort ----
+
+
+def _member(rid: int, computed: int, output: int, admit_seq: int) -> RequestState:
+    state = _state(rid, prompt=computed, output=output)
+    state.num_computed, state.num_output, state.admit_seq = computed, 1, admit_seq
+    return state
+
+
+def test_the_cohort_clock_buckets_and_finishes() -> None:
+    cohort = DecodeCohort(4)
+    a, b, c = _member(0, 6, 3, 10), _member(1, 3, 6, 11), _member(2, 7, 9, 12)
+    for state in (c, a, b):
+        cohort.join(state)
+    assert (cohort.size, cohort.kv_tokens) == (3, 7 + 4 + 8)
+    assert [cohort.count_before(seq) for seq in (10, 11, 12, 13)] == [0, 1, 2, 3]
+    # the token computed at clock k is number computed + k; it needs a new block when that is a multiple of 4
+    assert [s.rid for s in cohort.due(1)] == [1, 2]  # 3 + 1 = 4 and 7 + 1 = 8, in running order
+    assert [s.rid for s in cohort.due(2)] == [0]  # 6 + 2 = 8
+    assert cohort.due(3) == [] and cohort.due_count(3) == 0
+    assert [s.rid for s in cohort.due(5)] == [1, 2] and cohort.due_count(6) == 1  # 3 + 5 = 8, 7 + 5 = 12
+    assert cohort.steps_to_next_finish() == 2  # request 0 has 2 more tokens to generate
+    cohort.advance(2)
+    assert cohort.kv_tokens == 19 + 6
+    assert [s.rid for s in cohort.pop_finished()] == [0]
+    assert (a.num_computed, a.num_output) == (8, 3)
+    assert cohort.size == 2 and cohort.kv_tokens == 25 - 9
+    cohort.leave(b)  # b's finish entry goes stale
+    assert (b.num_computed, b.num_output) == (5, 3)
+    assert cohort.steps_to_next_finish() == 6  # c: 8 more tokens from clock 0
+    cohort.advance(1)
+    cohort.dissolve()
+    assert (c.num_computed, c.num_output, c.sync_clock) == (10, 4, 3)
+    assert (cohort.size, cohort.kv_tokens, cohort.members) == (0, 0, {})
+    assert cohort.steps_to_next_finish() == 1 << 30 and cohort.due_count(0) == 0
+
+
+# ---- the API server ----
+
+
+def test_the_server_is_free_only_when_every_cost_is_zero() -> None:
+    assert ApiServerCostsS().is_free
+    for field in ("per_request_s", "per_prompt_token_s", "per_output_token_s", "per_step_s"):
+        assert not ApiServerCostsS(**{field: 0.001}).is_free
+
+
+def test_ingress_pays_per_request_and_per_prompt_token() -> None:
+    api = ApiServer(ApiServerCostsS(per_request_s=0.001, per_prompt_token_s=1e-5))
+    assert api.ingress(1.0, 100) == pytest.approx(1.002, abs=1e-12)
+    assert api.ingress(1.0, 0) == pytest.approx(1.003, abs=1e-12)  # queued behind the first
+
+
+def test_a_decode_run_that_never_backs_up_takes_the_fast_path_at_its_bounds() -> None:
+    costs = ApiServerCostsS(per_step_s=0.002)  # 2 ms per step's batch, whatever its size
+    api = ApiServer(costs)
+    api.free_at = 1.010  # exactly when the first step ends
+    api.output_run(1.0, [0.010, 0.012, 0.014], [0.010, 0.002, 0.002], 4)  # work 2 ms = the shortest step
+    assert api.free_at == pytest.approx(1.016, abs=1e-12)
+    backed = ApiServer(costs)
+    backed.free_at = 1.0105  # still busy when the first step ends: 1.0125, then 1.0145, then 1.0165
+    backed.output_run(1.0, [0.010, 0.012, 0.014], [0.010, 0.002, 0.002], 4)
+    assert backed.free_at == pytest.approx(1.0165, abs=1e-12)
+    slow = ApiServer(ApiServerCostsS(per_step_s=0.003))  # 3 ms of work per 2 ms step: backs up
+    slow.output_run(1.0, [0.010, 0.012, 0.014], [0.010, 0.002, 0.002], 4)
+    assert slow.free_at == pytest.approx(1.019, abs=1e-12)  # 1.013, 1.016, 1.019
+
+
+def test_a_run_with_no_work_or_no_steps_changes_nothing() -> None:
+    free = ApiServer(ApiServerCostsS())
+    free.output_run(1.0, [0.01], [0.01], 4)
+    assert free.free_at == 0.0
+    busy = ApiServer(ApiServerCostsS(per_step_s=0.001))
+    busy.output_run(1.0, [], [], 4)
+    assert busy.free_at == 0.0
+    busy.output_run(1.0, [0.01], [0.01], 0)  # steps that sampled nothing
+    assert busy.free_at == 0.0
+    assert busy.costs.output_s(0) == 0.0 and busy.costs.output_s(3) == 0.001
+
+
+def test_a_run_hands_each_iterations_tokens_once() -> None:
+    api = ApiServer(ApiServerCostsS(per_step_s=0.001))
+    run = DecodeRun(2.0, RunTimes([0.01, 0.02, 0.03], [0.01, 0.01, 0.01]))
+    run.hand_tokens(api, 2, 3)
+    assert run.handed == 2 and api.free_at == pytest.approx(2.021, abs=1e-12)
+    run.hand_tokens(api, 2, 3)  # nothing new
+    run.hand_tokens(api, 1, 3)
+    assert run.handed == 2 and api.free_at == pytest.approx(2.021, abs=1e-12)
+    run.hand_tokens(api, 3, 3)
+    assert run.handed == 3 and api.free_at == pytest.approx(2.031, abs=1e-12)
+
+
+# ---- speculative decoding and LoRA ----
+
+
+def test_accepted_drafts_average_the_rejection_samplers_expectation() -> None:
+    # draft i is accepted with probability a^i (all before it accepted): E = a (1 - a^k) / (1 - a)
+    for rate, drafts in ((0.6, 3), (0.8, 5)):
+        acceptance = DraftAcceptance(rate, seed=7, replica=0)
+        mean = np.mean([acceptance.accepted(drafts) for _ in range(20000)])
+        assert mean == pytest.approx(rate * (1 - rate**drafts) / (1 - rate), rel=0.02)
+    never = DraftAcceptance(0.0, seed=1, replica=0)
+    assert [never.accepted(4) for _ in range(50)] == [0] * 50
+    always = DraftAcceptance(0.999999, seed=1, replica=0)
+    assert [always.accepted(4) for _ in range(50)] == [4] * 50
+
+
+def test_acceptance_is_seeded_per_replica() -> None:
+    one, again, other = DraftAcceptance(0.5, 3, 0), DraftAcceptance(0.5, 3, 0), DraftAcceptance(0.5, 3, 1)
+    draws = [one.accepted(8) for _ in range(40)]
+    assert draws == [again.accepted(8) for _ in range(40)]
+    assert draws != [other.accepted(8) for _ in range(40)]
+
+
+def test_lora_slots_evict_the_least_recently_used_on_each_tier() -> None:
+    slots = LoraSlots(gpu_slots=2, cpu_slots=2, h2d_s=0.001, read_s=0.1)
+    assert slots.load_s({1}) == pytest.approx(0.101)
+    assert slots.load_s({2}) == pytest.approx(0.101)
+    assert slots.load_s({1}) == 0.0  # a hit makes 1 the most recent GPU slot
+    assert slots.load_s({3}) == pytest.approx(0.101)  # evicts 2 from the GPU; host memory drops 1
+    assert list(slots.gpu) == [1, 3] and list(slots.cpu) == [2, 3]
+    assert slots.load_s({2}) == pytest.approx(0.001)  # still in host memory: copied only
+    assert slots.load_s({1}) == pytest.approx(0.101)  # evicted from both: read again
+    assert (slots.loads, slots.reads) == (5, 4)
