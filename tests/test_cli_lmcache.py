@@ -3,6 +3,7 @@ replica.py's capacity check)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,13 @@ def test_bad_lmcache_settings_are_one_line_errors(tmp_path: Path, engine: str, f
     scenario = tmp_path / "bad.yaml"
     scenario.write_text(EXAMPLE.read_text().replace("engine:\n", engine + "\n", 1))
     _assert_one_line_error(run("simulate", str(scenario)), str(scenario), field, message)
+
+
+def test_a_run_with_lmcache_writes_its_settings_in_the_summary(tmp_path: Path) -> None:
+    scenario = tmp_path / "lmcache.yaml"
+    engine = CONNECTOR + "  lmcache: {max_local_cpu_size: 40, local_disk: /nvme, max_local_disk_size: 200}\n"
+    scenario.write_text(EXAMPLE.read_text().replace("engine:\n", engine, 1).replace("duration_s: 120", "duration_s: 5"))
+    result = run("simulate", str(scenario), "--json")
+    assert result.returncode == 0, result.stderr
+    settings = json.loads(result.stdout)["config"]["engine"]["lmcache"]
+    assert (settings["max_local_cpu_size"], settings["local_disk"], settings["chunk_size"]) == (40.0, "/nvme", 256)
