@@ -160,3 +160,32 @@ def test_a_broken_mla_config_is_one_line_naming_the_file(tmp_path: Path, change:
         load_model(str(path))
     message = str(info.value)
     assert str(path) in message and field in message and "\n" not in message
+
+
+def test_llama4_scout_text_model() -> None:
+    """48 layers of GQA (40/8 heads of 128) with a top-1 of 16 experts and one shared expert, both 8,192 wide,
+    on every layer. Active: attention 5,120 x 128 x (40 + 2 x 8 + 40) + 2 experts' worth of MLP per layer, the
+    embedding and LM head: 17.17B against the card's 17B. Total 107.77B: the card's 109B counts the vision
+    encoder too (34 layers of width 1,408, about 0.9B), which is not modelled."""
+    spec = load_model("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    attention, mlp = 5120 * 128 * (40 + 16 + 40), 3 * 5120 * 8192
+    embedding, router, norms = 2 * 202_048 * 5120 + 5120, 5120 * 16, 2 * 5120
+    assert active_param_count(spec) == 48 * (attention + 2 * mlp + router + norms) + embedding
+    assert active_param_count(spec) == pytest.approx(17e9, rel=0.011)
+    assert param_count(spec) == 48 * (attention + 17 * mlp + router + norms) + embedding
+    assert param_count(spec) == pytest.approx(109e9 - 0.9e9, rel=0.01)
+    assert kv_bytes_per_token(spec, "bf16") == 2 * 48 * 8 * 128 * 2
+
+
+def test_llama4_chunked_attention_is_read_and_warned() -> None:
+    spec = load_model("Llama-4-Scout-17B-16E")
+    (warning,) = model_warnings(spec, 131_072, "bf16")
+    assert warning.startswith("attention_chunk_size=8192 (Llama-4-Scout-17B-16E, 36 of 48 layers) is parsed")
+    assert model_warnings(spec, 8192, "bf16") == []  # contexts within one chunk: exact
+
+
+def test_llama4_maverick_interleaved_layers_stay_refused(tmp_path: Path) -> None:
+    config = {k: v for k, v in _preset("Llama-4-Scout-17B-16E").items() if k != "source"}
+    path = _write(tmp_path, config | {"interleave_moe_layer_step": 2, "num_local_experts": 128})
+    with pytest.raises(InputError, match="interleave_moe_layer_step: MoE on every 2th layer only is not modelled"):
+        load_model(str(path))

@@ -99,6 +99,11 @@ def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
     if str(data.get("model_type")) in ("qwen2", "qwen2_moe") and not data.get("use_sliding_window"):
         data["sliding_window"] = None  # Qwen2 configs carry a window they do not use unless use_sliding_window
     data["num_sliding_window_layers"] = _sliding_window_layers(data)
+    if data.get("attention_chunk_size"):  # Llama 4: every 4th layer global without RoPE, the others chunked
+        layers = data.get("num_hidden_layers")
+        interval = data.get("nope_layer_interval") or 4
+        if isinstance(layers, int) and isinstance(interval, int):
+            data["num_chunked_layers"] = layers - layers // interval
     quantization = data.get("quantization_config")
     if isinstance(quantization, dict):
         method = str(quantization.get("quant_method") or "unnamed")
@@ -117,7 +122,9 @@ def _moe_layout(data: dict[str, Any]) -> None:
     if expert_width:
         data["intermediate_size"] = expert_width
     shared = data.get("n_shared_experts")
-    if isinstance(shared, int) and shared > 0 and isinstance(expert_width, int):
+    if data.get("model_type") == "llama4_text":  # one shared expert of the experts' width (vLLM Llama4MoE)
+        data["shared_expert_intermediate_size"] = dense_width
+    elif isinstance(shared, int) and shared > 0 and isinstance(expert_width, int):
         data["shared_expert_intermediate_size"] = shared * expert_width  # DeepSeek: n copies of an expert
     elif data.get("shared_expert_intermediate_size"):
         data["shared_expert_gate"] = True  # Qwen2-MoE: one shared expert behind a sigmoid gate

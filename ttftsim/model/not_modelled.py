@@ -1,8 +1,10 @@
-"""What a model's config.json declares that the simulator reads but does not model, as one warning each, so
-that a run says so instead of silently predicting without it: sliding-window attention (Mistral v0.1, Qwen2
-with use_sliding_window, Phi-3 4k; on some layers only: Gemma 2/3, gpt-oss) and the checkpoint's own
-quantization_config (gpt-oss's MXFP4). A window only matters for contexts longer than it, so it warns only
-when the engine admits such contexts (max_model_len above the window).
+"""What a model's config.json declares that the simulator reads but does not model, as one warning each, so that a
+run says so instead of silently predicting without it: sliding-window attention (Mistral v0.1, Qwen2 with
+use_sliding_window, Phi-3 4k; on some layers only: Gemma 2/3, gpt-oss) and the checkpoint's own
+quantization_config (gpt-oss's MXFP4), and Llama 4's chunked local attention (attention_chunk_size on three
+layers in four; vLLM 0.15.1 llama4.py Llama4Attention, ChunkedLocalAttention). A window or chunk only matters
+for contexts longer than it, so it warns only when the engine admits such contexts (max_model_len above the
+window).
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ def model_warnings(spec: ModelSpec, max_model_len: int, weight_dtype: str) -> li
             f"sliding_window={window} ({_where(spec)}) is parsed but not modelled: attention spans the whole "
             f"context and the KV cache keeps every token, so contexts longer than {window:,} tokens (max_model_len "
             f"{max_model_len:,}) get attention time and KV-cache use over-estimated; exact up to {window:,} tokens"
+        )
+    chunk = spec.attention_chunk_size
+    if chunk is not None and chunk < max_model_len and spec.num_chunked_layers:
+        warnings.append(
+            f"attention_chunk_size={chunk} ({spec.name}, {spec.num_chunked_layers} of {spec.num_hidden_layers} "
+            f"layers) is parsed but not modelled: those layers attend within chunks of {chunk:,} tokens and vLLM "
+            f"keeps only the current chunk's KV there, but here attention spans the whole context and the KV cache "
+            f"keeps every token, so contexts longer than {chunk:,} tokens (max_model_len {max_model_len:,}) get "
+            f"attention time and KV-cache use over-estimated; exact up to {chunk:,} tokens"
         )
     if spec.quantization_method is not None and weight_dtype == spec.native_dtype:
         closest = CLOSEST_DTYPE.get(spec.quantization_method.lower())

@@ -1,19 +1,19 @@
 """A decoder-only transformer's architecture: the numbers the simulator sizes and times a model by.
 
 Covers the Llama layout and the families that differ from it only in where biases and norms sit (what
-`Architecture` records per model_type): Llama 2/3, Mistral, Mixtral-style MoE, Qwen2/2.5 (q/k/v biases),
-Qwen3 and Qwen3-MoE (q/k norms), Gemma 1/2/3 (pre- and post-norms), Phi-3/4, Granite, and gpt-oss (biases
-everywhere, MoE). Two more layouts on top: DeepSeek V2/V3, R1 and Kimi K2 (multi-head latent attention:
-`kv_lora_rank` and its head widths; MoE with shared experts; the first `num_dense_layers` layers dense), and
-Qwen1.5-MoE / Qwen2-MoE (a shared expert behind a sigmoid gate). Reading a Hugging Face config.json into a
-spec is ttftsim/model/hf_config.py.
+`Architecture` records per model_type): Llama 2/3, Mistral, Mixtral-style MoE, Qwen2/2.5 (q/k/v biases), Qwen3
+and Qwen3-MoE (q/k norms), Gemma 1/2/3 (pre- and post-norms), Phi-3/4, Granite, and gpt-oss (biases everywhere,
+MoE). Two more layouts on top: DeepSeek V2/V3, R1 and Kimi K2 (multi-head latent attention: `kv_lora_rank` and
+its head widths; MoE with shared experts; the first `num_dense_layers` layers dense), and Qwen1.5-MoE /
+Qwen2-MoE (a shared expert behind a sigmoid gate), and Llama 4 Scout's text model (a shared expert beside top-1
+routing on every layer). Reading a Hugging Face config.json into a spec is ttftsim/model/hf_config.py.
 
 Left out, and refused with the reason when a config.json declares them (hf_config.py): dense and MoE layers
-interleaved (Llama 4 Maverick, Qwen2-MoE mlp_only_layers), and hybrid attention/state-space stacks.
-Sliding-window attention and a checkpoint's own quantization_config (other than fp8, which is the fp8 weight
-format) are read but not modelled (attention spans the full context, which is exact for contexts shorter than
-the window; weights take native_dtype unless the engine sets a quantization): each run says so in its
-warnings (ttftsim/model/not_modelled.py).
+interleaved (Llama 4 Maverick, Qwen2-MoE mlp_only_layers), and hybrid attention/state-space stacks. Sliding-
+window and chunked local attention (Llama 4) and a checkpoint's own quantization_config (other than fp8, which
+is the fp8 weight format) are read but not modelled (attention spans the full context, which is exact for
+contexts shorter than the window; weights take native_dtype unless the engine sets a quantization): each run
+says so in its warnings (ttftsim/model/not_modelled.py).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ ARCHITECTURES: dict[str, Architecture] = {
     "deepseek_v2": Architecture(),  # MLA, shared experts, first_k_dense_replace dense layers
     "deepseek_v3": Architecture(),  # DeepSeek-V3/R1: as V2, sigmoid router with a score-correction bias
     "kimi_k2": Architecture(),  # Kimi K2: DeepseekV3ForCausalLM with 384 experts and 64 heads
+    "llama4_text": Architecture(),  # Llama 4 Scout (text): top-1 of 16 experts, a shared expert; weightless qk norm
 }
 SUPPORTED_MODEL_TYPES = tuple(ARCHITECTURES)
 
@@ -88,6 +89,10 @@ class ModelSpec(BaseModel):
     quantization_method: str | None = Field(
         default=None, description="quantization_config.quant_method of a quantized checkpoint (read, not modelled)"
     )
+    attention_chunk_size: int | None = Field(
+        default=None, ge=1, description="Chunked local attention span in tokens (Llama 4; read, not modelled)"
+    )
+    num_chunked_layers: int = Field(default=0, ge=0, description="Layers with chunked local attention (Llama 4)")
     kv_lora_rank: int | None = Field(
         default=None, ge=1, description="MLA: width of the compressed KV latent each token caches (None: no MLA)"
     )
