@@ -66,7 +66,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             engine.pp,
             *speculation(engine, hardware, source, base),
             engine.max_lora_rank if engine.lora_slots else 0,
-            engine.expert_parallel,
+            scenario.engine.enable_expert_parallel,
         )
     except ValueError as exc:
         raise InputError(source, "engine", str(exc)) from None

@@ -88,15 +88,13 @@ def test_all2all_time_of_data_parallel_ranks() -> None:
     assert breakdown["all2all"] == pytest.approx(58 * per_layer)
 
 
-def test_expert_parallel_without_experts_is_one_line_naming_the_field(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"enable_expert_parallel needs an MoE model; Llama-3\.1-8B has no experts"):
-        Deployment(load_model("Llama-3.1-8B"), load_hardware("H100-SXM5-80GB"), expert_parallel=True)
-    bad = Scenario.model_validate(
+def _scenario(model: str, tp: int = 1) -> Scenario:
+    return Scenario.model_validate(
         {
-            "name": "dense with EP",
-            "model": "Llama-3.1-8B",
+            "name": "expert parallel",
+            "model": model,
             "hardware": "H100-SXM5-80GB",
-            "engine": {"enable_expert_parallel": True},
+            "engine": {"enable_expert_parallel": True, "tensor_parallel_size": tp},
             "workload": {
                 "type": "synthetic",
                 "arrivals": {"type": "poisson", "rate": 1},
@@ -106,8 +104,22 @@ def test_expert_parallel_without_experts_is_one_line_naming_the_field(tmp_path: 
             },
         }
     )
+
+
+def test_a_scenario_with_expert_parallel_sizes_whole_experts(tmp_path: Path) -> None:
+    """Qwen1.5-MoE-A2.7B, engine.enable_expert_parallel on TP 4: 15 whole experts a GPU (60 / 4)."""
+    replica = build_replica(_scenario("Qwen1.5-MoE-A2.7B", 4), tmp_path)
+    assert replica.perf.deployment.ep_size == 4
+    assert replica.memory is not None
+    spec, expert = load_model("Qwen1.5-MoE-A2.7B"), 3 * 2048 * 1408 * 2
+    assert replica.memory.weight_bytes == math.ceil((2 * param_count(spec) - 24 * 60 * expert) / 4 + 24 * 15 * expert)
+
+
+def test_expert_parallel_without_experts_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"enable_expert_parallel needs an MoE model; Llama-3\.1-8B has no experts"):
+        Deployment(load_model("Llama-3.1-8B"), load_hardware("H100-SXM5-80GB"), expert_parallel=True)
     with pytest.raises(InputError) as info:
-        build_replica(bad, tmp_path)
+        build_replica(_scenario("Llama-3.1-8B"), tmp_path)
     assert "enable_expert_parallel" in str(info.value) and "\n" not in str(info.value)
 
 

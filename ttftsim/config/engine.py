@@ -281,7 +281,6 @@ class ResolvedEngine:
     iteration_overhead_s: float | None = None
     decode_graph_iteration_s: float | None = None
     pp: int = 1  # pipeline stages; PP batches in flight (engine/pipeline.py)
-    expert_parallel: bool = False  # routed experts whole on each GPU (perf/ffn.py)
     speculative: SpeculativeConfig | None = None  # drafts verified each step (engine.py _apply)
     seed: int = 0  # the run's seed: draws of accepted draft tokens
     kv_offloading_gib: float = 0.0  # host memory for offloaded KV (all TP ranks together)
@@ -373,7 +372,6 @@ def resolve_engine(
         iteration_overhead_s=defaults.iteration_overhead_s,
         decode_graph_iteration_s=defaults.decode_graph_iteration_s,
         pp=args.pipeline_parallel_size,
-        expert_parallel=args.enable_expert_parallel,
         speculative=args.speculative_config,
         kv_offloading_gib=args.kv_offloading_size or 0.0,
         lora_slots=args.max_loras if args.enable_lora else 0,
