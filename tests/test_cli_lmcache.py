@@ -38,5 +38,8 @@ def test_a_run_with_lmcache_writes_its_settings_in_the_summary(tmp_path: Path) -
     scenario.write_text(EXAMPLE.read_text().replace("engine:\n", engine, 1).replace("duration_s: 120", "duration_s: 5"))
     result = run("simulate", str(scenario), "--json")
     assert result.returncode == 0, result.stderr
-    settings = json.loads(result.stdout)["config"]["engine"]["lmcache"]
+    summary = json.loads(result.stdout)
+    settings = summary["config"]["engine"]["lmcache"]
     assert (settings["max_local_cpu_size"], settings["local_disk"], settings["chunk_size"]) == (40.0, "/nvme", 256)
+    hits = summary["external_prefix_cache"]  # LMCache's hits past the GPU's, as vLLM counts them
+    assert hits["query_tokens"] > 0 and hits["hit_rate"] == hits["hit_tokens"] / hits["query_tokens"]

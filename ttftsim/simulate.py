@@ -25,7 +25,7 @@ from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.errors import InputError
 from ttftsim.metrics.prometheus import exposition
-from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, RunConfig, RunSummary, SimulationFacts
+from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, PrefixCache, RunConfig, RunSummary, SimulationFacts
 from ttftsim.metrics.summary import summarize
 from ttftsim.metrics.timeseries import time_series
 from ttftsim.model.not_modelled import model_warnings
@@ -53,6 +53,7 @@ class SimulationResult:
     wall_s: float
     final_gauges: dict[str, float]
     cluster: ClusterReport | None = None
+    external_prefix: tuple[int, int] | None = None  # LMCache's (query, hit) tokens, where it runs
 
     def summary(self) -> RunSummary:
         """Summary with the configuration that produced it, and what it read but did not model (warnings).
@@ -89,6 +90,7 @@ class SimulationResult:
             warnings=tuple(
                 model_warnings(self.replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype)
             ),
+            external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
         )
 
     def run_info(self) -> dict[str, Any]:
@@ -281,6 +283,7 @@ def _run(
         env.now,
         time.perf_counter() - started,
         gauges,
+        external_prefix=lmcache_counts([engine]),
     )
 
 
@@ -334,4 +337,15 @@ def _simulate_cluster(
         time.perf_counter() - started,
         gauges,
         cluster_report(cluster),
+        lmcache_counts(engines),
     )
+
+
+def lmcache_counts(engines: list[Engine]) -> tuple[int, int] | None:
+    """LMCache's (query, hit) tokens summed over the engines, None where none runs it."""
+    tiers = [engine.kv.lmcache for engine in engines if engine.kv.lmcache is not None]
+    return (sum(t.query_tokens for t in tiers), sum(t.hit_tokens for t in tiers)) if tiers else None
+
+
+def _rate(counts: tuple[int, int]) -> tuple[int, int, float]:
+    return counts[0], counts[1], counts[1] / counts[0] if counts[0] else 0.0

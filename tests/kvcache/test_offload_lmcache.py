@@ -186,6 +186,7 @@ def test_the_second_turn_of_a_conversation_hits_the_disk_tier_once_the_cpu_tier_
     assert first[2] == pytest.approx(3.0 + 2 * 0.011 + 0.010 + 0.064 + 0.001, abs=1e-12)
     lm = engine.kv.lmcache
     assert lm is not None and (lm.loaded_chunks, lm.stored_chunks) == (2, 6)
+    assert (lm.query_tokens, lm.hit_tokens) == (128 + 255 + 192, 128)  # vLLM's external prefix-cache counters
     cpu_only = {"max_local_cpu_size": 2 * CHUNK_GB}  # A's chunks are gone: the turn is recomputed
     assert first_tokens(turns, 16, **lmcache(**cpu_only))[2] == pytest.approx(3.0 + 0.202 + 3 * 0.001, abs=1e-12)
 

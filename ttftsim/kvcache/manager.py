@@ -111,6 +111,8 @@ class KVCacheManager:
         if self.caching:
             self.query_tokens += num_tokens
             self.hit_tokens += hit_tokens
+        if self.lmcache is not None:  # vLLM: the connector is asked for the tokens past the GPU hit
+            self.lmcache.query_tokens += num_tokens - hit_tokens
 
     def allocate(self, request_id: int, num_tokens_after: int, hit: CacheHit = NO_HIT, reserve_tokens: int = 0) -> bool:
         """Give a request blocks for num_tokens_after tokens (hit blocks first); False, changing nothing,

@@ -165,6 +165,8 @@ class LMCacheTiers:
         self._store_s = 0.0  # stores owed by it
         self.stored_chunks = 0
         self.loaded_chunks = 0
+        self.query_tokens = 0  # vLLM's external_prefix_cache_queries / _hits: tokens past the GPU hit asked
+        self.hit_tokens = 0  # of LMCache at each admission (KVCacheManager.record_admission), and those loaded
 
     def chunk_keys(self, hashes: Sequence[int], num_chunks: int) -> list[int]:
         step = self.chunk_blocks
@@ -210,7 +212,8 @@ class LMCacheTiers:
         by_tier = tuple(max(0, end - max(start, first)) for start, end in spans)
         reads = zip(by_tier, self.tiers, strict=True)
         read_s = 0.0 if prefetched else sum(n * tier.spec.read_s_per_chunk for n, tier in reads)
-        return ChunkLoad(found, need, by_tier, read_s + sum(by_tier) * self.h2d_s_per_chunk, prompt)
+        load_s = read_s + sum(by_tier) * self.h2d_s_per_chunk
+        return ChunkLoad(found, need, by_tier, load_s, prompt)
 
     def _prefetch(self, request_id: int, spans: tuple[tuple[int, int], ...]) -> ChunkLoad:
         """enable_async_loading (LMCacheAsyncLookupClient, StorageManager.async_lookup_and_prefetch): every
@@ -247,6 +250,7 @@ class LMCacheTiers:
     def _admit(self, request_id: int, load: ChunkLoad, hashes: Sequence[int]) -> None:
         self._saved[request_id] = load.hit_chunks  # LMCache: num_saved_tokens = its hit
         self._prompt[request_id] = load.prompt_tokens
+        self.hit_tokens += load.tokens
         if not load.tokens:
             return
         keys, start = self.chunk_keys(hashes, load.hit_chunks), load.hit_chunks - sum(load.chunks_by_tier)

@@ -194,6 +194,7 @@ class RunSummary:
     cluster: ClusterFigures | None = None
     simulation: SimulationFacts | None = None
     warnings: tuple[str, ...] | None = None
+    external_prefix_cache: PrefixCache | None = None  # LMCache's hits past the GPU's (vLLM external_prefix_cache_*)
 
     def to_json(self) -> dict[str, Any]:
         """The summary.json object (its keys are written sorted)."""
@@ -214,6 +215,8 @@ class RunSummary:
             data["simulation"] = asdict(self.simulation)
         if self.warnings is not None:
             data["warnings"] = list(self.warnings)
+        if self.external_prefix_cache is not None:
+            data["external_prefix_cache"] = asdict(self.external_prefix_cache)
         return data
 
     @classmethod
@@ -244,4 +247,7 @@ class RunSummary:
             cluster=ClusterFigures.from_json(data["cluster"]) if "cluster" in data else None,
             simulation=_flat(SimulationFacts, data["simulation"]) if "simulation" in data else None,
             warnings=tuple(data["warnings"]) if "warnings" in data else None,
+            external_prefix_cache=(
+                _flat(PrefixCache, data["external_prefix_cache"]) if "external_prefix_cache" in data else None
+            ),
         )
