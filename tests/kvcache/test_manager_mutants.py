@@ -110,6 +110,31 @@ def test_the_full_prompt_reserve_must_fit_but_only_the_chunk_is_taken() -> None:
     assert kv.blocks[1] == [0, 1]
 
 
+def test_a_reserve_counts_free_hit_blocks_as_taken() -> None:
+    kv = KVCacheManager(num_blocks=4, block_size=16)
+    assert kv.allocate(1, 32)
+    kv.cache_full_blocks(1, SEGMENTS, 32)
+    kv.free(1)  # blocks 0 and 1 free and cached
+    hit = kv.find_cached(2, SEGMENTS, 48)
+    assert hit == CacheHit((0, 1), 32)
+    # 48 tokens need 1 block past the hit, but the 80-token reserve needs 3: only 2 are free besides the hits
+    assert not kv.allocate(2, 48, hit, reserve_tokens=80)
+    assert kv.allocate(2, 48, hit, reserve_tokens=64)
+    assert kv.blocks[2] == [0, 1, 2]
+
+
+def test_blocks_already_stored_are_not_stored_again() -> None:
+    kv = KVCacheManager(num_blocks=16, block_size=16)
+    kv.tier = CpuTier(capacity_blocks=4)
+    assert kv.allocate(1, 64) and kv.allocate(2, 64)
+    kv.cache_full_blocks(1, SEGMENTS, 32)  # stores request 1's blocks 0, 1
+    kv.cache_full_blocks(2, [(6, 64)], 32)  # then request 2's: the tier is full
+    kv.cache_full_blocks(1, SEGMENTS, 48)  # only block 2 is new: it evicts request 1's block 0 (least recent)
+    assert kv.tier.stored_blocks == 5
+    assert kv.find_offloaded(1, 65, 0) == 0  # block 0 is gone, so nothing from the start
+    assert kv.find_offloaded(2, 33, 0) == 2  # request 2's both still held
+
+
 def test_a_live_request_grows_by_exactly_what_it_lacks() -> None:
     kv = KVCacheManager(num_blocks=4, block_size=16)
     assert kv.allocate(1, 16)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -199,6 +200,9 @@ def test_write_results_stages_every_file_and_marks_the_folder_complete(tmp_path:
     assert (out / "metrics.prom").read_text() == prometheus_text
     pd.testing.assert_frame_equal(pd.read_parquet(out / "requests.parquet"), requests)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "steps.parquet"), steps)
+    # no index column: other readers (DuckDB, polars) see exactly the frame's columns
+    assert pq.read_schema(out / "requests.parquet").names == list(requests.columns)
+    assert pq.read_schema(out / "steps.parquet").names == ["time_s", "duration_s"]
     assert (out / "requests.csv").read_text().splitlines()[:2] == [
         "request_id,status,ttft_s,e2e_s,queue_s,prompt_tokens,generated_tokens,num_preemptions",
         "0,finished,0.03,1.2,0.01,100,10,0",

@@ -183,6 +183,13 @@ def test_p1_of_300_widens_upward_to_keep_the_coverage() -> None:
     assert ranks.coverage == pytest.approx(binom.cdf(10, 300, 0.01) - f0, abs=1e-12)
 
 
+def test_p1_of_17_reads_the_cdf_right_at_the_end_of_its_window() -> None:
+    # F(0) = 0.99^17 = 0.843 > 0.025: no lower rank; F(1) = F(0) + 17 x 0.01 x 0.99^16 = 0.988 >= 0.975
+    ranks = rank_interval(17, 0.01)
+    assert (ranks.rank_lo, ranks.rank_hi) == (1, 2)
+    assert ranks.coverage == pytest.approx(17 * 0.01 * 0.99**16, abs=1e-12)
+
+
 def test_sample_interval_of_two_values_and_at_another_confidence() -> None:
     two = sample_quantile_interval(np.array([3.0, 1.0]), 0.5)
     assert (two.lo, two.hi, two.basis) == (1.0, 3.0, "order statistics X(1)..X(2) of 2")
@@ -208,6 +215,9 @@ def test_reported_interval_reads_the_levels_at_exactly_the_ranks() -> None:
         9.5,
         "reported min..max around ranks 2..10 of 11 (levels 0.1000..0.9000)",
     )
+    # at 50% confidence: ranks 4..8 (F(3) = 232/2048 <= 0.25, F(7) = 1816/2048 >= 0.75), levels 0.3 and 0.7
+    half = reported_quantile_interval({0.2: 2.0, 0.3: 3.0, 0.7: 7.0, 0.8: 8.0}, 11, 0.5, confidence=0.5)
+    assert (half.lo, half.hi) == (3.0, 7.0)
     nothing = reported_quantile_interval({0.5: 5.0}, 11, 0.5)
     assert (nothing.lo, nothing.hi) == (None, None)
     assert nothing.basis.startswith("reported -..- around ranks 2..10")

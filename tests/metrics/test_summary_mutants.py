@@ -15,7 +15,7 @@ import pytest
 
 from ttftsim.config.slo import Slo
 from ttftsim.metrics.run_summary import Distribution
-from ttftsim.metrics.summary import BREAKDOWN, distribution, summarize, weighted_distribution
+from ttftsim.metrics.summary import BREAKDOWN, distribution, quantile_intervals, summarize, weighted_distribution
 
 NAN = math.nan
 # three gaps of 20 ms, one of 50 ms, two of 100 ms
@@ -103,6 +103,25 @@ def test_a_met_slo_and_no_prefix_queries() -> None:
     }
 
 
+def test_the_verdict_judges_gaps_and_goodput_from_the_run() -> None:
+    slo = Slo(itl_p99_s=0.08, ttft_s=0.2, goodput_share=0.2)
+    summary = summarize(_requests(), GAPS, slo, (0, 0), 1.0).to_json()
+    # the gaps' P99 (inverted CDF of 6 gaps) is 0.1 > 0.08; goodput 1 of 6 arrivals < 0.2
+    assert summary["slo"] == {
+        "itl_p99_s": 0.08,
+        "itl_p99_of_gaps_s": 0.1,
+        "goodput_share": 0.2,
+        "goodput_share_achieved": pytest.approx(1 / 6),
+        "met": False,
+    }
+
+
+def test_two_values_have_an_interval() -> None:
+    intervals = quantile_intervals(np.array([0.2, 0.1]))
+    assert intervals.num_samples == 2
+    assert asdict(intervals.p50) == {"lo": 0.1, "hi": 0.2, "rank_lo": 1, "rank_hi": 2, "coverage": pytest.approx(0.5)}
+
+
 def test_no_slo_target_leaves_no_verdict() -> None:
     summary = summarize(_requests(), GAPS, Slo(), (1, 1), 1.0).to_json()
     assert "slo" not in summary
@@ -117,6 +136,7 @@ def test_a_run_where_nobody_got_a_token() -> None:
     assert summary["ttft_breakdown_mean_s"] == dict.fromkeys(BREAKDOWN)
     assert summary["slo"] == {"ttft_p99_s": 1.0, "p99_counting_unserved_s": "inf", "met": False}
     assert summary["ttft_interval_s"]["num_samples"] == 0
+    assert (summary["requests"]["finished"], summary["requests"]["rejected"]) == (0, 1)
 
 
 def test_no_arrivals_at_all_is_judged_not_met() -> None:

@@ -94,5 +94,23 @@ def test_without_iterations_there_are_no_gauge_columns() -> None:
     assert list(frame["first_tokens"]) == [1, 2, 1, 0]
 
 
+def test_a_window_with_only_iterations_and_one_with_a_one_token_prompt() -> None:
+    requests = pd.DataFrame(
+        {
+            "request_id": [0],
+            "arrival_s": [0.5],
+            "prompt_tokens": [1],
+            "cached_tokens": [1],
+            "first_token_s": [0.6],
+            "ttft_s": [0.1],
+        }
+    )
+    steps = _steps().iloc[:1].assign(time_s=[2.5])  # an iteration in window 2, where nothing else happened
+    frame = time_series(requests, steps, 1.0)
+    assert list(frame["window_start_s"]) == [0.0, 2.0]
+    assert frame["hit_rate"][0] == 1.0  # the one prompt token was cached
+    assert list(frame["arrival_rate"]) == [1.0, 0.0] and list(frame["iterations"].fillna(0)) == [0, 1]
+
+
 def test_the_window_percentile_levels() -> None:
     assert WINDOW_LEVELS == {"p50": 0.5, "p90": 0.9, "p99": 0.99}
