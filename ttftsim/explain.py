@@ -25,8 +25,13 @@ def kv_bytes(model: str, dtype: KvDtype, tokens: int) -> dict[str, Any]:
     per_token = kv_bytes_per_token(spec, dtype)
     return {
         "model": spec.name,
-        "formula": f"2 x {spec.num_hidden_layers} layers x {spec.num_key_value_heads} KV heads x {spec.head_dim} "
-        f"head_dim x {DTYPE_BYTES[dtype]} bytes",
+        "formula": (
+            f"{spec.num_hidden_layers} layers x ({spec.kv_lora_rank} kv_lora_rank + {spec.qk_rope_head_dim} "
+            f"qk_rope_head_dim) x {DTYPE_BYTES[dtype]} bytes (one MLA latent, whole on every TP rank)"
+            if spec.is_mla
+            else f"2 x {spec.num_hidden_layers} layers x {spec.num_key_value_heads} KV heads x {spec.head_dim} "
+            f"head_dim x {DTYPE_BYTES[dtype]} bytes"
+        ),
         "bytes_per_token": per_token,
         "tokens": tokens,
         "total_bytes": per_token * tokens,

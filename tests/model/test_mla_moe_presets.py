@@ -189,3 +189,11 @@ def test_llama4_maverick_interleaved_layers_stay_refused(tmp_path: Path) -> None
     path = _write(tmp_path, config | {"interleave_moe_layer_step": 2, "num_local_experts": 128})
     with pytest.raises(InputError, match="interleave_moe_layer_step: MoE on every 2th layer only is not modelled"):
         load_model(str(path))
+
+
+def test_explain_kv_states_the_mla_formula() -> None:
+    from ttftsim.explain import kv_bytes
+
+    result = kv_bytes("DeepSeek-V3", "bf16", 1000)
+    assert result["formula"].startswith("61 layers x (512 kv_lora_rank + 64 qk_rope_head_dim) x 2 bytes")
+    assert (result["bytes_per_token"], result["total_bytes"]) == (70_272, 70_272_000)
