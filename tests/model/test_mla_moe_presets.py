@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ttftsim.errors import InputError
+from ttftsim.explain import kv_bytes
 from ttftsim.model.catalog import load_model
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.model.size import active_param_count, kv_bytes_per_token, layer_params, param_count, weight_bytes
@@ -192,8 +193,6 @@ def test_llama4_maverick_interleaved_layers_stay_refused(tmp_path: Path) -> None
 
 
 def test_explain_kv_states_the_mla_formula() -> None:
-    from ttftsim.explain import kv_bytes
-
     result = kv_bytes("DeepSeek-V3", "bf16", 1000)
     assert result["formula"].startswith("61 layers x (512 kv_lora_rank + 64 qk_rope_head_dim) x 2 bytes")
     assert (result["bytes_per_token"], result["total_bytes"]) == (70_272, 70_272_000)
