@@ -36,10 +36,14 @@ def test_a_run_with_lmcache_writes_its_settings_in_the_summary(tmp_path: Path) -
     scenario = tmp_path / "lmcache.yaml"
     engine = CONNECTOR + "  lmcache: {max_local_cpu_size: 40, local_disk: /nvme, max_local_disk_size: 200}\n"
     scenario.write_text(EXAMPLE.read_text().replace("engine:\n", engine, 1).replace("duration_s: 120", "duration_s: 5"))
-    result = run("simulate", str(scenario), "--json")
+    result = run("simulate", str(scenario), "--json", "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     settings = summary["config"]["engine"]["lmcache"]
     assert (settings["max_local_cpu_size"], settings["local_disk"], settings["chunk_size"]) == (40.0, "/nvme", 256)
     hits = summary["external_prefix_cache"]  # LMCache's hits past the GPU's, as vLLM counts them
     assert hits["query_tokens"] > 0 and hits["hit_rate"] == hits["hit_tokens"] / hits["query_tokens"]
+    prom = (tmp_path / "out" / "metrics.prom").read_text()
+    labels = '{model_name="Llama-3.1-8B",engine="0"}'
+    assert f"vllm:external_prefix_cache_queries_total{labels} {hits['query_tokens']}" in prom
+    assert f"vllm:external_prefix_cache_hits_total{labels} {hits['hit_tokens']}" in prom

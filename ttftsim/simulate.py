@@ -144,6 +144,7 @@ class SimulationResult:
             self.final_gauges,
             (self.prefix_query_tokens, self.prefix_hit_tokens),
             self.scenario.model,
+            external=self.external_prefix,
         )
 
 

@@ -82,6 +82,7 @@ def exposition(
     prefix: tuple[int, int],
     model_name: str,
     engine: int = 0,
+    external: tuple[int, int] | None = None,
 ) -> str:
     labels = f'model_name="{model_name}",engine="{engine}"'
     served = requests[requests["ttft_s"].notna()]
@@ -100,6 +101,11 @@ def exposition(
         "prefix_cache_queries": float(prefix[0]),
         "prefix_cache_hits": float(prefix[1]),
     }
+    if external is not None:  # a KV connector's (LMCache's) queries and hits past the GPU's
+        counters |= {
+            "external_prefix_cache_queries": float(external[0]),
+            "external_prefix_cache_hits": float(external[1]),
+        }
     for name, value in counters.items():
         lines += [f"# TYPE vllm:{name} counter", f"vllm:{name}_total{{{labels}}} {value:g}"]
     lines += [
