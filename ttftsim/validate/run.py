@@ -5,7 +5,7 @@ Exit 0 when no finding is an error, 1 otherwise, 2 when the input cannot be read
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, load_hardware
 from ttftsim.inputs.limits import current_limits
-from ttftsim.metrics.slo import SloFigures, slo_figures
+from ttftsim.metrics.slo import slo_figures
 from ttftsim.model.catalog import load_model
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
@@ -32,56 +32,11 @@ from ttftsim.simulate import simulate
 from ttftsim.validate.formats import render_workloads
 from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeploymentError, check_objects, unsupported_deployment
 from ttftsim.validate.manifests import NoServingWorkloadError, ServingWorkload, find_serving, read_documents
+from ttftsim.validate.report import Finding, Prediction, Report
 from ttftsim.workload.budget import check_workload
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 
 MAX_EXTRA_REPLICAS = 8
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: str  # error, warning, info
-    check: str
-    message: str
-    fix: str = ""
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """The deployment simulated under the declared traffic: its replicas and SLO figures."""
-
-    replicas: int
-    kernel_costs: str
-    figures: SloFigures
-
-    def as_json(self) -> dict[str, Any]:
-        return {"replicas": self.replicas, "kernel_costs": self.kernel_costs, **self.figures.as_dict()}
-
-
-@dataclass
-class Report:
-    name: str
-    findings: list[Finding] = field(default_factory=list)
-    prediction: Prediction | None = None
-    deployment: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)  # read but not modelled: said, never silently ignored
-
-    @property
-    def passed(self) -> bool:
-        return not any(f.severity == "error" for f in self.findings)
-
-    def add(self, severity: str, check: str, message: str, fix: str = "") -> None:
-        self.findings.append(Finding(severity, check, message, fix))
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "passed": self.passed,
-            "deployment": self.deployment,
-            "findings": [asdict(f) for f in self.findings],
-            "warnings": self.warnings,
-            "prediction": None if self.prediction is None else self.prediction.as_json(),
-        }
 
 
 @dataclass
