@@ -8,15 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.factories import request
+from tests.factories import feed, make_engine, request
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.engine.cohort import DecodeCohort
-from ttftsim.engine.decode_run import DecodeRun, RunTimes
+from ttftsim.engine.decode_run import DecodeRun, RunTimes, blocks_cover, run_times
 from ttftsim.engine.lora import LoraSlots
 from ttftsim.engine.preemption import LastRunning, LowestPriority, make_preemption
 from ttftsim.engine.queues import FcfsQueue, PriorityQueue, make_queue, pop_all
 from ttftsim.engine.speculative import DraftAcceptance
 from ttftsim.engine.state import RequestState
+from ttftsim.perf.linear import LinearStepModel
 
 
 def _state(rid: int, arrival: float = 0.0, priority: int = 0, prompt: int = 16, output: int = 4) -> RequestState:
@@ -151,15 +152,41 @@ def test_a_run_with_no_work_or_no_steps_changes_nothing() -> None:
 
 
 def test_a_run_hands_each_iterations_tokens_once() -> None:
-    api = ApiServer(ApiServerCostsS(per_step_s=0.001))
+    api = ApiServer(ApiServerCostsS(per_step_s=0.015))  # 15 ms of output work per 10 ms step: it backs up
     run = DecodeRun(2.0, RunTimes([0.01, 0.02, 0.03], [0.01, 0.01, 0.01]))
-    run.hand_tokens(api, 2, 3)
-    assert run.handed == 2 and api.free_at == pytest.approx(2.021, abs=1e-12)
+    run.hand_tokens(api, 2, 3)  # 2.010 + 0.015, then 2.025 + 0.015
+    assert run.handed == 2 and api.free_at == pytest.approx(2.040, abs=1e-12)
     run.hand_tokens(api, 2, 3)  # nothing new
     run.hand_tokens(api, 1, 3)
-    assert run.handed == 2 and api.free_at == pytest.approx(2.021, abs=1e-12)
+    assert run.handed == 2 and api.free_at == pytest.approx(2.040, abs=1e-12)
     run.hand_tokens(api, 3, 3)
-    assert run.handed == 3 and api.free_at == pytest.approx(2.031, abs=1e-12)
+    assert run.handed == 3 and api.free_at == pytest.approx(2.055, abs=1e-12)
+
+
+def _cohort(*computed: int) -> DecodeCohort:
+    cohort = DecodeCohort(16)
+    for rid, tokens in enumerate(computed):
+        cohort.join(_member(rid, tokens, 1000, rid))
+    return cohort
+
+
+def test_blocks_cover_starts_at_the_second_iteration_and_checks_the_last() -> None:
+    # 16 computed: its token at clock 0 fills block 1 exactly, so the next needs a block only at clock 16
+    assert blocks_cover(_cohort(16), 0, 10) == 10
+    # 14 and 15 computed: new blocks at clocks 1 (iteration 2) and 2 (iteration 3); one free block covers 2
+    assert blocks_cover(_cohort(14, 15), 1, 3) == 2
+    assert blocks_cover(_cohort(14, 15), 1, 2) == 2
+
+
+def test_a_run_ends_with_the_iteration_that_ends_exactly_at_the_arrival() -> None:
+    step = 2.0**-7  # iterations of exactly 7.8125 ms: their ends add up without rounding
+    cost = LinearStepModel(step)
+    short = run_times(cost, _cohort(100), 101, 4096, 20 * step, None)  # 21 steps at most: Python
+    assert len(short.ends) == 20 and short.ends[-1] == 20 * step
+    long = run_times(cost, _cohort(100), 101, 4096, 40 * step, None)  # 41 steps at most: numpy
+    assert len(long.ends) == 40 and long.ends[-1] == 40 * step
+    inside = run_times(cost, _cohort(100), 101, 4096, 40.5 * step, None)  # the arrival falls in iteration 41
+    assert len(inside.ends) == 41 and list(inside.durations) == [step] * 41
 
 
 # ---- speculative decoding and LoRA ----
@@ -189,8 +216,29 @@ def test_lora_slots_evict_the_least_recently_used_on_each_tier() -> None:
     assert slots.load_s({1}) == pytest.approx(0.101)
     assert slots.load_s({2}) == pytest.approx(0.101)
     assert slots.load_s({1}) == 0.0  # a hit makes 1 the most recent GPU slot
-    assert slots.load_s({3}) == pytest.approx(0.101)  # evicts 2 from the GPU; host memory drops 1
+    assert slots.load_s({1, 3}) == pytest.approx(0.101)  # 1 in its slot; 3 evicts 2 from the GPU, 1 from host
     assert list(slots.gpu) == [1, 3] and list(slots.cpu) == [2, 3]
     assert slots.load_s({2}) == pytest.approx(0.001)  # still in host memory: copied only
     assert slots.load_s({1}) == pytest.approx(0.101)  # evicted from both: read again
     assert (slots.loads, slots.reads) == (5, 4)
+
+
+def test_a_tiny_runs_rows_for_a_finished_and_an_in_flight_request() -> None:
+    """10 ms + 1 ms per token; both prompts (20 + 30 tokens) prefill together: first tokens at 60 ms; two
+    decode steps of 12 ms finish request 0 at 84 ms; request 1 is still decoding at 200 ms."""
+    env, engine, recorder = make_engine(cost=LinearStepModel(0.01, 0.001))
+    feed(env, engine, [request(0, 0.0, 20, 3), request(1, 0.0, 30, 100)])
+    env.run(until=0.2)
+    for state in engine.in_flight():
+        recorder.request(state, 0, "in_flight")
+    rows = recorder.requests_frame().set_index("request_id")
+    done, running = rows.loc[0], rows.loc[1]
+    assert (done["status"], done["reason"], running["status"], running["reason"]) == ("finished", "", "in_flight", "")
+    assert done["finish_s"] == pytest.approx(0.084, abs=1e-12) and done["e2e_s"] == pytest.approx(0.084, abs=1e-12)
+    assert done["tpot_s"] == pytest.approx(0.012, abs=1e-12)
+    assert np.isnan(running["finish_s"]) and np.isnan(running["e2e_s"]) and np.isnan(running["tpot_s"])
+    for row in (done, running):
+        assert row["ttft_s"] == pytest.approx(0.060, abs=1e-12)
+        assert (row["queue_s"], row["recompute_s"], row["waiting_s"]) == (0.0, 0.0, 0.0)
+        assert row["prefill_s"] == pytest.approx(0.060, abs=1e-12)
+        assert row["cached_tokens"] == 0 and row["num_preemptions"] == 0 and np.isnan(row["first_preempt_s"])
