@@ -87,6 +87,16 @@ def test_only_prompt_chunks_are_stored_even_for_a_request_resumed_with_its_outpu
     assert (lm.stored_chunks, lm.tiers[2].keys()) == (1, [11])  # save_decode_cache false: the prompt's one chunk
 
 
+def test_a_private_prompt_takes_room_under_keys_of_its_own() -> None:
+    lm = tiers()
+    stored(lm, 1, [11, 12])
+    lm.step_s(0.0)
+    assert lm.lookup_private(2, 40).tokens == 0  # no other request shares its content: nothing to find
+    lm.store_private(2, 40)  # 2 full chunks of 16 tokens, the last 8 tokens not stored
+    assert lm.tiers[0].keys() == [hash((2, 0)), hash((2, 1))]  # request 1's chunks pushed out of host memory
+    assert lm.step_s(0.0) == pytest.approx(2 * 0.002, abs=1e-12)
+
+
 def lmcache(**settings: Any) -> dict[str, Any]:
     return {"kv_transfer_config": LMCACHE, "lmcache": {"chunk_size": 64, **SPEEDS, **settings}}
 
@@ -169,6 +179,8 @@ def test_stores_are_charged_to_the_step_that_computes_the_chunks() -> None:
     assert found[0] == pytest.approx(0.01 + 0.128 + 2 * 0.001, abs=1e-12)  # 2 chunks copied to host memory
     assert found[1] == pytest.approx(1.0 + 0.01 + 0.143 + 2 * 0.001, abs=1e-12)  # its partial chunk is not stored
     assert first_tokens(EVICTED, 9)[2] == pytest.approx(2.0 + 0.138, abs=1e-12)  # without LMCache: recomputed
+    private = [Request(0, 0.0, 128, 1, ((5, 128),), private=True)]  # its chunks are stored too
+    assert first_tokens(private, 9, **lmcache())[0] == pytest.approx(0.01 + 0.128 + 2 * 0.001, abs=1e-12)
 
 
 def test_the_second_turn_of_a_conversation_hits_the_disk_tier_once_the_cpu_tier_is_full() -> None:

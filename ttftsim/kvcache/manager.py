@@ -95,9 +95,11 @@ class KVCacheManager:
         self, request_id: int, segments: Sequence[Segment], num_tokens: int, gpu_hit_tokens: int, prompt_tokens: int
     ) -> ChunkLoad:
         """What LMCache holds of a request about to be admitted past its GPU hit (call after find_cached); a
-        private request's chunks are never stored (the scheduler registers none of its blocks)."""
-        if self.lmcache is None or (request_id in self._private and request_id not in self._hashes):
+        private request's chunks are stored under keys of their own (allocate), never found."""
+        if self.lmcache is None:
             return ChunkLoad()
+        if request_id in self._private and request_id not in self._hashes:
+            return self.lmcache.lookup_private(request_id, prompt_tokens)
         full = num_tokens // self.block_size
         hashes = extend_block_hashes(self._hashes.setdefault(request_id, []), segments, self.block_size, full)
         return self.lmcache.lookup(request_id, hashes, num_tokens, gpu_hit_tokens, prompt_tokens)
@@ -117,6 +119,12 @@ class KVCacheManager:
     def allocate(self, request_id: int, num_tokens_after: int, hit: CacheHit = NO_HIT, reserve_tokens: int = 0) -> bool:
         """Give a request blocks for num_tokens_after tokens (hit blocks first); False, changing nothing,
         when the free queue cannot supply them (or cannot cover reserve_tokens, for full-prompt admission)."""
+        done = self._allocate(request_id, num_tokens_after, hit, reserve_tokens)
+        if done and self.lmcache is not None and request_id in self._private:  # its chunks, never registered
+            self.lmcache.store_private(request_id, num_tokens_after)
+        return done
+
+    def _allocate(self, request_id: int, num_tokens_after: int, hit: CacheHit, reserve_tokens: int) -> bool:
         if self.mode == "none":
             return True
         live = request_id in self.blocks

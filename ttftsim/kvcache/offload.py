@@ -234,18 +234,36 @@ class LMCacheTiers:
         load = self._pending.pop(request_id, None)
         if load is not None:
             self._admit(request_id, load, hashes)
-        prompt = self._prompt.get(request_id, 0)
-        upto = min(full_blocks // self.chunk_blocks, prompt // self.chunk_tokens)
+        upto = min(full_blocks // self.chunk_blocks, self._prompt.get(request_id, 0) // self.chunk_tokens)
         saved = self._saved.get(request_id, 0)
-        if upto <= saved:
-            return
-        for key in self.chunk_keys(hashes, upto)[saved:]:
+        if upto > saved:
+            self._save(request_id, self.chunk_keys(hashes, upto)[saved:], upto)
+
+    def lookup_private(self, request_id: int, prompt_tokens: int) -> ChunkLoad:
+        """A private request (no other shares its content, ttftsim hashes none of its blocks): nothing to
+        find, but LMCache stores its chunks all the same (store_private)."""
+        load = ChunkLoad(prompt_tokens=prompt_tokens)
+        self._pending[request_id] = load
+        return load
+
+    def store_private(self, request_id: int, num_tokens: int) -> None:
+        """A private request holds blocks for num_tokens after the step being scheduled: its completed prompt
+        chunks are saved under keys of their own (request id, chunk index), taking room as any chunk."""
+        load = self._pending.pop(request_id, None)
+        if load is not None:
+            self._admit(request_id, load, ())
+        upto = min(num_tokens, self._prompt.get(request_id, 0)) // self.chunk_tokens
+        saved = self._saved.get(request_id, 0)
+        if upto > saved:
+            self._save(request_id, [hash((request_id, index)) for index in range(saved, upto)], upto)
+
+    def _save(self, request_id: int, keys: Sequence[int], upto: int) -> None:
+        for key in keys:
             for tier in self.tiers:
                 tier.put(key)
-        count = upto - saved
         self._saved[request_id] = upto
-        self.stored_chunks += count
-        self._store_s += count * self.d2h_s_per_chunk
+        self.stored_chunks += len(keys)
+        self._store_s += len(keys) * self.d2h_s_per_chunk
 
     def _admit(self, request_id: int, load: ChunkLoad, hashes: Sequence[int]) -> None:
         self._saved[request_id] = load.hit_chunks  # LMCache: num_saved_tokens = its hit
