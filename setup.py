@@ -27,6 +27,8 @@ sys.path.insert(0, str(ROOT / "ttftsim"))  # _native and data_paths: standard li
 import _native  # noqa: E402
 from data_paths import DATA_FOLDERS  # noqa: E402
 
+COMPILED_SUMS: dict[str, int] = {}  # each compiled source's checksum when mypyc read it (BuildExt records them)
+
 
 def c_compiler_works() -> bool:
     """Whether the C compiler Python builds extensions with can compile against Python.h."""
@@ -54,6 +56,7 @@ def ext_modules() -> list[object]:
     # Any here (`mypy` in CI checks them strictly). A fresh cache: a developer's .mypy_cache must not
     # decide what compiles.
     paths = [str(_native.source_path(Path("ttftsim"), name)) for name in _native.COMPILED]
+    COMPILED_SUMS.update(_native.source_checksums(ROOT / "ttftsim", _native.COMPILED))  # as mypyc reads them
     with tempfile.TemporaryDirectory() as scratch:
         config = Path(scratch) / "mypy.ini"
         config.write_text(
@@ -64,16 +67,17 @@ def ext_modules() -> list[object]:
 
 
 class BuildExt(build_ext):
-    """Compiles, then records the checksum of each compiled source (_native.MANIFEST) for the guard that
-    compares the sources with it at import. Recorded last: a build that fails leaves the old record, so
-    edited sources run as plain Python rather than beside stale compiled modules."""
+    """Compiles, then records the checksum each compiled source had when mypyc read it (_native.MANIFEST) for
+    the guard that compares the sources with it at import: a source edited during the build is stale. Recorded
+    last: a build that fails leaves the old record, so edited sources run as plain Python rather than beside
+    stale compiled modules."""
 
     def run(self) -> None:
         super().run()
         if not self.extensions:
             return
         package = ROOT / "ttftsim" if self.inplace or self.editable_mode else Path(self.build_lib) / "ttftsim"
-        _native.write_manifest(ROOT / "ttftsim", package / _native.MANIFEST, _native.COMPILED)
+        _native.write_manifest(package / _native.MANIFEST, COMPILED_SUMS)
 
 
 class BuildPy(build_py):

@@ -12,7 +12,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ttftsim._native import COMPILED, MANIFEST, PACKAGE, is_compiled, stale_modules, write_manifest
+from ttftsim._native import (
+    COMPILED,
+    MANIFEST,
+    PACKAGE,
+    is_compiled,
+    source_checksums,
+    stale_modules,
+    write_manifest,
+)
 from ttftsim.config.scenario import Scenario
 from ttftsim.simulate import simulate
 
@@ -65,7 +73,11 @@ def test_a_source_edited_after_the_build_is_stale(tmp_path: Path) -> None:
     for name in names:
         (tmp_path / f"{name.replace('.', '/')}{suffix}").write_bytes(b"")
     assert stale_modules(tmp_path, names) == list(names)  # compiled, but no manifest says from what
-    write_manifest(tmp_path, tmp_path / MANIFEST, names)
+    read_by_compiler = source_checksums(tmp_path, names)
+    (tmp_path / "engine/engine.py").write_text("# engine.engine, edited while the build ran\n")
+    write_manifest(tmp_path / MANIFEST, read_by_compiler)  # the build records what it compiled
+    assert stale_modules(tmp_path, names) == ["engine.engine"]
+    (tmp_path / "engine/engine.py").write_text("# engine.engine\n")
     assert stale_modules(tmp_path, names) == []
     os.utime(tmp_path / "engine/engine.py", (1.0, 1.0))  # times do not matter (installers rewrite them)
     assert stale_modules(tmp_path, names) == []

@@ -96,9 +96,14 @@ def source_checksum(source: Path) -> int:
     return zlib.crc32(source.read_bytes())
 
 
-def write_manifest(sources: Path, manifest: Path, names: Sequence[str]) -> None:
+def source_checksums(sources: Path, names: Sequence[str]) -> dict[str, int]:
+    """The checksums of the sources about to be compiled: taken when the compiler reads them, so a source
+    edited while the build runs is recorded as it was compiled (and found stale at import)."""
+    return {name: source_checksum(source_path(sources, name)) for name in names}
+
+
+def write_manifest(manifest: Path, sums: dict[str, int]) -> None:
     """At build time, once compiled: the checksums of the compiled sources (the package's MANIFEST)."""
-    sums = {name: source_checksum(source_path(sources, name)) for name in names}
     manifest.write_text(json.dumps(sums, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
