@@ -1,11 +1,12 @@
 """Iteration-time model: the time of one engine step on one replica, and its breakdown by operator.
 
-Per transformer layer on each TP rank: QKV and output projections, the MLP (dense, or MoE with the
-experts the batch actually hits, as one fused kernel; shared experts, leading dense layers and expert
-parallelism: perf/ffn.py), prefill attention (FlashAttention: no n x n matrix, cost in query-key pairs), decode
-attention (reads the KV cache; multi-head latent attention: perf/mla.py), fused norm/residual/RoPE/activation
-kernels, and two TP all-reduces. Once per step: the LM head for the sampled sequences only, and the host
-time (scheduling, input preparation, launches, sampling bookkeeping).
+Per transformer layer on each TP rank: QKV and output projections, the MLP (dense, or MoE with the experts the
+batch actually hits, as one fused kernel; shared experts, leading dense layers and expert parallelism:
+perf/ffn.py), prefill attention (FlashAttention: no n x n matrix, cost in query-key pairs), decode attention
+(reads the KV cache; multi-head latent attention: perf/mla.py), fused norm/residual/RoPE/activation kernels,
+and two TP all-reduces. Sliding-window layers attend within their window (perf/attention.py). Once per step:
+the LM head for the sampled sequences only, and the host time (scheduling, input preparation, launches,
+sampling bookkeeping).
 
 CUDA graphs (cudagraph.py): a batch within the capture limit runs its captured kernels at the padded token
 count, and its host time is that of a FULL graph (uniform decode), of PIECEWISE graphs (attention launched
@@ -14,12 +15,12 @@ EngineCore.step_with_batch_queue: step k+1 is scheduled and its inputs prepared 
 device) the host time overlaps the device time: a step takes max(device, host) instead of their sum.
 
 Pipeline parallelism (`pp` stages of `tp` GPUs each): the layers are split as vLLM's get_pp_indices splits
-them (vllm/distributed/utils.py: equal shares, the remainder one layer each to the stages before the last,
-counting back from the second-to-last); `stage_times` gives the seconds a batch occupies each stage (its
-layers' share of the device time; the first stage also the host time, the last the final norm and LM head)
-and `transfer_times` the send of the hidden states and residual between stages (vLLM's IntermediateTensors,
-each TP rank sending its 1/tp slice before an all-gather: 2 x tokens x hidden x 2 bytes / tp per rank) over
-NVLink inside a node or the network between nodes. The engine runs PP batches through them
+them (vllm/distributed/utils.py; here perf/deployment.py: equal shares, the remainder one layer each to the
+stages before the last, counting back from the second-to-last); `stage_times` gives the seconds a batch
+occupies each stage (its layers' share of the device time; the first stage also the host time, the last the
+final norm and LM head) and `transfer_times` the send of the hidden states and residual between stages (vLLM's
+IntermediateTensors, each TP rank sending its 1/tp slice before an all-gather: 2 x tokens x hidden x 2 bytes /
+tp per rank) over NVLink inside a node or the network between nodes. The engine runs PP batches through them
 (engine/pipeline.py).
 
 Everything that depends only on (tokens, sampled) is memoised: decode steps differ only in attention.
@@ -33,11 +34,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from ttftsim.config.dtypes import KvDtype, WeightDtype, gemm_compute_dtype, kv_bytes_per_element, weight_bytes_per_param
-from ttftsim.config.hardware import HardwareProfile, Link
-from ttftsim.model.spec import ModelSpec
+from ttftsim.config.dtypes import gemm_compute_dtype, kv_bytes_per_element, weight_bytes_per_param
+from ttftsim.perf.attention import LayerKinds, windowed_sums
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.cudagraph import GraphDispatch, GraphMode
+from ttftsim.perf.deployment import Deployment as Deployment
+from ttftsim.perf.deployment import pipeline_partition as pipeline_partition
 from ttftsim.perf.ffn import FfnCosts
 from ttftsim.perf.kernels import AttentionShape, KernelCosts, RooflineCosts
 from ttftsim.perf.mla import MlaCosts, MlaLayer
@@ -49,88 +51,6 @@ ACTIVATION_BYTES = 2  # bf16 activations
 # down, all-reduce). So a piecewise step's host time sits 3/12 of the way from the FULL-graph figure to the
 # eager one. A count of launches, not a measurement.
 PIECEWISE_HOST_SHARE = 3.0 / 12.0
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """One replica's model on its GPUs. Invariant: tp divides the attention heads."""
-
-    model: ModelSpec
-    hardware: HardwareProfile
-    tp: int = 1
-    weight_dtype: WeightDtype = "bf16"
-    kv_dtype: KvDtype = "bf16"
-    cudagraph_max_seqs: int = 512  # vLLM's max_cudagraph_capture_size (tokens); 0 = eager only
-    iteration_overhead_s: float | None = None  # engine-version override of the hardware's host overhead
-    decode_graph_iteration_s: float | None = None
-    max_num_seqs: int | None = None  # FULL decode graphs are captured up to this size (None: every size)
-    async_scheduling: bool = False  # host time overlaps device time (vLLM --async-scheduling)
-    pp: int = 1  # pipeline stages, each of tp GPUs
-    spec_method: str = ""  # speculative decoding's proposer ("" = none): ngram, eagle, eagle3, mtp, draft_model
-    spec_tokens: int = 0  # draft tokens per sequence and step (k)
-    draft: Deployment | None = None  # the draft model of draft_model, on the same GPUs
-    lora_rank: int = 0  # max_lora_rank when LoRA adapters are served (the kernels run at it), else 0
-    expert_parallel: bool = False  # vLLM --enable-expert-parallel: whole experts per GPU over the TP x DP ranks
-    dp: int = 1  # data-parallel ranks, each with its own batch, sharing the experts (perf/ffn.py; not in the engine)
-
-    def __post_init__(self) -> None:
-        if self.model.num_attention_heads % self.tp:
-            raise ValueError(
-                f"tensor parallel size {self.tp} does not divide {self.model.name}'s "
-                f"{self.model.num_attention_heads} attention heads"
-            )
-        if self.pp > self.model.num_hidden_layers:
-            raise ValueError(
-                f"pipeline parallel size {self.pp} exceeds {self.model.name}'s {self.model.num_hidden_layers} layers"
-            )
-        if self.expert_parallel and not self.model.is_moe:
-            raise ValueError(f"enable_expert_parallel needs an MoE model; {self.model.name} has no experts")
-
-    @property
-    def ep_size(self) -> int:
-        """GPUs the routed experts are split over: TP x DP with expert parallelism, else 1 (TP slices)."""
-        return self.tp * self.dp if self.expert_parallel else 1
-
-    def lora_targets(self) -> tuple[tuple[int, int], ...]:
-        """(in, out) of the linears vLLM attaches LoRA to, per layer and TP rank: the fused QKV, the output
-        projection, the fused gate-up and the down projection."""
-        m, tp = self.model, self.tp
-        q, kv = m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
-        inter, h = m.intermediate_size, m.hidden_size
-        return ((h, (q + 2 * kv) // tp), (q // tp, h), (h, 2 * inter // tp), (inter // tp, h))
-
-    def lora_adapter_bytes(self, rank: int) -> float:
-        """One adapter's bf16 weights on one GPU: A (rank x in) and B (out x rank) for every target, every layer."""
-        return 2.0 * rank * self.model.num_hidden_layers * sum(i + o for i, o in self.lora_targets())
-
-    @property
-    def stage_layers(self) -> tuple[int, ...]:
-        """Layers per pipeline stage (vLLM get_pp_indices without VLLM_PP_LAYER_PARTITION)."""
-        return pipeline_partition(self.model.num_hidden_layers, self.pp)
-
-    def stage_link(self, boundary: int) -> Link:
-        """The link between stage `boundary` and the next: the network where the two sit on different nodes
-        (stages fill nodes in order, gpus_per_node // tp of them per node), NVLink/PCIe otherwise."""
-        per_node = max(1, self.hardware.gpus_per_node // self.tp)
-        if self.tp > self.hardware.gpus_per_node or (boundary + 1) % per_node == 0:
-            return self.hardware.inter_node_link
-        return self.hardware.intra_node_link
-
-    @property
-    def tp_link(self) -> Link:
-        """The slowest hop of the TP group: inter-node once the group spans nodes."""
-        if self.tp > self.hardware.gpus_per_node:
-            return self.hardware.inter_node_link
-        return self.hardware.intra_node_link
-
-
-def pipeline_partition(num_layers: int, pp: int) -> tuple[int, ...]:
-    """vLLM's split of num_layers over pp stages: equal shares, and each remaining layer to one stage before
-    the last, from the second-to-last backwards (get_pp_indices, vllm/distributed/utils.py)."""
-    partitions = [num_layers // pp] * pp
-    for i in range(2, num_layers % pp + 2):
-        partitions[-i] += 1
-    return tuple(partitions)
 
 
 @dataclass(frozen=True)
@@ -155,6 +75,7 @@ class IterationModel:
         self.costs: KernelCosts = costs if costs is not None else RooflineCosts(deployment.hardware)
         m, tp = deployment.model, deployment.tp
         self._layers = m.num_hidden_layers
+        self._kinds = LayerKinds.of(m)
         self._wbytes = weight_bytes_per_param(deployment.weight_dtype)
         self._dtype = gemm_compute_dtype(deployment.weight_dtype)
         self._init_attention(deployment)
@@ -279,7 +200,13 @@ class IterationModel:
         if self._mla is not None:
             prefill += self._mla.up_projection_s(shape.prefill_kv_tokens)
             decode += self._mla.absorbed_s(shape.num_decode_seqs)
-        return self._layers * prefill, self._layers * decode
+        kinds = self._kinds
+        if not kinds.windowed:
+            return self._layers * prefill, self._layers * decode
+        pairs, prefill_kv, decode_kv = windowed_sums(shape, kinds.window)
+        local = self._attn_costs.prefill_attention_s(shape.prefill_tokens, pairs, prefill_kv, self._attn)
+        local_decode = self._attn_costs.decode_attention_s(shape.num_decode_seqs, decode_kv, self._decode_attn)
+        return kinds.full * prefill + kinds.windowed * local, kinds.full * decode + kinds.windowed * local_decode
 
     def _step_s(self, device_s: float, host_s: float) -> float:
         """Host time after the device time (synchronous), or overlapped with it (async scheduling)."""
@@ -392,6 +319,16 @@ class IterationModel:
         layers, attention, shape = self._layers, self._attn_costs.decode_attention_s, self._decode_attn
         if self._mla is not None:
             dense += layers * self._mla.absorbed_s(num_seqs)
+        kinds = self._kinds
+        if kinds.windowed:  # each sequence reads at most the window in a windowed layer (perf/attention.py)
+            full, windowed, cap, overlap = kinds.full, kinds.windowed, num_seqs * kinds.window, self._async
+
+            def step(kv_tokens: int) -> float:
+                local = windowed * attention(num_seqs, min(kv_tokens, cap), shape)
+                device = dense + (full * attention(num_seqs, kv_tokens, shape) + local)  # time_s's order
+                return max(device, host) if overlap else device + host
+
+            return step
         if self._async:
             return lambda kv_tokens: max(dense + layers * attention(num_seqs, kv_tokens, shape), host)
         return lambda kv_tokens: dense + layers * attention(num_seqs, kv_tokens, shape) + host
@@ -407,6 +344,12 @@ class IterationModel:
         host = self.overhead_s(shape)
         contexts = kv_tokens + num_seqs * np.arange(steps, dtype=np.float64)
         attention = self._attn_costs.decode_attention_many_s(num_seqs, contexts, self._decode_attn)
-        device = dense + self._layers * attention
+        kinds = self._kinds
+        if kinds.windowed:
+            local = np.minimum(contexts, float(num_seqs * kinds.window))
+            windowed = self._attn_costs.decode_attention_many_s(num_seqs, local, self._decode_attn)
+            device = dense + (kinds.full * attention + kinds.windowed * windowed)
+        else:
+            device = dense + self._layers * attention
         result: NDArray[np.float64] = np.maximum(device, host) if self._async else device + host
         return result

@@ -1,0 +1,94 @@
+"""One replica's deployment: the model on its GPUs (tensor and pipeline parallel sizes, weight and KV formats,
+CUDA-graph and scheduling options, speculative decoding, LoRA, expert parallelism), and vLLM's split of the layers
+over pipeline stages. The iteration-time model (perf/iteration.py) and the memory plan (perf/memory.py) read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttftsim.config.dtypes import KvDtype, WeightDtype
+from ttftsim.config.hardware import HardwareProfile, Link
+from ttftsim.model.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One replica's model on its GPUs. Invariant: tp divides the attention heads."""
+
+    model: ModelSpec
+    hardware: HardwareProfile
+    tp: int = 1
+    weight_dtype: WeightDtype = "bf16"
+    kv_dtype: KvDtype = "bf16"
+    cudagraph_max_seqs: int = 512  # vLLM's max_cudagraph_capture_size (tokens); 0 = eager only
+    iteration_overhead_s: float | None = None  # engine-version override of the hardware's host overhead
+    decode_graph_iteration_s: float | None = None
+    max_num_seqs: int | None = None  # FULL decode graphs are captured up to this size (None: every size)
+    async_scheduling: bool = False  # host time overlaps device time (vLLM --async-scheduling)
+    pp: int = 1  # pipeline stages, each of tp GPUs
+    spec_method: str = ""  # speculative decoding's proposer ("" = none): ngram, eagle, eagle3, mtp, draft_model
+    spec_tokens: int = 0  # draft tokens per sequence and step (k)
+    draft: Deployment | None = None  # the draft model of draft_model, on the same GPUs
+    lora_rank: int = 0  # max_lora_rank when LoRA adapters are served (the kernels run at it), else 0
+    expert_parallel: bool = False  # vLLM --enable-expert-parallel: whole experts per GPU over the TP x DP ranks
+    dp: int = 1  # data-parallel ranks, each with its own batch, sharing the experts (perf/ffn.py; not in the engine)
+
+    def __post_init__(self) -> None:
+        if self.model.num_attention_heads % self.tp:
+            raise ValueError(
+                f"tensor parallel size {self.tp} does not divide {self.model.name}'s "
+                f"{self.model.num_attention_heads} attention heads"
+            )
+        if self.pp > self.model.num_hidden_layers:
+            raise ValueError(
+                f"pipeline parallel size {self.pp} exceeds {self.model.name}'s {self.model.num_hidden_layers} layers"
+            )
+        if self.expert_parallel and not self.model.is_moe:
+            raise ValueError(f"enable_expert_parallel needs an MoE model; {self.model.name} has no experts")
+
+    @property
+    def ep_size(self) -> int:
+        """GPUs the routed experts are split over: TP x DP with expert parallelism, else 1 (TP slices)."""
+        return self.tp * self.dp if self.expert_parallel else 1
+
+    def lora_targets(self) -> tuple[tuple[int, int], ...]:
+        """(in, out) of the linears vLLM attaches LoRA to, per layer and TP rank: the fused QKV, the output
+        projection, the fused gate-up and the down projection."""
+        m, tp = self.model, self.tp
+        q, kv = m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
+        inter, h = m.intermediate_size, m.hidden_size
+        return ((h, (q + 2 * kv) // tp), (q // tp, h), (h, 2 * inter // tp), (inter // tp, h))
+
+    def lora_adapter_bytes(self, rank: int) -> float:
+        """One adapter's bf16 weights on one GPU: A (rank x in) and B (out x rank) for every target, every layer."""
+        return 2.0 * rank * self.model.num_hidden_layers * sum(i + o for i, o in self.lora_targets())
+
+    @property
+    def stage_layers(self) -> tuple[int, ...]:
+        """Layers per pipeline stage (vLLM get_pp_indices without VLLM_PP_LAYER_PARTITION)."""
+        return pipeline_partition(self.model.num_hidden_layers, self.pp)
+
+    def stage_link(self, boundary: int) -> Link:
+        """The link between stage `boundary` and the next: the network where the two sit on different nodes
+        (stages fill nodes in order, gpus_per_node // tp of them per node), NVLink/PCIe otherwise."""
+        per_node = max(1, self.hardware.gpus_per_node // self.tp)
+        if self.tp > self.hardware.gpus_per_node or (boundary + 1) % per_node == 0:
+            return self.hardware.inter_node_link
+        return self.hardware.intra_node_link
+
+    @property
+    def tp_link(self) -> Link:
+        """The slowest hop of the TP group: inter-node once the group spans nodes."""
+        if self.tp > self.hardware.gpus_per_node:
+            return self.hardware.inter_node_link
+        return self.hardware.intra_node_link
+
+
+def pipeline_partition(num_layers: int, pp: int) -> tuple[int, ...]:
+    """vLLM's split of num_layers over pp stages: equal shares, and each remaining layer to one stage before
+    the last, from the second-to-last backwards (get_pp_indices, vllm/distributed/utils.py)."""
+    partitions = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        partitions[-i] += 1
+    return tuple(partitions)
