@@ -101,6 +101,20 @@ def test_the_tiny_runs_exposition_line_by_line() -> None:
     assert len(lines) == len(EXPECTED)
 
 
+def test_a_kv_connectors_queries_and_hits_follow_the_gpus() -> None:
+    text = exposition(_requests(), ITL, GAUGES, PREFIX, "m", external=(96, 32))
+    lines = text.splitlines()
+    at = lines.index(f"vllm:prefix_cache_hits_total{{{LABELS}}} 48") + 1
+    assert lines[at:] == [
+        "# TYPE vllm:external_prefix_cache_queries counter",
+        f"vllm:external_prefix_cache_queries_total{{{LABELS}}} 96",
+        "# TYPE vllm:external_prefix_cache_hits counter",
+        f"vllm:external_prefix_cache_hits_total{{{LABELS}}} 32",
+        *EXPECTED[-2:],
+    ]
+    assert lines[:at] == EXPECTED[:at]
+
+
 def test_the_engine_label_names_the_replica() -> None:
     text = exposition(_requests(), ITL, {}, PREFIX, "llama", engine=3)
     assert 'vllm:request_success_total{model_name="llama",engine="3",finished_reason="length"} 2' in text.splitlines()

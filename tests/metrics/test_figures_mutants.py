@@ -25,7 +25,7 @@ from ttftsim.metrics.intervals import (
     sample_quantile_interval,
 )
 from ttftsim.metrics.percentiles import weighted_percentile, weighted_slo_percentile
-from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, RunSummary, SimulationFacts
+from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, PrefixCache, RunSummary, SimulationFacts
 from ttftsim.metrics.slo import SloVerdict, good_requests, judge, slo_figures
 from ttftsim.metrics.summary import summarize
 
@@ -121,13 +121,18 @@ def _summary() -> RunSummary:
 
 
 def test_a_summary_with_simulation_facts_and_warnings_round_trips() -> None:
-    summary = dataclasses.replace(_summary(), simulation=SimulationFacts(12.5, 300), warnings=("w",))
+    lmcache = PrefixCache(96, 32, 1 / 3)
+    summary = dataclasses.replace(
+        _summary(), simulation=SimulationFacts(12.5, 300), warnings=("w",), external_prefix_cache=lmcache
+    )
     data = summary.to_json()
+    assert data["external_prefix_cache"] == {"query_tokens": 96, "hit_tokens": 32, "hit_rate": 1 / 3}
     assert data["simulation"] == {"sim_end_s": 12.5, "iterations": 300}
     assert data["warnings"] == ["w"]
     assert RunSummary.from_json(data) == summary
     plain = _summary()
-    assert RunSummary.from_json(plain.to_json()) == plain  # no config, cluster, simulation or warnings
+    assert RunSummary.from_json(plain.to_json()) == plain  # no config, cluster, simulation, warnings, LMCache
+    assert "external_prefix_cache" not in plain.to_json()
     assert plain.ttft_interval_s.by_level() == {
         "p50": plain.ttft_interval_s.p50,
         "p90": plain.ttft_interval_s.p90,
