@@ -11,6 +11,12 @@ MLAAttentionSpec(num_kv_heads=1, head_size=kv_lora_rank + qk_rope_head_dim); pag
 vllm/v1/kv_cache_interface.py MLAAttentionSpec.real_page_size_bytes, no factor 2 for K and V).
 The activation peak and the fixed reserves are estimates (documented below), not vLLM's profiler.
 
+Sliding-window models (perf/kv_groups.py): vLLM's hybrid allocator groups the layers, each group holding its
+own blocks, and pads the last group of each kind; a block here is one block in every group (block_size tokens
+of group size x groups layer pages), so num_blocks = vLLM's num_blocks // groups and a token costs the padded
+layers (Gemma-3-27b: 70 layer pages for its 62 layers). Which tokens the windowed groups can free is the KV
+manager's (kvcache/), not the plan's.
+
 With pipeline parallelism each stage's GPUs hold their layers' weights (the first stage also the input
 embedding, the last the final norm and the LM head, a second copy when the embeddings are tied) and KV for
 their layers only (a model's leading dense layers, lighter than its MoE layers, counted as such); every worker
@@ -29,6 +35,7 @@ from ttftsim.config.hardware import HardwareProfile
 from ttftsim.model.size import embedding_params, kv_bytes_per_token, layer_params, layer_weight_bytes, weight_bytes
 from ttftsim.perf.ffn import local_experts
 from ttftsim.perf.iteration import Deployment
+from ttftsim.perf.kv_groups import KvCacheGroups
 
 GB = 1e9
 GIB = 2**30
@@ -51,6 +58,7 @@ class MemorySettings:
     block_size: int = 16
     max_model_len: int = 4096
     enforce_eager: bool = False
+    hybrid_kv_cache: bool = True  # vLLM's hybrid KV-cache manager (off: --disable-hybrid-kv-cache-manager, connectors)
 
 
 @dataclass(frozen=True)
@@ -65,11 +73,19 @@ class MemoryPlan:
     kv_cache_bytes: int
     kv_bytes_per_token: int  # on one GPU (its shard of KV heads; an MLA latent whole)
     block_size: int
-    num_blocks: int
+    num_blocks: int  # blocks of block_size tokens in every KV-cache group
+    kv_groups: KvCacheGroups | None = None  # vLLM's groups (None: one group of every layer)
 
     @property
     def kv_capacity_tokens(self) -> int:
         return self.num_blocks * self.block_size
+
+    @property
+    def vllm_num_blocks(self) -> int:
+        """vLLM's num_blocks (its log's "GPU KV cache size"/block_size): blocks of one group, which every group
+        draws from: KV memory // (block_size x group size layer pages)."""
+        groups = 1 if self.kv_groups is None else self.kv_groups.num_groups
+        return self.kv_cache_bytes // (self.block_size * self.kv_bytes_per_token // groups)
 
 
 def kv_bytes_per_token_per_gpu(deployment: Deployment, layers: int | None = None) -> int:
@@ -84,6 +100,14 @@ def kv_bytes_per_token_per_gpu(deployment: Deployment, layers: int | None = None
         kv_heads_local = max(1, spec.num_key_value_heads // deployment.tp)
         per_gpu = full * kv_heads_local // spec.num_key_value_heads
     return per_gpu if layers is None else per_gpu * layers // spec.num_hidden_layers
+
+
+def stage_kv_bytes_per_token(deployment: Deployment, layers: int, groups: KvCacheGroups) -> int:
+    """KV bytes a token costs on one GPU of a stage of `layers` layers under vLLM's grouping: its share of the
+    padded layers (group size x groups over the model's layers), one layer's bytes each."""
+    num_layers = deployment.model.num_hidden_layers
+    per_layer = kv_bytes_per_token_per_gpu(deployment) // num_layers
+    return per_layer * -(-layers * groups.padded_layers // num_layers)
 
 
 def proposer_bytes(deployment: Deployment) -> tuple[int, int]:
@@ -185,10 +209,11 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
     draft_weights, draft_kv = proposer_bytes(deployment)  # on the last stage with pipeline parallelism
     last = len(per_stage) - 1
     per_stage = [stage + (draft_weights if i == last else 0) for i, stage in enumerate(per_stage)]
+    groups = KvCacheGroups.of(spec, settings.hybrid_kv_cache)
     stages = [
         (
             requested - stage - activation - non_torch - graphs,
-            kv_bytes_per_token_per_gpu(deployment, layers) + (draft_kv if i == last else 0),
+            stage_kv_bytes_per_token(deployment, layers, groups) + (draft_kv if i == last else 0),
         )
         for i, (stage, layers) in enumerate(zip(per_stage, deployment.stage_layers, strict=True))
     ]
@@ -204,7 +229,7 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
             f"{settings.max_num_batched_tokens}, reserves {_gb(non_torch + graphs)}"
         )
     plan = MemoryPlan(
-        requested, weights, activation, non_torch, graphs, kv_cache, per_token, settings.block_size, num_blocks
+        requested, weights, activation, non_torch, graphs, kv_cache, per_token, settings.block_size, num_blocks, groups
     )
     if plan.kv_capacity_tokens < settings.max_model_len:
         raise DoesNotFitError(
