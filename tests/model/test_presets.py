@@ -230,7 +230,7 @@ def test_how_many_layers_use_the_window(tmp_path: Path, fields: dict[str, Any], 
 def test_warnings_name_the_windowed_layers_and_the_closest_format_for_mxfp4() -> None:
     gemma = load_model("gemma-2-9b")
     (window,) = model_warnings(gemma, 8192, "bf16")
-    assert window.startswith("sliding_window=4096 (gemma-2-9b, 21 of 42 layers) is parsed but not modelled")
+    assert window.startswith("sliding_window=4096 (gemma-2-9b, 21 of 42 layers) is modelled in attention time but not")
     gpt_oss = load_model("openai/gpt-oss-120b")
     warnings = model_warnings(gpt_oss, 131072, "bf16")
     assert len(warnings) == 2 and "quant_method mxfp4" in warnings[1] and "quantization: int4" in warnings[1]

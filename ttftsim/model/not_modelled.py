@@ -1,10 +1,14 @@
-"""What a model's config.json declares that the simulator reads but does not model, as one warning each, so that a
-run says so instead of silently predicting without it: sliding-window attention (Mistral v0.1, Qwen2 with
-use_sliding_window, Phi-3 4k; on some layers only: Gemma 2/3, gpt-oss) and the checkpoint's own
-quantization_config (gpt-oss's MXFP4), and Llama 4's chunked local attention (attention_chunk_size on three
-layers in four; vLLM 0.15.1 llama4.py Llama4Attention, ChunkedLocalAttention). A window or chunk only matters
-for contexts longer than it, so it warns only when the engine admits such contexts (max_model_len above the
-window).
+"""What a model's config.json declares that the simulator reads but does not model (wholly or in part), as one
+warning each, so that a run says so instead of silently predicting without it: the part of sliding-window
+attention left out (Mistral v0.1, Qwen2 with use_sliding_window, Phi-3 4k; on some layers only: Gemma 2/3,
+gpt-oss), the checkpoint's own quantization_config (gpt-oss's MXFP4), and Llama 4's chunked local attention
+(attention_chunk_size on three layers in four; vLLM 0.15.1 llama4.py Llama4Attention, ChunkedLocalAttention).
+
+Of a sliding window, the attention cost (perf/attention.py) and vLLM's KV-cache groups (perf/kv_groups.py) are
+modelled; the KV manager still keeps every token in the windowed layers, where vLLM frees the blocks that fall
+out of the window (v1/core/single_type_kv_cache_manager.py SlidingWindowManager.remove_skipped_blocks). A
+window or chunk only matters for contexts longer than it, so it warns only when the engine admits such contexts
+(max_model_len above the window).
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ def model_warnings(spec: ModelSpec, max_model_len: int, weight_dtype: str) -> li
     window = spec.sliding_window
     if window is not None and window < max_model_len and spec.num_sliding_window_layers != 0:
         warnings.append(
-            f"sliding_window={window} ({_where(spec)}) is parsed but not modelled: attention spans the whole "
-            f"context and the KV cache keeps every token, so contexts longer than {window:,} tokens (max_model_len "
-            f"{max_model_len:,}) get attention time and KV-cache use over-estimated; exact up to {window:,} tokens"
+            f"sliding_window={window} ({_where(spec)}) is modelled in attention time but not in the KV cache: the "
+            f"windowed layers keep every token, where vLLM frees the blocks that fall out of the window, so "
+            f"contexts longer than {window:,} tokens (max_model_len {max_model_len:,}) hold more KV blocks than in "
+            f"vLLM (fewer requests fit, preemption comes sooner); exact up to {window:,} tokens"
         )
     chunk = spec.attention_chunk_size
     if chunk is not None and chunk < max_model_len and spec.num_chunked_layers:

@@ -9,11 +9,13 @@ Qwen2-MoE (a shared expert behind a sigmoid gate), and Llama 4 Scout's text mode
 routing on every layer). Reading a Hugging Face config.json into a spec is ttftsim/model/hf_config.py.
 
 Left out, and refused with the reason when a config.json declares them (hf_config.py): dense and MoE layers
-interleaved (Llama 4 Maverick, Qwen2-MoE mlp_only_layers), and hybrid attention/state-space stacks. Sliding-
-window and chunked local attention (Llama 4) and a checkpoint's own quantization_config (other than fp8, which
-is the fp8 weight format) are read but not modelled (attention spans the full context, which is exact for
-contexts shorter than the window; weights take native_dtype unless the engine sets a quantization): each run
-says so in its warnings (ttftsim/model/not_modelled.py).
+interleaved (Llama 4 Maverick, Qwen2-MoE mlp_only_layers), and hybrid attention/state-space stacks. A sliding
+window (sliding_window on num_sliding_window_layers layers) is modelled in attention time (perf/attention.py)
+and in vLLM's KV-cache groups (perf/kv_groups.py), but the KV manager keeps every token of the windowed layers.
+Chunked local attention (Llama 4) and a checkpoint's own quantization_config (other than fp8, which is the fp8
+weight format) are read but not modelled (attention spans the full context, which is exact for contexts
+shorter than the chunk; weights take native_dtype unless the engine sets a quantization). Each run says what
+is left out in its warnings (ttftsim/model/not_modelled.py).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ class ModelSpec(BaseModel):
     )
     attention_bias: bool = Field(default=False, description="q, k, v and o projections carry biases (gpt-oss)")
     sliding_window: int | None = Field(
-        default=None, ge=1, description="Attention window in tokens when one applies (read, not modelled)"
+        default=None, ge=1, description="Attention window in tokens when one applies (modelled in attention time)"
     )
     num_sliding_window_layers: int | None = Field(
         default=None, ge=0, description="Layers that attend within sliding_window (None: every layer)"
