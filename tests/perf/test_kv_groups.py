@@ -47,7 +47,8 @@ def test_mistral_blocks_on_one_h100() -> None:
     plan = plan_memory(Deployment(load_model("Mistral-7B-v0.1"), load_hardware(H100)), MemorySettings())
     assert plan.kv_bytes_per_token == 131_072
     assert plan.kv_cache_bytes == 60_841_884_058
-    assert plan.num_blocks == plan.vllm_num_blocks == 60_841_884_058 // 2_097_152 == 29_011
+    assert plan.num_blocks == plan.vllm_num_blocks(KvCacheGroups(0, 1, 32, 4096)) == 60_841_884_058 // 2_097_152
+    assert plan.num_blocks == 29_011
 
 
 def test_gpt_oss_20b_blocks_on_one_h100() -> None:
@@ -57,7 +58,7 @@ def test_gpt_oss_20b_blocks_on_one_h100() -> None:
     plan = plan_memory(Deployment(load_model("gpt-oss-20b"), load_hardware(H100)), MemorySettings())
     assert plan.kv_bytes_per_token == 49_152
     assert plan.kv_cache_bytes == 33_487_579_418
-    assert plan.vllm_num_blocks == 33_487_579_418 // 393_216 == 85_163
+    assert plan.vllm_num_blocks(KvCacheGroups(1, 1, 12, 128)) == 33_487_579_418 // 393_216 == 85_163
     assert plan.num_blocks == 85_163 // 2 == 42_581
 
 
@@ -67,8 +68,9 @@ def test_gemma_3_padding_layers_cost_kv_memory() -> None:
     model, hw = load_model("gemma-3-27b-pt"), load_hardware(H100)
     plan = plan_memory(Deployment(model, hw), MemorySettings())
     assert plan.kv_bytes_per_token == 70 * 8_192
-    assert plan.vllm_num_blocks == plan.kv_cache_bytes // (16 * 8_192 * 10) == 15_986
+    assert plan.vllm_num_blocks(KvCacheGroups(1, 6, 10, 1024)) == plan.kv_cache_bytes // (16 * 8_192 * 10) == 15_986
     assert plan.num_blocks == 15_986 // 7
     unified = plan_memory(Deployment(model, hw), MemorySettings(hybrid_kv_cache=False))
     assert unified.kv_bytes_per_token == 62 * 8_192
-    assert unified.num_blocks == unified.vllm_num_blocks == plan.kv_cache_bytes // (16 * 62 * 8_192)
+    assert unified.num_blocks == unified.vllm_num_blocks(KvCacheGroups(1, 0, 62))
+    assert unified.num_blocks == plan.kv_cache_bytes // (16 * 62 * 8_192)

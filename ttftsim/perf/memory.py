@@ -73,19 +73,16 @@ class MemoryPlan:
     kv_cache_bytes: int
     kv_bytes_per_token: int  # on one GPU (its shard of KV heads; an MLA latent whole)
     block_size: int
-    num_blocks: int  # blocks of block_size tokens in every KV-cache group
-    kv_groups: KvCacheGroups | None = None  # vLLM's groups (None: one group of every layer)
+    num_blocks: int  # blocks of block_size tokens in every KV-cache group (perf/kv_groups.py)
 
     @property
     def kv_capacity_tokens(self) -> int:
         return self.num_blocks * self.block_size
 
-    @property
-    def vllm_num_blocks(self) -> int:
-        """vLLM's num_blocks (its log's "GPU KV cache size"/block_size): blocks of one group, which every group
-        draws from: KV memory // (block_size x group size layer pages)."""
-        groups = 1 if self.kv_groups is None else self.kv_groups.num_groups
-        return self.kv_cache_bytes // (self.block_size * self.kv_bytes_per_token // groups)
+    def vllm_num_blocks(self, groups: KvCacheGroups) -> int:
+        """vLLM's num_blocks under `groups` (its log's "GPU KV cache size" / block_size): blocks of one group,
+        which every group draws from: KV memory // (block_size x group size layer pages)."""
+        return self.kv_cache_bytes // (self.block_size * self.kv_bytes_per_token // groups.num_groups)
 
 
 def kv_bytes_per_token_per_gpu(deployment: Deployment, layers: int | None = None) -> int:
@@ -229,7 +226,7 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
             f"{settings.max_num_batched_tokens}, reserves {_gb(non_torch + graphs)}"
         )
     plan = MemoryPlan(
-        requested, weights, activation, non_torch, graphs, kv_cache, per_token, settings.block_size, num_blocks, groups
+        requested, weights, activation, non_torch, graphs, kv_cache, per_token, settings.block_size, num_blocks
     )
     if plan.kv_capacity_tokens < settings.max_model_len:
         raise DoesNotFitError(
