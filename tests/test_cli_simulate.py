@@ -38,9 +38,9 @@ def test_a_sliding_window_model_warns_without_failing_the_run(tmp_path: Path) ->
     scenario.write_text(text.replace("duration_s: 120", "duration_s: 10"))
     shown = run("simulate", str(scenario))
     assert shown.returncode == 0, shown.stderr
-    assert "warning: sliding_window=4096 (Mistral-7B-v0.1) is parsed but not modelled" in shown.stdout
+    assert "warning: sliding_window=4096 (Mistral-7B-v0.1) is modelled in attention time but not in" in shown.stdout
     warnings = json.loads(run("simulate", str(scenario), "--json").stdout)["warnings"]
-    assert len(warnings) == 1 and warnings[0].startswith("sliding_window=4096 (Mistral-7B-v0.1) is parsed")
+    assert len(warnings) == 1 and warnings[0].startswith("sliding_window=4096 (Mistral-7B-v0.1) is modelled")
 
 
 def test_unmet_slo_exits_1(tmp_path: Path) -> None:
