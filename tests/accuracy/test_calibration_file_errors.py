@@ -43,7 +43,7 @@ def calibration(folder: Path, defect: str) -> tuple[Path, tuple[str, ...]]:
         return path, ("not valid JSON",)
     if defect == "wrong-type":
         path.write_text(json.dumps(GOOD | {"factors": {"gemm_efficiency_scale": "fast"}}))
-        return path, ("factors.gemm_efficiency_scale", "valid number")
+        return path, ("factors.gemm_efficiency_scale", "expected a number")
     return path, ("file not found",)  # missing: never written
 
 

@@ -110,7 +110,7 @@ def _write(root: Path, name: str, text: str) -> str:
     ("defect", "message"),
     [
         ("truncated", "cut.json: not valid JSON"),
-        ("wrong type", "typed.json: factors.gemm_efficiency_scale: Input should be a valid number"),
+        ("wrong type", "typed.json: factors.gemm_efficiency_scale: expected a number"),
         ("missing", "absent.json: not found (or not a file)"),
         ("outside", "../elsewhere.json: outside the results folder, refused"),
         ("record truncated", "fits/cpu-cluster.runs.json: not valid JSON"),

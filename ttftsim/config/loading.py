@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ttftsim.config.base import WRONG_KIND
 from ttftsim.errors import InputError
 from ttftsim.inputs.files import excerpt
 from ttftsim.inputs.structured import load_structured
@@ -34,6 +35,9 @@ def validation_error(source: str, exc: ValidationError) -> InputError:
     first = exc.errors(include_url=False)[0]
     field = ".".join(str(part)[:60] for part in first["loc"])
     message = str(first["msg"])[:300]
+    if first["type"] == WRONG_KIND:  # raised for the whole model: the field is in its context
+        field = ".".join(part for part in (field, str(first.get("ctx", {}).get("field", ""))) if part)
+        return InputError(source, field, message)
     if first["type"] == "extra_forbidden":
         message = "unknown field"
     elif "input" in first and first["type"] not in ("missing",) and not isinstance(first["input"], dict):

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
 from ttftsim.cluster.run import fixed_cluster
+from ttftsim.config.base import COMMAND_LINE
 from ttftsim.config.cluster import PodSpec
 from ttftsim.config.deploy import Deploy
 from ttftsim.config.engine import EngineArgs
@@ -111,7 +112,8 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
     try:
         stages = {"pipeline_parallel_size": serving.pipeline_parallel} if serving.pipeline_parallel > 1 else {}
         fitted = {"calibration": deploy.calibration} if deploy.calibration else {}  # ttftsim fit's factors
-        engine = EngineArgs.model_validate({"vllm_version": deploy.vllm_version, **serving.engine, **stages, **fitted})
+        args = {"vllm_version": deploy.vllm_version, **serving.engine, **stages, **fitted}
+        engine = EngineArgs.model_validate(args, context={COMMAND_LINE: True})  # strings, converted as argparse does
     except ValidationError as exc:
         error = exc.errors()[0]
         raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
