@@ -157,3 +157,16 @@ def test_a_calibration_file_applies_to_a_deployment_read_from_manifests(tmp_path
     (tmp_path / "fit.json").write_text(json.dumps(document | {"hardware": "A100-SXM4-80GB", "factors": {}}))
     refused = run("validate", str(path))  # a finding naming the file and the hardware, not a traceback
     assert refused.returncode == 1 and "fit.json" in refused.stdout and "fitted on A100-SXM4-80GB" in refused.stdout
+
+
+def test_a_second_vllm_workload_is_an_error_naming_both(tmp_path: Path) -> None:
+    """Checking the first and passing would hide the second's problems (here a flag vLLM refuses) from a CI gate,
+    whether it sits in the same file or in one passed with --manifest."""
+    path = _copy(tmp_path)
+    k8s = (tmp_path / "k8s.yaml").read_text()
+    canary = k8s.replace("name: chat-8b", "name: chat-8b-canary").replace("--max-num-seqs", "--max-num-sqs")
+    (tmp_path / "canary.yaml").write_text(canary)
+    both = run("validate", str(path), "--manifest", str(tmp_path / "canary.yaml"))
+    _assert_one_line_error(both, "2 workloads with a vLLM container", "Deployment/chat-8b (", "chat-8b-canary")
+    (tmp_path / "k8s.yaml").write_text(k8s + "\n---\n" + canary)
+    _assert_one_line_error(run("validate", str(path)), "Deployment/chat-8b-canary", "validate checks one deployment")

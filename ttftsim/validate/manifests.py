@@ -96,8 +96,23 @@ def read_documents(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _the_one(found: list[ServingWorkload]) -> ServingWorkload:
+    """The only vLLM workload; several are an error: checking one and passing the files would hide the others'
+    problems from a CI gate."""
+    if len(found) > 1:
+        names = ", ".join(f"{s.kind}/{s.name} ({s.source})" for s in found)
+        raise InputError(
+            found[1].source,
+            "",
+            f"{len(found)} workloads with a vLLM container ({names}); validate checks one deployment: give each "
+            "its own deploy file (its manifests: list)",
+        )
+    return found[0]
+
+
 def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str = DEFAULT_VLLM) -> ServingWorkload:
-    """The first workload with a vLLM container, its command line read as `vllm_version` parses it."""
+    """The one workload with a vLLM container, its command line read as `vllm_version` parses it (several: an
+    error naming them)."""
     found = []
     for source, document in documents:
         if document.get("kind") not in WORKLOAD_KINDS:
@@ -144,7 +159,7 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
             "",
             "no Deployment, StatefulSet or LeaderWorkerSet with a vLLM container (vllm serve ...)",
         )
-    serving = found[0]
+    serving = _the_one(found)
     for source, document in documents:
         if document.get("kind") == "HorizontalPodAutoscaler":
             serving.hpa, serving.hpa_source = document, source
