@@ -140,7 +140,7 @@ def run_plan(
     resume: bool = False,
     progress: Progress | None = None,
 ) -> PlanResult:
-    plan = load_plan(path)
+    plan = profile_names(load_plan(path), path)
     warnings = check_plan(plan, path)
     if isinstance(plan.workload, TraceWorkload) and plan.peak_rate is None:  # plan for the trace's own rate
         rate = evaluate.trace_rate(plan.workload.model_dump_json(), str(path.resolve().parent))
@@ -169,6 +169,25 @@ def _day(runner: Runner, winner: Row | None) -> list[dict[str, Any]]:
     jobs = [("day", winner.candidate, float((i + 1) * 1000 + fixed)) for i in range(count)]
     jobs.append(("day", winner.candidate, float(fixed)))  # index FIXED (-1) + 1 = 0
     return runner.run("day", jobs)
+
+
+def profile_names(plan: Plan, path: Path) -> Plan:
+    """The plan with each hardware name (a prefix such as h100, any case) and each gpu_prices key as its profile's
+    full name, so tables, plan.json and the prices agree; a price for no known profile is an error."""
+    source, base = str(path), path.resolve().parent
+
+    def name(ref: str, field: str) -> str:
+        if Path(ref).suffix in (".yaml", ".yml"):
+            return ref  # a profile file: found by path, its name is read where it is used
+        try:
+            return load_hardware(resolve_ref(ref, base), source).name
+        except InputError as exc:
+            raise InputError(source, field, exc.message) from None
+
+    hardware = [name(ref, f"search.hardware.{i}") for i, ref in enumerate(plan.search.hardware)]
+    prices = {name(key, f"gpu_prices.{key}"): price for key, price in plan.gpu_prices.items()}
+    search = plan.search.model_copy(update={"hardware": hardware})
+    return plan.model_copy(update={"search": search, "gpu_prices": prices})
 
 
 def check_plan(plan: Plan, path: Path) -> list[str]:
