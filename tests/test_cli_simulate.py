@@ -142,3 +142,8 @@ def test_calibrated_kernel_times_on_a_gpu_without_a_fit_is_a_one_line_error(tmp_
     scenario = tmp_path / "s.yaml"
     scenario.write_text(EXAMPLE.read_text().replace("H100-SXM5-80GB", "A100-PCIe-80GB") + "kernel_costs: calibrated\n")
     _assert_one_line_error(run("simulate", str(scenario)), "kernel_costs")
+
+
+def test_a_negative_seed_is_one_line_exit_2() -> None:
+    for command in (("simulate", str(EXAMPLE)), ("compare", str(EXAMPLE), str(EXAMPLE))):
+        _assert_one_line_error(run(*command, "--seed", "-1"), "--seed", "greater than or equal to 0")
