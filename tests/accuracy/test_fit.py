@@ -287,3 +287,12 @@ def test_overloaded_runs_are_left_out_with_a_note(tmp_path: Path) -> None:
     assert [case.name for case in kept] == ["2 req/s", "8 req/s"] and hardware == "CPU-host"
     assert notes == ["timed out: left out (measured overloaded: requests failed or median TTFT over 10 s)"]
     assert min_overhead == STEP["fixed_s"]
+
+
+def test_an_output_that_cannot_be_written_is_said_before_the_fit(tmp_path: Path) -> None:
+    reports = Path(__file__).resolve().parents[1] / "data" / "reports" / "vllm-bench-0.32.0"
+    files = [str(p) for p in sorted(reports.glob("*.json"))]
+    deployment = str(Path(__file__).resolve().parents[2] / "examples" / "llama31-8b-h100.yaml")
+    for out, needle in ((tmp_path / "none" / "x.json", "no folder"), (tmp_path, "is a folder")):
+        result = run("fit", *files, "-o", str(out), "--deployment", deployment)
+        _assert_one_line_error(result, str(out), "--out", needle)

@@ -3,6 +3,7 @@ simulate, plan, validate and compare apply (engine.calibration)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +11,7 @@ from typing import Annotated
 import typer
 
 from ttftsim.cli.app import app, console
+from ttftsim.errors import InputError
 
 DEFAULT_FACTORS = "gemm_efficiency_scale,attention_efficiency_scale,step_overhead_s,api_server_cost_scale"
 ERROR_METRICS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "ttft_mean", "tpot_mean")
@@ -42,6 +44,7 @@ def fit(
     from ttftsim.accuracy.fit_run import fit_reports, parse_factors, write_calibration
 
     names = parse_factors(factors)
+    _check_out(out)  # said before the fit (a minute or more), not after it
 
     def progress(line: str) -> None:
         sys.stderr.write(f"{line}\n")
@@ -84,3 +87,14 @@ def _value(name: str, value: float) -> str:
 
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
+
+
+def _check_out(out: Path) -> None:
+    """The calibration file can be written: its folder exists and is writable, and it is not a folder."""
+    folder = out.parent
+    if out.is_dir():
+        raise InputError(str(out), "--out", "is a folder; give the calibration file's name (my-cluster.json)")
+    if not folder.is_dir():
+        raise InputError(str(out), "--out", f"no folder {folder}")
+    if not os.access(folder, os.W_OK):
+        raise InputError(str(out), "--out", f"cannot write in {folder}")
