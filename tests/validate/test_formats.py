@@ -164,7 +164,7 @@ def test_the_lws_tp8_pp2_example_is_one_replica_per_16_gpus(tmp_path: Path) -> N
     report = _validate(tmp_path, ["lws-vllm-gpu.yaml"])
     assert "tp-vs-gpus" not in [f["check"] for f in report["findings"]]
     kv = [f["message"] for f in report["findings"] if f["check"] == "kv-capacity" and f["severity"] == "info"]
-    assert kv[0].endswith("tokens on 8 x H100-SXM5-80GB; max_model_len x max_num_seqs = 134,217,728")
+    assert kv[0].endswith("tokens on 16 x H100-SXM5-80GB; max_model_len x max_num_seqs = 134,217,728")
 
 
 def test_how_each_format_was_read_is_said(tmp_path: Path) -> None:

@@ -236,7 +236,7 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
     report.add(
         "info",
         "kv-capacity",
-        f"KV cache {capacity:,} tokens on {engine.tp} x {hardware.name}; max_model_len x max_num_seqs = {worst:,}",
+        f"KV cache {capacity:,} tokens on {engine.gpus} x {hardware.name}; max_model_len x max_num_seqs = {worst:,}",
     )
     if fits_seqs < engine.max_num_seqs:
         report.add(

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ttftsim.config.engine import version_defaults, version_table
 from ttftsim.errors import InputError
 from ttftsim.validate.lmcache_env import kv_transfer_value, lmcache_environment
 from ttftsim.validate.vllm_arg_list import arg_list_for
@@ -183,12 +184,22 @@ def _check_image(image: str, version: str, command: VllmCommand, where: str) -> 
     match = IMAGE_VERSION.search(image) if "vllm" in image else None
     if match is None or match.group(1).split(".")[:2] == version.split(".")[:2]:
         return
+    try:
+        version_defaults(match.group(1))
+        modelled = True
+    except ValueError:  # older than every modelled version: advising it would give an error finding
+        modelled = False
+    fix = (
+        f"set vllm_version: {match.group(1)} in the deployment file"
+        if modelled
+        else f"use a newer image: {match.group(1)} predates every modelled vLLM ({', '.join(version_table())})"
+    )
     command.findings.append(
         CommandFinding(
             "warning",
             f"{where}: the image {image} runs vLLM {match.group(1)}, but the deployment file models {version}: "
             "flags, defaults and the prediction follow the modelled version",
-            f"set vllm_version: {match.group(1)} in the deployment file",
+            fix,
         )
     )
 
