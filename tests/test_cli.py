@@ -98,3 +98,13 @@ def test_usage_errors_are_one_line_and_exit_2(args: list[str], said: str) -> Non
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {said}"), done.stderr
     assert "--help" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_memory_takes_vllms_defaults_for_the_gpu() -> None:
+    """Left out, max_num_batched_tokens / max_num_seqs are what vLLM 0.15.1's API server takes on an H100 (8192,
+    1024: >= 70 GiB and not an A100) and max_model_len the model's context: the same plan as given explicitly."""
+    common = ("memory", "--model", "Llama-3.1-8B", "--hardware", "H100-SXM5-80GB")
+    default = run(*common)
+    explicit = run(*common, "--max-num-batched-tokens", "8192", "--max-num-seqs", "1024", "--max-model-len", "131072")
+    older = run(*common, "--max-num-batched-tokens", "2048", "--max-num-seqs", "256", "--max-model-len", "4096")
+    assert default.returncode == 0 and default.stdout == explicit.stdout != older.stdout

@@ -102,14 +102,27 @@ def memory(
     weight_dtype: WeightDtypeOption = None,
     kv_dtype: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
     gpu_memory_utilization: Annotated[float, typer.Option(min=0.05, max=1.0)] = 0.9,
-    max_num_batched_tokens: Annotated[int, typer.Option(min=1)] = 2048,
-    max_num_seqs: Annotated[int, typer.Option(min=1)] = 256,
-    max_model_len: Annotated[int, typer.Option(min=1)] = 4096,
+    max_num_batched_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Default: vLLM's API-server default on this GPU")
+    ] = None,
+    max_num_seqs: Annotated[
+        int | None, typer.Option(min=1, help="Default: vLLM's API-server default on this GPU")
+    ] = None,
+    max_model_len: Annotated[int | None, typer.Option(min=1, help="Default: the model's context length")] = None,
 ) -> None:
     """Per-GPU memory plan as vLLM computes it: weights, activations, reserves, KV blocks (with pipeline
     parallelism, on the stage with the fewest blocks: every stage gets that many)."""
+    from ttftsim.config.engine import EngineArgs, default_limits
+
     deployment = deployment_from_options(model, gpu, tp, weight_dtype, kv_dtype, pp)
-    settings = MemorySettings(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, 16, max_model_len)
+    tokens, seqs = default_limits(deployment.hardware, EngineArgs().vllm_version)  # the modelled default version
+    settings = MemorySettings(
+        gpu_memory_utilization,
+        max_num_batched_tokens or tokens,
+        max_num_seqs or seqs,
+        16,
+        max_model_len or deployment.model.max_position_embeddings,
+    )
     plan = plan_memory(deployment, settings)
     table = Table("component (per GPU)", "GB")
     for label, value in (

@@ -307,6 +307,11 @@ class ResolvedEngine:
         return 0 if self.enforce_eager else min(self.max_num_seqs * 2, 512)
 
 
+def default_limits(hardware: HardwareProfile, version: str) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) that this vLLM version's API server takes on this hardware."""
+    return _tier(hardware, version_defaults(version))
+
+
 def _tier(hardware: HardwareProfile, defaults: VersionDefaults) -> tuple[int, int]:
     if hardware.kind == "cpu":
         return defaults.cpu_tier
