@@ -3,9 +3,10 @@
 Expected bucket counts are counted by hand from four requests. The same run is also fed to
 prometheus-client (the library vLLM's /metrics uses: vllm/v1/metrics/loggers.py PrometheusStatLogger
 registers these histograms with these buckets and labels model_name, engine) and both texts are parsed
-with prometheus-client's own parser: every sample (name, labels, value) must agree. The two texts differ
-only in spelling that a scraper does not see: prometheus-client writes HELP lines, `_created` samples,
-floats as `3.0` and bounds as `le="1.0"`, where ttftsim writes `3` and `le="1"` (REQUEST_BUCKETS has ints).
+with prometheus-client's own parser: every sample (name, labels, value) must agree, and every sample line
+ttftsim writes is one prometheus-client writes, spelled the same (floats as `3.0`, bounds as `le="1.0"`:
+before Prometheus 3.0, le="1" and le="1.0" are different series); prometheus-client adds HELP lines and
+`_created` samples.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.parser import text_string_to_metric_families
 
 from ttftsim.metrics.export import write_results
-from ttftsim.metrics.prometheus import ITL_BUCKETS, REQUEST_BUCKETS, TTFT_BUCKETS, exposition, histogram_lines
+from ttftsim.metrics.prometheus import (
+    ITL_BUCKETS,
+    REQUEST_BUCKETS,
+    TTFT_BUCKETS,
+    exposition,
+    go_float,
+    histogram_lines,
+)
 from ttftsim.result_folder import MARKER
 
 LABELS = 'model_name="m",engine="0"'
@@ -50,10 +58,10 @@ def _requests() -> pd.DataFrame:
 def _bucket_lines(name: str, bounds: tuple[float, ...], counts: list[int], total: int, sum_text: str) -> list[str]:
     assert len(bounds) == len(counts)
     lines = [f"# TYPE {name} histogram"]
-    lines += [f'{name}_bucket{{{LABELS},le="{b}"}} {c}' for b, c in zip(bounds, counts, strict=True)]
-    lines.append(f'{name}_bucket{{{LABELS},le="+Inf"}} {total}')
+    lines += [f'{name}_bucket{{{LABELS},le="{float(b)}"}} {float(c)}' for b, c in zip(bounds, counts, strict=True)]
+    lines.append(f'{name}_bucket{{{LABELS},le="+Inf"}} {float(total)}')
     lines.append(f"{name}_sum{{{LABELS}}} {sum_text}")
-    lines.append(f"{name}_count{{{LABELS}}} {total}")
+    lines.append(f"{name}_count{{{LABELS}}} {float(total)}")
     return lines
 
 
@@ -67,28 +75,28 @@ E2E_COUNTS = [0, 0, 0, 0, 1, 2] + [2] * 15
 QUEUE_COUNTS = [2, 3] + [3] * 19
 
 EXPECTED = [
-    *_bucket_lines("vllm:time_to_first_token_seconds", TTFT_BUCKETS, TTFT_COUNTS, 3, "0.635000"),
-    *_bucket_lines("vllm:inter_token_latency_seconds", ITL_BUCKETS, ITL_COUNTS, 5, "0.260000"),
-    *_bucket_lines("vllm:e2e_request_latency_seconds", REQUEST_BUCKETS, E2E_COUNTS, 2, "3.200000"),
-    *_bucket_lines("vllm:request_queue_time_seconds", REQUEST_BUCKETS, QUEUE_COUNTS, 3, "0.410000"),
+    *_bucket_lines("vllm:time_to_first_token_seconds", TTFT_BUCKETS, TTFT_COUNTS, 3, "0.635"),
+    *_bucket_lines("vllm:inter_token_latency_seconds", ITL_BUCKETS, ITL_COUNTS, 5, "0.26"),
+    *_bucket_lines("vllm:e2e_request_latency_seconds", REQUEST_BUCKETS, E2E_COUNTS, 2, "3.2"),
+    *_bucket_lines("vllm:request_queue_time_seconds", REQUEST_BUCKETS, QUEUE_COUNTS, 3, "0.41000000000000003"),
     "# TYPE vllm:num_requests_running gauge",
-    f"vllm:num_requests_running{{{LABELS}}} 1",
+    f"vllm:num_requests_running{{{LABELS}}} 1.0",
     "# TYPE vllm:num_requests_waiting gauge",
-    f"vllm:num_requests_waiting{{{LABELS}}} 1",
+    f"vllm:num_requests_waiting{{{LABELS}}} 1.0",
     "# TYPE vllm:kv_cache_usage_perc gauge",
     f"vllm:kv_cache_usage_perc{{{LABELS}}} 0.25",
     "# TYPE vllm:prompt_tokens counter",
-    f"vllm:prompt_tokens_total{{{LABELS}}} 180",  # the served requests' prompts: 100 + 50 + 30
+    f"vllm:prompt_tokens_total{{{LABELS}}} 180.0",  # the served requests' prompts: 100 + 50 + 30
     "# TYPE vllm:generation_tokens counter",
-    f"vllm:generation_tokens_total{{{LABELS}}} 17",
+    f"vllm:generation_tokens_total{{{LABELS}}} 17.0",
     "# TYPE vllm:num_preemptions counter",
-    f"vllm:num_preemptions_total{{{LABELS}}} 1",
+    f"vllm:num_preemptions_total{{{LABELS}}} 1.0",
     "# TYPE vllm:prefix_cache_queries counter",
-    f"vllm:prefix_cache_queries_total{{{LABELS}}} 160",
+    f"vllm:prefix_cache_queries_total{{{LABELS}}} 160.0",
     "# TYPE vllm:prefix_cache_hits counter",
-    f"vllm:prefix_cache_hits_total{{{LABELS}}} 48",
+    f"vllm:prefix_cache_hits_total{{{LABELS}}} 48.0",
     "# TYPE vllm:request_success counter",
-    f'vllm:request_success_total{{{LABELS},finished_reason="length"}} 2',
+    f'vllm:request_success_total{{{LABELS},finished_reason="length"}} 2.0',
 ]
 
 
@@ -104,12 +112,12 @@ def test_the_tiny_runs_exposition_line_by_line() -> None:
 def test_a_kv_connectors_queries_and_hits_follow_the_gpus() -> None:
     text = exposition(_requests(), ITL, GAUGES, PREFIX, "m", external=(96, 32))
     lines = text.splitlines()
-    at = lines.index(f"vllm:prefix_cache_hits_total{{{LABELS}}} 48") + 1
+    at = lines.index(f"vllm:prefix_cache_hits_total{{{LABELS}}} 48.0") + 1
     assert lines[at:] == [
         "# TYPE vllm:external_prefix_cache_queries counter",
-        f"vllm:external_prefix_cache_queries_total{{{LABELS}}} 96",
+        f"vllm:external_prefix_cache_queries_total{{{LABELS}}} 96.0",
         "# TYPE vllm:external_prefix_cache_hits counter",
-        f"vllm:external_prefix_cache_hits_total{{{LABELS}}} 32",
+        f"vllm:external_prefix_cache_hits_total{{{LABELS}}} 32.0",
         *EXPECTED[-2:],
     ]
     assert lines[:at] == EXPECTED[:at]
@@ -117,7 +125,7 @@ def test_a_kv_connectors_queries_and_hits_follow_the_gpus() -> None:
 
 def test_the_engine_label_names_the_replica() -> None:
     text = exposition(_requests(), ITL, {}, PREFIX, "llama", engine=3)
-    assert 'vllm:request_success_total{model_name="llama",engine="3",finished_reason="length"} 2' in text.splitlines()
+    assert 'vllm:request_success_total{model_name="llama",engine="3",finished_reason="length"} 2.0' in text.splitlines()
     assert text.count('engine="3"') == text.count("engine=")
 
 
@@ -167,7 +175,7 @@ def test_every_sample_agrees_with_prometheus_client() -> None:
     reference = _samples(_reference_text())
     assert sorted(ours) == sorted(reference)
     for key, value in reference.items():
-        assert ours[key] == pytest.approx(value, abs=5e-7), key  # sums are written to 6 decimals
+        assert ours[key] == pytest.approx(value, rel=1e-12), key
     # four histograms (their bounds, +Inf, sum, count), three gauges, six counters
     assert len(ours) == 22 + 19 + 21 + 21 + 4 * 3 + 3 + 6
 
@@ -176,18 +184,19 @@ def test_a_histogram_of_nothing_and_one_with_weights() -> None:
     empty = histogram_lines("h", 'a="b"', np.zeros(0), (1.0,))
     assert empty == [
         "# TYPE h histogram",
-        'h_bucket{a="b",le="1.0"} 0',
-        'h_bucket{a="b",le="+Inf"} 0',
-        'h_sum{a="b"} 0.000000',
-        'h_count{a="b"} 0',
+        'h_bucket{a="b",le="1.0"} 0.0',
+        'h_bucket{a="b",le="+Inf"} 0.0',
+        'h_sum{a="b"} 0.0',
+        'h_count{a="b"} 0.0',
     ]
     weighted = histogram_lines("h", 'a="b"', np.array([0.5, 2.0]), (1.0,), np.array([4.0, 1.0]))
     assert weighted[1:] == [
-        'h_bucket{a="b",le="1.0"} 4',
-        'h_bucket{a="b",le="+Inf"} 5',
-        'h_sum{a="b"} 4.000000',
-        'h_count{a="b"} 5',
+        'h_bucket{a="b",le="1.0"} 4.0',
+        'h_bucket{a="b",le="+Inf"} 5.0',
+        'h_sum{a="b"} 4.0',
+        'h_count{a="b"} 5.0',
     ]
+    assert go_float(1_234_567.0) == "1.234567e+06"  # every digit of a large counter (was 1.23457e+06)
 
 
 def test_vllms_bucket_bounds() -> None:
@@ -222,3 +231,20 @@ def test_write_results_stages_every_file_and_marks_the_folder_complete(tmp_path:
         "0,finished,0.03,1.2,0.01,100,10,0",
     ]
     assert (out / "timeseries.csv").read_text() == "window_start_s,arrival_rate\n0.0,4.0\n"
+
+
+def _spelled(line: str) -> tuple[str, tuple[str, ...], str]:
+    """A sample line as written: its name, its label pairs as spelled (sorted: the order is not the format's), and
+    its value as spelled."""
+    name, _, rest = line.partition("{")
+    labels, _, value = rest.rpartition("} ")
+    return name, tuple(sorted(labels.split(","))), value
+
+
+def test_every_sample_line_is_spelled_as_prometheus_client_spells_it() -> None:
+    """Bounds as le="1.0", values as 3.0: a rule or dashboard that selects {le="1.0"} finds our series too."""
+    reference = {_spelled(line) for line in _reference_text().splitlines() if not line.startswith("#")}
+    ours = [_spelled(line) for line in exposition(_requests(), ITL, GAUGES, PREFIX, "m").splitlines() if line[0] != "#"]
+    assert [line for line in ours if line not in reference] == []
+    one = ("vllm:e2e_request_latency_seconds_bucket", ('engine="0"', 'le="1.0"', 'model_name="m"'), "0.0")
+    assert one in ours

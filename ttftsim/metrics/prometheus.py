@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,6 +58,23 @@ ITL_BUCKETS = (
 REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680)
 
 
+def go_float(value: float) -> str:
+    """A sample value or `le` bound as vLLM's exporter (prometheus-client's floatToGoString) writes it: 1.0, not 1
+    (before Prometheus 3.0, le="1" and le="1.0" are different series), every digit of a count, Go's exponent form
+    from 1e6 up."""
+    value = float(value)
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    text = repr(value)
+    dot = text.find(".")
+    if value > 0 and dot > 6:  # Go switches to an exponent sooner than Python
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+0{dot - 1}"
+    return text
+
+
 def histogram_lines(
     name: str,
     labels: str,
@@ -68,10 +86,10 @@ def histogram_lines(
     lines = [f"# TYPE {name} histogram"]
     for bound in buckets:
         count = float(weights[values <= bound].sum())
-        lines.append(f'{name}_bucket{{{labels},le="{bound}"}} {count:g}')
-    lines.append(f'{name}_bucket{{{labels},le="+Inf"}} {float(weights.sum()):g}')
-    lines.append(f"{name}_sum{{{labels}}} {float((values * weights).sum()):.6f}")
-    lines.append(f"{name}_count{{{labels}}} {float(weights.sum()):g}")
+        lines.append(f'{name}_bucket{{{labels},le="{go_float(bound)}"}} {go_float(count)}')
+    lines.append(f'{name}_bucket{{{labels},le="+Inf"}} {go_float(weights.sum())}')
+    lines.append(f"{name}_sum{{{labels}}} {go_float((values * weights).sum())}")
+    lines.append(f"{name}_count{{{labels}}} {go_float(weights.sum())}")
     return lines
 
 
@@ -93,7 +111,7 @@ def exposition(
     lines += histogram_lines("vllm:e2e_request_latency_seconds", labels, finished["e2e_s"].to_numpy(), REQUEST_BUCKETS)
     lines += histogram_lines("vllm:request_queue_time_seconds", labels, served["queue_s"].to_numpy(), REQUEST_BUCKETS)
     for name, value in gauges.items():
-        lines += [f"# TYPE vllm:{name} gauge", f"vllm:{name}{{{labels}}} {value:g}"]
+        lines += [f"# TYPE vllm:{name} gauge", f"vllm:{name}{{{labels}}} {go_float(value)}"]
     counters = {
         "prompt_tokens": float(served["prompt_tokens"].sum()),
         "generation_tokens": float(requests["generated_tokens"].sum()),
@@ -107,9 +125,9 @@ def exposition(
             "external_prefix_cache_hits": float(external[1]),
         }
     for name, value in counters.items():
-        lines += [f"# TYPE vllm:{name} counter", f"vllm:{name}_total{{{labels}}} {value:g}"]
+        lines += [f"# TYPE vllm:{name} counter", f"vllm:{name}_total{{{labels}}} {go_float(value)}"]
     lines += [
         "# TYPE vllm:request_success counter",
-        f'vllm:request_success_total{{{labels},finished_reason="length"}} {len(finished)}',
+        f'vllm:request_success_total{{{labels},finished_reason="length"}} {go_float(len(finished))}',
     ]
     return "\n".join(lines) + "\n"
