@@ -252,6 +252,7 @@ def _run(
         closed_form_decode=closed_form_decode,
         client_timeout_s=scenario.client_timeout_s,
         first_visible_token=scenario.first_visible_token,
+        attention_window=replica.perf.attention_window,
     )
     rng = np.random.default_rng(run_seed)
     requests = start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit, scenario.client)

@@ -103,6 +103,7 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
                 replica=index,
                 client_timeout_s=scenario.client_timeout_s,
                 first_visible_token=scenario.first_visible_token,
+                attention_window=replica.perf.attention_window,
             )
 
         kv_per_token = float(memory.kv_bytes_per_token * gpus) if memory else 0.0

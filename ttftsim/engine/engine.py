@@ -59,6 +59,7 @@ class Engine:
         closed_form_decode: bool = True,
         client_timeout_s: float | None = None,
         first_visible_token: int = 1,
+        attention_window: int = 0,
     ) -> None:
         self.env, self.cfg, self.perf, self.recorder, self.replica = env, cfg, perf, recorder, replica
         self.kv = KVCacheManager(
@@ -76,7 +77,7 @@ class Engine:
         )
         spec = cfg.speculative
         self.drafts = DraftAcceptance(spec.acceptance, cfg.seed, replica) if spec is not None else None
-        self.scheduler = Scheduler(cfg, self.kv, use_cohort=self.closed_form_decode)
+        self.scheduler = Scheduler(cfg, self.kv, self.closed_form_decode, attention_window)
         self.num_blocks = num_blocks
         self._wakeup = env.event()
         self._run: DecodeRun | None = None  # the closed-form decode run in flight

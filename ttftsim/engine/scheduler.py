@@ -37,8 +37,11 @@ class Scheduler:
     manager for blocks. Nobody else edits them: requests come in through `add`, leave through `finish`,
     `expire` and `drain`; gauges and `in_flight` read them."""
 
-    def __init__(self, engine: ResolvedEngine, kv: KVCacheManager, use_cohort: bool = True) -> None:
+    def __init__(
+        self, engine: ResolvedEngine, kv: KVCacheManager, use_cohort: bool = True, attention_window: int = 0
+    ) -> None:
         self.cfg = engine
+        self.attention_window = attention_window  # the model's sliding window: each step's windowed sums, exact
         self.kv = kv
         self.running: list[RequestState] = []
         self.waiting: WaitingQueue = make_queue(engine.scheduling_policy)
@@ -148,7 +151,7 @@ class Scheduler:
     def schedule(self, now: float, admit_before: float | None = None) -> StepPlan:
         """The next iteration's plan; waiting requests the engine got after admit_before (default: now)
         are not yet visible to it."""
-        shape = BatchShapeBuilder()
+        shape = BatchShapeBuilder(self.attention_window)
         self.deferred = False
         scheduled: list[tuple[RequestState, int]] = []
         preempted: list[RequestState] = []

@@ -103,6 +103,11 @@ class IterationModel:
         draft = deployment.draft
         self._drafter = None if draft is None else IterationModel(draft, costs)
 
+    @property
+    def attention_window(self) -> int:
+        """The sliding window the scheduler counts each step's windowed attention for (0: no windowed layer)."""
+        return self._kinds.window if self._kinds.windowed else 0
+
     def _init_attention(self, deployment: Deployment) -> None:
         """Attention shapes: one for both phases, or MLA's two (prefill over the up-projected latent, decode
         over the cached one), timed on the roofline (no MLA kernel is calibrated: perf/mla.py)."""
