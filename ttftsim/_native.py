@@ -45,11 +45,15 @@ COMPILED = (
     "kvcache.hashing",
     "kvcache.manager",
     "kvcache.offload",
+    "perf.attention",
     "perf.batch",
     "perf.cudagraph",
+    "perf.deployment",
+    "perf.ffn",
     "perf.iteration",
     "perf.kernels",
     "perf.linear",
+    "perf.mla",
     "workload.request",
 )
 PACKAGE = Path(__file__).resolve().parent
