@@ -3,30 +3,17 @@ published parameter counts, MLA KV bytes by hand, and how their config.json fiel
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.model.test_presets import _preset, _write
 from ttftsim.errors import InputError
 from ttftsim.explain import kv_bytes
 from ttftsim.model.catalog import load_model
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.model.size import active_param_count, kv_bytes_per_token, layer_params, param_count, weight_bytes
-
-
-def _preset(name: str) -> dict[str, Any]:
-    text = (resources.files("ttftsim.model") / "presets" / f"{name}.json").read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
-
-
-def _write(tmp_path: Path, config: dict[str, Any]) -> Path:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    return path
 
 
 @pytest.mark.parametrize(
