@@ -10,14 +10,13 @@ from collections.abc import Callable, Generator
 from contextlib import ContextDecorator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
-from ttftsim.cluster.run import ClusterReport, cluster_report, run_cluster
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import StagedArrivals
@@ -33,6 +32,9 @@ from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import Replica, build_replica
 from ttftsim.workload.budget import WorkLimitError, check_blocks, check_scenario
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
+
+if TYPE_CHECKING:
+    from ttftsim.cluster.run import ClusterReport
 
 Progress = Callable[[float], None]
 YOUNG_COLLECTION_OBJECTS = 50_000  # allocations between two young-generation GC passes while simulating (700)
@@ -308,6 +310,10 @@ def _ticker(env: simpy.Environment, expected: float, progress: Progress) -> Gene
 def _simulate_cluster(
     scenario: Scenario, base: Path, seed: int | None, replica: Replica, source: str, started: float
 ) -> SimulationResult:
+    # imported here, not at the top: a one-replica run (most runs, and every plan candidate's first look)
+    # does not load the cluster's dozen modules (about 80 ms of a 1 s run's start-up)
+    from ttftsim.cluster.run import cluster_report, run_cluster
+
     run_seed = scenario.seed if seed is None else seed
     recorder = Recorder(replica.engine.frontend_overhead_s)
     cluster, end = run_cluster(scenario, base, run_seed, recorder, source)

@@ -6,6 +6,7 @@ pandas at the end. Rows for requests still in flight are added by `close()` at t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,7 @@ _REQUEST_DTYPES = {
     c: ("int64" if c in _INT_COLUMNS else "object" if c in ("status", "reason") else "float64") for c in REQUEST_COLUMNS
 }
 STEP_COLUMNS = ("time_s", "duration_s", "replica", "num_tokens", "running", "waiting", "kv_usage", "num_steps")
+_STEP_DTYPES = {c: ("float64" if c in ("time_s", "duration_s", "kv_usage") else "int64") for c in STEP_COLUMNS}
 
 
 class Recorder:
@@ -140,17 +142,26 @@ class Recorder:
         )
 
     def requests_frame(self) -> pd.DataFrame:
-        frame = pd.DataFrame.from_records(self.rows, columns=list(REQUEST_COLUMNS)).astype(_REQUEST_DTYPES)
+        frame = _columns_frame(self.rows, REQUEST_COLUMNS, _REQUEST_DTYPES)
         return frame.sort_values("request_id", kind="stable").reset_index(drop=True)
 
     def steps_frame(self) -> pd.DataFrame:
-        return pd.DataFrame.from_records(self.steps, columns=list(STEP_COLUMNS))
+        return _columns_frame(self.steps, STEP_COLUMNS, _STEP_DTYPES)
 
     def itl_samples(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(values, weights) of every inter-token gap."""
         values = [*self.itl_values, np.asarray(self._itl_scalar, dtype=np.float64)]
         weights = [*self.itl_weights, np.asarray(self._itl_scalar_weight, dtype=np.float64)]
         return np.concatenate(values), np.concatenate(weights)
+
+
+def _columns_frame(rows: Sequence[tuple[Any, ...]], columns: tuple[str, ...], dtypes: dict[str, str]) -> pd.DataFrame:
+    """A frame from row tuples, one numpy array per column (pandas' from_records goes through an object
+    array of every cell first: several times slower on a day's requests)."""
+    cells = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
+    # an explicit dtype on each Series: pandas 3 would read an object array of strings as its str dtype
+    data = {c: pd.Series(np.array(v, dtype=dtypes[c]), dtype=dtypes[c]) for c, v in zip(columns, cells, strict=True)}
+    return pd.DataFrame(data)
 
 
 def _or_nan(value: float) -> float:
