@@ -9,12 +9,19 @@ Inputs (nothing here is fitted to a measured TTFT or TPOT):
   iterations, in-process), fitted by NNLS as compare.py does: fixed + per token + per KV token + per pair;
 - api_server_costs.json (api_server_costs.py): the API-server process's CPU time per request, per prompt
   token and per streamed token;
+- the front end's fixed latency, measured by api_server_costs.py at idle (one 16-token request at a time:
+  the client's TTFT minus the in-process add_request + step) less the API-server work the model already
+  charges that request (per request, its prompt tokens, one step with one token): the HTTP, ZMQ and
+  process hand-offs that are latency, not CPU work (`frontend_overhead_s`);
 - the clients' turnaround (a response's end -> the next send), measured from the closed-loop runs' own
   timestamps.
+`--against TAG` also prints how far the same workloads measured again (another tag) moved: the floor
+under any model's error on one run.
 Open-loop runs replay the requests as sent; closed-loop runs simulate the tool's clients (ttftsim/workload/
 clients.py) with the run's lengths distribution. Each is predicted with and without the API-server model.
-The server ran pinned to one core with its engine core and worker (serve_bench.py): the API server's work
-there competes with the forward pass, which ttftsim (a separate server per replica) does not model.
+Tags run4 and run5 (2026-12-01) were measured back to back on an otherwise idle machine (nothing else
+running; run3 and earlier shared the two cores with other work, which slowed the server by an unknown
+factor), the server's processes not pinned, the clients on CPU 1.
 """
 
 from __future__ import annotations
@@ -78,6 +85,13 @@ def api_costs(zero: bool) -> dict[str, float]:
     }
 
 
+def frontend_overhead_s(api: dict[str, float]) -> float:
+    """The idle front end's latency that is not API-server work the model already charges (see above)."""
+    idle = json.loads((HERE / "api_server_costs.json").read_text())["idle_frontend_latency_ms"]
+    charged = api["per_request_s"] + 16 * api["per_prompt_token_s"] + api["per_step_s"] + api["per_output_token_s"]
+    return max(0.0, idle["frontend_p50_ms"] * 1e-3 - charged)
+
+
 def scenario(
     cost: dict[str, float], api: dict[str, float], workload: dict[str, Any], client: dict[str, Any]
 ) -> Scenario:
@@ -86,7 +100,13 @@ def scenario(
             "name": "serve",
             "model": str(MODEL),
             "hardware": "CPU-host",
-            "engine": {**ENGINE, "vllm_version": "0.32", "num_gpu_blocks_override": 2730, "api_server": api},
+            "engine": {
+                **ENGINE,
+                "vllm_version": "0.32",
+                "num_gpu_blocks_override": 2730,
+                "api_server": api,
+                "frontend_overhead_s": frontend_overhead_s(api) if any(api.values()) else 0.0,
+            },
             "workload": workload,
             "client": client,
             "measured_step_cost": {**cost, "source": "run_engine.py microbenchmark"},
@@ -96,7 +116,7 @@ def scenario(
 
 def open_loop(run: dict[str, Any], sc: Scenario, shared_prefix: bool) -> np.ndarray:
     replica = build_replica(sc, ROOT)
-    env, recorder = simpy.Environment(), Recorder(0.0)
+    env, recorder = simpy.Environment(), Recorder(sc.engine.frontend_overhead_s)
     engine = Engine(env, replica.engine, replica.cost, replica.num_blocks, recorder)
     ok = [r for r in run["requests"] if r.get("error") in (None, "") and r.get("ttft_s") is not None]
     ok.sort(key=lambda r: r["send_s"])
@@ -193,6 +213,28 @@ def predict(name: str, run: dict[str, Any], cost: dict[str, float], delta: dict[
     return {"workload": name, "client": run["client"], "n": len(measured), "measured": pct(measured), **predicted}
 
 
+def repeatability(first: dict[str, Any], again: dict[str, Any], tag: str) -> dict[str, Any]:
+    """The same workloads measured twice: each percentile's change relative to the first run."""
+    rows, changes = [], []
+    for name in sorted(set(first) & set(again)):
+        a, b = (
+            pct(
+                np.array(
+                    [
+                        r["ttft_s"]
+                        for r in run["requests"]
+                        if r.get("ttft_s") is not None and r.get("phase", "profiling") == "profiling"
+                    ]
+                )
+            )
+            for run in (first[name], again[name])
+        )
+        rows.append({"workload": name, "first": a, "again": b})
+        changes.append([abs(y - x) / x for x, y in zip(a, b, strict=True)])
+    med = np.median(np.asarray(changes), axis=0).tolist() if changes else []
+    return {"tag": tag, "rows": rows, "median_abs_change": med}
+
+
 def report(rows: list[dict[str, Any]]) -> None:
     print(f"{'workload':<28}{'n':>4}  {'measured P50/P90/P99':>22}  {'engine only':>22}  {'with API server':>22}")
     errors: dict[str, list[list[float]]] = {"engine only": [], "with API server": []}
@@ -208,7 +250,8 @@ def report(rows: list[dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tag", default="run3")
+    parser.add_argument("--tag", default="run4")
+    parser.add_argument("--against", default="run5", help="another tag of the same workloads ('' = none)")
     default = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / "serve-microbench.json"
     parser.add_argument("--microbench", type=Path, default=default)
     parser.add_argument("--remeasure", action="store_true", help="time the step-cost microbenchmark again")
@@ -223,10 +266,27 @@ def main() -> int:
             turnarounds.setdefault(run["client"], []).append(turnaround(run))  # measured, per tool
     delta = {tool: float(np.median(v)) for tool, v in turnarounds.items()}
     rows = [predict(name, run, cost, delta) for name, run in runs.items()]
-    summary = {"step_cost": cost, "api_server": api_costs(False), "turnaround_s": delta, "tag": args.tag, "rows": rows}
+    api = api_costs(False)
+    summary = {
+        "step_cost": cost,
+        "api_server": api,
+        "frontend_overhead_s": frontend_overhead_s(api),
+        "turnaround_s": delta,
+        "tag": args.tag,
+        "rows": rows,
+    }
+    if args.against:
+        summary["repeat"] = repeatability(runs, load_runs(args.against), args.against)
     OUT.write_text(json.dumps(summary, indent=1, default=float) + "\n")
-    print(f"step cost {cost}\nturnaround by client {delta}")
+    print(f"step cost {cost}\nfront-end latency {summary['frontend_overhead_s'] * 1e3:.2f} ms\nturnaround {delta}")
     report(rows)
+    if args.against:
+        repeat = summary["repeat"]
+        for r in repeat["rows"]:
+            cells = "  ".join("{:6.0f}{:8.0f}{:8.0f}".format(*(x * 1e3 for x in r[k])) for k in ("first", "again"))
+            print(f"{r['workload']:<28}{cells}")
+        med = repeat["median_abs_change"]
+        print(f"measured again ({args.against}): median |change| P50 {med[0]:.1%}, P90 {med[1]:.1%}, P99 {med[2]:.1%}")
     return 0
 
 
