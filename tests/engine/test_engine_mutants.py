@@ -1,0 +1,145 @@
+"""The engine and scheduler paths the mutation run of engine.py and scheduler.py (docs/testing.md) found no
+test could tell apart, each worked out by hand: client timeouts (who is aborted, in which order, what is
+freed, who runs next).
+
+Costs are LinearStepModel(0.25): every iteration takes a quarter second, exact in binary, so times below are
+exact. Timeouts are checked every EXPIRY_CHECK_S (1 s of simulated time), at iteration boundaries.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from tests.factories import engine_config, feed, request
+from ttftsim.engine.engine import EXPIRY_CHECK_S, Engine
+from ttftsim.engine.recorder import REQUEST_COLUMNS, Recorder
+from ttftsim.perf.linear import LinearStepModel
+from ttftsim.workload.request import Request
+
+STATUS, REASON = REQUEST_COLUMNS.index("status"), REQUEST_COLUMNS.index("reason")
+SCHEDULED, FIRST, FINISH = (REQUEST_COLUMNS.index(c) for c in ("first_scheduled_s", "first_token_s", "finish_s"))
+
+
+def _engine(max_num_seqs: int, budget: int = 8192, timeout: float = 1.0) -> tuple[simpy.Environment, Engine, Recorder]:
+    env, recorder = simpy.Environment(), Recorder(0.0)
+    cfg = engine_config(max_num_seqs=max_num_seqs, max_num_batched_tokens=budget, block_size=16)
+    engine = Engine(env, cfg, LinearStepModel(0.25), 100, recorder, client_timeout_s=timeout)
+    return env, engine, recorder
+
+
+def _rows(recorder: Recorder) -> list[tuple[int, str, str, float, float, float]]:
+    return [(r[0], r[STATUS], r[REASON], r[SCHEDULED], r[FIRST], r[FINISH]) for r in recorder.rows]
+
+
+def _nan_as_none(rows: list[tuple[int, str, str, float, float, float]]) -> list[tuple[object, ...]]:
+    return [tuple(None if isinstance(x, float) and x != x else x for x in row) for row in rows]
+
+
+def test_timed_out_requests_end_running_first_then_waiting_in_queue_order_and_the_rest_keep_theirs() -> None:
+    # one sequence at a time. t=0: request 0 runs, 1 waits. The check at t=1 aborts every request sent at or
+    # before 1 - 1 = 0: 0 (running) then 1 (waiting); 2 (sent 0.5) is admitted at 1.0 and aborted by the
+    # check at t=2 (cutoff 1.0) while it decodes. 4, 5 and 3 (sent 1.5, 1.6, 1.75) wait behind it, kept in
+    # arrival order: 4 runs from 2.0 (prefill to 2.25, its second and last token at 2.5), 5 from 2.5 to 3.0;
+    # at t=3 (cutoff 2.0) 3 has waited since 1.75 and is aborted before it runs.
+    env, engine, recorder = _engine(max_num_seqs=1)
+    requests: list[Request] = [
+        request(0, 0.0, 16, 100),
+        request(1, 0.0, 16, 5),
+        request(2, 0.5, 16, 5),
+        request(4, 1.5, 16, 2),
+        request(5, 1.6, 16, 2),
+        request(3, 1.75, 16, 2),
+    ]
+    feed(env, engine, requests)
+    env.run(until=20)
+    why = "client timeout after 1 s"
+    assert _nan_as_none(_rows(recorder)) == [
+        (0, "aborted", why, 0.0, 0.25, None),
+        (1, "aborted", why, None, None, None),
+        (2, "aborted", why, 1.0, 1.25, None),
+        (4, "finished", "", 2.0, 2.25, 2.5),
+        (5, "finished", "", 2.5, 2.75, 3.0),
+        (3, "aborted", why, None, None, None),
+    ]
+    assert EXPIRY_CHECK_S == 1.0
+    assert engine.kv.pool.num_free == 100 and engine.num_running == 0 and engine.num_waiting == 0
+
+
+def test_a_request_timed_out_in_the_middle_of_its_chunked_prefill_frees_its_blocks() -> None:
+    # 16 tokens a step: request 0's 80-token prompt needs five chunks, four done (4 blocks of 16) when the
+    # check at t=1 aborts it; request 1 (sent 0.9, one block) runs at once: its only token at 1.25.
+    env, engine, recorder = _engine(max_num_seqs=1, budget=16)
+    feed(env, engine, [request(0, 0.0, 80, 4), request(1, 0.9, 16, 1)])
+    env.run(until=0.99)
+    assert engine.kv.pool.num_free == 100 - 4
+    env.run(until=1.1)
+    assert engine.kv.pool.num_free == 100 - 1  # request 0's four blocks back, request 1's one taken
+    env.run(until=20)
+    assert _nan_as_none(_rows(recorder)) == [
+        (0, "aborted", "client timeout after 1 s", 0.0, None, None),
+        (1, "finished", "", 1.0, 1.25, 1.25),
+    ]
+    assert engine.kv.pool.num_free == 100
+
+
+def _at_horizon(closed_form: bool, horizon: float, requests: list[Request]) -> list[tuple[int, int, int, int]]:
+    """What each request in flight holds when the run stops at `horizon`: id, tokens out, blocks, and the
+    pool's free blocks (what a results row and the KV gauge read)."""
+    env, recorder = simpy.Environment(), Recorder(0.0)
+    cfg = engine_config(max_num_seqs=4, max_num_batched_tokens=8192, block_size=16)
+    engine = Engine(env, cfg, LinearStepModel(0.25), 100, recorder, closed_form_decode=closed_form)
+    engine.attach_feed(list(requests))
+    env.run(until=horizon)
+    return [
+        (s.rid, s.num_output, len(engine.kv.blocks.get(s.rid, ())), engine.kv.pool.num_free) for s in engine.in_flight()
+    ]
+
+
+def test_a_decode_run_cut_by_the_horizon_leaves_what_stepping_leaves() -> None:
+    # one request, 16-token prompt (one block), 40 tokens: prefill 0-0.25 (token 1), then a decode every
+    # 0.25 s. At the horizon 1.0 the decodes ending at 0.5 and 0.75 are done (tokens 2 and 3); the one
+    # ending exactly at 1.0 is not (SimPy stops before events at the horizon, as stepping does) but holds
+    # its blocks: token 17 went into a second block at the first decode.
+    one = [request(0, 0.0, 16, 40)]
+    assert _at_horizon(True, 1.0, one) == _at_horizon(False, 1.0, one) == [(0, 3, 2, 98)]
+    assert _at_horizon(True, 1.1, one) == [(0, 4, 2, 98)]
+    # 4.5: tokens 1-17 done (ends 0.25 .. 4.25); the decode in progress writes token 17's KV at position 32:
+    # the third block
+    assert _at_horizon(True, 4.5, one) == _at_horizon(False, 4.5, one) == [(0, 17, 3, 97)]
+    # three requests, the third arriving in the middle of the first two's run, horizons on and off the ends
+    three = [request(0, 0.0, 16, 40), request(1, 0.0, 30, 40), request(2, 1.6, 20, 40)]
+    for horizon in (0.25, 1.0, 1.6, 1.75, 2.3, 5.0):
+        assert _at_horizon(True, horizon, three) == _at_horizon(False, horizon, three), horizon
+
+
+def test_out_of_blocks_the_last_running_request_is_preempted_and_recomputed_from_its_cached_prompt() -> None:
+    # Four blocks of 16 tokens, two requests of 16-token prompts and 20 tokens out. Prefill 0-0.25 (blocks 0
+    # and 1), token 1 at 0.25; the first decode puts token 17 in a second block each (blocks 2 and 3). Decode
+    # i (0.25 i to 0.25 (i+1)) writes position 16 + i: the 17th needs a third block and none is free, so at
+    # 4.25 request 1 (the last running, FCFS) is preempted: its full blocks are cached and freed tail first,
+    # request 0 takes block 3 (the tail's) and finishes its 20th token at 5.0 alone. Request 1 comes back
+    # at 5.0: 33 tokens, of which block 1 (its prompt) is still cached, so 17 are recomputed in one step,
+    # its 18th-20th tokens at 5.25, 5.5, 5.75.
+    for closed_form in (True, False):
+        env, recorder = simpy.Environment(), Recorder(0.0)
+        cfg = engine_config(max_num_seqs=4, block_size=16)
+        engine = Engine(env, cfg, LinearStepModel(0.25), 4, recorder, closed_form_decode=closed_form)
+        engine.attach_feed([request(0, 0.0, 16, 20), request(1, 0.0, 16, 20)])
+        if not closed_form:  # stepping: the block table is exact between iterations
+            env.run(until=4.3)
+            assert engine.kv.blocks[0] == [0, 2, 3] and 1 not in engine.kv.blocks
+            assert engine.kv.pool.num_free == 1
+        env.run(until=100)
+        preemptions, first_preempt = (REQUEST_COLUMNS.index(c) for c in ("num_preemptions", "first_preempt_s"))
+        assert [
+            (r[0], r[FINISH], r[preemptions], r[first_preempt] if r[preemptions] else None) for r in recorder.rows
+        ] == [
+            (0, 5.0, 0, None),
+            (1, 5.75, 1, 4.25),
+        ]
+        # (start, tokens, running, waiting) of each iteration; a closed-form decode run is one row
+        steps = [(s[0], s[3], s[4], s[5]) for s in recorder.steps]
+        decodes = [(0.25, 32, 2, 0)] if closed_form else [(0.25 * i, 2, 2, 0) for i in range(1, 17)]
+        alone = [(4.25, 1, 1, 1), (4.5, 2, 1, 1)] if closed_form else [(4.25, 1, 1, 1), (4.5, 1, 1, 1), (4.75, 1, 1, 1)]
+        back = [(5.0, 17, 1, 0), (5.25, 2, 1, 0)] if closed_form else [(5.0, 17, 1, 0), (5.25, 1, 1, 0), (5.5, 1, 1, 0)]
+        assert steps == [(0.0, 32, 2, 0), *decodes, *alone, *back]
