@@ -11,9 +11,9 @@ computes): their clients count what they send, and the run stops with the same e
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ttftsim.config.cluster import Cluster
-from ttftsim.config.plan import Plan
 from ttftsim.config.scenario import Client, Scenario
 from ttftsim.config.workload import (
     ClosedLoop,
@@ -33,6 +33,9 @@ from ttftsim.config.workload import (
 from ttftsim.errors import InputError
 from ttftsim.inputs.limits import Limits, current_limits
 from ttftsim.workload.clients import behaviour
+
+if TYPE_CHECKING:  # a plan is checked by `ttftsim plan` only: simulate need not load its schema
+    from ttftsim.config.plan import Plan
 
 
 def _beyond(what: str, value: float, limits: Limits, name: str) -> str:
