@@ -82,6 +82,48 @@ def test_a_field_newer_than_the_oldest_release_is_a_warning_naming_it() -> None:
     ]
 
 
+QUANTITY_HINT = "is not a Kubernetes quantity (a number with a suffix such as Gi, Mi, G or m: 64Gi, 500m)"
+
+
+@pytest.mark.parametrize("memory", ["64Gb", "64 Gi", "64gi", "1.2.3Gi", "Gi"])
+def test_a_memory_size_kubectl_refuses_is_an_error_naming_the_field(memory: str) -> None:
+    # kubectl apply: "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    # (ParseQuantity refuses a lower-case binary suffix and a "b" for bytes)
+    deployment = _example_deployment()
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] = memory
+    assert check_objects([("k8s.yaml#0", deployment)]) == [
+        SchemaFinding(
+            "error",
+            "k8s-schema",
+            f"k8s.yaml#0 Deployment/chat-8b: spec.template.spec.containers.0.resources.limits.memory: '{memory}' "
+            f"{QUANTITY_HINT} (Kubernetes 1.29-1.37)",
+        )
+    ]
+
+
+@pytest.mark.parametrize("memory", ["64Gi", "68719476736", 68719476736, "64G", "1.5Ti", "+.5Ki", "1e9", "500m"])
+def test_every_quantity_the_api_server_parses_passes(memory: str | int) -> None:
+    deployment = _example_deployment()
+    deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] = memory
+    assert check_objects([("k8s.yaml#0", deployment)]) == []
+
+
+def test_a_quantity_in_a_leader_worker_set_gets_the_same_message() -> None:
+    container = {"name": "vllm", "image": "vllm/vllm-openai", "resources": {"limits": {"memory": "64Gb"}}}
+    template = {"spec": {"containers": [container]}}
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "big"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": template}},
+    }
+    (finding,) = check_objects([("l.yaml#0", lws)])
+    assert finding.message == (
+        "l.yaml#0 LeaderWorkerSet/big: spec.leaderWorkerTemplate.workerTemplate.spec.containers.0.resources.limits."
+        f"memory: '64Gb' {QUANTITY_HINT}"
+    )
+
+
 def test_a_kind_without_a_schema_is_said_not_checked() -> None:
     monitor = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor", "metadata": {"name": "vllm"}}
     (finding,) = check_objects([("m.yaml#2", monitor)])

@@ -181,8 +181,21 @@ def builtin_validator(version: str, api_version: str, kind: str) -> jsonschema.D
 
 @cache
 def _definitions(version: str) -> Resource[Any]:
+    """kubernetes-validate's shared definitions, with a Quantity's text checked as the API server parses it:
+    its schema says only "string or number", so `memory: 64Gb` would pass here and be refused by kubectl."""
     folder = files("kubernetes_validate").joinpath("kubernetes-json-schema", f"v{version}.0-local-strict")
-    return Resource.from_contents(json.loads(folder.joinpath("_definitions.json").read_text(encoding="utf-8")))
+    contents = json.loads(folder.joinpath("_definitions.json").read_text(encoding="utf-8"))
+    contents["$defs"][QUANTITY_DEFINITION] = {"type": ["string", "number", "null"], "pattern": QUANTITY_PATTERN}
+    return Resource.from_contents(contents)
+
+
+QUANTITY_DEFINITION = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+# A resource.Quantity's text (k8s.io/apimachinery/pkg/api/resource/quantity.go, ParseQuantity's grammar: a signed
+# decimal, then a binary suffix Ki..Ei, a decimal one n u m k M G T P E, or an exponent), the pattern
+# controller-gen writes into every CRD's Quantity fields (as in the vendored LeaderWorkerSet CRD)
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 
 
 def _first_error(schema: dict[str, Any], document: dict[str, Any]) -> str | None:
@@ -194,6 +207,11 @@ def _first_error(schema: dict[str, Any], document: dict[str, Any]) -> str | None
 
 def _describe(error: jsonschema.ValidationError) -> str:
     path = ".".join(str(part) for part in error.absolute_path) or "(object)"
+    if error.validator == "pattern" and error.validator_value == QUANTITY_PATTERN:
+        value = _short(repr(error.instance))
+        return (
+            f"{path}: {value} is not a Kubernetes quantity (a number with a suffix such as Gi, Mi, G or m: 64Gi, 500m)"
+        )
     return f"{path}: {_short(error.message)}"
 
 
