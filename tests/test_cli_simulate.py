@@ -43,6 +43,25 @@ def test_a_sliding_window_model_warns_without_failing_the_run(tmp_path: Path) ->
     assert len(warnings) == 1 and warnings[0].startswith("sliding_window=4096 (Mistral-7B-v0.1) is modelled")
 
 
+@pytest.mark.parametrize(("version", "warned"), [("0.99", True), ("1.0.2", True), ("0.33.4", False), ("0.20", False)])
+def test_a_version_newer_than_every_profile_is_said_to_use_the_newest(
+    tmp_path: Path, version: str, warned: bool
+) -> None:
+    # engine_versions.yaml's newest profile is 0.33: a later release gets its defaults, said in a warning;
+    # a patch release of 0.33, or 0.20 (between the 0.14 and 0.32 profiles: 0.14's), is modelled as documented
+    scenario = tmp_path / "new.yaml"
+    text = EXAMPLE.read_text().replace('vllm_version: "0.15.1"', f'vllm_version: "{version}"')
+    scenario.write_text(text.replace("duration_s: 120", "duration_s: 5"))
+    result = run("simulate", str(scenario), "--json")
+    assert result.returncode == 0, result.stderr
+    expected = (
+        f"vLLM {version} is newer than every modelled version (0.10, 0.14, 0.32, 0.33): predicted with 0.33's "
+        "defaults (gpu_memory_utilization, batch limits, async scheduling, API-server costs); check that "
+        "release's notes for changed defaults"
+    )
+    assert json.loads(result.stdout)["warnings"] == ([expected] if warned else [])
+
+
 def test_unmet_slo_exits_1(tmp_path: Path) -> None:
     scenario = tmp_path / "s.yaml"
     scenario.write_text(EXAMPLE.read_text().replace("ttft_p99_s: 0.5", "ttft_p99_s: 0.01"))

@@ -17,6 +17,7 @@ import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
+from ttftsim.config.engine import version_warnings
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import StagedArrivals
@@ -90,7 +91,8 @@ class SimulationResult:
             cluster=None if self.cluster is None else self._cluster_summary(self.cluster),
             simulation=SimulationFacts(self.sim_end_s, int(self.steps["num_steps"].sum()) if len(self.steps) else 0),
             warnings=tuple(
-                model_warnings(self.replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype)
+                version_warnings(self.scenario.engine.vllm_version)
+                + model_warnings(self.replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype)
             ),
             external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
         )

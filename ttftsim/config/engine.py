@@ -255,6 +255,20 @@ def version_defaults(version: str) -> VersionDefaults:
     return table[max(older, key=_minor)]
 
 
+def version_warnings(version: str) -> list[str]:
+    """A version newer than every modelled one runs on the newest profile (version_defaults): said, not silent,
+    since a newer release may change the defaults the prediction rests on."""
+    table = version_table()
+    newest = max(table, key=_minor)
+    if _minor(version) <= _minor(newest):
+        return []
+    return [
+        f"vLLM {version} is newer than every modelled version ({', '.join(table)}): predicted with {newest}'s "
+        f"defaults (gpu_memory_utilization, batch limits, async scheduling, API-server costs); check that release's "
+        f"notes for changed defaults"
+    ]
+
+
 @dataclass(frozen=True)
 class ResolvedEngine:
     """Engine arguments with every default applied for a model, hardware and version."""

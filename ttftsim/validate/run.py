@@ -17,7 +17,7 @@ from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.base import COMMAND_LINE
 from ttftsim.config.cluster import PodSpec
 from ttftsim.config.deploy import Deploy
-from ttftsim.config.engine import EngineArgs
+from ttftsim.config.engine import EngineArgs, version_warnings
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
@@ -77,6 +77,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
     replica = _check_engine(report, deploy, target, base, str(path))
     if replica is not None:
         engine = replica.engine
+        report.warnings += version_warnings(target.engine.vllm_version)
         report.warnings += model_warnings(replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype)
     if replica is not None and target.hardware is not None:
         weights = float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0  # one stage's
