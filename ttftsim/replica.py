@@ -49,7 +49,9 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     hardware = load_hardware(resolve_ref(scenario.hardware, base), source)
     factors = deployment_factors(scenario.engine.calibration, hardware, base)
     try:
-        engine = resolve_engine(scenario.engine, hardware, model.max_position_embeddings, model.native_dtype)
+        engine = resolve_engine(
+            scenario.engine, hardware, model.max_position_embeddings, model.native_dtype, model.mla_nope_dim
+        )
         engine = replace(engine, api_server=scaled_api_server(engine.api_server, factors), seed=scenario.seed)
         eager_s, graph_s = engine.iteration_overhead_s, engine.decode_graph_iteration_s
         deployment = Deployment(

@@ -77,3 +77,19 @@ def test_invalid_yaml_is_one_line(tmp_path: Path) -> None:
         load_hardware(str(path))
     assert "\n" not in info.value.one_line()
     assert "not valid YAML" in info.value.one_line()
+
+
+def test_every_nvidia_profile_states_its_compute_capability_with_a_source(tmp_path: Path) -> None:
+    capabilities = {p.name: p.cuda_compute_capability for p in all_profiles()}
+    assert capabilities["H100-SXM5-80GB"] == capabilities["H200-SXM-141GB"] == "9.0"
+    assert capabilities["B200-SXM-180GB"] == "10.0" and capabilities["A100-SXM4-80GB"] == "8.0"
+    assert capabilities["L40S-48GB"] == "8.9" and capabilities["RTX-PRO-6000-Blackwell-Server-96GB"] == "12.0"
+    assert capabilities["MI300X-192GB"] is None and capabilities["CPU-host"] is None
+    nvidia = [p.name for p in all_profiles() if p.device_name.startswith("NVIDIA")]
+    assert len(nvidia) == 13 and all(capabilities[name] is not None for name in nvidia)
+    data = yaml.safe_load((profiles_dir() / "h100-sxm5-80gb.yaml").read_text())
+    del data["sources"]["cuda_compute_capability"]
+    path = tmp_path / "nosrc.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(InputError, match="sources has no entry for cuda_compute_capability"):
+        load_hardware(str(path))

@@ -4,11 +4,17 @@ MLAAttentionSpec), blocks counted by hand, and leading dense layers in a pipelin
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import pytest
+
+from ttftsim.config.engine import mla_block_size
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.iteration import Deployment
 from ttftsim.perf.memory import MemorySettings, kv_bytes_per_token_per_gpu, plan_memory, stage_weight_bytes
+from ttftsim.replica import build_replica
+from ttftsim.simulate import load_scenario, simulate
 
 GIB = 2**30
 
@@ -60,3 +66,43 @@ def test_pipeline_stages_weigh_dense_and_moe_layers_apart() -> None:
     table = 2.0 * 129_280 * 7168
     first, second = 3 * dense + 28 * moe + table, 30 * moe + table + 2.0 * 7168
     assert stage_weight_bytes(deployment) == [math.ceil(first / 8), math.ceil(second / 8)]
+
+
+@pytest.mark.parametrize(
+    ("gpu", "asked", "nope", "runs"),
+    [
+        ("H100-SXM5-80GB", 16, 128, 64),  # Hopper: FlashMLA needs a multiple of 64 ("Forcing kv cache block size
+        ("H200-SXM-141GB", 32, 128, 64),  # to 64 for FlashMLA backend.")
+        ("H20-96GB", 128, 128, 128),  # already a multiple of 64: kept
+        ("B200-SXM-180GB", 16, 128, 64),  # Blackwell, qk_nope_head_dim 128: FlashInfer MLA (32 or 64k)
+        ("GB200-NVL72-186GB", 32, 128, 32),
+        ("B200-SXM-180GB", 16, 64, 128),  # Blackwell, another head width: CUTLASS MLA, a multiple of 128
+        ("B200-SXM-180GB", 64, 64, 128),
+        ("A100-SXM4-80GB", 16, 128, 16),  # no FlashMLA before Hopper: Triton MLA, the size asked for
+        ("L40S-48GB", 16, 128, 16),
+        ("RTX-PRO-6000-Blackwell-Server-96GB", 16, 128, 16),  # compute capability 12.0: not the 10.x family
+        ("MI300X-192GB", 16, 128, 16),  # ROCm: not CudaPlatform's rule
+    ],
+)
+def test_mla_runs_with_the_block_size_its_default_backend_needs(gpu: str, asked: int, nope: int, runs: int) -> None:
+    assert mla_block_size(asked, load_hardware(gpu), nope) == runs
+
+
+def test_deepseek_v2_lite_on_an_h100_runs_blocks_of_64_tokens(tmp_path: Path) -> None:
+    """The same KV memory as test_deepseek_v2_lite_blocks_by_hand, cut into blocks of 64 tokens; a GQA model on the
+    same GPU keeps 16."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: mla\nmodel: DeepSeek-V2-Lite\nhardware: H100-SXM5-80GB\n"
+        "workload:\n  type: synthetic\n  arrivals: {type: poisson, rate: 1}\n"
+        "  prompt_tokens: {type: fixed, value: 100}\n  output_tokens: {type: fixed, value: 4}\n  num_requests: 2\n"
+    )
+    summary = simulate(load_scenario(scenario), tmp_path, 0).summary()
+    assert summary.config is not None
+    assert summary.config.engine["block_size"] == 64
+    # vLLM's H100 defaults: the profiling pass at 8,192 tokens, 1,024 sequences' fp32 logits
+    activation = 8192 * 2 * (3 * 10944 + 4 * 2048 + (16 + 2 * 16) * 192) + 1024 * 102_400 * 4
+    kv_cache = math.ceil(85_520_809_984 * 0.9) - 2 * 15_706_484_224 - activation - GIB // 2 - 3 * GIB // 4
+    assert summary.config.num_gpu_blocks == kv_cache // (64 * 31_104) == 21_586
+    llama = build_replica(load_scenario(scenario).model_copy(update={"model": "Llama-3.1-8B"}), tmp_path)
+    assert llama.engine.block_size == 16

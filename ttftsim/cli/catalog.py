@@ -112,7 +112,7 @@ def memory(
 ) -> None:
     """Per-GPU memory plan as vLLM computes it: weights, activations, reserves, KV blocks (with pipeline
     parallelism, on the stage with the fewest blocks: every stage gets that many)."""
-    from ttftsim.config.engine import EngineArgs, default_limits
+    from ttftsim.config.engine import EngineArgs, default_limits, mla_block_size
 
     deployment = deployment_from_options(model, gpu, tp, weight_dtype, kv_dtype, pp)
     tokens, seqs = default_limits(deployment.hardware, EngineArgs().vllm_version)  # the modelled default version
@@ -120,7 +120,7 @@ def memory(
         gpu_memory_utilization,
         max_num_batched_tokens or tokens,
         max_num_seqs or seqs,
-        16,
+        16 if (nope := deployment.model.mla_nope_dim) is None else mla_block_size(16, deployment.hardware, nope),
         max_model_len or deployment.model.max_position_embeddings,
     )
     plan = plan_memory(deployment, settings)

@@ -351,10 +351,33 @@ def _async_scheduling(args: EngineArgs, hardware: HardwareProfile, defaults: Ver
     return wanted and hardware.kind != "cpu"
 
 
+def mla_block_size(block_size: int, hardware: HardwareProfile, qk_nope_head_dim: int) -> int:
+    """The KV block size vLLM runs an MLA model with: its default attention backend needs its own (vLLM
+    platforms/cuda.py CudaPlatformBase.check_and_update_config, the default-backend branch; read at commit
+    002db49, the v1 attention registry of 0.13 and later). Blackwell (compute capability 10.x): FlashInfer MLA when
+    qk_nope_head_dim is 128 (32 or a multiple of 64, else 64), else CUTLASS MLA (a multiple of 128, else 128);
+    Hopper: FlashMLA (is_flashmla_dense_supported: capability 9.x or 10.x; a multiple of 64, else 64); other GPUs
+    fall back to Triton MLA with the block size asked for. An explicit --block-size is overridden the same way."""
+    capability = hardware.cuda_compute_capability
+    major = int(capability.split(".")[0]) if capability is not None else 0
+    if major == 10 and qk_nope_head_dim == 128:
+        return block_size if block_size == 32 or block_size % 64 == 0 else 64
+    if major == 10:
+        return block_size if block_size % 128 == 0 else 128
+    if major == 9:
+        return block_size if block_size % 64 == 0 else 64
+    return block_size
+
+
 def resolve_engine(
-    args: EngineArgs, hardware: HardwareProfile, model_max_len: int, native_dtype: WeightDtype
+    args: EngineArgs,
+    hardware: HardwareProfile,
+    model_max_len: int,
+    native_dtype: WeightDtype,
+    mla_qk_nope_head_dim: int | None = None,
 ) -> ResolvedEngine:
-    """Apply the version's defaults; raise ValueError (quoting values) on inconsistent arguments."""
+    """Apply the version's defaults; raise ValueError (quoting values) on inconsistent arguments.
+    mla_qk_nope_head_dim: the model's, for a multi-head latent attention model (None: not MLA)."""
     defaults = version_defaults(args.vllm_version)
     tier_tokens, tier_seqs = _tier(hardware, defaults)
     max_model_len = args.max_model_len or model_max_len
@@ -373,7 +396,11 @@ def resolve_engine(
         max_num_batched_tokens=batched,
         max_num_seqs=args.max_num_seqs or tier_seqs,
         max_model_len=max_model_len,
-        block_size=args.block_size,
+        block_size=(
+            args.block_size
+            if mla_qk_nope_head_dim is None
+            else mla_block_size(args.block_size, hardware, mla_qk_nope_head_dim)
+        ),
         gpu_memory_utilization=args.gpu_memory_utilization or defaults.gpu_memory_utilization,
         enable_prefix_caching=args.enable_prefix_caching and args.kv_cache_mode == "paged",
         enable_chunked_prefill=args.enable_chunked_prefill,

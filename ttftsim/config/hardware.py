@@ -83,6 +83,12 @@ class HardwareProfile(StrictModel):
         description="The name the driver reports (nvidia-smi --query-gpu=name, torch.cuda.get_device_name), "
         "e.g. NVIDIA H100 80GB HBM3; vLLM picks its default batch limits from it and the memory size",
     )
+    cuda_compute_capability: str | None = Field(
+        default=None,
+        pattern=r"^[0-9]+\.[0-9]+$",
+        description="CUDA compute capability (9.0 Hopper, 10.0 Blackwell B200/GB200, ...); vLLM picks MLA "
+        "attention kernels, and the KV block size they need, from it. None: not an NVIDIA GPU",
+    )
     node_labels: dict[str, list[str]] = Field(
         description="Kubernetes node labels that mark a node with this accelerator: label key -> the values that "
         "mean it (GPU feature discovery's nvidia.com/gpu.product, GKE's cloud.google.com/gke-accelerator, "
@@ -119,6 +125,8 @@ class HardwareProfile(StrictModel):
             "overhead",
             "nccl_reserve_bytes_by_tp",
         }
+        if self.cuda_compute_capability is not None:
+            required.add("cuda_compute_capability")
         missing = sorted(required - set(self.sources))
         if missing:
             raise ValueError(f"sources has no entry for {', '.join(missing)}")

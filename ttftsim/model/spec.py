@@ -170,6 +170,11 @@ class ModelSpec(BaseModel):
         return self.kv_lora_rank is not None
 
     @property
+    def mla_nope_dim(self) -> int | None:
+        """qk_nope_head_dim of an MLA model (vLLM's MLA backend choice reads it), None for any other attention."""
+        return self.qk_nope_head_dim if self.is_mla else None
+
+    @property
     def num_moe_layers(self) -> int:
         """Layers whose MLP is the routed experts (all but the leading dense ones; none for a dense model)."""
         return self.num_hidden_layers - self.num_dense_layers if self.is_moe else 0

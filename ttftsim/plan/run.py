@@ -211,7 +211,9 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
         except InputError as exc:
             raise InputError(source, f"search.hardware.{index}", exc.message) from None
         try:
-            engine = resolve_engine(plan.engine, hardware, model.max_position_embeddings, model.native_dtype)
+            engine = resolve_engine(
+                plan.engine, hardware, model.max_position_embeddings, model.native_dtype, model.mla_nope_dim
+            )
         except ValueError as exc:
             raise InputError(source, "engine", str(exc)) from None
         warnings += model_warnings(model, engine.max_model_len, engine.weight_dtype)
