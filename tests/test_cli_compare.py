@@ -17,7 +17,25 @@ def _rows(result: dict[str, object]) -> dict[str, dict[str, float]]:
 def test_a_scenario_against_itself_differs_in_nothing() -> None:
     result = run("compare", str(EXAMPLE), str(EXAMPLE), "--json")
     assert result.returncode == 0, result.stderr
-    assert all(row["delta"] in (0.0, None) for row in _rows(json.loads(result.stdout)).values())
+    compared = json.loads(result.stdout)
+    assert all(row["delta"] in (0.0, None) for row in _rows(compared).values())
+    assert (compared["differences"], compared["notes"]) == ([], [])
+
+
+def test_the_header_names_both_files_what_b_changes_and_that_b_traffic_is_not_used(tmp_path: Path) -> None:
+    other = tmp_path / "b.yaml"
+    text = EXAMPLE.read_text().replace('vllm_version: "0.15.1"', 'vllm_version: "0.15.1"\n  max_num_seqs: 12')
+    other.write_text(text.replace("rate: 8", "rate: 1").replace("H100-SXM5-80GB", "H200-SXM-141GB"))
+    compared = json.loads(run("compare", str(EXAMPLE), str(other), "--json").stdout)
+    changed = ["hardware: H100-SXM5-80GB -> H200-SXM-141GB", "engine.max_num_seqs: default -> 12"]
+    assert compared["differences"] == changed
+    assert compared["notes"] == [
+        "b.yaml's own workload, seed or horizon is not used: both run llama31-8b-h100.yaml's traffic (compare "
+        "deploys two configurations under one traffic; simulate each file for its own)"
+    ]
+    shown = run("compare", str(EXAMPLE), str(other)).stdout
+    assert f"A llama31-8b-h100-chat ({EXAMPLE})  vs  B llama31-8b-h100-chat ({other})" in shown
+    assert "B differs from A in: " + "; ".join(changed) in shown
 
 
 def test_b_gets_a_traffic_and_the_slower_config_shows_up(tmp_path: Path) -> None:

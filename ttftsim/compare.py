@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ttftsim.config.scenario import Scenario
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.run_summary import RunSummary
 from ttftsim.replica import resolve_ref
@@ -67,9 +68,42 @@ def cost(result: SimulationResult, base: Path) -> Cost:
     return Cost(per_hour, per_hour / tokens_per_hour * 1e6 if tokens_per_hour else None)
 
 
+TRAFFIC = ("workload", "seed", "horizon_s")  # A's, in both runs
+
+
+def differences(a: Scenario, b: Scenario) -> list[str]:
+    """What B deploys differently from A (model, hardware, engine, cluster, SLO), one `field: A -> B` each, in
+    the schema's field order (unset: the version's default); the traffic fields are A's in both runs."""
+    left = _flat(a.model_dump(mode="json", exclude={"name", *TRAFFIC}))
+    right = _flat(b.model_dump(mode="json", exclude={"name", *TRAFFIC}))
+    return [
+        f"{key}: {_shown(left.get(key))} -> {_shown(right.get(key))}"
+        for key in dict.fromkeys([*left, *right])
+        if left.get(key) != right.get(key)
+    ]
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as dotted paths to its leaves (an empty mapping is a leaf)."""
+    if not isinstance(value, dict) or not value:
+        return {prefix: value}
+    paths = (_flat(item, f"{prefix}.{key}" if prefix else str(key)) for key, item in value.items())
+    return {path: leaf for flat in paths for path, leaf in flat.items()}
+
+
+def _shown(value: Any) -> str:
+    return "default" if value is None else str(value)
+
+
 def compare(first: Path, second: Path, seed: int | None = None) -> dict[str, Any]:
-    a, b = load_scenario(first), load_scenario(second)
-    b = b.model_copy(update={"workload": a.workload, "seed": a.seed, "horizon_s": a.horizon_s})
+    a, b_own = load_scenario(first), load_scenario(second)
+    b = b_own.model_copy(update={"workload": a.workload, "seed": a.seed, "horizon_s": a.horizon_s})
+    notes = []
+    if any(getattr(b_own, name) != getattr(a, name) for name in TRAFFIC):
+        notes.append(
+            f"{second.name}'s own workload, seed or horizon is not used: both run {first.name}'s traffic "
+            "(compare deploys two configurations under one traffic; simulate each file for its own)"
+        )
     results = []
     for scenario, path in ((a, first), (b, second)):
         result = simulate(scenario, path.parent, seed, source=str(path))
@@ -84,7 +118,11 @@ def compare(first: Path, second: Path, seed: int | None = None) -> dict[str, Any
     return {
         "a": a.name,
         "b": b.name,
+        "a_file": str(first),
+        "b_file": str(second),
         "traffic": f"{first.name}'s workload, seed {seed if seed is not None else a.seed}",
+        "differences": differences(a, b),
+        "notes": notes,
         "rows": rows,
         "warnings": list(dict.fromkeys(w for summary, _ in results for w in summary.warnings or ())),  # not modelled
     }

@@ -324,7 +324,20 @@ def _num(value: float | None) -> str:
 
 
 def render_compare(console: Console, result: dict[str, Any]) -> None:
-    console.print(f"[bold]A[/] {result['a']}  vs  [bold]B[/] {result['b']}  (traffic: {result['traffic']})")
+    console.print(
+        f"[bold]A[/] {escape(result['a'])} ({escape(result['a_file'])})  vs  [bold]B[/] {escape(result['b'])} "
+        f"({escape(result['b_file'])})  (traffic: {escape(result['traffic'])})",
+        soft_wrap=True,
+    )
+    differs = result["differences"]
+    console.print(
+        "B differs from A in: " + "; ".join(escape(d) for d in differs)
+        if differs
+        else "A and B deploy the same model, hardware, engine and cluster",
+        soft_wrap=True,
+    )
+    for note in result["notes"]:
+        console.print(f"note: {escape(note)}", soft_wrap=True)
     table = Table("metric", "A", "B", "B - A", "change")
     for row in result["rows"]:
         change = "-" if row["relative"] is None else f"{row['relative']:+.1%}"
