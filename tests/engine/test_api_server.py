@@ -60,3 +60,21 @@ def test_a_step_batch_costs_its_dispatch_plus_its_tokens() -> None:
     assert api.outputs(0.010, 10) == pytest.approx(0.0115)  # 0.5 ms for the batch + 10 x 0.1 ms
     assert api.outputs(0.011, 1) == pytest.approx(0.0121)  # queued behind the first batch
     assert api.outputs(0.020, 0) == pytest.approx(0.020)  # a step that sampled nothing costs nothing
+
+
+@pytest.mark.parametrize("closed_form", [True, False])
+def test_a_request_sent_mid_decode_run_queues_behind_the_tokens_already_sent(closed_form: bool) -> None:
+    """The API server works in time order: B's ingress waits for A's tokens of decode steps that ended before B
+    was sent, whether those steps ran one by one or as one closed-form decode run (handed to the server when B
+    arrives, engine.py _account_run). 1.25 ms per request, 10 ms per output token; steps 10 ms + 1 ms a token.
+    A: ingress to 0.00125, prefill to 0.11125, decode step k ends e_k = 0.11125 + 0.011 k, its token on the
+    server e_k .. e_k + 0.010. B is sent at e_2 + 0.0095 = 0.14275, the server is busy to 0.14325, so B reaches
+    the engine at 0.1445, just after step 3 started (e_3 = 0.14425; without the wait it would be 0.144, in time):
+    B joins step 4 (0.15525 .. 0.21625: A's decode and B's 50 tokens) and its token is on the server after
+    step 3's (0.1445 .. 0.1545), 0.21625 .. 0.23625 (two tokens): TTFT 0.23625 - 0.14275."""
+    api = ApiServerCosts(per_request_s=0.00125, per_prompt_token_s=0.0, per_output_token_s=0.010)
+    env, engine, recorder = make_engine(cost=LinearStepModel(0.01, 0.001), closed_form=closed_form, api_server=api)
+    feed(env, engine, [request(0, 0.0, 100, 50), request(1, 0.14275, 50, 2)])
+    env.run()
+    ttfts = [float(x) for x in recorder.requests_frame().sort_values("request_id")["ttft_s"]]
+    assert ttfts == pytest.approx([0.12125, 0.23625 - 0.14275], abs=1e-12)

@@ -112,6 +112,21 @@ def test_a_decode_run_cut_by_the_horizon_leaves_what_stepping_leaves() -> None:
         assert _at_horizon(True, horizon, three) == _at_horizon(False, horizon, three), horizon
 
 
+def test_at_the_horizon_a_request_that_arrived_during_an_iteration_is_in_flight_from_its_arrival() -> None:
+    # 0 and 1 decode in steps of 0.25 s; 2 arrives at 1.6, during the step 1.5 .. 1.75, and the engine would
+    # take it in at 1.75. At the horizon 1.7 it has arrived: in flight, waiting, sent at 1.6 (not at 1.7);
+    # 3, arriving exactly at the horizon, has not (SimPy stops before events at the horizon).
+    cfg = engine_config(max_num_seqs=4, max_num_batched_tokens=8192, block_size=16)
+    for closed_form in (True, False):
+        env, recorder = simpy.Environment(), Recorder(0.0)
+        engine = Engine(env, cfg, LinearStepModel(0.25), 100, recorder, closed_form_decode=closed_form)
+        requests = [request(0, 0.0, 16, 40), request(1, 0.0, 30, 40), request(2, 1.6, 20, 40), request(3, 1.7, 8, 4)]
+        engine.attach_feed(requests)
+        env.run(until=1.7)
+        flight = [(s.rid, s.num_output, s.submitted_s, s.first_scheduled_s) for s in engine.in_flight()]
+        assert flight == [(0, 6, 0.0, 0.0), (1, 6, 0.0, 0.0), (2, 0, 1.6, -1.0)], closed_form
+
+
 def test_out_of_blocks_the_last_running_request_is_preempted_and_recomputed_from_its_cached_prompt() -> None:
     # Four blocks of 16 tokens, two requests of 16-token prompts and 20 tokens out. Prefill 0-0.25 (blocks 0
     # and 1), token 1 at 0.25; the first decode puts token 17 in a second block each (blocks 2 and 3). Decode
@@ -143,3 +158,20 @@ def test_out_of_blocks_the_last_running_request_is_preempted_and_recomputed_from
         alone = [(4.25, 1, 1, 1), (4.5, 2, 1, 1)] if closed_form else [(4.25, 1, 1, 1), (4.5, 1, 1, 1), (4.75, 1, 1, 1)]
         back = [(5.0, 17, 1, 0), (5.25, 2, 1, 0)] if closed_form else [(5.0, 17, 1, 0), (5.25, 1, 1, 0), (5.5, 1, 1, 0)]
         assert steps == [(0.0, 32, 2, 0), *decodes, *alone, *back]
+        # the iterations each row stands for: 1 prefill + 16 decodes + 3 alone + the recompute and 2 decodes
+        stands_for = [s[-1] for s in recorder.steps]
+        assert stands_for == ([1, 16, 1, 2, 1, 2] if closed_form else [1] * 23)
+
+
+def test_every_inter_token_gap_of_a_batch_is_counted_once_per_request() -> None:
+    # two requests of 10 tokens decoding together, a third of 3 tokens arriving at 0.6 and prefilled in the
+    # step 0.75 .. 1.0 beside their decodes; every step 0.25 s: 9 + 9 + 2 gaps of 0.25 s, whether the
+    # decodes are stepped one by one or run in closed form (cut by the arrival, stepped in the mixed batch)
+    for closed_form in (True, False):
+        env, recorder = simpy.Environment(), Recorder(0.0)
+        cfg = engine_config(max_num_seqs=4, block_size=16)
+        engine = Engine(env, cfg, LinearStepModel(0.25), 100, recorder, closed_form_decode=closed_form)
+        engine.attach_feed([request(0, 0.0, 16, 10), request(1, 0.0, 16, 10), request(2, 0.6, 16, 3)])
+        env.run(until=100)
+        values, weights = recorder.itl_samples()
+        assert (set(values[weights > 0].tolist()), float(weights.sum())) == ({0.25}, 20.0), closed_form
