@@ -175,3 +175,29 @@ def test_every_inter_token_gap_of_a_batch_is_counted_once_per_request() -> None:
         env.run(until=100)
         values, weights = recorder.itl_samples()
         assert (set(values[weights > 0].tolist()), float(weights.sum())) == ({0.25}, 20.0), closed_form
+
+
+def _pushed(closed_form: bool, async_scheduling: bool, requests: list[Request]) -> list[tuple[object, ...]]:
+    env, recorder = simpy.Environment(), Recorder(0.0)
+    cfg = engine_config(max_num_seqs=4, block_size=16, async_scheduling=async_scheduling)
+    engine = Engine(env, cfg, LinearStepModel(0.25), 100, recorder, closed_form_decode=closed_form)
+    feed(env, engine, requests)  # pushed as they arrive: a push cuts a decode run after the iteration in progress
+    env.run(until=100)
+    return _nan_as_none(_rows(recorder))
+
+
+def test_a_push_cuts_a_decode_run_where_stepping_would_take_the_request_in() -> None:
+    # request 0 decodes from 0.25 in steps of 0.25 s. Synchronous: 1 arrives at 1.1 (in the step 1.0 .. 1.25)
+    # or exactly at 1.0 (a step end) and is scheduled at the next step start, 1.25 or 1.0, its token 0.25 s
+    # later. Async scheduling (vLLM: the next step is scheduled while the current one runs): a request that
+    # arrives while step k runs enters step k + 2, so from 1.5 (sent at 1.1) and 1.25 (sent at 1.0, while the
+    # step 1.0 .. 1.25 was already scheduled). The closed-form run cut by the push gives what stepping gives.
+    for async_scheduling, (mid, at_end) in ((False, (1.25, 1.0)), (True, (1.5, 1.25))):
+        for sent, scheduled in ((1.1, mid), (1.0, at_end)):
+            requests = [request(0, 0.0, 16, 20), request(1, sent, 16, 3)]
+            rows = _pushed(True, async_scheduling, requests)
+            assert rows == _pushed(False, async_scheduling, requests), (async_scheduling, sent)
+            assert rows[0] == (1, "finished", "", scheduled, scheduled + 0.25, scheduled + 0.75), (
+                async_scheduling,
+                sent,
+            )
