@@ -78,3 +78,21 @@ def test_a_request_sent_mid_decode_run_queues_behind_the_tokens_already_sent(clo
     env.run()
     ttfts = [float(x) for x in recorder.requests_frame().sort_values("request_id")["ttft_s"]]
     assert ttfts == pytest.approx([0.12125, 0.23625 - 0.14275], abs=1e-12)
+
+
+def test_the_api_server_time_is_the_request_frontend_share_and_a_refused_request_is_recorded_rejected() -> None:
+    # request 0, sent at 0.5: 1 ms + 100 x 0.01 ms of ingress, the engine has it at 0.502, its prefill ends at
+    # 0.612. Request 1, sent at 0.6, needs 2,002 tokens of KV, more than the 100 blocks of 16 hold: refused, but
+    # only once its ingress (1 ms + 2,000 x 0.01 ms, 0.600 .. 0.621) is done, and request 0's first token waits
+    # for that: sent at 0.621. Request 0's API-server share (frontend_s) is 0.002 + 0.009, its TTFT 0.121.
+    api = ApiServerCosts(per_request_s=0.001, per_prompt_token_s=0.00001, per_output_token_s=0.0)
+    env, engine, recorder = make_engine(num_blocks=100, api_server=api, block_size=16)
+    feed(env, engine, [request(0, 0.5, 100, 2), request(1, 0.6, 2000, 2)])
+    env.run()
+    frame = recorder.requests_frame().sort_values("request_id")
+    first, refused = frame.iloc[0], frame.iloc[1]
+    assert first["status"] == "finished"
+    assert (first["first_scheduled_s"], first["first_token_s"]) == pytest.approx((0.502, 0.612), abs=1e-12)
+    assert (first["frontend_s"], first["ttft_s"]) == pytest.approx((0.011, 0.121), abs=1e-12)
+    assert (refused["status"], refused["reason"]) == ("rejected", "2002 tokens exceed the KV cache (100 blocks of 16)")
+    assert np.isnan(refused["ttft_s"]) and refused["generated_tokens"] == 0
