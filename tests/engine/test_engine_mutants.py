@@ -8,6 +8,8 @@ exact. Timeouts are checked every EXPIRY_CHECK_S (1 s of simulated time), at ite
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import simpy
 
 from tests.factories import engine_config, feed, request
@@ -201,3 +203,38 @@ def test_a_push_cuts_a_decode_run_where_stepping_would_take_the_request_in() -> 
                 async_scheduling,
                 sent,
             )
+
+
+def _preemptions(blocks: int, requests: list[Request], closed_form: bool) -> tuple[list[tuple[object, ...]], list[int]]:
+    env, recorder = simpy.Environment(), Recorder(0.0)
+    engine = Engine(env, engine_config(max_num_seqs=4, block_size=16), LinearStepModel(0.25), blocks, recorder,
+                    closed_form_decode=closed_form)  # fmt: skip
+    engine.attach_feed(requests)
+    env.run(until=200)
+    count, first = (REQUEST_COLUMNS.index(c) for c in ("num_preemptions", "first_preempt_s"))
+    rows = [(r[0], r[FINISH], r[count], r[first] if r[count] else None) for r in recorder.rows]
+    return rows, [s[3] for s in recorder.steps]
+
+
+def test_a_request_preempted_twice_counts_both_and_keeps_its_first_preemption_time() -> None:
+    # Five blocks, three requests of 16-token prompts and 40 tokens out. Prefill 0-0.25 takes blocks 0-2; the
+    # first decode (from 0.25) needs a second block for each and two are free: request 2, the last running,
+    # is preempted at 0.25. 0 and 1 decode until position 32 (the decode from 4.25) needs a third block each and
+    # one is free: 1 is preempted at 4.25. 0 finishes alone at 0.25 + 39 x 0.25 = 10.0; 2 comes back and is
+    # preempted again later; its first preemption time stays 0.25.
+    three = [request(0, 0.0, 16, 40), request(1, 0.0, 16, 40), request(2, 0.0, 16, 40)]
+    rows, _ = _preemptions(5, three, True)
+    assert rows == _preemptions(5, three, False)[0]
+    assert rows[0] == (0, 10.0, 0, None)
+    assert [(rid, count, first) for rid, _, count, first in rows[1:]] == [(1, 1, 4.25), (2, 2, 0.25)]
+
+
+def test_a_private_request_preempted_finds_its_own_blocks_as_a_shared_one_does() -> None:
+    # the case of test_out_of_blocks_...: vLLM hashes every block as it fills, so a preempted request finds its
+    # prompt's block again whether or not another request could share it; ttftsim hashes a private request's
+    # blocks only when it is preempted, with the same result (17 tokens recomputed at 5.0, not 33)
+    shared = [request(0, 0.0, 16, 20), request(1, 0.0, 16, 20)]
+    private = [replace(r, private=True) for r in shared]
+    for closed_form in (True, False):
+        assert _preemptions(4, private, closed_form) == _preemptions(4, shared, closed_form)
+        assert 17 in _preemptions(4, private, closed_form)[1]
