@@ -238,3 +238,35 @@ def test_a_private_request_preempted_finds_its_own_blocks_as_a_shared_one_does()
     for closed_form in (True, False):
         assert _preemptions(4, private, closed_form) == _preemptions(4, shared, closed_form)
         assert 17 in _preemptions(4, private, closed_form)[1]
+
+
+def test_a_binding_token_budget_splits_prefills_behind_the_decodes_on_both_paths() -> None:
+    # 40 tokens a step, every step 0.25 s; three 16-token prompts at 0, then prompts of 100 (at 0.6), 70 (1.1)
+    # and 20 (1.3). Running requests first, in admission order, a decode one token, a prefill what is left:
+    #   0.0   0 and 1 take 16 each, 2 a chunk of 8                         40 tokens, 3 running
+    #   0.25  2 decodes + 2's last 8                                        10
+    #   0.5   3 decodes                                                      3
+    #   0.75  3 decodes + 37 of request 3's 100                             40, 4 running
+    #   1.0   3 decodes + 37                                                40
+    #   1.25  3 decodes + 3's last 26 + 11 of request 4's 70 (sent 1.1)    40, 5 running
+    #   1.5   4 decodes + 36 of 4's; 5 (sent 1.3) gets no budget: waits    40, 5 running, 1 waiting
+    #   1.75  4 decodes + 4's last 23 + 13 of 5's 20                        40, 6 running
+    # the fast paths (the decode cohort scheduled at once; closed-form decode runs) schedule what the
+    # per-request loop does, also when 12 blocks force preemptions
+    requests = [request(0, 0.0, 16, 30), request(1, 0.0, 16, 30), request(2, 0.0, 16, 30)]
+    requests += [request(3, 0.6, 100, 5), request(4, 1.1, 70, 5), request(5, 1.3, 20, 10)]
+    hand = [(0.0, 40, 3, 0), (0.25, 10, 3, 0), (0.5, 3, 3, 0), (0.75, 40, 4, 0), (1.0, 40, 4, 0)]
+    hand += [(1.25, 40, 5, 0), (1.5, 40, 5, 1), (1.75, 40, 6, 0)]
+    for blocks in (100, 12):
+        runs = []
+        for closed_form, cohort in ((True, True), (False, True), (False, False)):
+            env, recorder = simpy.Environment(), Recorder(0.0)
+            cfg = engine_config(max_num_seqs=8, block_size=16, max_num_batched_tokens=40)
+            engine = Engine(env, cfg, LinearStepModel(0.25), blocks, recorder, closed_form_decode=closed_form)
+            engine.scheduler.use_cohort = cohort  # False: every running request visited one by one
+            engine.attach_feed(list(requests))
+            env.run(until=200)
+            runs.append(_nan_as_none(_rows(recorder)))
+            if blocks == 100:
+                assert [(s[0], s[3], s[4], s[5]) for s in recorder.steps[:8]] == hand, (closed_form, cohort)
+        assert runs[0] == runs[1] == runs[2], blocks
