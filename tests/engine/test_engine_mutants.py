@@ -13,6 +13,7 @@ from dataclasses import replace
 import simpy
 
 from tests.factories import engine_config, feed, request
+from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.engine import EXPIRY_CHECK_S, Engine
 from ttftsim.engine.recorder import REQUEST_COLUMNS, Recorder
 from ttftsim.perf.linear import LinearStepModel
@@ -212,7 +213,9 @@ def _preemptions(blocks: int, requests: list[Request], closed_form: bool) -> tup
     engine.attach_feed(requests)
     env.run(until=200)
     count, first = (REQUEST_COLUMNS.index(c) for c in ("num_preemptions", "first_preempt_s"))
-    rows = [(r[0], r[FINISH], r[count], r[first] if r[count] else None) for r in recorder.rows]
+    rows: list[tuple[object, ...]] = [
+        (r[0], r[FINISH], r[count], r[first] if r[count] else None) for r in recorder.rows
+    ]
     return rows, [s[3] for s in recorder.steps]
 
 
@@ -270,3 +273,47 @@ def test_a_binding_token_budget_splits_prefills_behind_the_decodes_on_both_paths
             if blocks == 100:
                 assert [(s[0], s[3], s[4], s[5]) for s in recorder.steps[:8]] == hand, (closed_form, cohort)
         assert runs[0] == runs[1] == runs[2], blocks
+
+
+def _steps(
+    cfg: ResolvedEngine, blocks: int, requests: list[Request], count: int = 8
+) -> list[tuple[float, int, int, int]]:
+    """(start, tokens, running, waiting) of the first `count` iterations, stepped one by one."""
+    env, recorder = simpy.Environment(), Recorder(0.0)
+    engine = Engine(env, cfg, LinearStepModel(0.25), blocks, recorder, closed_form_decode=False)
+    engine.attach_feed(requests)
+    env.run(until=100)
+    return [(s[0], s[3], s[4], s[5]) for s in recorder.steps][:count]
+
+
+def test_long_prefill_token_threshold_caps_each_step_of_a_long_prompt() -> None:
+    # vLLM scheduler: 0 < long_prefill_token_threshold < num_new_tokens -> num_new_tokens = the threshold
+    cfg = engine_config(long_prefill_token_threshold=32, block_size=16)
+    assert _steps(cfg, 100, [request(0, 0.0, 100, 2)]) == [
+        (0.0, 32, 1, 0),
+        (0.25, 32, 1, 0),
+        (0.5, 32, 1, 0),
+        (0.75, 4, 1, 0),
+        (1.0, 1, 1, 0),
+    ]
+
+
+def test_without_chunked_prefill_a_prompt_exactly_the_budget_left_is_admitted_whole() -> None:
+    # budget 64 = max_model_len; two 32-token prompts: the second fits the 32 tokens left exactly
+    cfg = engine_config(enable_chunked_prefill=False, max_num_batched_tokens=64, max_model_len=64, block_size=16)
+    two = [request(0, 0.0, 32, 4), request(1, 0.0, 32, 4)]
+    assert _steps(cfg, 100, two, 4) == [(0.0, 64, 2, 0), (0.25, 2, 2, 0), (0.5, 2, 2, 0), (0.75, 2, 2, 0)]
+
+
+def test_reserving_the_full_prompt_keeps_a_long_prompt_waiting_until_all_of_it_fits() -> None:
+    # Eight blocks of 16, 32 tokens a step. Request 0 (16-token prompt) holds two blocks from its first decode
+    # at 0.25; request 1 (100-token prompt: 7 blocks) arrives at 0.1. vLLM 0.32 (scheduler_reserve_full_isl)
+    # admits it only when its whole prompt fits: it waits, 6 blocks free. Without the reserve its chunk of 31
+    # (the budget after the decode) is admitted at 0.25, and more at 0.5 and 0.75, until at 1.0 its 7th
+    # block is not there and it, the last running, is preempted.
+    pair = [request(0, 0.0, 16, 40), request(1, 0.1, 100, 2)]
+    waits = [(0.0, 16, 1, 0)] + [(0.25 * i, 1, 1, 1) for i in range(1, 8)]
+    assert _steps(engine_config(max_num_batched_tokens=32, block_size=16, reserve_full_prompt=True), 8, pair) == waits
+    chunks = [(0.0, 16, 1, 0), (0.25, 32, 2, 0), (0.5, 32, 2, 0), (0.75, 32, 2, 0)]
+    chunks += [(0.25 * i, 1, 1, 1) for i in range(4, 8)]
+    assert _steps(engine_config(max_num_batched_tokens=32, block_size=16, reserve_full_prompt=False), 8, pair) == chunks
