@@ -113,6 +113,11 @@ def test_a_decode_run_cut_by_the_horizon_leaves_what_stepping_leaves() -> None:
     three = [request(0, 0.0, 16, 40), request(1, 0.0, 30, 40), request(2, 1.6, 20, 40)]
     for horizon in (0.25, 1.0, 1.6, 1.75, 2.3, 5.0):
         assert _at_horizon(True, horizon, three) == _at_horizon(False, horizon, three), horizon
+    # a 15-token prompt: the first decode (0.25 .. 0.5) writes position 15 and fills block 0, the second
+    # (0.5 .. 0.75), the run's second iteration, writes position 16 in a new block: at 0.8 both are done,
+    # 3 tokens out, 2 blocks held
+    fifteen = [request(0, 0.0, 15, 40)]
+    assert _at_horizon(True, 0.8, fifteen) == _at_horizon(False, 0.8, fifteen) == [(0, 3, 2, 98)]
 
 
 def test_at_the_horizon_a_request_that_arrived_during_an_iteration_is_in_flight_from_its_arrival() -> None:
@@ -164,6 +169,7 @@ def test_out_of_blocks_the_last_running_request_is_preempted_and_recomputed_from
         # the iterations each row stands for: 1 prefill + 16 decodes + 3 alone + the recompute and 2 decodes
         stands_for = [s[-1] for s in recorder.steps]
         assert stands_for == ([1, 16, 1, 2, 1, 2] if closed_form else [1] * 23)
+        assert [s[1] for s in recorder.steps] == [0.25 * n for n in stands_for]  # a row lasts all its iterations
 
 
 def test_every_inter_token_gap_of_a_batch_is_counted_once_per_request() -> None:
