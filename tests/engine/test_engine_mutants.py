@@ -218,9 +218,10 @@ def _preemptions(blocks: int, requests: list[Request], closed_form: bool) -> tup
                     closed_form_decode=closed_form)  # fmt: skip
     engine.attach_feed(requests)
     env.run(until=200)
-    count, first = (REQUEST_COLUMNS.index(c) for c in ("num_preemptions", "first_preempt_s"))
+    count, first, cached = (REQUEST_COLUMNS.index(c) for c in ("num_preemptions", "first_preempt_s", "cached_tokens"))
     rows: list[tuple[object, ...]] = [
-        (r[0], r[FINISH], r[count], r[first] if r[count] else None) for r in recorder.rows
+        (r[0], r[SCHEDULED], r[FIRST], r[FINISH], r[count], r[first] if r[count] else None, r[cached])
+        for r in recorder.rows
     ]
     return rows, [s[3] for s in recorder.steps]
 
@@ -230,12 +231,19 @@ def test_a_request_preempted_twice_counts_both_and_keeps_its_first_preemption_ti
     # first decode (from 0.25) needs a second block for each and two are free: request 2, the last running,
     # is preempted at 0.25. 0 and 1 decode until position 32 (the decode from 4.25) needs a third block each and
     # one is free: 1 is preempted at 4.25. 0 finishes alone at 0.25 + 39 x 0.25 = 10.0; 2 comes back and is
-    # preempted again later; its first preemption time stays 0.25.
+    # preempted again later; its first preemption time stays 0.25, and its first scheduling (0.0) and first
+    # token (0.25) stay what the client saw: re-admissions do not move them.
     three = [request(0, 0.0, 16, 40), request(1, 0.0, 16, 40), request(2, 0.0, 16, 40)]
     rows, _ = _preemptions(5, three, True)
     assert rows == _preemptions(5, three, False)[0]
-    assert rows[0] == (0, 10.0, 0, None)
-    assert [(rid, count, first) for rid, _, count, first in rows[1:]] == [(1, 1, 4.25), (2, 2, 0.25)]
+    # TTFT's split is the first admission's: no prefix hit then (2's later hit of its own prompt is not one)
+    assert [cached for _, _, _, _, _, _, cached in rows] == [0, 0, 0]
+    rows = [row[:-1] for row in rows]
+    assert rows[0] == (0, 0.0, 0.25, 10.0, 0, None)
+    assert [(rid, scheduled, token, count, first) for rid, scheduled, token, _, count, first in rows[1:]] == [
+        (1, 0.0, 0.25, 1, 4.25),
+        (2, 0.0, 0.25, 2, 0.25),
+    ]
 
 
 def test_a_private_request_preempted_finds_its_own_blocks_as_a_shared_one_does() -> None:
