@@ -97,7 +97,7 @@ def _shown(value: Any) -> str:
 
 def compare(first: Path, second: Path, seed: int | None = None) -> dict[str, Any]:
     a, b_own = load_scenario(first), load_scenario(second)
-    b = b_own.model_copy(update={"workload": a.workload, "seed": a.seed, "horizon_s": a.horizon_s})
+    b = b_own.model_copy(update={name: getattr(a, name) for name in TRAFFIC})
     notes = []
     if any(getattr(b_own, name) != getattr(a, name) for name in TRAFFIC):
         notes.append(

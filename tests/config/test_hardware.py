@@ -61,13 +61,18 @@ def test_unknown_field_is_refused(tmp_path: Path) -> None:
         load_hardware(str(path))
 
 
-def test_missing_source_is_refused(tmp_path: Path) -> None:
+def _without_source(tmp_path: Path, field: str) -> Path:
+    """The H100 profile with one entry of `sources` taken out, written to a file."""
     data = yaml.safe_load((profiles_dir() / "h100-sxm5-80gb.yaml").read_text())
-    del data["sources"]["peak_flops"]
+    del data["sources"][field]
     path = tmp_path / "nosrc.yaml"
     path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_missing_source_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="sources has no entry for peak_flops"):
-        load_hardware(str(path))
+        load_hardware(str(_without_source(tmp_path, "peak_flops")))
 
 
 def test_invalid_yaml_is_one_line(tmp_path: Path) -> None:
@@ -87,9 +92,5 @@ def test_every_nvidia_profile_states_its_compute_capability_with_a_source(tmp_pa
     assert capabilities["MI300X-192GB"] is None and capabilities["CPU-host"] is None
     nvidia = [p.name for p in all_profiles() if p.device_name.startswith("NVIDIA")]
     assert len(nvidia) == 13 and all(capabilities[name] is not None for name in nvidia)
-    data = yaml.safe_load((profiles_dir() / "h100-sxm5-80gb.yaml").read_text())
-    del data["sources"]["cuda_compute_capability"]
-    path = tmp_path / "nosrc.yaml"
-    path.write_text(yaml.safe_dump(data))
     with pytest.raises(InputError, match="sources has no entry for cuda_compute_capability"):
-        load_hardware(str(path))
+        load_hardware(str(_without_source(tmp_path, "cuda_compute_capability")))
