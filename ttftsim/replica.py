@@ -11,7 +11,7 @@ from pathlib import Path
 from ttftsim.calibration.costs import CalibratedCosts, fit_path
 from ttftsim.calibration.factors import scaled_api_server, scaled_kernel_costs, scaled_linear, with_overhead
 from ttftsim.config.deployment_calibration import DeploymentCalibration, Factors
-from ttftsim.config.engine import ResolvedEngine, resolve_engine
+from ttftsim.config.engine import ResolvedEngine, WindowedGroups, resolve_engine
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import KernelCosts as KernelCostsChoice
@@ -20,8 +20,10 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.inputs.files import exists
 from ttftsim.model.catalog import load_model
+from ttftsim.model.spec import ModelSpec
 from ttftsim.perf.iteration import Deployment, IterationModel
 from ttftsim.perf.kernels import KernelCosts, RooflineCosts
+from ttftsim.perf.kv_groups import KvCacheGroups
 from ttftsim.perf.linear import LinearStepModel, StepCostModel
 from ttftsim.perf.memory import MemoryPlan, MemorySettings, plan_memory
 
@@ -79,9 +81,15 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         engine.block_size,
         engine.max_model_len,
         engine.enforce_eager,
+        hybrid_kv_cache(engine, hardware),
     )
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
+    windowed = windowed_groups(model, engine, hardware, memory)
+    if windowed is not None:  # the windowed KV manager's pool; vLLM's override counts one group's blocks
+        engine = replace(engine, windowed_kv=windowed)
+        if engine.num_gpu_blocks_override:
+            blocks = engine.num_gpu_blocks_override // (windowed.full + windowed.windowed)
     if engine.lora_slots:  # an adapter's copy into its GPU slot, and its read from disk into host memory
         lora = getattr(scenario.workload, "lora", None)
         adapter = deployment.lora_adapter_bytes(lora.rank if lora is not None else engine.max_lora_rank)
@@ -129,6 +137,35 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     if scenario.engine.calibration is not None:
         note += f", deployment factors of {scenario.engine.calibration}"
     return Replica(engine, perf, memory, blocks, cost, note)
+
+
+def hybrid_kv_cache(engine: ResolvedEngine, hardware: HardwareProfile) -> bool:
+    """Whether vLLM's hybrid KV-cache manager is on: not with a KV connector (KV offloading and LMCache are
+    connectors), not on CPUs (vLLM 0.15.1 config/vllm.py VllmConfig.__post_init__). Off, a model with full and
+    sliding-window layers keeps every token in every layer (perf/kv_groups.py)."""
+    return not engine.kv_offloading_gib and engine.lmcache is None and hardware.kind != "cpu"
+
+
+def windowed_groups(
+    model: ModelSpec, engine: ResolvedEngine, hardware: HardwareProfile, memory: MemoryPlan
+) -> WindowedGroups | None:
+    """The sliding-window groups whose blocks the engine frees as they leave the window (kvcache/windowed.py),
+    or None: no windowed group, or an engine the windowed KV manager does not run in (static or no KV cache,
+    a CPU tier, LMCache; window_kept says when vLLM would free them there)."""
+    groups = KvCacheGroups.of(model, hybrid_kv_cache(engine, hardware))
+    if not groups.windowed_groups or engine.kv_cache_mode != "paged" or window_kept(model, engine, hardware):
+        return None
+    count = engine.num_gpu_blocks_override or memory.vllm_num_blocks(groups)
+    return WindowedGroups(groups.full_groups, groups.windowed_groups, groups.window, count)
+
+
+def window_kept(model: ModelSpec, engine: ResolvedEngine, hardware: HardwareProfile) -> bool:
+    """Whether the windowed layers keep tokens here that vLLM frees: a model whose layers all share one window
+    keeps vLLM's sliding-window manager with a KV connector too, but the windowed KV manager does not run beside
+    the CPU tier or LMCache (the run warns: model/not_modelled.py)."""
+    groups = KvCacheGroups.of(model, hybrid_kv_cache(engine, hardware))
+    connector = bool(engine.kv_offloading_gib) or engine.lmcache is not None
+    return bool(groups.windowed_groups) and (connector or engine.kv_cache_mode == "static")
 
 
 def offload_sizes(engine: ResolvedEngine, memory: MemoryPlan, hardware: HardwareProfile) -> tuple[int, float]:

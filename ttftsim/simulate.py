@@ -30,7 +30,7 @@ from ttftsim.metrics.summary import summarize
 from ttftsim.metrics.timeseries import time_series
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
-from ttftsim.replica import Replica, build_replica
+from ttftsim.replica import Replica, build_replica, window_kept
 from ttftsim.workload.budget import WorkLimitError, check_blocks, check_scenario
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
 
@@ -62,6 +62,8 @@ class SimulationResult:
         """Summary with the configuration that produced it, and what it read but did not model (warnings).
         Only what the inputs and seed determine: the same bytes every run (the wall time is in run_info)."""
         engine, memory = self.replica.engine, self.replica.memory
+        model, hardware = self.replica.perf.deployment.model, self.replica.perf.deployment.hardware
+        windowed = engine.windowed_kv
         summary = summarize(
             self.requests,
             (self.itl_values, self.itl_weights),
@@ -71,15 +73,15 @@ class SimulationResult:
         )
         config = RunConfig(
             scenario=self.scenario.name,
-            model=self.replica.perf.deployment.model.name,
-            hardware=self.replica.perf.deployment.hardware.name,
+            model=model.name,
+            hardware=hardware.name,
             engine={k: v for k, v in asdict(engine).items() if k != "seed" and not k.startswith("lmcache")}
             | {  # the run's seed is below; LMCache's settings only where it runs
                 "api_server": engine.api_server.model_dump(),
                 "speculative": engine.speculative.model_dump() if engine.speculative is not None else None,
             }
             | ({"lmcache": engine.lmcache.model_dump()} if engine.lmcache is not None else {}),
-            num_gpu_blocks=self.replica.num_blocks,
+            num_gpu_blocks=self.replica.num_blocks if windowed is None else windowed.num_blocks,  # vLLM's count
             kv_capacity_tokens=self.replica.num_blocks * engine.block_size,
             memory_plan_bytes=asdict(memory) if memory else None,
             kernel_costs=self.replica.kernel_costs,
@@ -92,7 +94,7 @@ class SimulationResult:
             simulation=SimulationFacts(self.sim_end_s, int(self.steps["num_steps"].sum()) if len(self.steps) else 0),
             warnings=tuple(
                 version_warnings(self.scenario.engine.vllm_version)
-                + model_warnings(self.replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype)
+                + model_warnings(model, engine.max_model_len, engine.weight_dtype, window_kept(model, engine, hardware))
             ),
             external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
         )

@@ -22,19 +22,24 @@ def _config(tmp_path: Path, preset: str, **fields: Any) -> Path:
     return path
 
 
-def test_a_sliding_window_shorter_than_max_model_len_warns_once() -> None:
+def test_a_sliding_window_kept_where_vllm_frees_it_warns_once() -> None:
+    """The windowed KV manager frees the window (kvcache/windowed.py); only an engine it does not run in (KV
+    offloading, LMCache, a static cache: window_kept) keeps those tokens, and says so."""
     mistral = load_model("Mistral-7B-v0.1")
     assert mistral.sliding_window == 4096
-    (warning,) = model_warnings(mistral, 8192, "bf16")
+    assert model_warnings(mistral, 8192, "bf16") == []  # freed as vLLM frees it
+    (warning,) = model_warnings(mistral, 8192, "bf16", window_kept=True)
     assert warning == (
-        "sliding_window=4096 (Mistral-7B-v0.1) is modelled in attention time but not in the KV cache: the windowed "
-        "layers keep every token, where vLLM frees the blocks that fall out of the window, so contexts longer than "
-        "4,096 tokens (max_model_len 8,192) hold more KV blocks than in vLLM (fewer requests fit, preemption comes "
-        "sooner); exact up to 4,096 tokens"
+        "sliding_window=4096 (Mistral-7B-v0.1) is modelled in attention time but not in the KV cache of this engine "
+        "(KV offloading, LMCache or a static cache): the windowed layers keep every token, where vLLM frees the "
+        "blocks that fall out of the window, so contexts longer than 4,096 tokens (max_model_len 8,192) hold more KV "
+        "blocks than in vLLM (fewer requests fit, preemption comes sooner); exact up to 4,096 tokens"
     )
     gemma = load_model("gemma-3-27b-pt")
-    assert model_warnings(gemma, 8192, "bf16")[0].startswith("sliding_window=1024 (gemma-3-27b-pt, 52 of 62 layers) ")
-    assert model_warnings(mistral, 4096, "bf16") == []  # never longer than the window: exact
+    assert model_warnings(gemma, 8192, "bf16", window_kept=True)[0].startswith(
+        "sliding_window=1024 (gemma-3-27b-pt, 52 of 62 layers) "
+    )
+    assert model_warnings(mistral, 4096, "bf16", window_kept=True) == []  # never longer than the window: exact
 
 
 @pytest.mark.parametrize("preset", ["Llama-3.1-8B", "Qwen2.5-7B", "Mixtral-8x7B-v0.1"])
@@ -48,12 +53,13 @@ def test_qwen2_window_counts_only_with_use_sliding_window(
     tmp_path: Path, use_sliding_window: bool, warns: bool
 ) -> None:
     path = _config(tmp_path, "Qwen2.5-7B", sliding_window=32768, use_sliding_window=use_sliding_window)
-    assert bool(model_warnings(load_model(str(path)), 131072, "bf16")) is warns
+    assert bool(model_warnings(load_model(str(path)), 131072, "bf16", window_kept=True)) is warns
 
 
 def test_a_users_config_with_a_window_warns(tmp_path: Path) -> None:
     spec = load_model(str(_config(tmp_path, "Mistral-7B-v0.1", sliding_window=2048)))
-    assert [w.split(" is ")[0] for w in model_warnings(spec, 32768, "bf16")] == [f"sliding_window=2048 ({spec.name})"]
+    warnings = model_warnings(spec, 32768, "bf16", window_kept=True)
+    assert [w.split(" is ")[0] for w in warnings] == [f"sliding_window=2048 ({spec.name})"]
     assert load_model(str(_config(tmp_path, "Mistral-7B-v0.1", sliding_window=None))).sliding_window is None
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.iteration import Deployment
 from ttftsim.perf.kv_groups import KvCacheGroups
-from ttftsim.perf.memory import MemorySettings, plan_memory
+from ttftsim.perf.memory import DoesNotFitError, MemorySettings, one_sequence_bytes, plan_memory
 
 H100 = "H100-SXM5-80GB"
 
@@ -74,3 +76,20 @@ def test_gemma_3_padding_layers_cost_kv_memory() -> None:
     assert unified.kv_bytes_per_token == 62 * 8_192
     assert unified.num_blocks == unified.vllm_num_blocks(KvCacheGroups(1, 0, 62))
     assert unified.num_blocks == plan.kv_cache_bytes // (16 * 62 * 8_192)
+
+
+def test_a_windowed_model_starts_at_a_context_that_its_full_layers_alone_could_not_hold() -> None:
+    """Gemma-3-12b (48 layers, 40 windowed at 1,024; 8 KV heads of 256: 8,192 bytes a token per layer) at
+    max_model_len 131,072 on one H100. vLLM 0.15.1 checks group size x page x the first group's blocks for one
+    sequence, the first group a windowed one: cdiv(1,023 + 8,192, 16) + 1 = 577 blocks of 8 layers x 16 tokens x
+    8,192 bytes, 0.6 GB: it starts. With the hybrid manager off (a KV connector) every layer is full: 131,072
+    tokens x 48 x 8,192 bytes = 51.5 GB, more than the 49.9 GB of KV cache."""
+    model, hw = load_model("gemma-3-12b-pt"), load_hardware(H100)
+    settings = MemorySettings(max_num_batched_tokens=8192, max_model_len=131_072)
+    groups = KvCacheGroups.of(model)
+    assert groups == KvCacheGroups(1, 5, 8, 1024)
+    plan = plan_memory(Deployment(model, hw), settings)
+    assert one_sequence_bytes(Deployment(model, hw), settings, groups, plan.kv_bytes_per_token) == 8 * 16 * 8_192 * 577
+    assert plan.kv_capacity_tokens < 131_072  # every layer's every token would not fit: the window is what starts it
+    with pytest.raises(DoesNotFitError, match=r"max_model_len 131072 needs 51\.5 GB of KV cache per GPU"):
+        plan_memory(Deployment(model, hw), replace(settings, hybrid_kv_cache=False))

@@ -270,6 +270,17 @@ def version_warnings(version: str) -> list[str]:
 
 
 @dataclass(frozen=True)
+class WindowedGroups:
+    """The KV-cache groups of a model with sliding-window layers (perf/kv_groups.py) whose blocks the engine
+    frees as they leave the window (kvcache/windowed.py), and the pool's size in one group's blocks."""
+
+    full: int  # full-attention groups
+    windowed: int  # sliding-window groups
+    window: int  # the sliding window, in tokens
+    num_blocks: int  # vLLM's num_gpu_blocks: blocks of one group's page
+
+
+@dataclass(frozen=True)
 class ResolvedEngine:
     """Engine arguments with every default applied for a model, hardware and version."""
 
@@ -309,6 +320,7 @@ class ResolvedEngine:
     lmcache_chunk_bytes: int = 0  # one LMCache chunk's KV on each GPU (replica.py, from the memory plan)
     lmcache_h2d_bytes_per_s: float = 0.0  # host <-> GPU copies of chunks, per GPU (replica.py)
     lmcache_num_layers: int = 1  # layers a layerwise load or store is split into (replica.py)
+    windowed_kv: WindowedGroups | None = None  # sliding-window groups freed as they leave the window (replica.py)
 
     @property
     def gpus(self) -> int:

@@ -39,6 +39,7 @@ from ttftsim.engine.step_plan import StepPlan, rejection, run_cap
 from ttftsim.engine.visible import VisibleTokens
 from ttftsim.kvcache.manager import KVCacheManager
 from ttftsim.kvcache.offload import CpuTier
+from ttftsim.kvcache.windowed import WindowedKVCacheManager
 from ttftsim.perf.linear import PipelineCostModel, StepCostModel
 from ttftsim.workload.request import Request
 
@@ -62,14 +63,17 @@ class Engine:
         attention_window: int = 0,
     ) -> None:
         self.env, self.cfg, self.perf, self.recorder, self.replica = env, cfg, perf, recorder, replica
-        self.kv = KVCacheManager(
-            num_blocks, cfg.block_size, cfg.kv_cache_mode, cfg.enable_prefix_caching, cfg.max_model_len
+        self.kv = (
+            KVCacheManager(num_blocks, cfg.block_size, cfg.kv_cache_mode, cfg.enable_prefix_caching, cfg.max_model_len)
+            if cfg.windowed_kv is None
+            else WindowedKVCacheManager(cfg.windowed_kv, cfg.block_size, cfg.enable_prefix_caching)
         )
         if cfg.kv_offload_blocks:
             self.kv.tier = CpuTier(cfg.kv_offload_blocks)
         self.kv.lmcache = lmcache_tiers(cfg)
         self.closed_form_decode = (
             closed_form_decode
+            and cfg.windowed_kv is None  # blocks leave the window as requests decode: stepped request by request
             and cfg.kv_cache_mode != "none"
             and cfg.pp == 1
             and cfg.speculative is None

@@ -295,7 +295,7 @@ class Scheduler:
                 index += 1
                 continue
             new = new or remaining  # recompute-all: an oversized lone step
-            while not kv.allocate(state.rid, done + new):
+            while not kv.allocate(state.rid, done + new, computed_tokens=done):
                 victim_at = self.preemption.victim_index(running)
                 victim = running.pop(victim_at)
                 budget += _unschedule(victim, scheduled)

@@ -43,14 +43,22 @@ def run_cap(plan: StepPlan, cohort: DecodeCohort, deferred: bool, closed_form: b
 
 def rejection(cfg: ResolvedEngine, num_blocks: int, req: Request) -> str:
     """Why a replica refuses a request outright ('' when it does not): longer than max_model_len, or more
-    KV than the whole cache (paged), or a static reservation larger than the cache."""
+    KV than the whole cache (paged; with sliding-window groups, the blocks it holds at most when alone: the
+    window and one step's chunk in the windowed groups), or a static reservation larger than the cache."""
     total = req.prompt_tokens + req.output_tokens
     if total > cfg.max_model_len:
         return (
             f"prompt {req.prompt_tokens} + output {req.output_tokens} tokens exceed max_model_len {cfg.max_model_len}"
         )
     size = cfg.block_size
-    if cfg.kv_cache_mode == "paged" and -(-total // size) > num_blocks:
+    windowed = cfg.windowed_kv
+    if cfg.kv_cache_mode == "paged" and windowed is not None:  # alone: every full group, the window in the rest
+        blocks = -(-total // size)
+        window = -(-(windowed.window - 1 + cfg.max_num_batched_tokens) // size) + 1
+        peak = windowed.full * blocks + windowed.windowed * min(blocks, window)
+        if peak > windowed.num_blocks:
+            return f"{total} tokens need {peak} KV blocks over the KV-cache groups, more than the {windowed.num_blocks}"
+    elif cfg.kv_cache_mode == "paged" and -(-total // size) > num_blocks:
         return f"{total} tokens exceed the KV cache ({num_blocks} blocks of {size})"
     if cfg.kv_cache_mode == "static" and -(-cfg.max_model_len // size) > num_blocks:
         return (

@@ -116,9 +116,17 @@ class KVCacheManager:
         if self.lmcache is not None:  # vLLM: the connector is asked for the tokens past the GPU hit
             self.lmcache.query_tokens += num_tokens - hit_tokens
 
-    def allocate(self, request_id: int, num_tokens_after: int, hit: CacheHit = NO_HIT, reserve_tokens: int = 0) -> bool:
+    def allocate(
+        self,
+        request_id: int,
+        num_tokens_after: int,
+        hit: CacheHit = NO_HIT,
+        reserve_tokens: int = 0,
+        computed_tokens: int = -1,
+    ) -> bool:
         """Give a request blocks for num_tokens_after tokens (hit blocks first); False, changing nothing,
-        when the free queue cannot supply them (or cannot cover reserve_tokens, for full-prompt admission)."""
+        when the free queue cannot supply them (or cannot cover reserve_tokens, for full-prompt admission).
+        computed_tokens (a running request's, before this step) matters only to a sliding window (windowed.py)."""
         done = self._allocate(request_id, num_tokens_after, hit, reserve_tokens)
         if done and self.lmcache is not None and request_id in self._private:  # its chunks, never registered
             self.lmcache.store_private(request_id, num_tokens_after)

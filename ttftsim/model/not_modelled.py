@@ -1,14 +1,15 @@
 """What a model's config.json declares that the simulator reads but does not model (wholly or in part), as one
-warning each, so that a run says so instead of silently predicting without it: the part of sliding-window
-attention left out (Mistral v0.1, Qwen2 with use_sliding_window, Phi-3 4k; on some layers only: Gemma 2/3,
-gpt-oss), the checkpoint's own quantization_config (gpt-oss's MXFP4), and Llama 4's chunked local attention
+warning each, so that a run says so instead of silently predicting without it: sliding-window KV blocks kept where
+vLLM frees them (a model whose layers all share one window, served with KV offloading or LMCache, or a static KV
+cache), the checkpoint's own quantization_config (gpt-oss's MXFP4), and Llama 4's chunked local attention
 (attention_chunk_size on three layers in four; vLLM 0.15.1 llama4.py Llama4Attention, ChunkedLocalAttention).
 
-Of a sliding window, the attention cost (perf/attention.py) and vLLM's KV-cache groups (perf/kv_groups.py) are
-modelled; the KV manager still keeps every token in the windowed layers, where vLLM frees the blocks that fall
-out of the window (v1/core/single_type_kv_cache_manager.py SlidingWindowManager.remove_skipped_blocks). A
-window or chunk only matters for contexts longer than it, so it warns only when the engine admits such contexts
-(max_model_len above the window).
+Of a sliding window, the attention cost (perf/attention.py), vLLM's KV-cache groups (perf/kv_groups.py) and the
+freeing of the blocks that fall out of the window (kvcache/windowed.py, as vLLM's SlidingWindowManager) are
+modelled. The windowed KV manager does not run beside the CPU tier or LMCache: there the windowed layers keep every
+token, which is what vLLM does too for a model with full-attention layers as well (a KV connector turns its hybrid
+manager off), but not for one whose layers all share the window. A window or chunk only matters for contexts longer
+than it, so it warns only when the engine admits such contexts (max_model_len above the window).
 """
 
 from __future__ import annotations
@@ -20,16 +21,18 @@ from ttftsim.model.spec import ModelSpec
 CLOSEST_DTYPE = {"mxfp4": "int4", "fp8": "fp8", "awq": "int4", "gptq": "int4"}
 
 
-def model_warnings(spec: ModelSpec, max_model_len: int, weight_dtype: str) -> list[str]:
-    """The warnings for this model served with this max_model_len and weight format (empty: nothing ignored)."""
+def model_warnings(spec: ModelSpec, max_model_len: int, weight_dtype: str, window_kept: bool = False) -> list[str]:
+    """The warnings for this model served with this max_model_len and weight format (empty: nothing ignored);
+    window_kept: the engine keeps the windowed layers' tokens where vLLM frees them (replica.window_kept)."""
     warnings = []
     window = spec.sliding_window
-    if window is not None and window < max_model_len and spec.num_sliding_window_layers != 0:
+    if window_kept and window is not None and window < max_model_len and spec.num_sliding_window_layers != 0:
         warnings.append(
-            f"sliding_window={window} ({_where(spec)}) is modelled in attention time but not in the KV cache: the "
-            f"windowed layers keep every token, where vLLM frees the blocks that fall out of the window, so "
-            f"contexts longer than {window:,} tokens (max_model_len {max_model_len:,}) hold more KV blocks than in "
-            f"vLLM (fewer requests fit, preemption comes sooner); exact up to {window:,} tokens"
+            f"sliding_window={window} ({_where(spec)}) is modelled in attention time but not in the KV cache of "
+            f"this engine (KV offloading, LMCache or a static cache): the windowed layers keep every token, where "
+            f"vLLM frees the blocks that fall out of the window, so contexts longer than {window:,} tokens "
+            f"(max_model_len {max_model_len:,}) hold more KV blocks than in vLLM (fewer requests fit, preemption "
+            f"comes sooner); exact up to {window:,} tokens"
         )
     chunk = spec.attention_chunk_size
     if chunk is not None and chunk < max_model_len and spec.num_chunked_layers:

@@ -4,11 +4,11 @@ KV bytes per token = 2 (K and V) x layers x KV heads x head_dim x bytes per elem
 the group size, which the common back-of-envelope formula (hidden size x layers) misses. Multi-head latent
 attention caches one latent per layer instead: layers x (kv_lora_rank + qk_rope_head_dim) x bytes (vLLM
 MLAAttentionSpec: one "KV head" of head_size kv_lora_rank + qk_rope_head_dim, no separate V). It counts every
-layer, sliding-window ones too (vLLM's hybrid allocator keeps only the window there: not modelled, and said so
-by ttftsim/model/not_modelled.py). Parameter counts follow the Llama layer plus what spec.architecture adds per
-family (biases, Gemma's four norms, Qwen3's q/k norms), MLA's projections, shared experts and leading dense
-layers; gpt-oss's attention sinks (one scalar per head) and DeepSeek-V3's router score-correction bias (one per
-expert) are left out.
+layer, sliding-window ones too (vLLM's hybrid allocator keeps only the window there: the KV manager frees the
+rest as a request runs, ttftsim/kvcache/windowed.py). Parameter counts follow the Llama layer plus what
+spec.architecture adds per family (biases, Gemma's four norms, Qwen3's q/k norms), MLA's projections, shared
+experts and leading dense layers; gpt-oss's attention sinks (one scalar per head) and DeepSeek-V3's router
+score-correction bias (one per expert) are left out.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ routing on every layer). Reading a Hugging Face config.json into a spec is ttfts
 
 Left out, and refused with the reason when a config.json declares them (hf_config.py): dense and MoE layers
 interleaved (Llama 4 Maverick, Qwen2-MoE mlp_only_layers), and hybrid attention/state-space stacks. A sliding
-window (sliding_window on num_sliding_window_layers layers) is modelled in attention time (perf/attention.py)
-and in vLLM's KV-cache groups (perf/kv_groups.py), but the KV manager keeps every token of the windowed layers.
+window (sliding_window on num_sliding_window_layers layers) is modelled in attention time (perf/attention.py),
+in vLLM's KV-cache groups (perf/kv_groups.py) and in the KV manager, which frees what leaves the window
+(kvcache/windowed.py).
 Chunked local attention (Llama 4) and a checkpoint's own quantization_config (other than fp8, which is the fp8
 weight format) are read but not modelled (attention spans the full context, which is exact for contexts
 shorter than the chunk; weights take native_dtype unless the engine sets a quantization). Each run says what

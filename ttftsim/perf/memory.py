@@ -15,7 +15,8 @@ Sliding-window models (perf/kv_groups.py): vLLM's hybrid allocator groups the la
 own blocks, and pads the last group of each kind; a block here is one block in every group (block_size tokens
 of group size x groups layer pages), so num_blocks = vLLM's num_blocks // groups and a token costs the padded
 layers (Gemma-3-27b: 70 layer pages for its 62 layers). Which tokens the windowed groups can free is the KV
-manager's (kvcache/), not the plan's.
+manager's (kvcache/windowed.py), not the plan's; the start-up check that one max_model_len sequence fits counts a
+windowed layer's window only, as vLLM's does (one_sequence_bytes).
 
 With pipeline parallelism each stage's GPUs hold their layers' weights (the first stage also the input
 embedding, the last the final norm and the LM head, a second copy when the embeddings are tied) and KV for
@@ -228,10 +229,29 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
     plan = MemoryPlan(
         requested, weights, activation, non_torch, graphs, kv_cache, per_token, settings.block_size, num_blocks
     )
-    if plan.kv_capacity_tokens < settings.max_model_len:
+    needed = one_sequence_bytes(deployment, settings, groups, per_token)
+    if needed > kv_cache or (plan.kv_capacity_tokens < settings.max_model_len and not groups.windowed_groups):
         raise DoesNotFitError(
-            f"max_model_len {settings.max_model_len} needs {_gb(settings.max_model_len * per_token)} of KV cache "
+            f"max_model_len {settings.max_model_len} needs {_gb(needed)} of KV cache "
             f"per GPU for one sequence, but {spec.name} on TP={tp} x {hw.name} has {_gb(kv_cache)} "
             f"({plan.kv_capacity_tokens} tokens); lower max_model_len or raise tensor parallelism"
         )
     return plan
+
+
+def one_sequence_bytes(deployment: Deployment, settings: MemorySettings, groups: KvCacheGroups, per_token: int) -> int:
+    """KV bytes one max_model_len sequence needs on one GPU at start-up. Without a windowed group: max_model_len
+    tokens at per_token bytes. With one, vLLM 0.15.1's check (v1/core/kv_cache_utils.py get_kv_cache_configs ->
+    _max_memory_usage_bytes_from_groups): group size x page x the blocks the first group's spec needs for one
+    sequence (max_memory_usage_bytes). The first group is the first layer's kind, a sliding-window one in every
+    hybrid family we know (Gemma 2/3, gpt-oss, Cohere2) and in a model windowed throughout, so the blocks are
+    kv_cache_interface.py SlidingWindowSpec's: cdiv(min(window - 1 + max_num_batched_tokens, max_model_len),
+    block_size) + 1 (the window need not start at a block's start); with pipeline parallelism vLLM checks these
+    global groups against the smallest worker's memory."""
+    length = settings.max_model_len
+    if not groups.windowed_groups:
+        return length * per_token
+    size = settings.block_size
+    per_layer_token = kv_bytes_per_token_per_gpu(deployment) // deployment.model.num_hidden_layers
+    blocks = -(-min(groups.window - 1 + settings.max_num_batched_tokens, length) // size) + 1
+    return groups.group_size * per_layer_token * size * blocks

@@ -24,7 +24,7 @@ from ttftsim.plan import day, evaluate
 from ttftsim.plan.manifests import write_deployment
 from ttftsim.plan.search import Progress, Row, Runner, best_per_gpu, pareto, search
 from ttftsim.plan.store import Store
-from ttftsim.replica import resolve_ref
+from ttftsim.replica import resolve_ref, window_kept
 from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
 from ttftsim.workload.budget import check_plan as check_plan_work
@@ -216,7 +216,9 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
             )
         except ValueError as exc:
             raise InputError(source, "engine", str(exc)) from None
-        warnings += model_warnings(model, engine.max_model_len, engine.weight_dtype)
+        warnings += model_warnings(
+            model, engine.max_model_len, engine.weight_dtype, window_kept(model, engine, hardware)
+        )
     return list(dict.fromkeys(warnings))
 
 

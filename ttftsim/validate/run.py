@@ -28,7 +28,7 @@ from ttftsim.metrics.slo import slo_figures
 from ttftsim.model.catalog import load_model
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
-from ttftsim.replica import build_replica, resolve_ref
+from ttftsim.replica import build_replica, resolve_ref, window_kept
 from ttftsim.simulate import simulate
 from ttftsim.validate.formats import render_workloads
 from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeploymentError, check_objects, unsupported_deployment
@@ -78,7 +78,9 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
     if replica is not None:
         engine = replica.engine
         report.warnings += version_warnings(target.engine.vllm_version)
-        report.warnings += model_warnings(replica.perf.deployment.model, engine.max_model_len, engine.weight_dtype)
+        deployment = replica.perf.deployment
+        kept = window_kept(deployment.model, engine, deployment.hardware)
+        report.warnings += model_warnings(deployment.model, engine.max_model_len, engine.weight_dtype, kept)
     if replica is not None and target.hardware is not None:
         weights = float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0  # one stage's
         if target.serving is not None:

@@ -1,0 +1,149 @@
+"""The sliding-window KV manager against vLLM 0.15.1's SlidingWindowManager and HybridKVCacheCoordinator, worked
+by hand: which blocks leave the window and in what order they join the free queue, the hit a windowed group
+accepts (a run of cdiv(window - 1, block_size) cached blocks found from the end, earlier entries null), the
+blocks a new request with such a hit takes, and a full-attention group beside the windowed one.
+
+Block size 4 and window 8 throughout: after n computed tokens, (n - 7) // 4 whole blocks are out of the window;
+a windowed hit needs cdiv(7, 4) = 2 cached blocks in a row."""
+
+from __future__ import annotations
+
+import pytest
+
+from ttftsim.config.engine import WindowedGroups
+from ttftsim.kvcache.manager import NO_HIT, CacheHit
+from ttftsim.kvcache.windowed import NULL, WindowedKVCacheManager, group_hash
+
+SEGMENTS = [(7, 40)]  # one 40-token segment: ten full blocks of 4
+
+
+def windowed(num_blocks: int, full: int = 0, caching: bool = True) -> WindowedKVCacheManager:
+    return WindowedKVCacheManager(WindowedGroups(full, 1, 8, num_blocks), 4, caching)
+
+
+def test_blocks_out_of_the_window_are_freed_last_first_before_the_next_allocation() -> None:
+    kv = windowed(10)
+    assert kv.allocate(1, 20)  # a 20-token prefill: five blocks, nothing computed yet, nothing skipped
+    assert kv.tables[1] == [[0, 1, 2, 3, 4]]
+    # the decode after it: 20 computed, (20 - 7) // 4 = 3 blocks out of the window, freed 2, 1, 0 (vLLM walks
+    # back from the last skipped block), then one new block for token 21 from the queue's front
+    assert kv.allocate(1, 21, computed_tokens=20)
+    assert kv.tables[1] == [[NULL, NULL, NULL, 3, 4, 5]]
+    assert kv.pool.free_order() == [-1] * 4 + [2, 1, 0]
+    assert kv.num_held(1) == 3 and kv.pool.num_free == 7
+    # 24 computed: (24 - 7) // 4 = 4, so block 3 goes; the walk stops at the first null
+    assert kv.allocate(1, 25, computed_tokens=24)
+    assert kv.tables[1] == [[NULL, NULL, NULL, NULL, 4, 5, 6]]
+    assert kv.pool.free_order() == [-1] * 3 + [2, 1, 0, 3]
+    kv.check()
+    kv.free(1)  # the rest, last first
+    assert kv.pool.free_order() == [-1] * 3 + [2, 1, 0, 3, 6, 5, 4]
+    kv.check()
+
+
+def test_the_window_is_freed_even_when_the_allocation_then_fails() -> None:
+    kv = windowed(5)
+    assert kv.allocate(1, 20)  # all five blocks
+    assert kv.pool.num_free == 0
+    # 13 computed: (13 - 7) // 4 = 1 block freed; 28 tokens need seven blocks in all, two more: only one is free
+    assert not kv.allocate(1, 28, computed_tokens=13)
+    assert kv.tables[1] == [[NULL, 1, 2, 3, 4]] and kv.pool.num_free == 1
+    assert kv.allocate(1, 21, computed_tokens=13)  # one more block fits
+    assert kv.tables[1] == [[NULL, 1, 2, 3, 4, 0]]
+    kv.check()
+
+
+def test_a_windowed_hit_is_the_last_run_of_two_cached_blocks_and_the_earlier_ones_stay_null() -> None:
+    kv = windowed(20)
+    assert kv.allocate(1, 40)
+    kv.cache_full_blocks(1, SEGMENTS, 40)  # ten blocks hashed (group 0)
+    kv.free(1)
+    hit = kv.find_cached(2, SEGMENTS, 33)  # at most (33 - 1) // 4 = 8 blocks; found from the end: 7 and 6
+    assert hit == CacheHit((NULL,) * 6 + (6, 7), 32)
+    # 32 hit tokens: (32 - 7) // 4 = 6 skipped, so blocks 0-5 are not touched and stay free (and cached)
+    free_before = kv.pool.num_free
+    assert kv.allocate(2, 33, hit)
+    assert kv.tables[2] == [[NULL] * 6 + [6, 7, 10]]
+    assert kv.pool.num_free == free_before - 3  # two touched out of the queue, one new
+    assert kv.pool.cached[group_hash(kv._hashes[1][0], 0)] == 0  # block 0 still cached
+    kv.check()
+
+
+def test_a_hit_shorter_than_the_run_it_needs_counts_only_from_block_zero() -> None:
+    kv = windowed(20)
+    assert kv.allocate(1, 40)
+    kv.cache_full_blocks(1, SEGMENTS, 40)
+    kv.free(1)
+    # evict block 6's hash: the run at the end (7) is one block long, too short; from 5 back to 0 is a run of 6
+    # found from the end once 5 and 4 are seen: the hit stops after block 5
+    key = kv.pool.block_hash[6]
+    del kv.pool.cached[key]  # type: ignore[arg-type]
+    kv.pool.block_hash[6] = None
+    assert kv.find_cached(2, SEGMENTS, 33) == CacheHit((NULL,) * 4 + (4, 5), 24)
+    # only block 0 cached at the start and nothing two in a row after it: the run from block 0 (one block)
+    for block in (1, 3, 5):
+        key = kv.pool.block_hash[block]
+        del kv.pool.cached[key]  # type: ignore[arg-type]
+        kv.pool.block_hash[block] = None
+    assert kv.find_cached(3, SEGMENTS, 33) == CacheHit((0,), 4)
+
+
+def test_a_full_attention_group_keeps_everything_and_bounds_the_windowed_hit() -> None:
+    kv = windowed(40, full=1)
+    assert kv.allocate(1, 20)  # group 0 (full) takes its five blocks first, then group 1
+    assert kv.tables[1] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    assert kv.allocate(1, 21, computed_tokens=20)  # the windowed group frees 7, 6, 5; both groups grow by one
+    assert kv.tables[1] == [[0, 1, 2, 3, 4, 10], [NULL, NULL, NULL, 8, 9, 11]]
+    kv.cache_full_blocks(1, SEGMENTS, 21)  # five full blocks; the windowed group's nulls are not registered
+    assert sorted(kv.pool.cached.values()) == [0, 1, 2, 3, 4, 8, 9]
+    kv.free(1)  # group 0 last first, then group 1's held blocks last first
+    assert kv.pool.free_order()[-12:] == [7, 6, 5, 10, 4, 3, 2, 1, 0, 11, 9, 8]
+    # a second request with the same 21 tokens: full hit 5 blocks (20 tokens, capped at 20 // 4 = 5); the windowed
+    # group finds 4 and 3 from the end (2 is gone from it), so the hit is 5 blocks with three leading nulls
+    hit = kv.find_cached(2, SEGMENTS, 21)
+    assert hit == CacheHit((0, 1, 2, 3, 4, NULL, NULL, NULL, 8, 9), 20)
+    assert kv.allocate(2, 21, hit)
+    assert kv.tables[2] == [[0, 1, 2, 3, 4, 12], [NULL, NULL, NULL, 8, 9, 13]]
+    kv.check()
+
+
+def test_the_windowed_group_cuts_the_full_hit() -> None:
+    kv = windowed(40, full=1)
+    assert kv.allocate(1, 20)
+    kv.cache_full_blocks(1, SEGMENTS, 20)
+    # the windowed group loses blocks 3 and 4 of the five: from the end, 2 and 1 are the first two cached in a row,
+    # so the hit is 12 tokens (block 0 null in the windowed group) although the full group has all 20
+    for block in (8, 9):
+        key = kv.pool.block_hash[block]
+        del kv.pool.cached[key]  # type: ignore[arg-type]
+        kv.pool.block_hash[block] = None
+    kv.free(1)
+    assert kv.find_cached(2, SEGMENTS, 21) == CacheHit((0, 1, 2, NULL, 6, 7), 12)
+
+
+def test_admission_counts_blocks_in_every_group_and_fails_without_changing_anything() -> None:
+    kv = windowed(9, full=1)
+    assert kv.allocate(1, 16)  # four blocks in each group: one free block left
+    assert not kv.allocate(2, 1)  # a one-token request needs a block in each of the two groups
+    assert 2 not in kv.tables and kv.pool.num_free == 1
+    assert kv.find_cached(3, SEGMENTS, 5) == NO_HIT  # nothing hashed yet
+    kv.check()
+
+
+def test_without_prefix_caching_nothing_is_hashed_or_found() -> None:
+    kv = windowed(10, caching=False)
+    assert kv.allocate(1, 20)
+    kv.cache_full_blocks(1, SEGMENTS, 20)
+    assert kv.pool.cached == {} and kv.find_cached(2, SEGMENTS, 21) == NO_HIT
+    assert kv.allocate(1, 21, computed_tokens=20)
+    assert kv.num_held(1) == 3
+    kv.check()
+
+
+def test_the_cohort_paths_are_refused() -> None:
+    kv = windowed(10)
+    assert kv.allocate(1, 4)
+    with pytest.raises(RuntimeError, match="allocate"):
+        kv.append_block(1)
+    with pytest.raises(RuntimeError, match="allocate"):
+        kv.append_blocks([1])
