@@ -172,11 +172,41 @@ def test_llama4_chunked_attention_is_read_and_warned() -> None:
     assert model_warnings(spec, 8192, "bf16") == []  # contexts within one chunk: exact
 
 
-def test_llama4_maverick_interleaved_layers_stay_refused(tmp_path: Path) -> None:
-    config = {k: v for k, v in _preset("Llama-4-Scout-17B-16E").items() if k != "source"}
-    path = _write(tmp_path, config | {"interleave_moe_layer_step": 2, "num_local_experts": 128})
-    with pytest.raises(InputError, match="interleave_moe_layer_step: MoE on every 2th layer only is not modelled"):
-        load_model(str(path))
+def test_llama4_maverick_is_moe_on_every_second_layer_and_dense_between() -> None:
+    """vLLM 0.15.1 llama4.py Llama4DecoderLayer: MoE where (layer + 1) % interleave_moe_layer_step == 0, else a
+    LlamaMLP of intermediate_size_mlp. Maverick (48 layers, step 2): 24 MoE layers of 128 experts of 8,192 with a
+    shared expert of 8,192, and 24 dense MLPs of 16,384. By hand, hidden 5,120: attention 2 x 5,120^2 + 2 x 5,120 x
+    1,024 = 62,914,560 a layer; an expert or the shared one 3 x 5,120 x 8,192 = 125,829,120; a dense MLP 3 x 5,120
+    x 16,384 = 251,658,240; router 5,120 x 128; norms 2 x 5,120 a layer; embeddings 2 x 202,048 x 5,120 and the
+    final norm."""
+    spec = load_model("meta-llama/Llama-4-Maverick-17B-128E-Instruct")
+    assert (spec.moe_layer_step, spec.num_moe_layers, spec.num_dense_mlp_layers) == (2, 24, 24)
+    assert spec.dense_intermediate_size == 16_384 and spec.shared_expert_intermediate_size == 8_192
+    expected = (
+        48 * (62_914_560 + 2 * 5_120)
+        + 24 * (129 * 125_829_120 + 5_120 * 128)
+        + 24 * 251_658_240
+        + 2 * 202_048 * 5_120
+        + 5_120
+    )
+    assert param_count(spec) == expected
+    assert abs(param_count(spec) / 400e9 - 1) < 0.01  # model card: 400B total (text and vision)
+    active = expected - 24 * 127 * 125_829_120  # one routed expert a token
+    assert active_param_count(spec) == active and abs(active / 17e9 - 1) < 0.02  # model card: 17B active
+    # layers 0..23 hold MoE layers 1, 3, ..., 23; a stage of layers 5..9: 5, 7, 9
+    assert (spec.num_moe_layers_in(0, 24), spec.num_moe_layers_in(5, 5), spec.num_moe_layers_in(0, 1)) == (12, 3, 0)
+
+
+def test_qwen2_moe_decoder_sparse_step_is_the_same_rule_and_moe_layer_freq_is_refused(tmp_path: Path) -> None:
+    """Qwen2-MoE (qwen2_moe.py Qwen2MoeDecoderLayer): MoE where (layer + 1) % decoder_sparse_step == 0, the
+    others a dense MLP of the config's intermediate_size. DeepSeek-V2's moe_layer_freq counts from the first
+    dense layer instead: refused."""
+    config = {k: v for k, v in _preset("Qwen1.5-MoE-A2.7B").items() if k not in ("source", "aliases")}
+    spec = load_model(str(_write(tmp_path, config | {"decoder_sparse_step": 3})))
+    assert (spec.moe_layer_step, spec.num_moe_layers) == (3, spec.num_hidden_layers // 3)
+    assert spec.num_dense_mlp_layers == spec.num_hidden_layers - spec.num_hidden_layers // 3
+    with pytest.raises(InputError, match="moe_layer_freq: MoE on every 2th layer counted from the first dense one"):
+        load_model(str(_write(tmp_path, config | {"moe_layer_freq": 2})))
 
 
 def test_explain_kv_states_the_mla_formula() -> None:

@@ -65,6 +65,8 @@ def test_presets_md_lists_every_preset() -> None:
         ("gpt-oss-120b", 116.8e9),
         ("Yi-1.5-9B", 8.8e9),
         ("Falcon3-10B-Base", 10.3e9),
+        ("c4ai-command-r-v01", 35e9),
+        ("c4ai-command-r-plus", 104e9),  # less its q/k norms: 851,968 parameters (PRESETS.md)
     ],
 )
 def test_parameter_count_matches_the_published_figure_within_2_percent(preset: str, published: float) -> None:
@@ -96,6 +98,7 @@ def test_gpt_oss_active_parameters_as_its_card_counts_them(preset: str, active: 
         ("Mistral-Nemo-Base-2407", 40, 8, 128),  # head_dim 128 though 5120 / 32 = 160
         ("Phi-3-mini-4k-instruct", 32, 32, 96),  # no GQA
         ("gemma-3-1b-pt", 26, 1, 256),  # MQA
+        ("c4ai-command-r-v01", 40, 64, 128),  # no GQA: 2 x 40 layers x 64 KV heads x 128 x 2 bytes = 1,310,720
     ],
 )
 def test_kv_bytes_per_token_by_hand(preset: str, layers: int, kv_heads: int, head_dim: int) -> None:
@@ -131,6 +134,9 @@ def test_kv_bytes_per_token_by_hand(preset: str, layers: int, kv_heads: int, hea
         ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "Llama-3.1-70B", "int4"),
         ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "DeepSeek-R1-Distill-Qwen-32B", "bf16"),
         ("openai/gpt-oss-120b", "gpt-oss-120b", "bf16"),
+        ("CohereForAI/c4ai-command-r-v01", "c4ai-command-r-v01", "fp16"),  # the checkpoint is fp16
+        ("CohereLabs/c4ai-command-r-plus", "c4ai-command-r-plus", "bf16"),  # CohereForAI's new name
+        ("CohereForAI/c4ai-command-r7b-12-2024", "c4ai-command-r7b-12-2024", "bf16"),
     ],
 )
 def test_hugging_face_ids_resolve_to_the_preset_and_weight_format(
@@ -178,7 +184,6 @@ def test_the_suffix_dtype_is_what_the_engine_serves_by_default() -> None:
     [
         ("moe_layer_freq", {"model_type": "deepseek_v2", "kv_lora_rank": 512, "moe_layer_freq": 2}),
         ("mlp_only_layers", {"model_type": "qwen3_moe", "mlp_only_layers": [0, 1]}),
-        ("interleave_moe_layer_step", {"model_type": "llama4_text", "interleave_moe_layer_step": 2}),
         ("layer_types", {"model_type": "qwen3_next", "layer_types": ["linear_attention", "full_attention"]}),
         ("layers_block_type", {"model_type": "nemotron_h", "layers_block_type": ["mamba", "attention"]}),
     ],
@@ -235,3 +240,27 @@ def test_warnings_name_the_windowed_layers_and_the_closest_format_for_mxfp4() ->
     (warning,) = model_warnings(gpt_oss, 131072, "bf16")  # its window is freed as vLLM frees it: no warning
     assert "quant_method mxfp4" in warning and "quantization: int4" in warning
     assert model_warnings(gpt_oss, 131072, "int4") == []
+
+
+def test_command_r7b_holds_its_module_shapes_and_windows_three_layers_in_four() -> None:
+    """The card's "7B" is a name: embedding 256000 x 4096 (tied), per layer q and o 4096 x 4096, k and v 1024 x
+    4096, gate/up/down 14336 x 4096 and one LayerNorm of 4096, and a final LayerNorm hold 8.03B."""
+    spec = load_model("CohereForAI/c4ai-command-r7b-12-2024")
+    layer = 2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 14336 * 4096 + 4096
+    assert param_count(spec) == 256000 * 4096 + 32 * layer + 4096
+    assert (spec.sliding_window, spec.num_sliding_window_layers) == (4096, 24)
+    assert kv_bytes_per_token(spec, "bf16") == 2 * 32 * 8 * 128 * 2  # every layer, windowed ones too
+
+
+def test_a_cohere_config_json_reads_model_max_length_tied_embeddings_and_the_window_pattern(tmp_path: Path) -> None:
+    """As published: max_position_embeddings 8192 beside model_max_length 131072 (vLLM serves the latter),
+    tie_word_embeddings left to transformers' default (True), Command R7B's window as sliding_window_pattern."""
+    drop = ("source", "tie_word_embeddings", "max_position_embeddings", "num_sliding_window_layers")
+    v01 = {k: v for k, v in _preset("c4ai-command-r-v01").items() if k not in drop}
+    v01 |= {"max_position_embeddings": 8192, "model_max_length": 131072, "use_qk_norm": False}
+    spec = load_model(str(_write(tmp_path, v01)))
+    assert (spec.max_position_embeddings, spec.tie_word_embeddings) == (131072, True)
+    assert param_count(spec) == param_count(load_model("c4ai-command-r-v01"))
+    r7b = {k: v for k, v in _preset("c4ai-command-r7b-12-2024").items() if k not in drop}
+    r7b |= {"max_position_embeddings": 132096, "sliding_window_pattern": 4}
+    assert load_model(str(_write(tmp_path, r7b))).num_sliding_window_layers == 24

@@ -118,6 +118,29 @@ def test_leading_dense_layers_run_the_dense_width() -> None:
     assert parts["moe"] == pytest.approx(26 * routed)
 
 
+def test_interleaved_dense_layers_run_the_dense_width_between_the_moe_ones() -> None:
+    """Llama 4 Maverick (hidden 5,120): 24 dense layers of 5,120 -> 2 x 16,384 -> 5,120 and 24 MoE layers, each
+    with a shared expert of 8,192; Scout (every layer MoE) has no dense MLP and 48 shared experts."""
+    model = _model("Llama-4-Maverick-17B-128E")
+    roof = RooflineCosts(model.deployment.hardware)
+    tokens = 512
+    shape = BatchShape(1, tokens, tokens * (tokens + 1) // 2, tokens, num_sampled=1)
+    parts = model.timing(shape).breakdown
+
+    def mlp(inter: int) -> float:
+        return (
+            roof.gemm_s(tokens, 2 * inter, 5120, "bf16", 2 * inter * 5120 * 2.0)
+            + roof.gemm_s(tokens, 5120, inter, "bf16", inter * 5120 * 2.0)
+            + roof.memory_s(6.0 * tokens * inter)
+        )
+
+    assert parts["mlp"] == pytest.approx(24 * mlp(16384))
+    assert parts["shared_experts"] == pytest.approx(24 * mlp(8192))
+    assert parts["moe"] == pytest.approx(24 * model._ffn.layer_s(tokens))
+    scout = _model("Llama-4-Scout-17B-16E").timing(shape)
+    assert "mlp" not in scout.breakdown and scout.breakdown["shared_experts"] == pytest.approx(48 * mlp(8192))
+
+
 def test_decode_fast_paths_equal_the_step_time_for_mla() -> None:
     model = _model("DeepSeek-V2-Lite")
     shape = BatchShape(num_decode_seqs=32, decode_kv_tokens=32 * 700, num_sampled=32)

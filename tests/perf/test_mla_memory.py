@@ -106,3 +106,18 @@ def test_deepseek_v2_lite_on_an_h100_runs_blocks_of_64_tokens(tmp_path: Path) ->
     assert summary.config.num_gpu_blocks == kv_cache // (64 * 31_104) == 21_586
     llama = build_replica(load_scenario(scenario).model_copy(update={"model": "Llama-3.1-8B"}), tmp_path)
     assert llama.engine.block_size == 16
+
+
+def test_pipeline_stages_split_interleaved_dense_layers_evenly() -> None:
+    """Llama 4 Maverick in fp8 on TP 8 x PP 2: layers 24 | 24, each stage 12 dense layers (0, 2, ...) and 12 MoE
+    layers (1, 3, ...). A dense layer: attention 62,914,560 + MLP 3 x 5,120 x 16,384 (fp8, a byte each) and two
+    norms of 5,120 (16-bit); an MoE layer: attention + 129 experts of 3 x 5,120 x 8,192 (128 routed, 1 shared),
+    the norms and a 5,120 x 128 router (16-bit)."""
+    deployment = Deployment(load_model("Llama-4-Maverick-17B-128E"), load_hardware("H200-SXM-141GB"), 8, "fp8", pp=2)
+    assert deployment.stage_layers == (24, 24)
+    attention, norms = 62_914_560, 2 * 5120
+    dense = attention + 3 * 5120 * 16_384 + norms * 2
+    moe = attention + 129 * 3 * 5120 * 8192 + (norms + 5120 * 128) * 2
+    table = 2.0 * 202_048 * 5120
+    first, second = 12 * dense + 12 * moe + table, 12 * dense + 12 * moe + table + 2.0 * 5120
+    assert stage_weight_bytes(deployment) == [math.ceil(first / 8), math.ceil(second / 8)]

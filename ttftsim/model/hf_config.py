@@ -8,7 +8,8 @@ shared_expert_intermediate_size (Qwen2-MoE, with its sigmoid gate) for the share
 (head_dim is qk_nope_head_dim + qk_rope_head_dim, the query/key width of the prefill's attention), a
 multimodal checkpoint's text_config (Gemma 3, Mistral Small 3.1: the language model only; the vision
 encoder's parameters are not counted), layer_types or sliding_window_pattern for how many layers use the
-sliding window. Architectures the spec cannot express are refused with the field that declares them and
+sliding window, model_max_length for the context where a config gives it (Command R: vLLM serves it rather than
+max_position_embeddings). Architectures the spec cannot express are refused with the field that declares them and
 why, rather than sized as if they were something else.
 """
 
@@ -31,16 +32,17 @@ _UNSUPPORTED: tuple[tuple[str, str], ...] = (
 _HYBRID_LAYERS = {"linear_attention", "mamba", "conv", "recurrent"}
 # Families whose window alternates with full attention by rule rather than by a layer_types list
 _WINDOW_PATTERN = {"gemma2": 2}
+# model_types whose transformers config ties the LM head to the embedding when tie_word_embeddings is left out
+_TIED_BY_DEFAULT = {"cohere", "cohere2"}  # CohereConfig, Cohere2Config: tie_word_embeddings=True
 
 
 def _unsupported(config: dict[str, Any]) -> tuple[str, str] | None:
     for field, why in _UNSUPPORTED:
         if config.get(field):
             return field, why
-    for field in ("decoder_sparse_step", "interleave_moe_layer_step", "moe_layer_freq"):
-        step = config.get(field)
-        if isinstance(step, int) and step > 1:
-            return field, f"MoE on every {step}th layer only is not modelled (every layer is alike)"
+    step = config.get("moe_layer_freq")  # DeepSeek-V2: MoE where layer_idx % freq == 0 past the dense ones
+    if isinstance(step, int) and step > 1:
+        return "moe_layer_freq", f"MoE on every {step}th layer counted from the first dense one is not modelled"
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and _HYBRID_LAYERS & {str(kind) for kind in layer_types}:
         return "layer_types", "layers other than attention (linear attention, Mamba) are not modelled"
@@ -74,6 +76,14 @@ def _sliding_window_layers(data: dict[str, Any]) -> int | None:
     return None
 
 
+def _context_length(data: dict[str, Any]) -> Any:
+    """The context vLLM serves: model_max_length where the config gives one (Command R/R+: 8192 positions,
+    131072 served; vLLM's _get_and_verify_max_len takes it over max_position_embeddings), else
+    max_position_embeddings (4096 when left out)."""
+    given = data.get("model_max_length")
+    return given if isinstance(given, int) else data.get("max_position_embeddings", 4096)
+
+
 def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
     """Fill the defaults transformers applies when a config.json leaves a field out."""
     data = _text_config(config)
@@ -84,8 +94,8 @@ def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
         hidden = data.get("hidden_size")
         if isinstance(hidden, int):
             data["head_dim"] = hidden // heads
-    data.setdefault("tie_word_embeddings", False)
-    data.setdefault("max_position_embeddings", 4096)
+    data.setdefault("tie_word_embeddings", str(data.get("model_type")) in _TIED_BY_DEFAULT)
+    data["max_position_embeddings"] = _context_length(data)
     data["num_local_experts"] = (
         data.get("num_local_experts") or data.get("num_experts") or data.get("n_routed_experts") or 1
     )
@@ -115,8 +125,9 @@ def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _moe_layout(data: dict[str, Any]) -> None:
-    """An MoE config's widths: the experts' (moe_intermediate_size), the shared expert's, the leading dense
-    layers' (the config's intermediate_size, which is otherwise unused)."""
+    """An MoE config's widths: the experts' (moe_intermediate_size), the shared expert's, the dense layers'
+    (leading: the config's intermediate_size, which is otherwise unused; interleaved: Llama 4's
+    intermediate_size_mlp, Qwen2-MoE's intermediate_size), and the interleave step."""
     dense_width = data.get("intermediate_size")
     expert_width = data.get("moe_intermediate_size")
     if expert_width:
@@ -132,6 +143,10 @@ def _moe_layout(data: dict[str, Any]) -> None:
     if isinstance(dense, int) and dense > 0:
         data["num_dense_layers"] = dense
         data["dense_intermediate_size"] = dense_width
+    step = data.get("interleave_moe_layer_step") or data.get("decoder_sparse_step")
+    if isinstance(step, int) and step > 1:  # Llama 4 Maverick, Qwen2-MoE: MoE where (layer + 1) % step == 0
+        data["moe_layer_step"] = step
+        data["dense_intermediate_size"] = data.get("intermediate_size_mlp") or dense_width
 
 
 def _mla_widths(data: dict[str, Any]) -> None:

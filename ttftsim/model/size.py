@@ -87,7 +87,7 @@ def _block_linear_params(spec: ModelSpec, experts: int) -> int:
     if not spec.is_moe:
         return spec.num_hidden_layers * (layer.attention + layer.expert)
     moe = moe_layers * (experts * layer.expert + layer.shared_expert)
-    return spec.num_hidden_layers * layer.attention + moe + spec.num_dense_layers * layer.dense_mlp
+    return spec.num_hidden_layers * layer.attention + moe + spec.num_dense_mlp_layers * layer.dense_mlp
 
 
 def _block_small_params(spec: ModelSpec) -> int:

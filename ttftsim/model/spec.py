@@ -2,18 +2,18 @@
 
 Covers the Llama layout and the families that differ from it only in where biases and norms sit (what
 `Architecture` records per model_type): Llama 2/3, Mistral, Mixtral-style MoE, Qwen2/2.5 (q/k/v biases), Qwen3
-and Qwen3-MoE (q/k norms), Gemma 1/2/3 (pre- and post-norms), Phi-3/4, Granite, and gpt-oss (biases everywhere,
+and Qwen3-MoE (q/k norms), Gemma 1/2/3 (pre- and post-norms), Phi-3/4, Granite, Cohere Command R/R+/R7B (one
+LayerNorm feeding attention and MLP in parallel: the same weights and FLOPs), and gpt-oss (biases everywhere,
 MoE). Two more layouts on top: DeepSeek V2/V3, R1 and Kimi K2 (multi-head latent attention: `kv_lora_rank` and
 its head widths; MoE with shared experts; the first `num_dense_layers` layers dense), and Qwen1.5-MoE /
 Qwen2-MoE (a shared expert behind a sigmoid gate), and Llama 4 Scout's text model (a shared expert beside top-1
 routing on every layer). Reading a Hugging Face config.json into a spec is ttftsim/model/hf_config.py.
 
 Left out, and refused with the reason when a config.json declares them (hf_config.py): dense and MoE layers
-interleaved (Llama 4 Maverick, Qwen2-MoE mlp_only_layers), and hybrid attention/state-space stacks. A sliding
-window (sliding_window on num_sliding_window_layers layers) is modelled in attention time (perf/attention.py),
-in vLLM's KV-cache groups (perf/kv_groups.py) and in the KV manager, which frees what leaves the window
-(kvcache/windowed.py).
-Chunked local attention (Llama 4) and a checkpoint's own quantization_config (other than fp8, which is the fp8
+listed by index (Qwen2-MoE mlp_only_layers; an interleave step is modelled: moe_layer_step, Llama 4 Maverick),
+and hybrid attention/state-space stacks. A sliding window (sliding_window on num_sliding_window_layers layers)
+is modelled in attention time (perf/attention.py), in vLLM's KV-cache groups (perf/kv_groups.py) and in the
+KV manager, which frees what leaves the window (kvcache/windowed.py). Chunked local attention (Llama 4) and a checkpoint's own quantization_config (other than fp8, which is the fp8
 weight format) are read but not modelled (attention spans the full context, which is exact for contexts
 shorter than the chunk; weights take native_dtype unless the engine sets a quantization). Each run says what
 is left out in its warnings (ttftsim/model/not_modelled.py).
@@ -50,6 +50,8 @@ ARCHITECTURES: dict[str, Architecture] = {
     "gemma3_text": Architecture(norms_per_layer=4, qk_norm=True),
     "phi3": Architecture(),  # Phi-3, Phi-3.5, Phi-4: fused qkv and gate_up, the same parameters
     "granite": Architecture(),  # Granite 3.x dense: Llama plus scalar multipliers
+    "cohere": Architecture(norms_per_layer=1),  # Command R/R+ (transformers modeling_cohere.py): 1 LayerNorm a block
+    "cohere2": Architecture(norms_per_layer=1),  # Command R7B (modeling_cohere2.py): as cohere, window on 3 layers in 4
     "gpt_oss": Architecture(expert_bias=True),  # attention biases come from attention_bias: true
     "qwen2_moe": Architecture(qkv_bias=True),  # Qwen1.5-MoE, Qwen2-57B-A14B: shared expert with a sigmoid gate
     "deepseek_v2": Architecture(),  # MLA, shared experts, first_k_dense_replace dense layers
@@ -114,8 +116,14 @@ class ModelSpec(BaseModel):
     num_dense_layers: int = Field(
         default=0, ge=0, description="Leading layers whose MLP is dense instead of MoE (first_k_dense_replace)"
     )
+    moe_layer_step: int = Field(
+        default=1,
+        ge=1,
+        description="MoE on every moe_layer_step-th layer only, layer i when (i + 1) % step == 0, the others dense "
+        "(interleave_moe_layer_step, decoder_sparse_step)",
+    )
     dense_intermediate_size: int | None = Field(
-        default=None, ge=1, description="Inner width of those dense layers' MLP"
+        default=None, ge=1, description="Inner width of the dense layers' MLP (leading or interleaved)"
     )
 
     @model_validator(mode="after")
@@ -151,10 +159,18 @@ class ModelSpec(BaseModel):
             )
         if self.num_dense_layers and self.dense_intermediate_size is None:
             raise ValueError(f"num_dense_layers {self.num_dense_layers} needs dense_intermediate_size")
-        if (self.shared_expert_intermediate_size or self.num_dense_layers) and not self.is_moe:
+        if self.moe_layer_step > 1 and (self.dense_intermediate_size is None or self.num_dense_layers):
             raise ValueError(
-                f"shared_expert_intermediate_size {self.shared_expert_intermediate_size} and num_dense_layers "
-                f"{self.num_dense_layers} apply to MoE models only (num_local_experts {self.num_local_experts})"
+                f"moe_layer_step {self.moe_layer_step} needs dense_intermediate_size and no leading dense layers "
+                f"(num_dense_layers {self.num_dense_layers})"
+            )
+        if (
+            self.shared_expert_intermediate_size or self.num_dense_layers or self.moe_layer_step > 1
+        ) and not self.is_moe:
+            raise ValueError(
+                f"shared_expert_intermediate_size {self.shared_expert_intermediate_size}, num_dense_layers "
+                f"{self.num_dense_layers} and moe_layer_step {self.moe_layer_step} apply to MoE models only "
+                f"(num_local_experts {self.num_local_experts})"
             )
 
     @property
@@ -177,8 +193,24 @@ class ModelSpec(BaseModel):
 
     @property
     def num_moe_layers(self) -> int:
-        """Layers whose MLP is the routed experts (all but the leading dense ones; none for a dense model)."""
-        return self.num_hidden_layers - self.num_dense_layers if self.is_moe else 0
+        """Layers whose MLP is the routed experts (all but the dense ones; none for a dense model)."""
+        return self.num_moe_layers_in(0, self.num_hidden_layers)
+
+    @property
+    def num_dense_mlp_layers(self) -> int:
+        """Layers of an MoE model whose MLP is dense (of dense_intermediate_size): leading or interleaved."""
+        return self.num_hidden_layers - self.num_moe_layers if self.is_moe else 0
+
+    def num_moe_layers_in(self, start: int, count: int) -> int:
+        """MoE layers among layers start .. start + count - 1 (a pipeline stage's): every one past the leading
+        dense layers, or with an interleave step those i where (i + 1) % step == 0 (vLLM 0.15.1 llama4.py
+        Llama4DecoderLayer, qwen2_moe.py Qwen2MoeDecoderLayer)."""
+        if not self.is_moe:
+            return 0
+        if self.moe_layer_step > 1:
+            step = self.moe_layer_step
+            return (start + count) // step - start // step
+        return max(0, start + count - max(start, self.num_dense_layers))
 
     @property
     def widest_mlp(self) -> int:

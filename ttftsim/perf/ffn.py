@@ -8,7 +8,9 @@ shared_expert_intermediate_size behind a sigmoid gate) as an always-active gated
 into the routed output before the layer's one all-reduce; qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert
 and shared_expert_gate); and on its first num_dense_layers layers (first_k_dense_replace) a dense MLP of
 dense_intermediate_size instead (deepseek_v2.py DeepseekV2DecoderLayer: DeepseekV2MoE only from layer
-first_k_dense_replace on).
+first_k_dense_replace on), or on every layer but each moe_layer_step-th (llama4.py Llama4DecoderLayer: a
+LlamaMLP of intermediate_size_mlp unless (layer + 1) % interleave_moe_layer_step == 0; Qwen2-MoE's
+decoder_sparse_step alike).
 
 Expert parallelism (vLLM --enable-expert-parallel; 0.15.1 model_executor/layers/fused_moe/config.py
 FusedMoEParallelConfig.make: ep_size = TP x DP, the MoE layer's own TP size 1): each GPU holds whole experts,
@@ -156,8 +158,8 @@ class FfnCosts:
         parts = {"moe": spec.num_moe_layers * self.layer_s(tokens)}
         if self.ep is not None and self.ep.dp > 1:
             parts["all2all"] = spec.num_moe_layers * self.all2all_s(tokens)
-        if spec.num_dense_layers:
-            parts["mlp"] = spec.num_dense_layers * self._with_activation_s(tokens, self.dense_inter)
+        if spec.num_dense_mlp_layers:
+            parts["mlp"] = spec.num_dense_mlp_layers * self._with_activation_s(tokens, self.dense_inter)
         if self.shared_inter:
             shared = self._with_activation_s(tokens, self.shared_inter)
             if spec.shared_expert_gate:

@@ -135,7 +135,7 @@ def stage_weight_bytes(deployment: Deployment) -> list[int]:
     table = 2.0 * spec.vocab_size * spec.hidden_size  # one 16-bit vocab x hidden table
     if pp == 1:
         return [math.ceil(_stage_layer_bytes(deployment)[0] / tp + embedding_params(spec) * 2.0 / tp)]
-    if spec.num_dense_layers or deployment.ep_size > 1:  # dense layers are lighter; EP holds whole experts
+    if spec.num_dense_mlp_layers or deployment.ep_size > 1:  # dense layers are lighter; EP holds whole experts
         stages = _stage_layer_bytes(deployment)
     else:
         outside = (1 if spec.tie_word_embeddings else 2) * table + 2.0 * spec.hidden_size
@@ -147,7 +147,8 @@ def stage_weight_bytes(deployment: Deployment) -> list[int]:
 
 
 def _stage_layer_bytes(deployment: Deployment) -> list[float]:
-    """Each stage's layer bytes, the first num_dense_layers layers dense (they fall on the first stages); x tp."""
+    """Each stage's layer bytes, its dense layers (leading ones fall on the first stages, interleaved ones
+    spread) at the dense layer's bytes; x tp."""
     spec = deployment.model
     dense, moe = layer_weight_bytes(spec, deployment.weight_dtype)
     if deployment.ep_size > 1:  # counted x tp here, as the caller divides by tp: whole experts per GPU
@@ -156,7 +157,7 @@ def _stage_layer_bytes(deployment: Deployment) -> list[float]:
         moe += (local * deployment.tp - spec.num_local_experts) * expert
     stages, start = [], 0
     for layers in deployment.stage_layers:
-        num_dense = max(0, min(spec.num_dense_layers, start + layers) - start)
+        num_dense = layers - spec.num_moe_layers_in(start, layers)
         stages.append(num_dense * dense + (layers - num_dense) * moe)
         start += layers
     return stages
