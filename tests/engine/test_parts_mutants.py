@@ -5,16 +5,21 @@ speculative acceptance against its expected value, LoRA slots' eviction. The cas
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+import simpy
 
-from tests.factories import feed, make_engine, request
+from tests.factories import engine_config, feed, make_engine, request
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.engine.cohort import DecodeCohort
 from ttftsim.engine.decode_run import DecodeRun, RunTimes, blocks_cover, run_times
+from ttftsim.engine.engine import Engine
 from ttftsim.engine.lora import LoraSlots
 from ttftsim.engine.preemption import LastRunning, LowestPriority, make_preemption
 from ttftsim.engine.queues import FcfsQueue, PriorityQueue, make_queue, pop_all
+from ttftsim.engine.recorder import REQUEST_COLUMNS, Recorder
 from ttftsim.engine.speculative import DraftAcceptance
 from ttftsim.engine.state import RequestState
 from ttftsim.perf.linear import LinearStepModel
@@ -242,3 +247,27 @@ def test_a_tiny_runs_rows_for_a_finished_and_an_in_flight_request() -> None:
         assert (row["queue_s"], row["recompute_s"], row["waiting_s"]) == (0.0, 0.0, 0.0)
         assert row["prefill_s"] == pytest.approx(0.060, abs=1e-12)
         assert row["cached_tokens"] == 0 and row["num_preemptions"] == 0 and np.isnan(row["first_preempt_s"])
+
+
+def test_a_row_held_at_the_gateway_with_a_frontend_overhead_by_hand() -> None:
+    """A request that arrived at 0 reaches the engine at 0.5 s (held at a gateway), a 0.25 s frontend overhead:
+    10 ms + 1 ms per token, its 20-token prefill ends at 0.53 s, its second and last token at 0.541 s. The
+    client's TTFT is 0.53 + 0.25, its end-to-end 0.541 + 0.25; the gateway's hold 0.5 s, no queue, recompute or
+    wait; TPOT over two tokens 11 ms. The frame has exactly the recorder's columns, indexed 0..n-1."""
+    env = simpy.Environment()
+    recorder = Recorder(0.25)
+    engine = Engine(env, engine_config(), LinearStepModel(0.01, 0.001), 1000, recorder)
+
+    def held() -> Any:
+        yield env.timeout(0.5)
+        engine.submit(request(7, 0.0, 20, 2))
+
+    env.process(held())
+    env.run()
+    frame = recorder.requests_frame()
+    assert tuple(frame.columns) == REQUEST_COLUMNS and list(frame.index) == [0]
+    row = frame.iloc[0]
+    expected = {"ttft_s": 0.78, "e2e_s": 0.791, "gateway_s": 0.5, "frontend_s": 0.25, "tpot_s": 0.011}
+    assert {key: row[key] for key in expected} == pytest.approx(expected, abs=1e-12)
+    assert (row["queue_s"], row["recompute_s"]) == (0.0, 0.0) and row["waiting_s"] == pytest.approx(0.0, abs=1e-12)
+    assert row["prefill_s"] == pytest.approx(0.03, abs=1e-12) and row["first_scheduled_s"] == 0.5

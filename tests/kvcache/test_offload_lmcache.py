@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from tests.factories import feed, make_engine, request
+from tests.factories import engine_config, feed, make_engine, request
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.kv_transfer import LMCacheConfig
+from ttftsim.engine.loading import lmcache_tiers
 from ttftsim.kvcache.offload import LMCacheTiers, TierSpec
 from ttftsim.perf.linear import LinearStepModel
 from ttftsim.workload.request import Request
@@ -220,3 +221,32 @@ def test_inconsistent_tiers_are_errors_naming_the_field() -> None:
         LMCacheConfig(use_layerwise=True, enable_async_loading=True)
     with pytest.raises(ValidationError, match="chunk_size 100 is not a multiple of block_size 16"):
         EngineArgs(kv_transfer_config=LMCACHE, lmcache={"chunk_size": 100})
+
+
+def test_lmcache_tiers_of_a_replica_sized_and_timed_by_hand() -> None:
+    """Three tiers in LMCache's order, each a GB of 2^30 bytes per GPU worker over a 3 MiB chunk: 5 GB of host
+    memory hold 5 x 1024 // 3 = 1,706 chunks, 20 GB of disk 6,826, 40 GB remote 13,653; a chunk read from disk or
+    the remote store moves both GPUs' shares (6 MiB) at 200 or 100 MiB/s; the host-to-GPU copy is the chunk at
+    the host link's 25e9 B/s (no local_cpu_bytes_per_s); 256-token chunks of 16-token blocks; async loading's
+    timeout 1.5 s."""
+    settings = {"chunk_size": 256, "max_local_cpu_size": 5, "local_disk": "/lmc", "max_local_disk_size": 20}
+    settings |= {"remote_url": "lm://x", "max_remote_size": 40, "local_disk_read_bytes_per_s": 200 * MIB}
+    settings |= {"remote_bytes_per_s": 100 * MIB, "enable_async_loading": True, "lookup_timeout_ms": 1500}
+    chunk = 3 * MIB
+    base = {"kv_transfer_config": LMCACHE, "tensor_parallel_size": 2, "lmcache_h2d_bytes_per_s": 25e9}
+    tiers = lmcache_tiers(engine_config(**base, lmcache=settings, lmcache_chunk_bytes=chunk))
+    assert tiers is not None
+    assert [tier.spec for tier in tiers.tiers] == [
+        TierSpec("LocalCPUBackend", 1706, 0.0),
+        TierSpec("LocalDiskBackend", 6826, 2 * chunk / (200 * MIB)),
+        TierSpec("RemoteBackend", 13653, 2 * chunk / (100 * MIB)),
+    ]
+    assert (tiers.chunk_blocks, tiers.chunk_tokens, tiers.layers) == (16, 256, 0)
+    assert tiers.h2d_s_per_chunk == tiers.d2h_s_per_chunk == chunk / 25e9
+    assert tiers.prefetch_timeout_s == 1.5
+    unlimited = lmcache_tiers(
+        engine_config(**base, lmcache=settings | {"max_remote_size": None}, lmcache_chunk_bytes=1)
+    )
+    assert unlimited is not None and unlimited.tiers[2].spec.capacity_chunks is None
+    assert lmcache_tiers(engine_config(**base, lmcache=settings, lmcache_chunk_bytes=0)) is None  # not sized yet
+    assert lmcache_tiers(engine_config(lmcache_chunk_bytes=chunk)) is None  # no LMCache

@@ -12,7 +12,7 @@ import pytest
 
 from ttftsim.config.engine import WindowedGroups
 from ttftsim.kvcache.manager import NO_HIT, CacheHit
-from ttftsim.kvcache.windowed import NULL, WindowedKVCacheManager, group_hash
+from ttftsim.kvcache.windowed import COHORT_OFF, NULL, WindowedKVCacheManager, group_hash
 
 SEGMENTS = [(7, 40)]  # one 40-token segment: ten full blocks of 4
 
@@ -143,7 +143,95 @@ def test_without_prefix_caching_nothing_is_hashed_or_found() -> None:
 def test_the_cohort_paths_are_refused() -> None:
     kv = windowed(10)
     assert kv.allocate(1, 4)
-    with pytest.raises(RuntimeError, match="allocate"):
-        kv.append_block(1)
-    with pytest.raises(RuntimeError, match="allocate"):
-        kv.append_blocks([1])
+    for call in (lambda: kv.append_block(1), lambda: kv.append_blocks([1]), lambda: kv.blocks_needed(1, 8)):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert str(info.value) == COHORT_OFF
+
+
+def test_a_window_one_past_a_block_boundary_needs_one_more_block_in_a_row() -> None:
+    """Window 10, blocks of 4: a hit needs cdiv(9, 4) = 3 cached blocks in a row; after n computed tokens
+    (n - 9) // 4 blocks are out of the window: 17 computed -> 2, 16 -> 1."""
+    kv = WindowedKVCacheManager(WindowedGroups(0, 1, 10, 20), 4)
+    assert kv.contiguous == 3
+    assert (kv.skipped_blocks(16), kv.skipped_blocks(17), kv.skipped_blocks(9), kv.skipped_blocks(8)) == (1, 2, 0, 0)
+    assert kv.allocate(1, 40)
+    kv.cache_full_blocks(1, SEGMENTS, 40)
+    kv.free(1)
+    for block in (5,):  # a gap at block 5: from the end, 7 and 6 are two in a row, not three; 4, 3, 2 are
+        key = kv.pool.block_hash[block]
+        del kv.pool.cached[key]  # type: ignore[arg-type]
+        kv.pool.block_hash[block] = None
+    assert kv.find_cached(2, SEGMENTS, 33) == CacheHit((NULL, NULL, 2, 3, 4), 20)
+
+
+def test_held_blocks_count_the_non_null_entries_only() -> None:
+    kv = windowed(20)
+    assert kv.num_held(1) == 0  # no table yet
+    assert kv.allocate(1, 28)  # seven blocks
+    assert kv.allocate(1, 29, computed_tokens=28)  # (28 - 7) // 4 = 5 freed, one more: 3 held, 5 null
+    assert kv.num_held(1) == 3 and kv.tables[1][0].count(NULL) == 5
+
+
+def test_the_windowed_group_cannot_stretch_the_hit_past_the_full_groups() -> None:
+    """The full group keeps blocks 0 and 1 cached only; the windowed group all five: the hit is the full group's
+    two blocks, the windowed scan looking at those two only (both cached, a run of two)."""
+    kv = windowed(40, full=1)
+    assert kv.allocate(1, 20)
+    kv.cache_full_blocks(1, SEGMENTS, 20)
+    for block in (2, 3, 4):  # the full group's third to fifth blocks
+        key = kv.pool.block_hash[block]
+        del kv.pool.cached[key]  # type: ignore[arg-type]
+        kv.pool.block_hash[block] = None
+    kv.free(1)
+    assert kv.find_cached(2, SEGMENTS, 21) == CacheHit((0, 1, 5, 6), 8)
+
+
+def test_an_admission_that_needs_exactly_the_free_blocks_fits_and_one_more_does_not() -> None:
+    """One full and one windowed group, 14 blocks. Request 1 (20 tokens, 5 blocks a group) is hashed and freed:
+    all 14 free, 10 of them cached. Request 2, the same 21 tokens: hit 20 tokens (full 0-4; windowed 8, 9 after
+    three nulls): it touches 5 + 2 cached free blocks and takes one new block a group: 9 <= 14 fits. Then request
+    3 with its own 21 tokens of other content wants 6 + 6 = 12 with 14 - 9 = 5 free: refused."""
+    kv = windowed(14, full=1)
+    assert kv.allocate(1, 20)
+    kv.cache_full_blocks(1, SEGMENTS, 20)
+    kv.free(1)
+    hit = kv.find_cached(2, SEGMENTS, 21)
+    assert hit == CacheHit((0, 1, 2, 3, 4, NULL, NULL, NULL, 8, 9), 20)
+    assert kv.allocate(2, 21, hit)
+    assert kv.pool.num_free == 14 - 9
+    assert not kv.allocate(3, 21)  # 12 wanted
+    assert kv.allocate(3, 8)  # 2 + 2 = 4 of 5
+    kv.check()
+
+
+def test_a_private_request_is_found_again_only_once_hashed_at_its_preemption() -> None:
+    kv = windowed(20)
+    kv.mark_private(1)
+    assert kv.find_cached(1, SEGMENTS, 21) == NO_HIT  # never hashed
+    assert kv.allocate(1, 20)
+    kv.cache_full_blocks(1, SEGMENTS, 20)  # running: not hashed
+    assert kv.pool.cached == {}
+    kv.cache_full_blocks(1, SEGMENTS, 20, preempting=True)
+    kv.free(1)
+    assert kv.find_cached(1, SEGMENTS, 21) == CacheHit((NULL, NULL, NULL, 3, 4), 20)
+
+
+def test_hashing_resumes_where_it_stopped_and_freeing_an_unknown_request_is_harmless() -> None:
+    kv = windowed(20)
+    assert kv.allocate(1, 8)
+    kv.cache_full_blocks(1, SEGMENTS, 8)  # blocks 0 and 1
+    kv.pool.block_hash[0] = None  # as if block 0's hash were gone: it is not hashed again below
+    assert kv.allocate(1, 16, computed_tokens=8)
+    kv.cache_full_blocks(1, SEGMENTS, 16)  # blocks 2 and 3 only
+    assert kv.pool.block_hash[0] is None and kv.pool.block_hash[3] is not None
+    kv.free(99)
+    assert kv.tables.keys() == {1}
+
+
+def test_check_names_the_block_whose_count_is_wrong() -> None:
+    kv = windowed(10)
+    assert kv.allocate(1, 8)
+    kv.tables[1][0][1] = NULL  # block 1 held by the pool, by no table
+    with pytest.raises(AssertionError, match=r"^block 1: ref count 1, held by 0 table entries$"):
+        kv.check()

@@ -36,6 +36,7 @@ from ttftsim.kvcache.hashing import Segment, extend_block_hashes
 from ttftsim.kvcache.manager import NO_HIT, CacheHit, KVCacheManager
 
 NULL = -1  # vLLM's null block: a table entry whose block was freed (out of the window) or never taken
+COHORT_OFF = "a windowed KV cache grows through allocate only (the scheduler's cohort is off for it)"
 
 
 def group_hash(block_hash: int, group: int) -> int:
@@ -215,14 +216,13 @@ class WindowedKVCacheManager(KVCacheManager):
                 table[start:end] = [NULL] * (end - start)
 
     def blocks_needed(self, request_id: int, num_tokens_after: int) -> int:
-        count = -(-num_tokens_after // self.block_size)
-        return sum(max(count - len(table), 0) for table in self.tables.get(request_id, ()))
+        raise RuntimeError(COHORT_OFF)
 
     def append_block(self, request_id: int) -> bool:
-        raise RuntimeError("a windowed KV cache grows through allocate (the scheduler's cohort is off for it)")
+        raise RuntimeError(COHORT_OFF)
 
     def append_blocks(self, request_ids: list[int]) -> None:
-        raise RuntimeError("a windowed KV cache grows through allocate (the scheduler's cohort is off for it)")
+        raise RuntimeError(COHORT_OFF)
 
     def free(self, request_id: int) -> None:
         """Release a finished or preempted request's blocks, group by group, each table last block first."""
