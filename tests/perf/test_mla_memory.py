@@ -81,7 +81,7 @@ def test_pipeline_stages_weigh_dense_and_moe_layers_apart() -> None:
         ("A100-SXM4-80GB", 16, 128, 16),  # no FlashMLA before Hopper: Triton MLA, the size asked for
         ("L40S-48GB", 16, 128, 16),
         ("RTX-PRO-6000-Blackwell-Server-96GB", 16, 128, 16),  # compute capability 12.0: not the 10.x family
-        ("MI300X-192GB", 16, 128, 16),  # ROCm: not CudaPlatform's rule
+        ("MI300X-192GB", 16, 128, 16),  # ROCm: the size asked for (AITER MLA's 1-token kernel pages split it)
     ],
 )
 def test_mla_runs_with_the_block_size_its_default_backend_needs(gpu: str, asked: int, nope: int, runs: int) -> None:

@@ -369,7 +369,11 @@ def mla_block_size(block_size: int, hardware: HardwareProfile, qk_nope_head_dim:
     002db49, the v1 attention registry of 0.13 and later). Blackwell (compute capability 10.x): FlashInfer MLA when
     qk_nope_head_dim is 128 (32 or a multiple of 64, else 64), else CUTLASS MLA (a multiple of 128, else 128);
     Hopper: FlashMLA (is_flashmla_dense_supported: capability 9.x or 10.x; a multiple of 64, else 64); other GPUs
-    fall back to Triton MLA with the block size asked for. An explicit --block-size is overridden the same way."""
+    fall back to Triton MLA with the block size asked for. An explicit --block-size is overridden the same way.
+    ROCm (vLLM 0.15.1 platforms/rocm.py: block size 16 unless asked; Triton MLA, or AITER MLA with
+    VLLM_ROCM_USE_AITER) keeps the size asked for: AITER MLA's kernel pages of 1 token
+    (AiterMLABackend.get_supported_kernel_block_sizes) split the KV manager's blocks (gpu_model_runner.py
+    _select_common_block_size), they do not change them."""
     capability = hardware.cuda_compute_capability
     major = int(capability.split(".")[0]) if capability is not None else 0
     if major == 10 and qk_nope_head_dim == 128:
