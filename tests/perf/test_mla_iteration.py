@@ -101,19 +101,11 @@ def test_leading_dense_layers_run_the_dense_width() -> None:
     """DeepSeek-V2-Lite: layer 0's MLP is 2,048 -> 2 x 10,944 -> 2,048; the other 26 are MoE layers with two
     shared experts of 1,408 (2,816 together)."""
     model = _model("DeepSeek-V2-Lite")
-    roof = RooflineCosts(model.deployment.hardware)
     tokens = 512
     parts = model.timing(BatchShape(1, tokens, tokens * (tokens + 1) // 2, tokens, num_sampled=1)).breakdown
-
-    def mlp(inter: int) -> float:
-        return (
-            roof.gemm_s(tokens, 2 * inter, 2048, "bf16", 2 * inter * 2048 * 2.0)
-            + roof.gemm_s(tokens, 2048, inter, "bf16", inter * 2048 * 2.0)
-            + roof.memory_s(6.0 * tokens * inter)
-        )
-
-    assert parts["mlp"] == pytest.approx(1 * mlp(10944))
-    assert parts["shared_experts"] == pytest.approx(26 * mlp(2816))
+    roof = RooflineCosts(model.deployment.hardware)
+    assert parts["mlp"] == pytest.approx(1 * _gated_mlp_s(roof, tokens, 2048, 10944))
+    assert parts["shared_experts"] == pytest.approx(26 * _gated_mlp_s(roof, tokens, 2048, 2816))
     routed = _model("DeepSeek-V2-Lite")._ffn.layer_s(tokens)
     assert parts["moe"] == pytest.approx(26 * routed)
 
@@ -122,23 +114,24 @@ def test_interleaved_dense_layers_run_the_dense_width_between_the_moe_ones() -> 
     """Llama 4 Maverick (hidden 5,120): 24 dense layers of 5,120 -> 2 x 16,384 -> 5,120 and 24 MoE layers, each
     with a shared expert of 8,192; Scout (every layer MoE) has no dense MLP and 48 shared experts."""
     model = _model("Llama-4-Maverick-17B-128E")
-    roof = RooflineCosts(model.deployment.hardware)
     tokens = 512
     shape = BatchShape(1, tokens, tokens * (tokens + 1) // 2, tokens, num_sampled=1)
     parts = model.timing(shape).breakdown
-
-    def mlp(inter: int) -> float:
-        return (
-            roof.gemm_s(tokens, 2 * inter, 5120, "bf16", 2 * inter * 5120 * 2.0)
-            + roof.gemm_s(tokens, 5120, inter, "bf16", inter * 5120 * 2.0)
-            + roof.memory_s(6.0 * tokens * inter)
-        )
-
-    assert parts["mlp"] == pytest.approx(24 * mlp(16384))
-    assert parts["shared_experts"] == pytest.approx(24 * mlp(8192))
+    roof = RooflineCosts(model.deployment.hardware)
+    assert parts["mlp"] == pytest.approx(24 * _gated_mlp_s(roof, tokens, 5120, 16384))
+    assert parts["shared_experts"] == pytest.approx(24 * _gated_mlp_s(roof, tokens, 5120, 8192))
     assert parts["moe"] == pytest.approx(24 * model._ffn.layer_s(tokens))
-    scout = _model("Llama-4-Scout-17B-16E").timing(shape)
-    assert "mlp" not in scout.breakdown and scout.breakdown["shared_experts"] == pytest.approx(48 * mlp(8192))
+    scout = _model("Llama-4-Scout-17B-16E").timing(shape).breakdown
+    assert "mlp" not in scout and scout["shared_experts"] == pytest.approx(48 * _gated_mlp_s(roof, tokens, 5120, 8192))
+
+
+def _gated_mlp_s(roof: RooflineCosts, tokens: int, hidden: int, inter: int) -> float:
+    """A gated MLP by hand: gate-up GEMM (hidden -> 2 x inter), down GEMM, the SiLU-mul's 6 bytes per element."""
+    return (
+        roof.gemm_s(tokens, 2 * inter, hidden, "bf16", 2 * inter * hidden * 2.0)
+        + roof.gemm_s(tokens, hidden, inter, "bf16", inter * hidden * 2.0)
+        + roof.memory_s(6.0 * tokens * inter)
+    )
 
 
 def test_decode_fast_paths_equal_the_step_time_for_mla() -> None:
