@@ -48,6 +48,7 @@ def resolve_ref(ref: str, base: Path) -> str:
 
 def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> Replica:
     model = load_model(resolve_ref(scenario.model, base), source)
+    disaggregated = scenario.cluster is not None and scenario.cluster.disaggregation is not None
     hardware = load_hardware(resolve_ref(scenario.hardware, base), source)
     factors = deployment_factors(scenario.engine.calibration, hardware, base)
     try:
@@ -81,11 +82,11 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         engine.block_size,
         engine.max_model_len,
         engine.enforce_eager,
-        hybrid_kv_cache(engine, hardware),
+        hybrid_kv_cache(engine, disaggregated),
     )
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
-    windowed = windowed_groups(model, engine, hardware, memory)
+    windowed = windowed_groups(model, engine, memory, disaggregated)
     if windowed is not None:  # the windowed KV manager's pool; vLLM's override counts one group's blocks
         engine = replace(engine, windowed_kv=windowed)
         if engine.num_gpu_blocks_override:
@@ -139,32 +140,35 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     return Replica(engine, perf, memory, blocks, cost, note)
 
 
-def hybrid_kv_cache(engine: ResolvedEngine, hardware: HardwareProfile) -> bool:
-    """Whether vLLM's hybrid KV-cache manager is on: not with a KV connector (KV offloading and LMCache are
-    connectors), not on CPUs (vLLM 0.15.1 config/vllm.py VllmConfig.__post_init__). Off, a model with full and
-    sliding-window layers keeps every token in every layer (perf/kv_groups.py)."""
-    return not engine.kv_offloading_gib and engine.lmcache is None and hardware.kind != "cpu"
+def hybrid_kv_cache(engine: ResolvedEngine, disaggregated: bool = False) -> bool:
+    """Whether vLLM's hybrid KV-cache manager is on: not with a KV connector (vLLM 0.15.1 config/vllm.py
+    VllmConfig.__post_init__ turns it off when kv_transfer_config is set: LMCache, the prefill/decode pods of a
+    disaggregated deployment). KV offloading (--kv-offloading-size) sets its connector after that decision, and
+    the connector then refuses to start beside the hybrid manager unless --disable-hybrid-kv-cache-manager is
+    given (distributed/kv_transfer/kv_connector/factory.py: no 0.15.1 connector supports it): modelled as given.
+    Off, a model with full and sliding-window layers keeps every token in every layer (perf/kv_groups.py)."""
+    return not engine.kv_offloading_gib and engine.lmcache is None and not disaggregated
 
 
 def windowed_groups(
-    model: ModelSpec, engine: ResolvedEngine, hardware: HardwareProfile, memory: MemoryPlan
+    model: ModelSpec, engine: ResolvedEngine, memory: MemoryPlan, disaggregated: bool = False
 ) -> WindowedGroups | None:
     """The sliding-window groups whose blocks the engine frees as they leave the window (kvcache/windowed.py),
     or None: no windowed group, or an engine the windowed KV manager does not run in (static or no KV cache,
     a CPU tier, LMCache; window_kept says when vLLM would free them there)."""
-    groups = KvCacheGroups.of(model, hybrid_kv_cache(engine, hardware))
-    if not groups.windowed_groups or engine.kv_cache_mode != "paged" or window_kept(model, engine, hardware):
+    groups = KvCacheGroups.of(model, hybrid_kv_cache(engine, disaggregated))
+    if not groups.windowed_groups or engine.kv_cache_mode != "paged" or window_kept(model, engine, disaggregated):
         return None
     count = engine.num_gpu_blocks_override or memory.vllm_num_blocks(groups)
     return WindowedGroups(groups.full_groups, groups.windowed_groups, groups.window, count)
 
 
-def window_kept(model: ModelSpec, engine: ResolvedEngine, hardware: HardwareProfile) -> bool:
+def window_kept(model: ModelSpec, engine: ResolvedEngine, disaggregated: bool = False) -> bool:
     """Whether the windowed layers keep tokens here that vLLM frees: a model whose layers all share one window
     keeps vLLM's sliding-window manager with a KV connector too, but the windowed KV manager does not run beside
-    the CPU tier or LMCache (the run warns: model/not_modelled.py)."""
-    groups = KvCacheGroups.of(model, hybrid_kv_cache(engine, hardware))
-    connector = bool(engine.kv_offloading_gib) or engine.lmcache is not None
+    the CPU tier, LMCache or a disaggregated pod's transfer (the run warns: model/not_modelled.py)."""
+    groups = KvCacheGroups.of(model, hybrid_kv_cache(engine, disaggregated))
+    connector = not hybrid_kv_cache(engine, disaggregated)
     return bool(groups.windowed_groups) and (connector or engine.kv_cache_mode == "static")
 
 

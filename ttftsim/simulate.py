@@ -64,6 +64,8 @@ class SimulationResult:
         engine, memory = self.replica.engine, self.replica.memory
         model, hardware = self.replica.perf.deployment.model, self.replica.perf.deployment.hardware
         windowed = engine.windowed_kv
+        disaggregated = self.scenario.cluster is not None and self.scenario.cluster.disaggregation is not None
+        kept = window_kept(model, engine, disaggregated)
         summary = summarize(
             self.requests,
             (self.itl_values, self.itl_weights),
@@ -94,7 +96,7 @@ class SimulationResult:
             simulation=SimulationFacts(self.sim_end_s, int(self.steps["num_steps"].sum()) if len(self.steps) else 0),
             warnings=tuple(
                 version_warnings(self.scenario.engine.vllm_version)
-                + model_warnings(model, engine.max_model_len, engine.weight_dtype, window_kept(model, engine, hardware))
+                + model_warnings(model, engine.max_model_len, engine.weight_dtype, kept)
             ),
             external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
         )

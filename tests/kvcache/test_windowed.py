@@ -89,21 +89,23 @@ def test_a_hit_shorter_than_the_run_it_needs_counts_only_from_block_zero() -> No
 
 
 def test_a_full_attention_group_keeps_everything_and_bounds_the_windowed_hit() -> None:
+    """Tables are listed full groups first; vLLM allocates and frees in its group order, the windowed group first
+    (its first layer is windowed, as in Gemma 2/3 and gpt-oss)."""
     kv = windowed(40, full=1)
-    assert kv.allocate(1, 20)  # group 0 (full) takes its five blocks first, then group 1
-    assert kv.tables[1] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
-    assert kv.allocate(1, 21, computed_tokens=20)  # the windowed group frees 7, 6, 5; both groups grow by one
-    assert kv.tables[1] == [[0, 1, 2, 3, 4, 10], [NULL, NULL, NULL, 8, 9, 11]]
+    assert kv.allocate(1, 20)  # group 1 (windowed) takes its five blocks first, then group 0 (full)
+    assert kv.tables[1] == [[5, 6, 7, 8, 9], [0, 1, 2, 3, 4]]
+    assert kv.allocate(1, 21, computed_tokens=20)  # the windowed group frees 2, 1, 0; both groups grow by one
+    assert kv.tables[1] == [[5, 6, 7, 8, 9, 11], [NULL, NULL, NULL, 3, 4, 10]]
     kv.cache_full_blocks(1, SEGMENTS, 21)  # five full blocks; the windowed group's nulls are not registered
-    assert sorted(kv.pool.cached.values()) == [0, 1, 2, 3, 4, 8, 9]
-    kv.free(1)  # group 0 last first, then group 1's held blocks last first
-    assert kv.pool.free_order()[-12:] == [7, 6, 5, 10, 4, 3, 2, 1, 0, 11, 9, 8]
+    assert sorted(kv.pool.cached.values()) == [3, 4, 5, 6, 7, 8, 9]
+    kv.free(1)  # the windowed group's held blocks last first, then the full group's
+    assert kv.pool.free_order()[-12:] == [2, 1, 0, 10, 4, 3, 11, 9, 8, 7, 6, 5]
     # a second request with the same 21 tokens: full hit 5 blocks (20 tokens, capped at 20 // 4 = 5); the windowed
     # group finds 4 and 3 from the end (2 is gone from it), so the hit is 5 blocks with three leading nulls
     hit = kv.find_cached(2, SEGMENTS, 21)
-    assert hit == CacheHit((0, 1, 2, 3, 4, NULL, NULL, NULL, 8, 9), 20)
+    assert hit == CacheHit((5, 6, 7, 8, 9, NULL, NULL, NULL, 3, 4), 20)
     assert kv.allocate(2, 21, hit)
-    assert kv.tables[2] == [[0, 1, 2, 3, 4, 12], [NULL, NULL, NULL, 8, 9, 13]]
+    assert kv.tables[2] == [[5, 6, 7, 8, 9, 13], [NULL, NULL, NULL, 3, 4, 12]]
     kv.check()
 
 
@@ -113,12 +115,12 @@ def test_the_windowed_group_cuts_the_full_hit() -> None:
     kv.cache_full_blocks(1, SEGMENTS, 20)
     # the windowed group loses blocks 3 and 4 of the five: from the end, 2 and 1 are the first two cached in a row,
     # so the hit is 12 tokens (block 0 null in the windowed group) although the full group has all 20
-    for block in (8, 9):
+    for block in (3, 4):  # the windowed group's blocks 0-4 are 0-4 (it allocates first), the full group's 5-9
         key = kv.pool.block_hash[block]
         del kv.pool.cached[key]  # type: ignore[arg-type]
         kv.pool.block_hash[block] = None
     kv.free(1)
-    assert kv.find_cached(2, SEGMENTS, 21) == CacheHit((0, 1, 2, NULL, 6, 7), 12)
+    assert kv.find_cached(2, SEGMENTS, 21) == CacheHit((5, 6, 7, NULL, 1, 2), 12)
 
 
 def test_admission_counts_blocks_in_every_group_and_fails_without_changing_anything() -> None:
@@ -179,12 +181,12 @@ def test_the_windowed_group_cannot_stretch_the_hit_past_the_full_groups() -> Non
     kv = windowed(40, full=1)
     assert kv.allocate(1, 20)
     kv.cache_full_blocks(1, SEGMENTS, 20)
-    for block in (2, 3, 4):  # the full group's third to fifth blocks
+    for block in (7, 8, 9):  # the full group's third to fifth blocks
         key = kv.pool.block_hash[block]
         del kv.pool.cached[key]  # type: ignore[arg-type]
         kv.pool.block_hash[block] = None
     kv.free(1)
-    assert kv.find_cached(2, SEGMENTS, 21) == CacheHit((0, 1, 5, 6), 8)
+    assert kv.find_cached(2, SEGMENTS, 21) == CacheHit((5, 6, 0, 1), 8)
 
 
 def test_an_admission_that_needs_exactly_the_free_blocks_fits_and_one_more_does_not() -> None:
@@ -197,7 +199,7 @@ def test_an_admission_that_needs_exactly_the_free_blocks_fits_and_one_more_does_
     kv.cache_full_blocks(1, SEGMENTS, 20)
     kv.free(1)
     hit = kv.find_cached(2, SEGMENTS, 21)
-    assert hit == CacheHit((0, 1, 2, 3, 4, NULL, NULL, NULL, 8, 9), 20)
+    assert hit == CacheHit((5, 6, 7, 8, 9, NULL, NULL, NULL, 3, 4), 20)
     assert kv.allocate(2, 21, hit)
     assert kv.pool.num_free == 14 - 9
     assert not kv.allocate(3, 21)  # 12 wanted
@@ -205,16 +207,23 @@ def test_an_admission_that_needs_exactly_the_free_blocks_fits_and_one_more_does_
     kv.check()
 
 
-def test_a_private_request_is_found_again_only_once_hashed_at_its_preemption() -> None:
+def test_a_private_request_is_hashed_as_it_runs_so_blocks_out_of_the_window_stay_findable() -> None:
+    """vLLM hashes every block it allocates. An 8-token prefill fills blocks 0 and 1; decoding to 11 computed
+    tokens frees block 0 ((11 - 7) // 4 = 1) with its hash. Preempted there, the request asks again for 11
+    tokens: at most (11 - 1) // 4 = 2 blocks, found from the end: 1 then 0, a run of two. Hashed only at the
+    preemption (block 0 already gone), the run would be one block, too short, and nothing would be found."""
     kv = windowed(20)
     kv.mark_private(1)
-    assert kv.find_cached(1, SEGMENTS, 21) == NO_HIT  # never hashed
-    assert kv.allocate(1, 20)
-    kv.cache_full_blocks(1, SEGMENTS, 20)  # running: not hashed
-    assert kv.pool.cached == {}
-    kv.cache_full_blocks(1, SEGMENTS, 20, preempting=True)
+    assert kv.hashes_private
+    assert kv.find_cached(1, SEGMENTS, 11) == NO_HIT  # never run: nothing hashed
+    assert kv.allocate(1, 8)
+    kv.cache_full_blocks(1, SEGMENTS, 8)  # blocks 0 and 1 hashed as they fill
+    for computed in (8, 9, 10, 11):
+        assert kv.allocate(1, computed + 1, computed_tokens=computed)
+    assert kv.tables[1] == [[NULL, 1, 2]]
+    kv.cache_full_blocks(1, SEGMENTS, 11, preempting=True)
     kv.free(1)
-    assert kv.find_cached(1, SEGMENTS, 21) == CacheHit((NULL, NULL, NULL, 3, 4), 20)
+    assert kv.find_cached(1, SEGMENTS, 11) == CacheHit((0, 1), 8)
 
 
 def test_hashing_resumes_where_it_stopped_and_freeing_an_unknown_request_is_harmless() -> None:

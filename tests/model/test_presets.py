@@ -184,6 +184,7 @@ def test_the_suffix_dtype_is_what_the_engine_serves_by_default() -> None:
     [
         ("moe_layer_freq", {"model_type": "deepseek_v2", "kv_lora_rank": 512, "moe_layer_freq": 2}),
         ("mlp_only_layers", {"model_type": "qwen3_moe", "mlp_only_layers": [0, 1]}),
+        ("interleave_moe_layer_step", {"model_type": "llama4_text", "interleave_moe_layer_step": 0}),  # all dense
         ("layer_types", {"model_type": "qwen3_next", "layer_types": ["linear_attention", "full_attention"]}),
         ("layers_block_type", {"model_type": "nemotron_h", "layers_block_type": ["mamba", "attention"]}),
     ],

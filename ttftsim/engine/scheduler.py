@@ -95,7 +95,7 @@ class Scheduler:
     def finish(self, state: RequestState) -> None:
         """A request generated its last token (already out of the cohort): its full blocks stay in the
         prefix cache, the rest are freed."""
-        if self.kv.caching and not state.req.private:
+        if self.kv.caching and (not state.req.private or self.kv.hashes_private):
             self.kv.cache_full_blocks(state.rid, state.token_segments(), state.num_computed)
         self.running.remove(state)
         if state in self.prefilling:
@@ -331,7 +331,7 @@ class Scheduler:
 
     def _register(self, state: RequestState, num_tokens_after: int) -> None:
         """Full blocks of a scheduled request enter the prefix cache as they are allocated."""
-        if self.kv.caching and not state.req.private:
+        if self.kv.caching and (not state.req.private or self.kv.hashes_private):
             self.kv.cache_full_blocks(state.rid, state.token_segments(), num_tokens_after)
 
     def _admit_waiting(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttftsim.config.engine import ResolvedEngine
+from ttftsim.config.engine import ResolvedEngine, WindowedGroups
 from ttftsim.engine.cohort import DecodeCohort
 from ttftsim.engine.decode_run import MAX_RUN_STEPS
 from ttftsim.engine.state import RequestState
@@ -43,8 +43,10 @@ def run_cap(plan: StepPlan, cohort: DecodeCohort, deferred: bool, closed_form: b
 
 def rejection(cfg: ResolvedEngine, num_blocks: int, req: Request) -> str:
     """Why a replica refuses a request outright ('' when it does not): longer than max_model_len, or more
-    KV than the whole cache (paged; with sliding-window groups, the blocks it holds at most when alone: the
-    window and one step's chunk in the windowed groups), or a static reservation larger than the cache."""
+    KV than the whole cache (paged; with sliding-window groups, the most blocks it holds when alone:
+    windowed_peak_blocks), or a static reservation larger than the cache. vLLM has no such check at run time
+    (its start-up check guarantees one max_model_len sequence); a request that could never be allocated
+    would hold the head of the queue for ever, so it is refused here."""
     total = req.prompt_tokens + req.output_tokens
     if total > cfg.max_model_len:
         return (
@@ -52,10 +54,8 @@ def rejection(cfg: ResolvedEngine, num_blocks: int, req: Request) -> str:
         )
     size = cfg.block_size
     windowed = cfg.windowed_kv
-    if cfg.kv_cache_mode == "paged" and windowed is not None:  # alone: every full group, the window in the rest
-        blocks = -(-total // size)
-        window = -(-(windowed.window - 1 + cfg.max_num_batched_tokens) // size) + 1
-        peak = windowed.full * blocks + windowed.windowed * min(blocks, window)
+    if cfg.kv_cache_mode == "paged" and windowed is not None:
+        peak = windowed_peak_blocks(cfg, windowed, req.prompt_tokens, req.output_tokens)
         if peak > windowed.num_blocks:
             return f"{total} tokens need {peak} KV blocks over the KV-cache groups, more than the {windowed.num_blocks}"
     elif cfg.kv_cache_mode == "paged" and -(-total // size) > num_blocks:
@@ -66,3 +66,35 @@ def rejection(cfg: ResolvedEngine, num_blocks: int, req: Request) -> str:
             f"({num_blocks} blocks of {size})"
         )
     return ""
+
+
+def windowed_peak_blocks(cfg: ResolvedEngine, groups: WindowedGroups, prompt: int, output: int) -> int:
+    """The most blocks a request holds over all groups when it runs alone: each step frees what left the window
+    of the c tokens computed before it, then holds cdiv(c + n, block) blocks in a full group and that less the
+    (c - window + 1) // block skipped ones in a windowed group (windowed.py). Its prefill chunks (the token
+    budget, or the whole prompt without chunked prefill) are walked one by one; of its decode steps (n = 1,
+    c = prompt .. prompt + output - 2) only the last block_size ones and the last before the window fills:
+    past the window the windowed count repeats every block_size tokens while the full count only grows, and
+    before it both only grow. With the full-prompt reserve (vLLM 0.32+), admission needs the whole prompt in
+    every group at once."""
+    size, window = cfg.block_size, groups.window
+
+    def held(computed: int, new: int) -> int:
+        blocks = -(-(computed + new) // size)
+        skipped = max(0, computed - window + 1) // size
+        return groups.full * blocks + groups.windowed * (blocks - skipped)
+
+    chunk = cfg.max_num_batched_tokens if cfg.enable_chunked_prefill else prompt
+    if cfg.enable_chunked_prefill and cfg.long_prefill_token_threshold:
+        chunk = min(chunk, cfg.long_prefill_token_threshold)
+    peak = (groups.full + groups.windowed) * -(-prompt // size) if cfg.reserve_full_prompt else 0
+    computed = 0
+    while computed < prompt:
+        new = min(prompt - computed, chunk)
+        peak = max(peak, held(computed, new))
+        computed += new
+    last = prompt + output - 2  # the last decode step computes this token
+    steps = {c for c in range(max(prompt, last - size + 1), last + 1)}
+    if prompt <= window - 2 <= last:
+        steps.add(window - 2)
+    return max([peak, *(held(c, 1) for c in steps)])

@@ -54,6 +54,7 @@ class KVCacheManager:
         self._num_hashed: dict[int, int] = {}
         self.query_tokens = 0
         self.hit_tokens = 0
+        self.hashes_private = False  # private requests are hashed only when preempted (windowed.py: as they run)
         self.tier: CpuTier | None = None  # host-memory KV offloading (offload.py), when configured
         self.lmcache: LMCacheTiers | None = None  # LMCache's tiers (offload.py), when configured
 

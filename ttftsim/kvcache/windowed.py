@@ -16,15 +16,19 @@ kv_groups.py) its own block table per request, all drawn from one BlockPool whos
   counts when shorter), and the hit is cut to what they found (HybridKVCacheCoordinator.find_longest_cache_hit:
   one pass for one full and one windowed kind). The hit's blocks before the window are null from the start
   (allocate_new_computed_blocks): they are neither touched nor counted.
-- Blocks are counted and allocated group by group, full-attention groups first; a request's blocks are freed
-  group by group, each group's table last block first; a block's prefix-cache key is its hash and its group
-  (BlockHashWithGroupId).
+- Blocks are allocated and freed group by group in vLLM's group order: each kind's groups in the order its first
+  layer comes, the sliding-window groups first in every hybrid family we know (Gemma 2/3, gpt-oss, Cohere2: layer
+  0 is windowed; kv_cache_utils.py _get_kv_cache_groups_uniform_page_size), each table freed last block first
+  (coordinator.free, manager.free); only the hit search puts the full groups first. A block's prefix-cache key
+  is its hash and its group (BlockHashWithGroupId).
+- A private request (no other request can share its content) is hashed as it runs here, as vLLM hashes every
+  block it allocates: the blocks it frees out of the window stay findable by itself after a preemption.
 
 A model whose layers all share one window (Mistral-7B-v0.1, Phi-3-mini-4k) is one sliding-window group
 (UnitaryKVCacheCoordinator). This manager is driven by allocate alone: the scheduler's cohort and the engine's
 closed-form decode runs (which count one new block per block_size tokens) are off for it, and every step is
-scheduled request by request. KV offloading and LMCache are KV connectors, which turn vLLM's hybrid manager off
-(config/vllm.py VllmConfig.__post_init__): those engines keep every token (KVCacheManager).
+scheduled request by request. KV offloading, LMCache and a disaggregated pod's KV transfer are KV connectors, with
+which vLLM's hybrid manager is off (replica.py hybrid_kv_cache): those engines keep every token (KVCacheManager).
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ class WindowedKVCacheManager(KVCacheManager):
         self.num_groups = groups.full + groups.windowed
         self.window = groups.window
         self.contiguous = -(-(groups.window - 1) // block_size)  # cached blocks in a row a windowed hit needs
-        self.tables: dict[int, list[list[int]]] = {}
+        self.tables: dict[int, list[list[int]]] = {}  # per request: the full groups' tables, then the windowed
+        self.hashes_private = True
+        self._vllm_order = [*range(groups.full, self.num_groups), *range(groups.full)]  # windowed groups first
 
     def num_held(self, request_id: int) -> int:
         tables = self.tables.get(request_id)
@@ -132,8 +138,8 @@ class WindowedKVCacheManager(KVCacheManager):
         self, request_id: int, segments: Sequence[Segment], num_computed: int, preempting: bool = False
     ) -> None:
         """Hash and register the blocks that are full after num_computed tokens, in every group (a block
-        already out of the window is not registered)."""
-        if not self.caching or (request_id in self._private and not preempting):
+        already out of the window is not registered); a private request's too (module docstring)."""
+        if not self.caching:
             return
         full = num_computed // self.block_size
         done = self._num_hashed.get(request_id, 0)
@@ -196,7 +202,8 @@ class WindowedKVCacheManager(KVCacheManager):
         return True
 
     def _extend(self, tables: list[list[int]], count: int) -> None:
-        for table in tables:
+        for group in self._vllm_order:
+            table = tables[group]
             if count > len(table):
                 table.extend(self.pool.allocate(count - len(table)))
 
@@ -225,11 +232,12 @@ class WindowedKVCacheManager(KVCacheManager):
         raise RuntimeError(COHORT_OFF)
 
     def free(self, request_id: int) -> None:
-        """Release a finished or preempted request's blocks, group by group, each table last block first."""
+        """Release a finished or preempted request's blocks, group by group in vLLM's order, each table last
+        block first."""
         tables = self.tables.pop(request_id, None)
         if tables is not None:
-            for table in tables:
-                self.pool.free([block for block in table if block != NULL])
+            for group in self._vllm_order:
+                self.pool.free([block for block in tables[group] if block != NULL])
         self._num_hashed.pop(request_id, None)
 
     def check(self) -> None:

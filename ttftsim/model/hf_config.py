@@ -40,6 +40,8 @@ def _unsupported(config: dict[str, Any]) -> tuple[str, str] | None:
     for field, why in _UNSUPPORTED:
         if config.get(field):
             return field, why
+    if config.get("interleave_moe_layer_step") == 0:  # vLLM llama4.py: no MoE layer at all
+        return "interleave_moe_layer_step", "0: every layer a dense MLP of intermediate_size_mlp is not modelled"
     step = config.get("moe_layer_freq")  # DeepSeek-V2: MoE where layer_idx % freq == 0 past the dense ones
     if isinstance(step, int) and step > 1:
         return "moe_layer_freq", f"MoE on every {step}th layer counted from the first dense one is not modelled"

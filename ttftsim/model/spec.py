@@ -13,10 +13,11 @@ Left out, and refused with the reason when a config.json declares them (hf_confi
 listed by index (Qwen2-MoE mlp_only_layers; an interleave step is modelled: moe_layer_step, Llama 4 Maverick),
 and hybrid attention/state-space stacks. A sliding window (sliding_window on num_sliding_window_layers layers)
 is modelled in attention time (perf/attention.py), in vLLM's KV-cache groups (perf/kv_groups.py) and in the
-KV manager, which frees what leaves the window (kvcache/windowed.py). Chunked local attention (Llama 4) and a checkpoint's own quantization_config (other than fp8, which is the fp8
-weight format) are read but not modelled (attention spans the full context, which is exact for contexts
-shorter than the chunk; weights take native_dtype unless the engine sets a quantization). Each run says what
-is left out in its warnings (ttftsim/model/not_modelled.py).
+KV manager, which frees what leaves the window (kvcache/windowed.py). Chunked local attention (Llama 4) and a
+checkpoint's own quantization_config (other than fp8, which is the fp8 weight format) are read but not
+modelled (attention spans the full context, which is exact for contexts shorter than the chunk; weights take
+native_dtype unless the engine sets a quantization). Each run says what is left out in its warnings
+(ttftsim/model/not_modelled.py).
 """
 
 from __future__ import annotations

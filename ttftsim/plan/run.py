@@ -216,9 +216,7 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
             )
         except ValueError as exc:
             raise InputError(source, "engine", str(exc)) from None
-        warnings += model_warnings(
-            model, engine.max_model_len, engine.weight_dtype, window_kept(model, engine, hardware)
-        )
+        warnings += model_warnings(model, engine.max_model_len, engine.weight_dtype, window_kept(model, engine))
     return list(dict.fromkeys(warnings))
 
 

@@ -79,7 +79,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
         engine = replica.engine
         report.warnings += version_warnings(target.engine.vllm_version)
         deployment = replica.perf.deployment
-        kept = window_kept(deployment.model, engine, deployment.hardware)
+        kept = window_kept(deployment.model, engine)
         report.warnings += model_warnings(deployment.model, engine.max_model_len, engine.weight_dtype, kept)
     if replica is not None and target.hardware is not None:
         weights = float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0  # one stage's
