@@ -56,3 +56,19 @@ def test_a_tier_too_small_for_the_prefix_holds_only_the_newest_blocks() -> None:
 def test_offloading_needs_prefix_caching() -> None:
     with pytest.raises(ValidationError, match="kv_offloading_size needs paged KV blocks with prefix caching on"):
         EngineArgs(kv_offloading_size=8, enable_prefix_caching=False)
+
+
+def test_a_partial_gpu_hit_then_the_rest_from_the_tier_keeps_its_gpu_blocks() -> None:
+    """8 GPU blocks of 16. Request 0 (64 tokens of content 7) holds blocks 0-3 and frees them 3, 2, 1, 0 after
+    the four never used. Request 1 (95 tokens, 6 blocks) takes the four unused ones (4-7), then 3 and 2, evicting
+    their hashes; it frees 2, 3, 7, 6, 5, 4 behind 1, 0. Request 2 (content 7 again): blocks 0 and 1 are still a
+    GPU hit (32 tokens); of its (64 - 1) // 16 = 3 usable blocks the third comes back from the tier (5 ms), then
+    16 tokens are computed: first token at 2 + 0.005 + 0.010 + 0.016. It keeps the hit blocks 0 and 1, takes 2
+    for the copied block and 3 for the rest, and frees 3, 2, 1, 0 last. Each prompt is one prefix-cache query."""
+    env, engine, recorder = make_engine(num_blocks=8, cost=COST, kv_offload_blocks=100, kv_load_s_per_block=0.005)
+    feed(env, engine, [request(0, 0.0, 64, 1, content=7), request(1, 1.0, 95, 1), request(2, 2.0, 64, 1, content=7)])
+    env.run(until=10.0)
+    row = recorder.requests_frame().set_index("request_id").loc[2]
+    assert row["first_token_s"] == pytest.approx(2.031, abs=1e-12) and row["cached_tokens"] == 48
+    assert engine.kv.pool.free_order() == [7, 6, 5, 4, 3, 2, 1, 0]
+    assert (engine.kv.hit_tokens, engine.kv.query_tokens) == (32, 64 + 95 + 64)
