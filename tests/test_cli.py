@@ -73,6 +73,17 @@ def test_model_that_does_not_fit_is_refused() -> None:
     _assert_one_line_error(result, "needs 141.1 GB of weights")
 
 
+def test_memory_of_a_sliding_window_model_gives_vllms_block_count() -> None:
+    """Gemma-3-12b on one H100 at its full 131,072 tokens (vLLM starts it: its start-up check counts the window):
+    vLLM's 47,568 blocks over 6 groups are the 7,928 blocks of 16 tokens ("GPU KV cache size: 126,848 tokens")."""
+    result = run("memory", "--model", "google/gemma-3-12b-pt", "--hardware", "H100-SXM5-80GB")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "7,928 blocks of 16 tokens = 126,848 tokens" in text
+    assert "vLLM's num_gpu_blocks: 47,568, shared by 1 full-attention and 5 sliding-window KV-cache groups of 8" in text
+    assert "keeps only its last 1,024 tokens in the sliding-window groups" in text
+
+
 def test_usage_error_exits_2() -> None:
     result = run("step", "--model")
     assert result.returncode == 2

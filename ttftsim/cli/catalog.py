@@ -16,6 +16,7 @@ from ttftsim.model.catalog import load_model, preset_names
 from ttftsim.model.size import active_param_count, kv_bytes_per_token, param_count, weight_bytes
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.iteration import IterationModel
+from ttftsim.perf.kv_groups import KvCacheGroups
 from ttftsim.perf.memory import MemorySettings, plan_memory
 
 
@@ -136,6 +137,13 @@ def memory(
         table.add_row(label, f"{value / 1e9:.2f}")
     console.print(table)
     console.print(f"{plan.num_blocks:,} blocks of {plan.block_size} tokens = {plan.kv_capacity_tokens:,} tokens")
+    groups = KvCacheGroups.of(deployment.model)
+    if groups.windowed_groups:  # vLLM's log: num_gpu_blocks over the groups, the same "GPU KV cache size"
+        console.print(
+            f"vLLM's num_gpu_blocks: {plan.vllm_num_blocks(groups):,}, shared by {groups.full_groups} full-attention "
+            f"and {groups.windowed_groups} sliding-window KV-cache groups of {groups.group_size} layers; a request "
+            f"keeps only its last {groups.window:,} tokens in the sliding-window groups"
+        )
 
 
 explain_app = typer.Typer(help="The arithmetic behind the advice, done right.", no_args_is_help=True)
