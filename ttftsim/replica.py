@@ -143,11 +143,13 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
 def hybrid_kv_cache(engine: ResolvedEngine, disaggregated: bool = False) -> bool:
     """Whether vLLM's hybrid KV-cache manager is on: not with a KV connector (vLLM 0.15.1 config/vllm.py
     VllmConfig.__post_init__ turns it off when kv_transfer_config is set: LMCache, the prefill/decode pods of a
-    disaggregated deployment). KV offloading (--kv-offloading-size) sets its connector after that decision, and
-    the connector then refuses to start beside the hybrid manager unless --disable-hybrid-kv-cache-manager is
-    given (distributed/kv_transfer/kv_connector/factory.py: no 0.15.1 connector supports it): modelled as given.
-    Off, a model with full and sliding-window layers keeps every token in every layer (perf/kv_groups.py)."""
-    return not engine.kv_offloading_gib and engine.lmcache is None and not disaggregated
+    disaggregated deployment), not with --disable-hybrid-kv-cache-manager. KV offloading (--kv-offloading-size)
+    sets its connector after that decision, and the connector then refuses to start beside the hybrid manager
+    unless --disable-hybrid-kv-cache-manager is given (distributed/kv_transfer/kv_connector/factory.py: no 0.15.1
+    connector supports it): modelled as given, and validate says when it is missing. Off, a model with full and
+    sliding-window layers keeps every token in every layer (perf/kv_groups.py)."""
+    connector = bool(engine.kv_offloading_gib) or engine.lmcache is not None or disaggregated
+    return engine.hybrid_kv_cache_manager and not connector
 
 
 def windowed_groups(
@@ -168,7 +170,7 @@ def window_kept(model: ModelSpec, engine: ResolvedEngine, disaggregated: bool = 
     keeps vLLM's sliding-window manager with a KV connector too, but the windowed KV manager does not run beside
     the CPU tier, LMCache or a disaggregated pod's transfer (the run warns: model/not_modelled.py)."""
     groups = KvCacheGroups.of(model, hybrid_kv_cache(engine, disaggregated))
-    connector = not hybrid_kv_cache(engine, disaggregated)
+    connector = bool(engine.kv_offloading_gib) or engine.lmcache is not None or disaggregated
     return bool(groups.windowed_groups) and (connector or engine.kv_cache_mode == "static")
 
 

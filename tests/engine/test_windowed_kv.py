@@ -103,6 +103,7 @@ def test_the_most_blocks_a_request_holds_alone_by_hand() -> None:
         ({}, True),
         ({"hardware": "cpu-host"}, True),  # vLLM 0.15.1 CpuPlatform.support_hybrid_kv_cache: True
         ({"engine": {"vllm_version": "0.15.1", "kv_offloading_size": 4}}, False),  # a connector: hybrid manager off
+        ({"engine": {"vllm_version": "0.15.1", "disable_hybrid_kv_cache_manager": True}}, False),  # asked off
         ({"cluster": {"node_pools": POOLS, "disaggregation": {"prefill_replicas": 1}}}, False),  # P/D: a connector
     ],
 )

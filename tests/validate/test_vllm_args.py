@@ -242,6 +242,12 @@ def test_the_levers_ttftsim_models_are_read_from_the_command_line() -> None:
     }
     assert command.engine["speculative_config"] == {"method": "eagle3", "num_speculative_tokens": 3}
     assert command.not_modelled == []
+    (start,) = command.findings  # 0.15.1 exits at start: its offloading connector and the hybrid manager
+    assert start.severity == "error" and "exits at start with --kv-offloading-size" in start.message
+    assert start.fix == "add --disable-hybrid-kv-cache-manager"
+    fixed = read_vllm_container([*words, "--disable-hybrid-kv-cache-manager"], [], "0.15.1", "D/x", "k8s.yaml")
+    assert fixed.findings == [] and fixed.engine["disable_hybrid_kv_cache_manager"] is True
+    assert read_vllm_container(words, [], "0.32.0", "D/x", "k8s.yaml").findings == []  # read in 0.15.1 only
     ngram = ["vllm", "serve", "m", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}']
     assert read_vllm_container(ngram, [], "0.15.1", "Deployment/x", "k8s.yaml").not_modelled == [
         "--speculative-config {'method': 'ngram', 'num_speculative_tokens': 3}"  # its acceptance: no default

@@ -138,6 +138,12 @@ class EngineArgs(StrictModel):
         "--kv-offloading-size, native CPU backend): full blocks are stored as they fill, and a prefix found "
         "there is copied back instead of recomputed (prefix caching on)",
     )
+    disable_hybrid_kv_cache_manager: bool | None = Field(
+        default=None,
+        description="vLLM --disable-hybrid-kv-cache-manager: true, a model with full and sliding-window layers "
+        "keeps every token in every layer (its windowed layers' KV as full attention); null: as vLLM decides (off "
+        "with a KV connector)",
+    )
     kv_transfer_config: KvTransferConfig | None = Field(
         default=None,
         description="vLLM --kv-transfer-config: LMCacheConnectorV1 stores prompt KV in chunks to LMCache's tiers "
@@ -321,6 +327,7 @@ class ResolvedEngine:
     lmcache_h2d_bytes_per_s: float = 0.0  # host <-> GPU copies of chunks, per GPU (replica.py)
     lmcache_num_layers: int = 1  # layers a layerwise load or store is split into (replica.py)
     windowed_kv: WindowedGroups | None = None  # sliding-window groups freed as they leave the window (replica.py)
+    hybrid_kv_cache_manager: bool = True  # not disabled by --disable-hybrid-kv-cache-manager (replica.py decides)
 
     @property
     def gpus(self) -> int:
@@ -440,4 +447,5 @@ def resolve_engine(
         max_lora_rank=args.max_lora_rank,
         max_cpu_loras=args.max_cpu_loras or args.max_loras,
         lmcache=(args.lmcache or LMCacheConfig()) if args.kv_transfer_config is not None else None,
+        hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
     )

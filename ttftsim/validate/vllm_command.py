@@ -34,6 +34,7 @@ tensor_parallel_size max_num_seqs max_num_batched_tokens max_model_len gpu_memor
 kv_cache_dtype quantization dtype scheduling_policy long_prefill_token_threshold enable_prefix_caching
 enable_chunked_prefill enforce_eager async_scheduling num_gpu_blocks_override speculative_config enable_lora
 max_loras max_lora_rank max_cpu_loras kv_offloading_size kv_transfer_config enable_expert_parallel
+disable_hybrid_kv_cache_manager
 """
 )
 # Flags with no effect on scheduling, memory or kernel time: the server's address, names, auth, logging,
@@ -115,6 +116,7 @@ def read_vllm_container(
             )
         )
     _interpret(parsed, command, where)
+    _check_offloading_start(version, command, where)
     _check_image(image, version, command, where)
     _check_environment(env, parsed, command, chosen.args.environment_variables, version, where)
     if "kv_transfer_config" in command.engine:
@@ -171,6 +173,27 @@ def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
                 command.engine[dest] = value
         elif dest not in NO_EFFECT:
             _not_modelled(command, given.written)
+
+
+def _check_offloading_start(version: str, command: VllmCommand, where: str) -> None:
+    """vLLM 0.15 does not start with --kv-offloading-size alone: VllmConfig.__post_init__ decides the hybrid
+    KV-cache manager before it turns the offloading size into a KV connector (_post_init_kv_transfer_config),
+    so the manager stays on, and creating the OffloadingConnector then raises "does not support HMA"
+    (distributed/kv_transfer/kv_connector/factory.py; no 0.15 connector supports it). Read in the 0.15.1 wheel
+    only: other versions are not checked."""
+    engine = command.engine
+    if not version.startswith("0.15") or "kv_offloading_size" not in engine:
+        return
+    if engine.get("disable_hybrid_kv_cache_manager") is not True:
+        command.findings.append(
+            CommandFinding(
+                "error",
+                f"{where}: vLLM {version} exits at start with --kv-offloading-size unless the hybrid KV-cache manager "
+                'is disabled: its OffloadingConnector does not support it ("Connector OffloadingConnector does '
+                'not support HMA but HMA is enabled")',
+                "add --disable-hybrid-kv-cache-manager",
+            )
+        )
 
 
 def _not_modelled(command: VllmCommand, written: str) -> None:
