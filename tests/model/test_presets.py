@@ -67,6 +67,7 @@ def test_presets_md_lists_every_preset() -> None:
         ("Falcon3-10B-Base", 10.3e9),
         ("c4ai-command-r-v01", 35e9),
         ("c4ai-command-r-plus", 104e9),  # less its q/k norms: 851,968 parameters (PRESETS.md)
+        ("Ministral-8B-Instruct-2410", 8_019_808_256),  # the card's exact count, which ours equals
     ],
 )
 def test_parameter_count_matches_the_published_figure_within_2_percent(preset: str, published: float) -> None:
@@ -99,6 +100,7 @@ def test_gpt_oss_active_parameters_as_its_card_counts_them(preset: str, active: 
         ("Phi-3-mini-4k-instruct", 32, 32, 96),  # no GQA
         ("gemma-3-1b-pt", 26, 1, 256),  # MQA
         ("c4ai-command-r-v01", 40, 64, 128),  # no GQA: 2 x 40 layers x 64 KV heads x 128 x 2 bytes = 1,310,720
+        ("Ministral-8B-Instruct-2410", 36, 8, 128),  # 2 x 36 layers x 8 KV heads x 128 x 2 bytes = 147,456
     ],
 )
 def test_kv_bytes_per_token_by_hand(preset: str, layers: int, kv_heads: int, head_dim: int) -> None:
