@@ -17,9 +17,9 @@ import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
-from ttftsim.config.engine import version_warnings
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
+from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import StagedArrivals
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder

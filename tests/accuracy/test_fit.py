@@ -21,8 +21,8 @@ from ttftsim.accuracy.ground_truth import Case, StageTruth
 from ttftsim.accuracy.harness import StageResult, run_case
 from ttftsim.calibration.factors import ScaledKernelCosts, scaled_api_server, scaled_linear
 from ttftsim.config.deployment_calibration import DeploymentCalibration, FactorName, Factors
-from ttftsim.config.engine import ApiServerCosts
 from ttftsim.config.scenario import Scenario
+from ttftsim.config.versions import ApiServerCosts
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.perf.batch import BatchShape

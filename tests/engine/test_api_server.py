@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.factories import feed, make_engine, request
-from ttftsim.config.engine import ApiServerCosts
+from ttftsim.config.versions import ApiServerCosts
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.perf.linear import LinearStepModel
 

@@ -19,8 +19,8 @@ from numpy.typing import NDArray
 
 from ttftsim.config.deployment_calibration import Factors
 from ttftsim.config.dtypes import ComputeDtype
-from ttftsim.config.engine import ApiServerCosts
 from ttftsim.config.hardware import Link
+from ttftsim.config.versions import ApiServerCosts
 from ttftsim.perf.kernels import AttentionShape, KernelCosts, MoeShape
 from ttftsim.perf.linear import LinearStepModel
 

@@ -12,9 +12,10 @@ from typing import Any
 import pandas as pd
 
 from ttftsim.config.deployment_calibration import DeploymentCalibration
-from ttftsim.config.engine import resolve_engine, version_warnings
+from ttftsim.config.engine import resolve_engine
 from ttftsim.config.loading import load_file
 from ttftsim.config.plan import Plan
+from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware

@@ -17,9 +17,10 @@ from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.base import COMMAND_LINE
 from ttftsim.config.cluster import PodSpec
 from ttftsim.config.deploy import Deploy
-from ttftsim.config.engine import EngineArgs, version_warnings
+from ttftsim.config.engine import EngineArgs
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
+from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, load_hardware

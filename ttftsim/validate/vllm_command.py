@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ttftsim.config.engine import version_defaults, version_table
+from ttftsim.config.versions import version_defaults, version_table
 from ttftsim.errors import InputError
 from ttftsim.validate.lmcache_env import kv_transfer_value, lmcache_environment
 from ttftsim.validate.vllm_arg_list import arg_list_for

@@ -1,0 +1,83 @@
+"""What each modelled vLLM version does by default (ttftsim/config/engine_versions.yaml): the profile of a version
+and of the nearest modelled one below it, the warning for a version newer than every profile, and the API-server
+costs each profile measured."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+import yaml
+from pydantic import Field
+
+from ttftsim.config.base import StrictModel
+from ttftsim.config.loading import parse_mapping
+
+
+class ApiServerCosts(StrictModel):
+    """CPU time of the API-server process per item of work (ttftsim/engine/api_server.py); measured on the
+    real server by benchmarks/vllm_cpu/api_server_costs.py."""
+
+    per_request_s: float = Field(ge=0, le=1, description="Per request: HTTP parsing, request setup, hand-off")
+    per_prompt_token_s: float = Field(ge=0, le=1e-3, description="Per prompt token: tokenization, block hashes")
+    per_output_token_s: float = Field(ge=0, le=1e-2, description="Per generated token: detokenization, SSE")
+    per_step_s: float = Field(
+        default=0.0, ge=0, le=1e-1, description="Per engine step with outputs: receiving and dispatching the batch"
+    )
+
+
+class VersionDefaults(StrictModel):
+    """What one vLLM version does when an argument is left unset (ttftsim/config/engine_versions.yaml)."""
+
+    gpu_memory_utilization: float = Field(gt=0, le=1, description="Default fraction of device memory")
+    api_server: ApiServerCosts = Field(description="API-server costs (measured, see engine_versions.yaml)")
+    big_gpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on >= 70 GiB GPUs except A100")
+    small_gpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on other GPUs")
+    cpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on CPU")
+    reserve_full_prompt: bool = Field(description="Admission checks that the whole prompt fits in KV")
+    async_scheduling: bool = Field(description="Async scheduling on unless disabled (vLLM >= 0.14)")
+    iteration_overhead_s: float | None = Field(description="Per-iteration host overhead (null: hardware's)")
+    decode_graph_iteration_s: float | None = Field(description="Same for CUDA-graph decode steps (null: hardware's)")
+
+
+class VersionTable(StrictModel):
+    versions: dict[str, VersionDefaults] = Field(description="Profiles by major.minor version")
+
+
+@cache
+def version_table() -> dict[str, VersionDefaults]:
+    text = (resources.files("ttftsim.config") / "engine_versions.yaml").read_text(encoding="utf-8")
+    data = {key: value for key, value in yaml.safe_load(text).items() if not key.startswith("x-")}  # anchors
+    return parse_mapping(VersionTable, data, "engine_versions.yaml").versions
+
+
+def _minor(version: str) -> tuple[int, int]:
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        raise ValueError(f"vLLM version {version!r} is not a version number") from None
+
+
+def version_defaults(version: str) -> VersionDefaults:
+    """The profile of this version, or of the nearest modelled version below it."""
+    table = version_table()
+    wanted = _minor(version)
+    older = [key for key in table if _minor(key) <= wanted]
+    if not older:
+        raise ValueError(f"vLLM version {version!r} is older than every modelled version ({', '.join(table)})")
+    return table[max(older, key=_minor)]
+
+
+def version_warnings(version: str) -> list[str]:
+    """A version newer than every modelled one runs on the newest profile (version_defaults): said, not silent,
+    since a newer release may change the defaults the prediction rests on."""
+    table = version_table()
+    newest = max(table, key=_minor)
+    if _minor(version) <= _minor(newest):
+        return []
+    return [
+        f"vLLM {version} is newer than every modelled version ({', '.join(table)}): predicted with {newest}'s "
+        f"defaults (gpu_memory_utilization, batch limits, async scheduling, API-server costs); check that release's "
+        f"notes for changed defaults"
+    ]
