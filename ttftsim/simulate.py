@@ -41,6 +41,10 @@ Progress = Callable[[float], None]
 YOUNG_COLLECTION_OBJECTS = 50_000  # allocations between two young-generation GC passes while simulating (700)
 
 
+# engine fields the summary shows only where they act (the run's seed is shown once, below)
+QUIET_ENGINE_KEYS = ("seed", "windowed_kv", "hybrid_kv_cache_manager")
+
+
 @dataclass(frozen=True)
 class SimulationResult:
     scenario: Scenario
@@ -73,16 +77,20 @@ class SimulationResult:
             (self.prefix_query_tokens, self.prefix_hit_tokens),
             self.sim_end_s,
         )
+        shown = {k: v for k, v in asdict(engine).items() if k not in QUIET_ENGINE_KEYS and not k.startswith("lmcache")}
         config = RunConfig(
             scenario=self.scenario.name,
             model=model.name,
             hardware=hardware.name,
-            engine={k: v for k, v in asdict(engine).items() if k != "seed" and not k.startswith("lmcache")}
-            | {  # the run's seed is below; LMCache's settings only where it runs
+            engine=shown
+            | {  # the run's seed is below; LMCache's settings, the windowed groups and the hybrid manager's
+                # switch only where they act
                 "api_server": engine.api_server.model_dump(),
                 "speculative": engine.speculative.model_dump() if engine.speculative is not None else None,
             }
-            | ({"lmcache": engine.lmcache.model_dump()} if engine.lmcache is not None else {}),
+            | ({"lmcache": engine.lmcache.model_dump()} if engine.lmcache is not None else {})
+            | ({"windowed_kv": asdict(windowed)} if windowed is not None else {})
+            | ({} if engine.hybrid_kv_cache_manager else {"hybrid_kv_cache_manager": False}),
             num_gpu_blocks=self.replica.num_blocks if windowed is None else windowed.num_blocks,  # vLLM's count
             kv_capacity_tokens=self.replica.num_blocks * engine.block_size,
             memory_plan_bytes=asdict(memory) if memory else None,
