@@ -48,7 +48,7 @@ def resolve_ref(ref: str, base: Path) -> str:
 
 def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> Replica:
     model = load_model(resolve_ref(scenario.model, base), source)
-    disaggregated = scenario.cluster is not None and scenario.cluster.disaggregation is not None
+    disaggregated = is_disaggregated(scenario)
     hardware = load_hardware(resolve_ref(scenario.hardware, base), source)
     factors = deployment_factors(scenario.engine.calibration, hardware, base)
     try:
@@ -148,8 +148,17 @@ def hybrid_kv_cache(engine: ResolvedEngine, disaggregated: bool = False) -> bool
     unless --disable-hybrid-kv-cache-manager is given (distributed/kv_transfer/kv_connector/factory.py: no 0.15.1
     connector supports it): modelled as given, and validate says when it is missing. Off, a model with full and
     sliding-window layers keeps every token in every layer (perf/kv_groups.py)."""
-    connector = bool(engine.kv_offloading_gib) or engine.lmcache is not None or disaggregated
-    return engine.hybrid_kv_cache_manager and not connector
+    return engine.hybrid_kv_cache_manager and not kv_connector(engine, disaggregated)
+
+
+def kv_connector(engine: ResolvedEngine, disaggregated: bool = False) -> bool:
+    """Whether the engine runs a KV connector: KV offloading, LMCache, or a disaggregated pod's KV transfer."""
+    return bool(engine.kv_offloading_gib) or engine.lmcache is not None or disaggregated
+
+
+def is_disaggregated(scenario: Scenario) -> bool:
+    """Whether the scenario's pods are prefill and decode pools (each with a KV transfer connector)."""
+    return scenario.cluster is not None and scenario.cluster.disaggregation is not None
 
 
 def windowed_groups(
@@ -159,7 +168,7 @@ def windowed_groups(
     or None: no windowed group, or an engine the windowed KV manager does not run in (static or no KV cache,
     a CPU tier, LMCache; window_kept says when vLLM would free them there)."""
     groups = KvCacheGroups.of(model, hybrid_kv_cache(engine, disaggregated))
-    if not groups.windowed_groups or engine.kv_cache_mode != "paged" or window_kept(model, engine, disaggregated):
+    if not groups.windowed_groups or engine.kv_cache_mode != "paged" or kv_connector(engine, disaggregated):
         return None
     count = engine.num_gpu_blocks_override or memory.vllm_num_blocks(groups)
     return WindowedGroups(groups.full_groups, groups.windowed_groups, groups.window, count)
@@ -170,8 +179,7 @@ def window_kept(model: ModelSpec, engine: ResolvedEngine, disaggregated: bool = 
     keeps vLLM's sliding-window manager with a KV connector too, but the windowed KV manager does not run beside
     the CPU tier, LMCache or a disaggregated pod's transfer (the run warns: model/not_modelled.py)."""
     groups = KvCacheGroups.of(model, hybrid_kv_cache(engine, disaggregated))
-    connector = bool(engine.kv_offloading_gib) or engine.lmcache is not None or disaggregated
-    return bool(groups.windowed_groups) and (connector or engine.kv_cache_mode == "static")
+    return bool(groups.windowed_groups) and (kv_connector(engine, disaggregated) or engine.kv_cache_mode == "static")
 
 
 def offload_sizes(engine: ResolvedEngine, memory: MemoryPlan, hardware: HardwareProfile) -> tuple[int, float]:

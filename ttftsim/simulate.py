@@ -30,7 +30,7 @@ from ttftsim.metrics.summary import summarize
 from ttftsim.metrics.timeseries import time_series
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
-from ttftsim.replica import Replica, build_replica, window_kept
+from ttftsim.replica import Replica, build_replica, is_disaggregated, window_kept
 from ttftsim.workload.budget import WorkLimitError, check_blocks, check_scenario
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
 
@@ -68,8 +68,7 @@ class SimulationResult:
         engine, memory = self.replica.engine, self.replica.memory
         model, hardware = self.replica.perf.deployment.model, self.replica.perf.deployment.hardware
         windowed = engine.windowed_kv
-        disaggregated = self.scenario.cluster is not None and self.scenario.cluster.disaggregation is not None
-        kept = window_kept(model, engine, disaggregated)
+        kept = window_kept(model, engine, is_disaggregated(self.scenario))
         summary = summarize(
             self.requests,
             (self.itl_values, self.itl_weights),

@@ -94,7 +94,7 @@ def windowed_peak_blocks(cfg: ResolvedEngine, groups: WindowedGroups, prompt: in
         peak = max(peak, held(computed, new))
         computed += new
     last = prompt + output - 2  # the last decode step computes this token
-    steps = {c for c in range(max(prompt, last - size + 1), last + 1)}
+    steps = set(range(max(prompt, last - size + 1), last + 1))
     if prompt <= window - 2 <= last:
         steps.add(window - 2)
     return max([peak, *(held(c, 1) for c in steps)])

@@ -169,15 +169,16 @@ class WindowedKVCacheManager(KVCacheManager):
         """Blocks in every group for num_tokens_after tokens, after freeing what left the window of the
         computed_tokens already computed (a running request); False, changing no table but that freeing,
         when the free queue cannot supply them."""
+        count = -(-num_tokens_after // self.block_size)
         needed = -(-max(num_tokens_after, reserve_tokens) // self.block_size)
         tables = self.tables.get(request_id)
         if tables is None:
-            return self._admit(request_id, -(-num_tokens_after // self.block_size), needed, hit)
+            return self._admit(request_id, count, needed, hit)
         if computed_tokens >= 0:
             self._remove_skipped(tables, computed_tokens)
         if sum(max(needed - len(table), 0) for table in tables) > self.pool.num_free:
             return False
-        self._extend(tables, -(-num_tokens_after // self.block_size))
+        self._extend(tables, count)
         return True
 
     def _admit(self, request_id: int, count: int, needed: int, hit: CacheHit) -> bool:
