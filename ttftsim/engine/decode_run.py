@@ -13,8 +13,7 @@ Compiled with mypyc at install (ttftsim/_native.py), as the engine that calls it
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -26,13 +25,14 @@ MAX_RUN_STEPS = 4096
 SHORT_RUN_STEPS = 32  # decode runs up to this long are computed in Python, longer ones with numpy
 
 
-@dataclass(frozen=True, slots=True)
 class RunTimes:
     """A run's iterations: `ends[i]` is when iteration i ends, in seconds after the run starts (a list for
-    short runs, an array for long ones); `durations[i]` its length."""
+    short runs, an array for long ones); `durations[i]` its length. Immutable (Final attributes); a plain
+    class, compiled (see BatchShape)."""
 
-    ends: Any
-    durations: Any
+    def __init__(self, ends: Any, durations: Any) -> None:
+        self.ends: Final = ends
+        self.durations: Final = durations
 
 
 class DecodeRun:

@@ -18,8 +18,6 @@ touched, in running order. Otherwise the cohort is dissolved and the loop runs r
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.cohort import DecodeCohort
 from ttftsim.engine.loading import LoadingRequests, admission_start
@@ -166,10 +164,11 @@ class Scheduler:
         if not preempted:
             self._admit_waiting(now, now if admit_before is None else admit_before, budget, scheduled, shape)
         cohort_steps = not per_request and self.cohort.size > 0
-        built = shape.build()
         if self.lora is not None:  # the batch's adapters, and copying the new ones into GPU slots
             adapters = {s.req.lora_id for s, _ in scheduled if s.req.lora_id}
-            built = replace(built, num_loras=len(adapters), lora_load_s=self.lora.load_s(adapters))
+            built = shape.build(len(adapters), self.lora.load_s(adapters))
+        else:
+            built = shape.build()
         return StepPlan(tuple(scheduled), tuple(preempted), built, cohort_steps, per_request)
 
     # ---- the fast path: the running loop's outcome without visiting every decode ----

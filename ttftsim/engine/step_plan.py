@@ -6,7 +6,7 @@ Compiled with mypyc at install (ttftsim/_native.py), as the scheduler and engine
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Final
 
 from ttftsim.config.engine import ResolvedEngine, WindowedGroups
 from ttftsim.engine.cohort import DecodeCohort
@@ -16,16 +16,24 @@ from ttftsim.perf.batch import BatchShape
 from ttftsim.workload.request import Request
 
 
-@dataclass(frozen=True, slots=True)
 class StepPlan:
     """What runs in one iteration: (request, new tokens) pairs outside the cohort, whether the decode
-    cohort steps too, who was preempted, and the cost shape."""
+    cohort steps too, who was preempted, and the cost shape. Immutable (Final attributes); a plain class
+    built once per iteration, compiled (see BatchShape)."""
 
-    scheduled: tuple[tuple[RequestState, int], ...]
-    preempted: tuple[RequestState, ...]
-    shape: BatchShape
-    cohort_steps: bool = False
-    per_request: bool = True  # scheduled by the reference loop (the cohort was dissolved)
+    def __init__(
+        self,
+        scheduled: tuple[tuple[RequestState, int], ...],
+        preempted: tuple[RequestState, ...],
+        shape: BatchShape,
+        cohort_steps: bool = False,
+        per_request: bool = True,
+    ) -> None:
+        self.scheduled: Final = scheduled
+        self.preempted: Final = preempted
+        self.shape: Final = shape
+        self.cohort_steps: Final = cohort_steps
+        self.per_request: Final = per_request  # scheduled by the reference loop (the cohort was dissolved)
 
     @property
     def is_empty(self) -> bool:
