@@ -285,7 +285,7 @@ def test_a_binding_token_budget_splits_prefills_behind_the_decodes_on_both_paths
             env.run(until=200)
             runs.append(_nan_as_none(_rows(recorder)))
             if blocks == 100:
-                assert [(s[0], s[3], s[4], s[5]) for s in recorder.steps[:8]] == hand, (closed_form, cohort)
+                assert [(s[0], s[3], s[4], s[5]) for s in recorder.steps][:8] == hand, (closed_form, cohort)
         assert runs[0] == runs[1] == runs[2], blocks
 
 

@@ -54,7 +54,7 @@ class BandwidthMeter:
     def _take_new_rows(self) -> None:
         pods = self.pods()
         rows = self.recorder.steps
-        for start, duration, replica, _tokens, _running, _waiting, kv_usage, steps in rows[self.cursor :]:
+        for start, duration, replica, _tokens, _running, _waiting, kv_usage, steps in rows.rows_from(self.cursor):
             if replica < len(pods):
                 read = bytes_per_gpu(pods[replica], kv_usage, steps)
                 self.reads.setdefault(replica, deque()).append(Reads(start, start + duration, read))

@@ -190,7 +190,7 @@ class Gateway:
             if pod.engine is not None and pod.state in ("ready", "draining") and pod.role != "prefill":
                 for state in pod.engine.in_flight():
                     self.recorder.request(state, pod.index, "in_flight")
-        recorded = {row[0] for row in self.recorder.rows}
+        recorded = set(self.recorder.rows.column("request_id"))
         for req, _ in [*self._held, *self._original.values()]:
             if req.request_id not in recorded:
                 recorded.add(req.request_id)
