@@ -95,10 +95,10 @@ class Columns:
     def frame(self) -> pd.DataFrame:
         # an explicit dtype on each Series: pandas 3 would read an object array of strings as its str dtype
         data = {
-            c: pd.Series(_as_numpy(cells, self.dtypes[c]), dtype=self.dtypes[c])
+            c: pd.Series(_as_numpy(cells, self.dtypes[c]), dtype=self.dtypes[c], copy=False)
             for c, cells in zip(self.columns, self.cells, strict=True)
         }
-        return pd.DataFrame(data)
+        return pd.DataFrame(data, copy=False)
 
 
 def _as_numpy(cells: Any, dtype: str) -> NDArray[Any]:

@@ -1,0 +1,47 @@
+"""The recorder's typed columns: rows in, the same rows and a frame of the right dtypes out, the numbers not
+copied on the way (a day's iterations are millions of rows)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ttftsim.engine.recorder import STEP_COLUMNS, Columns, Recorder
+
+DTYPES = {"id": "int64", "status": "object", "ttft_s": "float64"}
+
+
+def test_rows_come_back_as_appended_and_the_frame_has_each_columns_dtype() -> None:
+    columns = Columns(("id", "status", "ttft_s"), DTYPES)
+    for row in [(3, "finished", 0.25), (1, "rejected", float("nan")), (2, "in_flight", 1.5)]:
+        columns.append(row)
+    assert len(columns) == 3
+    assert [r[:2] for r in columns] == [(3, "finished"), (1, "rejected"), (2, "in_flight")]
+    assert list(columns.rows_from(2)) == [(2, "in_flight", 1.5)]
+    assert list(columns.column("id")) == [3, 1, 2]
+    frame = columns.frame()
+    assert frame.dtypes.astype(str).to_dict() == DTYPES
+    expected = pd.DataFrame(
+        {
+            "id": pd.Series([3, 1, 2], dtype="int64"),
+            "status": pd.Series(["finished", "rejected", "in_flight"], dtype="object"),
+            "ttft_s": [0.25, np.nan, 1.5],
+        }
+    )
+    pd.testing.assert_frame_equal(frame, expected)
+
+
+def test_an_empty_table_still_has_its_columns_and_dtypes() -> None:
+    frame = Columns(("id", "status", "ttft_s"), DTYPES).frame()
+    assert list(frame.columns) == ["id", "status", "ttft_s"] and len(frame) == 0
+    assert frame.dtypes.astype(str).to_dict() == DTYPES
+
+
+def test_the_steps_frame_reads_the_recorded_buffers_without_a_copy() -> None:
+    recorder = Recorder()
+    recorder.step((0.5, 0.01, 0, 512, 3, 1, 0.25, 1))
+    recorder.step((0.51, 0.02, 1, 4, 4, 0, 0.5, 2))
+    frame = recorder.steps_frame()
+    assert list(frame.columns) == list(STEP_COLUMNS)
+    assert frame["num_tokens"].tolist() == [512, 4] and frame["kv_usage"].tolist() == [0.25, 0.5]
+    assert np.shares_memory(frame["time_s"].to_numpy(), np.frombuffer(recorder.steps.cells[0]))
