@@ -45,3 +45,30 @@ def test_the_steps_frame_reads_the_recorded_buffers_without_a_copy() -> None:
     assert list(frame.columns) == list(STEP_COLUMNS)
     assert frame["num_tokens"].tolist() == [512, 4] and frame["kv_usage"].tolist() == [0.25, 0.5]
     assert np.shares_memory(frame["time_s"].to_numpy(), np.frombuffer(recorder.steps.cells[0]))
+
+
+def test_the_cluster_steps_are_joined_in_time_order_and_not_copied_when_already_ordered() -> None:
+    from ttftsim.simulate import _time_ordered
+
+    decode = pd.DataFrame({"time_s": [0.0, 0.2, 0.2], "replica": [0, 1, 0]})
+    prefill = pd.DataFrame({"time_s": [0.1, 0.2], "replica": [5, 5]})
+    joined = _time_ordered([decode, prefill])
+    assert list(zip(joined["time_s"], joined["replica"], strict=True)) == [
+        (0.0, 0),
+        (0.1, 5),
+        (0.2, 1),  # equal times keep the recorders' order: decode rows first, each in its own order
+        (0.2, 0),
+        (0.2, 5),
+    ]
+    assert list(joined.index) == [0, 1, 2, 3, 4]
+    assert _time_ordered([decode, prefill.iloc[:0]]) is decode  # nothing to join, already in order
+    assert _time_ordered([decode.iloc[:0], prefill.iloc[:0]]).columns.tolist() == ["time_s", "replica"]
+
+
+def test_a_row_appended_after_a_frame_leaves_that_frame_as_it_was() -> None:
+    columns = Columns(("id", "status", "ttft_s"), DTYPES)
+    columns.append((1, "finished", 0.5))
+    before = columns.frame()
+    columns.append((2, "in_flight", float("nan")))  # the arrays are read by `before`: copied, then appended
+    assert before["id"].tolist() == [1] and before["ttft_s"].tolist() == [0.5]
+    assert columns.frame()["id"].tolist() == [1, 2] and list(columns.column("status")) == ["finished", "in_flight"]

@@ -68,7 +68,8 @@ _TYPECODES = {"int64": "q", "float64": "d"}
 
 class Columns:
     """Rows appended to one typed array per numeric column (a list for text); `frame()` reads them as numpy
-    arrays without a copy."""
+    arrays without a copy. An array cannot grow while a frame reads it: a row appended after a frame was
+    built (a test looking mid-run) moves the columns to copies first, so that frame keeps its rows."""
 
     def __init__(self, columns: tuple[str, ...], dtypes: dict[str, str]) -> None:
         self.columns = columns
@@ -76,8 +77,17 @@ class Columns:
         self.cells: list[Any] = [[] if dtypes[c] == "object" else array(_TYPECODES[dtypes[c]]) for c in columns]
 
     def append(self, row: tuple[Any, ...]) -> None:
-        for cells, value in zip(self.cells, row, strict=True):
-            cells.append(value)
+        try:
+            for cells, value in zip(self.cells, row, strict=True):
+                cells.append(value)
+        except BufferError:  # a frame built earlier still reads these arrays: go on in copies of them
+            self._detach()
+            self.append(row)
+
+    def _detach(self) -> None:
+        """Copies of the columns, cut to the rows appended whole (an append may have stopped part way)."""
+        rows = min(len(cells) for cells in self.cells)
+        self.cells = [cells[:rows] for cells in self.cells]
 
     def __len__(self) -> int:
         return len(self.cells[0])
