@@ -1,11 +1,13 @@
-"""The recorder's typed columns: rows in, the same rows and a frame of the right dtypes out, the numbers not
-copied on the way (a day's iterations are millions of rows)."""
+"""The recorder's columns: rows in, the same rows and a frame of the right dtypes out, kept as numpy chunks
+and not copied again by the frame (a day's iterations are millions of rows)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
+from ttftsim.engine import recorder as recorder_module
 from ttftsim.engine.recorder import STEP_COLUMNS, Columns, Recorder
 
 DTYPES = {"id": "int64", "status": "object", "ttft_s": "float64"}
@@ -37,14 +39,14 @@ def test_an_empty_table_still_has_its_columns_and_dtypes() -> None:
     assert frame.dtypes.astype(str).to_dict() == DTYPES
 
 
-def test_the_steps_frame_reads_the_recorded_buffers_without_a_copy() -> None:
+def test_the_steps_frame_reads_the_recorded_chunks_without_a_copy() -> None:
     recorder = Recorder()
     recorder.step((0.5, 0.01, 0, 512, 3, 1, 0.25, 1))
     recorder.step((0.51, 0.02, 1, 4, 4, 0, 0.5, 2))
     frame = recorder.steps_frame()
     assert list(frame.columns) == list(STEP_COLUMNS)
     assert frame["num_tokens"].tolist() == [512, 4] and frame["kv_usage"].tolist() == [0.25, 0.5]
-    assert np.shares_memory(frame["time_s"].to_numpy(), np.frombuffer(recorder.steps.cells[0]))
+    assert np.shares_memory(frame["time_s"].to_numpy(), recorder.steps.chunks[0][0])
 
 
 def test_the_cluster_steps_are_joined_in_time_order_and_not_copied_when_already_ordered() -> None:
@@ -72,3 +74,17 @@ def test_a_row_appended_after_a_frame_leaves_that_frame_as_it_was() -> None:
     columns.append((2, "in_flight", float("nan")))  # the arrays are read by `before`: copied, then appended
     assert before["id"].tolist() == [1] and before["ttft_s"].tolist() == [0.5]
     assert columns.frame()["id"].tolist() == [1, 2] and list(columns.column("status")) == ["finished", "in_flight"]
+
+
+def test_rows_are_kept_in_chunks_and_read_back_across_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recorder_module, "CHUNK_ROWS", 2)  # plain Python only: compiled, the constant is bound
+    columns = Columns(("id", "status", "ttft_s"), DTYPES)
+    rows = [(i, f"s{i}", i / 4) for i in range(5)]
+    for row in rows:
+        columns.append(row)
+    if recorder_module.__file__.endswith(".py"):
+        assert [len(chunk[0]) for chunk in columns.chunks] == [2, 2] and columns.pending == [rows[4]]
+    assert len(columns) == 5 and list(columns) == rows
+    assert list(columns.rows_from(3)) == rows[3:] and list(columns.rows_from(5)) == []
+    assert columns.column("status") == ["s0", "s1", "s2", "s3", "s4"]
+    assert columns.frame()["ttft_s"].tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]

@@ -1,15 +1,14 @@
 """Collects what the engine does: one row per request, one row per iteration, inter-token latencies.
 
-Every numeric column is a typed array (`array.array`) appended in simulation order: 8 bytes a value, where a
-row tuple of Python objects took about 35 (a day's 28 million iterations were 7.8 GB as tuples, 1.8 GB as
-columns). The frames are built at the end without copying the numbers twice. Rows for requests still in
-flight are added by `close()` at the horizon.
+Rows are appended in simulation order and kept as numpy columns, a chunk at a time (Columns); inter-token
+gaps in typed arrays. The frames are built at the end. Rows for requests still in flight are added by
+`close()` at the horizon.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -63,58 +62,64 @@ _REQUEST_DTYPES = {
 }
 STEP_COLUMNS = ("time_s", "duration_s", "replica", "num_tokens", "running", "waiting", "kv_usage", "num_steps")
 _STEP_DTYPES = {c: ("float64" if c in ("time_s", "duration_s", "kv_usage") else "int64") for c in STEP_COLUMNS}
-_TYPECODES = {"int64": "q", "float64": "d"}
+CHUNK_ROWS = 1 << 16
 
 
 class Columns:
-    """Rows appended to one typed array per numeric column (a list for text); `frame()` reads them as numpy
-    arrays without a copy. An array cannot grow while a frame reads it: a row appended after a frame was
-    built (a test looking mid-run) moves the columns to copies first, so that frame keeps its rows."""
+    """A table appended row by row: the newest rows as tuples (an append is one list append), every
+    CHUNK_ROWS of them turned into one numpy array per column (8 bytes a number, where a row tuple of
+    Python objects takes about 35: a day's 28 million iterations would be 7.8 GB as tuples, 1.8 GB so).
+    `frame()` joins the chunks once and builds the frame on those arrays without copying them again; rows
+    appended later go to new chunks, so a frame already built keeps its rows."""
 
     def __init__(self, columns: tuple[str, ...], dtypes: dict[str, str]) -> None:
         self.columns = columns
         self.dtypes = dtypes
-        self.cells: list[Any] = [[] if dtypes[c] == "object" else array(_TYPECODES[dtypes[c]]) for c in columns]
+        self.chunks: list[list[NDArray[Any]]] = []  # each: one array per column, the same length
+        self.pending: list[tuple[Any, ...]] = []
 
     def append(self, row: tuple[Any, ...]) -> None:
-        try:
-            for cells, value in zip(self.cells, row, strict=True):
-                cells.append(value)
-        except BufferError:  # a frame built earlier still reads these arrays: go on in copies of them
-            self._detach()
-            self.append(row)
+        self.pending.append(row)
+        if len(self.pending) >= CHUNK_ROWS:
+            self._compact()
 
-    def _detach(self) -> None:
-        """Copies of the columns, cut to the rows appended whole (an append may have stopped part way)."""
-        rows = min(len(cells) for cells in self.cells)
-        self.cells = [cells[:rows] for cells in self.cells]
+    def _compact(self) -> None:
+        if self.pending:
+            cells = list(zip(*self.pending, strict=True))
+            self.chunks.append([np.array(v, dtype=self.dtypes[c]) for c, v in zip(self.columns, cells, strict=True)])
+            self.pending = []
 
     def __len__(self) -> int:
-        return len(self.cells[0])
+        return sum(len(chunk[0]) for chunk in self.chunks) + len(self.pending)
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         return self.rows_from(0)
 
     def rows_from(self, start: int) -> Iterator[tuple[Any, ...]]:
-        """The rows from index `start` on, as tuples."""
-        return zip(*(cells[start:] for cells in self.cells), strict=True)
+        """The rows from index `start` on, as tuples of Python values."""
+        first = 0
+        for chunk in self.chunks:
+            size = len(chunk[0])
+            if start < first + size:
+                yield from zip(*(column[max(0, start - first) :].tolist() for column in chunk), strict=True)
+            first += size
+        yield from self.pending[max(0, start - first) :]
 
-    def column(self, name: str) -> Sequence[Any]:
-        return self.cells[self.columns.index(name)]  # type: ignore[no-any-return]
+    def column(self, name: str) -> list[Any]:
+        index = self.columns.index(name)
+        return [value for chunk in self.chunks for value in chunk[index].tolist()] + [r[index] for r in self.pending]
 
     def frame(self) -> pd.DataFrame:
+        self._compact()
+        if len(self.chunks) > 1:
+            self.chunks = [[np.concatenate(parts) for parts in zip(*self.chunks, strict=True)]]
+        arrays = self.chunks[0] if self.chunks else [np.empty(0, dtype=self.dtypes[c]) for c in self.columns]
         # an explicit dtype on each Series: pandas 3 would read an object array of strings as its str dtype
         data = {
-            c: pd.Series(_as_numpy(cells, self.dtypes[c]), dtype=self.dtypes[c], copy=False)
-            for c, cells in zip(self.columns, self.cells, strict=True)
+            c: pd.Series(values, dtype=self.dtypes[c], copy=False)
+            for c, values in zip(self.columns, arrays, strict=True)
         }
         return pd.DataFrame(data, copy=False)
-
-
-def _as_numpy(cells: Any, dtype: str) -> NDArray[Any]:
-    if isinstance(cells, array):
-        return np.frombuffer(cells, dtype=dtype) if len(cells) else np.empty(0, dtype=dtype)
-    return np.array(cells, dtype=dtype)
 
 
 class Recorder:
@@ -126,8 +131,8 @@ class Recorder:
         self.steps = Columns(STEP_COLUMNS, _STEP_DTYPES)
         self.itl_values: list[NDArray[np.float64]] = []
         self.itl_weights: list[NDArray[np.float64]] = []
-        self._itl_scalar: list[float] = []
-        self._itl_scalar_weight: list[float] = []
+        self._itl_scalar = array("d")  # typed, as the columns: one gap per iteration of every run
+        self._itl_scalar_weight = array("d")
 
     def step(self, row: tuple[float, float, int, int, int, int, float, int]) -> None:
         self.steps.append(row)
@@ -205,8 +210,8 @@ class Recorder:
 
     def itl_samples(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(values, weights) of every inter-token gap."""
-        values = [*self.itl_values, np.asarray(self._itl_scalar, dtype=np.float64)]
-        weights = [*self.itl_weights, np.asarray(self._itl_scalar_weight, dtype=np.float64)]
+        values = [*self.itl_values, np.array(self._itl_scalar, dtype=np.float64)]
+        weights = [*self.itl_weights, np.array(self._itl_scalar_weight, dtype=np.float64)]
         return np.concatenate(values), np.concatenate(weights)
 
 
