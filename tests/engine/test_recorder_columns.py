@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
-from ttftsim.engine import recorder as recorder_module
 from ttftsim.engine.recorder import STEP_COLUMNS, Columns, Recorder
 
 DTYPES = {"id": "int64", "status": "object", "ttft_s": "float64"}
@@ -76,14 +74,12 @@ def test_a_row_appended_after_a_frame_leaves_that_frame_as_it_was() -> None:
     assert columns.frame()["id"].tolist() == [1, 2] and list(columns.column("status")) == ["finished", "in_flight"]
 
 
-def test_rows_are_kept_in_chunks_and_read_back_across_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(recorder_module, "CHUNK_ROWS", 2)  # plain Python only: compiled, the constant is bound
-    columns = Columns(("id", "status", "ttft_s"), DTYPES)
+def test_rows_are_kept_in_chunks_and_read_back_across_them() -> None:
+    columns = Columns(("id", "status", "ttft_s"), DTYPES, chunk_rows=2)
     rows = [(i, f"s{i}", i / 4) for i in range(5)]
     for row in rows:
         columns.append(row)
-    if recorder_module.__file__.endswith(".py"):
-        assert [len(chunk[0]) for chunk in columns.chunks] == [2, 2] and columns.pending == [rows[4]]
+    assert [len(chunk[0]) for chunk in columns.chunks] == [2, 2] and columns.pending == [rows[4]]
     assert len(columns) == 5 and list(columns) == rows
     assert list(columns.rows_from(3)) == rows[3:] and list(columns.rows_from(5)) == []
     assert columns.column("status") == ["s0", "s1", "s2", "s3", "s4"]

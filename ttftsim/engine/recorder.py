@@ -62,25 +62,26 @@ _REQUEST_DTYPES = {
 }
 STEP_COLUMNS = ("time_s", "duration_s", "replica", "num_tokens", "running", "waiting", "kv_usage", "num_steps")
 _STEP_DTYPES = {c: ("float64" if c in ("time_s", "duration_s", "kv_usage") else "int64") for c in STEP_COLUMNS}
-CHUNK_ROWS = 1 << 16
+CHUNK_ROWS = 1 << 16  # rows held as tuples before they become one chunk of columns
 
 
 class Columns:
     """A table appended row by row: the newest rows as tuples (an append is one list append), every
     CHUNK_ROWS of them turned into one numpy array per column (8 bytes a number, where a row tuple of
-    Python objects takes about 35: a day's 28 million iterations would be 7.8 GB as tuples, 1.8 GB so).
+    Python objects takes about 35: some 28 million iterations in a day, about 7.8 GB as tuples, 1.8 GB so).
     `frame()` joins the chunks once and builds the frame on those arrays without copying them again; rows
     appended later go to new chunks, so a frame already built keeps its rows."""
 
-    def __init__(self, columns: tuple[str, ...], dtypes: dict[str, str]) -> None:
+    def __init__(self, columns: tuple[str, ...], dtypes: dict[str, str], chunk_rows: int = CHUNK_ROWS) -> None:
         self.columns = columns
         self.dtypes = dtypes
+        self.chunk_rows = chunk_rows
         self.chunks: list[list[NDArray[Any]]] = []  # each: one array per column, the same length
         self.pending: list[tuple[Any, ...]] = []
 
     def append(self, row: tuple[Any, ...]) -> None:
         self.pending.append(row)
-        if len(self.pending) >= CHUNK_ROWS:
+        if len(self.pending) >= self.chunk_rows:
             self._compact()
 
     def _compact(self) -> None:
@@ -131,7 +132,7 @@ class Recorder:
         self.steps = Columns(STEP_COLUMNS, _STEP_DTYPES)
         self.itl_values: list[NDArray[np.float64]] = []
         self.itl_weights: list[NDArray[np.float64]] = []
-        self._itl_scalar = array("d")  # typed, as the columns: one gap per iteration of every run
+        self._itl_scalar = array("d")  # 8 bytes a gap (a list held a float object and a pointer for each)
         self._itl_scalar_weight = array("d")
 
     def step(self, row: tuple[float, float, int, int, int, int, float, int]) -> None:
