@@ -72,6 +72,8 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             *speculation(engine, hardware, source, base),
             engine.max_lora_rank if engine.lora_slots else 0,
             scenario.engine.enable_expert_parallel,
+            engine.dp,
+            scenario.engine.expert_load_imbalance,
         )
     except ValueError as exc:
         raise InputError(source, "engine", str(exc)) from None
@@ -98,7 +100,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         engine = replace(
             engine,
             lora_h2d_s=adapter / hardware.host_to_device_bw_bytes_per_s,
-            lora_read_s=adapter * engine.gpus / read_bw,
+            lora_read_s=adapter * engine.rank_gpus / read_bw,
         )
     if engine.kv_offloading_gib:
         capacity, load_s = offload_sizes(engine, memory, hardware)
@@ -186,7 +188,7 @@ def offload_sizes(engine: ResolvedEngine, memory: MemoryPlan, hardware: Hardware
     """The CPU tier's capacity in blocks (kv_offloading_gib over a block's bytes on every GPU of the replica)
     and the time to copy one block back (each GPU its shard, in parallel, at its host-to-device bandwidth)."""
     block_bytes_per_gpu = memory.block_size * memory.kv_bytes_per_token
-    capacity = int(engine.kv_offloading_gib * 2**30 // (block_bytes_per_gpu * engine.gpus))
+    capacity = int(engine.kv_offloading_gib * 2**30 // (block_bytes_per_gpu * engine.rank_gpus))
     return capacity, block_bytes_per_gpu / hardware.host_to_device_bw_bytes_per_s
 
 

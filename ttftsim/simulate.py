@@ -21,6 +21,7 @@ from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import StagedArrivals
+from ttftsim.engine.data_parallel import ServingEngine, lmcache_tiers, serving_engine
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.errors import InputError
@@ -42,7 +43,7 @@ YOUNG_COLLECTION_OBJECTS = 50_000  # allocations between two young-generation GC
 
 
 # engine fields the summary shows only where they act (the run's seed is shown once, below)
-QUIET_ENGINE_KEYS = ("seed", "windowed_kv", "hybrid_kv_cache_manager")
+QUIET_ENGINE_KEYS = ("seed", "windowed_kv", "hybrid_kv_cache_manager", "dp")
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,15 @@ class SimulationResult:
             model=model.name,
             hardware=hardware.name,
             engine=shown
-            | {  # the run's seed is below; LMCache's settings, the windowed groups and the hybrid manager's
-                # switch only where they act
+            | {  # the run's seed is below; LMCache's settings, the windowed groups, the hybrid manager's
+                # switch and the data-parallel engines only where they act
                 "api_server": engine.api_server.model_dump(),
                 "speculative": engine.speculative.model_dump() if engine.speculative is not None else None,
             }
             | ({"lmcache": engine.lmcache.model_dump()} if engine.lmcache is not None else {})
             | ({"windowed_kv": asdict(windowed)} if windowed is not None else {})
-            | ({} if engine.hybrid_kv_cache_manager else {"hybrid_kv_cache_manager": False}),
+            | ({} if engine.hybrid_kv_cache_manager else {"hybrid_kv_cache_manager": False})
+            | ({"dp": engine.dp} if engine.dp > 1 else {}),
             num_gpu_blocks=self.replica.num_blocks if windowed is None else windowed.num_blocks,  # vLLM's count
             kv_capacity_tokens=self.replica.num_blocks * engine.block_size,
             memory_plan_bytes=asdict(memory) if memory else None,
@@ -258,12 +260,13 @@ def _run(
     env = simpy.Environment()
     recorder = Recorder(replica.engine.frontend_overhead_s)
     run_seed = scenario.seed if seed is None else seed
-    engine = Engine(
+    engine = serving_engine(
         env,
         replace(replica.engine, seed=run_seed),  # the seed also draws accepted draft tokens
         replica.cost,
         replica.num_blocks,
         recorder,
+        replica.perf.deployment.model.is_moe,  # DP ranks of an MoE model step together
         closed_form_decode=closed_form_decode,
         client_timeout_s=scenario.client_timeout_s,
         first_visible_token=scenario.first_visible_token,
@@ -271,10 +274,10 @@ def _run(
     )
     rng = np.random.default_rng(run_seed)
     requests = start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit, scenario.client)
-    if requests is not None and push_arrivals:
-        env.process(open_loop_source(env, requests, engine.submit))
-    elif requests is not None:
+    if requests is not None and isinstance(engine, Engine) and not push_arrivals:
         engine.attach_feed(requests)
+    elif requests is not None:  # pushed at their arrival times (DP ranks: through the load balancer)
+        env.process(open_loop_source(env, requests, engine.submit))
     expected = scenario.horizon_s or expected_duration(scenario)
     if progress is not None and expected:
         env.process(_ticker(env, expected, progress))
@@ -372,9 +375,9 @@ def _time_ordered(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return steps.sort_values("time_s", kind="stable").reset_index(drop=True)
 
 
-def lmcache_counts(engines: list[Engine]) -> tuple[int, int] | None:
+def lmcache_counts(engines: list[ServingEngine]) -> tuple[int, int] | None:
     """LMCache's (query, hit) tokens summed over the engines, None where none runs it."""
-    tiers = [engine.kv.lmcache for engine in engines if engine.kv.lmcache is not None]
+    tiers = [tier for engine in engines for tier in lmcache_tiers(engine)]
     return (sum(t.query_tokens for t in tiers), sum(t.hit_tokens for t in tiers)) if tiers else None
 
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import simpy
 from pydantic import ValidationError
 
 from tests.factories import engine_config, feed, make_engine, request
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.kv_transfer import LMCacheConfig
+from ttftsim.engine.engine import Engine
 from ttftsim.engine.loading import lmcache_tiers
-from ttftsim.kvcache.offload import LMCacheTiers, TierSpec
+from ttftsim.engine.recorder import Recorder
+from ttftsim.kvcache.offload import LMCacheTiers, RemoteStores, TierSpec
 from ttftsim.perf.linear import LinearStepModel
 from ttftsim.workload.request import Request
 
@@ -250,3 +253,32 @@ def test_lmcache_tiers_of_a_replica_sized_and_timed_by_hand() -> None:
     assert unlimited is not None and unlimited.tiers[2].spec.capacity_chunks is None
     assert lmcache_tiers(engine_config(**base, lmcache=settings, lmcache_chunk_bytes=0)) is None  # not sized yet
     assert lmcache_tiers(engine_config(lmcache_chunk_bytes=chunk)) is None  # no LMCache
+
+
+def test_replicas_naming_one_remote_url_share_its_store() -> None:
+    """LMCache keys a chunk by model, world size, rank and chunk hash, so every replica of a deployment that
+    names the same remote_url finds the chunks another replica stored. Replica 0 computes a 128-token prompt
+    (2 chunks stored, also to the remote store); replica 1 gets the same prompt at 1 s with an empty GPU and
+    CPU cache: both chunks read from the remote store (20 ms) and copied in (1 ms), 1 token computed (10 + 1 ms),
+    where a store of its own would hold nothing: the prompt is recomputed (10 + 128 ms) and its 2 chunks stored
+    (1 ms copy each)."""
+    settings = {"max_local_cpu_size": 4 * CHUNK_GB, "remote_url": "lm://store:65432"}
+    cfg = engine_config(lmcache_chunk_bytes=MIB, **lmcache(**settings))
+
+    def first_token_on_second(stores: RemoteStores | None) -> float:
+        env, recorder = simpy.Environment(), Recorder(0.0)
+        engines = [Engine(env, cfg, COST, 9, recorder, replica=i, remote_stores=stores) for i in (0, 1)]
+        feed(env, engines[0], [request(0, 0.0, 128, 1, content=7)])
+        feed(env, engines[1], [request(1, 1.0, 128, 1, content=7)])
+        env.run(until=10.0)
+        return float(recorder.requests_frame().set_index("request_id")["first_token_s"][1])
+
+    stores = RemoteStores()
+    assert first_token_on_second(stores) == pytest.approx(1.0 + 2 * 0.021 + 0.011, abs=1e-12)
+    assert len(stores) == 1
+    assert first_token_on_second(None) == pytest.approx(1.0 + 0.010 + 0.128 + 2 * 0.001, abs=1e-12)
+    other = RemoteStores()  # another world size (a TP2 replica's ranks) keys its chunks apart
+    spec = TierSpec("RemoteBackend", None, 0.02)
+    assert other.store("lm://a", 1, spec) is other.store("lm://a", 1, spec)
+    assert other.store("lm://a", 2, spec) is not other.store("lm://a", 1, spec)
+    assert other.store("lm://b", 1, spec) is not other.store("lm://a", 1, spec)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ttftsim.config.engine import EngineArgs
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
@@ -54,6 +55,27 @@ def test_busiest_rank_picks_by_hand() -> None:
     assert busiest_rank_picks(128, 2, 0.5) == pytest.approx(67.33, abs=0.01)
     assert busiest_rank_picks(128, 1, 1.0) == 128.0
     assert busiest_rank_picks(2, 64, 0.9) == 2.0  # never more than every pick
+
+
+def test_a_measured_expert_load_imbalance_sets_the_busiest_gpus_picks() -> None:
+    """expert_load_imbalance 1.5 (vLLM EPLB balancedness 0.67): 1,000 picks over 8 GPUs, mean 125, busiest 187.5;
+    never more than every pick. The fused-MoE time of Mixtral TP 2 x DP 4 with EP grows with it, its all-to-all
+    does not."""
+    assert busiest_rank_picks(1000, 8, 1 / 8, 1.5) == 187.5
+    assert busiest_rank_picks(1000, 8, 1 / 8, 10.0) == 1000.0
+    hw, mixtral = load_hardware("H100-SXM5-80GB"), load_model("Mixtral-8x7B-v0.1")
+    shape = BatchShape(num_decode_seqs=256, decode_kv_tokens=256_000, num_sampled=256)
+
+    def parts(imbalance: float | None) -> dict[str, float]:
+        deployment = Deployment(mixtral, hw, 2, expert_parallel=True, dp=4, expert_load_imbalance=imbalance)
+        return IterationModel(deployment).timing(shape).breakdown
+
+    random, skewed = parts(None), parts(2.0)
+    assert skewed["moe"] > random["moe"] and skewed["all2all"] == random["all2all"]
+    with pytest.raises(ValueError, match="expert_load_imbalance without enable_expert_parallel"):
+        Deployment(mixtral, hw, 2, expert_load_imbalance=1.5)
+    with pytest.raises(ValueError, match="expert_load_imbalance without enable_expert_parallel"):
+        EngineArgs(expert_load_imbalance=1.5)
 
 
 def test_expert_parallel_moe_runs_the_busiest_gpus_experts_at_full_width() -> None:
@@ -123,10 +145,9 @@ def test_expert_parallel_without_experts_is_one_line_naming_the_field(tmp_path: 
     assert "enable_expert_parallel" in str(info.value) and "\n" not in str(info.value)
 
 
-def test_validate_reads_enable_expert_parallel_and_warns_on_data_parallel() -> None:
-    """vLLM 0.15.1's command line: --enable-expert-parallel becomes the engine argument; --data-parallel-size
-    is read but not modelled (the engine runs one DP rank)."""
+def test_validate_reads_enable_expert_parallel_and_data_parallel_size() -> None:
+    """vLLM 0.15.1's command line: --enable-expert-parallel and --data-parallel-size become engine arguments."""
     words = ["vllm", "serve", "m", "--enable-expert-parallel", "--data-parallel-size", "2", "-tp", "4"]
     command = read_vllm_container(words, [], "0.15.1", "Deployment/x", "k8s.yaml")
-    assert command.engine == {"enable_expert_parallel": True, "tensor_parallel_size": 4}
-    assert command.not_modelled == ["--data-parallel-size"]
+    assert command.engine == {"enable_expert_parallel": True, "tensor_parallel_size": 4, "data_parallel_size": 2}
+    assert command.not_modelled == []

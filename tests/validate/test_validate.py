@@ -88,6 +88,12 @@ FINDINGS = [
     (("", ""), ('--max-num-seqs, "128"', '--tensor-parallel-size, "2"'), "tp-vs-gpus", "requests 1 x 1"),
     (
         ("", ""),
+        ('--max-num-seqs, "128"', '--data-parallel-size, "2"'),
+        "tp-vs-gpus",
+        "tensor x pipeline x data parallel = 2 GPUs",
+    ),
+    (
+        ("", ""),
         (
             "startupProbe:\n            httpGet: {path: /health, port: 8000}\n"
             "            periodSeconds: 10\n            failureThreshold: 30",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import simpy
 
 from ttftsim.cluster.placement import Node
-from ttftsim.engine.engine import Engine
+from ttftsim.engine.data_parallel import ServingEngine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.perf.linear import StepCostModel
 
@@ -37,7 +37,7 @@ class Pod:
     state: str = "pending"  # pending, starting, ready, draining, terminated, failed, crashloop
     node: Node | None = None  # the leader's node
     workers: list[Node] = field(default_factory=list)  # the other nodes of a multi-node (LeaderWorkerSet) pod
-    engine: Engine | None = None
+    engine: ServingEngine | None = None
     outstanding: int = 0
     bound_s: float = math.nan
     ready_s: float = math.nan
@@ -64,7 +64,7 @@ class Pod:
 class ReplicaBuild:
     """What a pod on a node of some hardware runs: the engine's pieces, or why it cannot start."""
 
-    make: Callable[[simpy.Environment, Recorder, int, Wrap | None], Engine] | None
+    make: Callable[[simpy.Environment, Recorder, int, Wrap | None], ServingEngine] | None
     weight_bytes: float
     tp: int
     enforce_eager: bool

@@ -15,10 +15,11 @@ from ttftsim.cluster.alerts import AlertFigures, alert_figures
 from ttftsim.cluster.cluster import ClusterLog, ClusterSim
 from ttftsim.cluster.pod import ReplicaBuild, Wrap
 from ttftsim.config.scenario import Scenario
-from ttftsim.engine.engine import Engine
+from ttftsim.engine.data_parallel import ServingEngine, serving_engine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
+from ttftsim.kvcache.offload import RemoteStores
 from ttftsim.metrics.percentiles import slo_percentile
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref
@@ -74,8 +75,10 @@ def fixed_cluster(
 
 
 def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
-    """hardware name -> ReplicaBuild, built once per hardware (a pod on a CPU node runs at CPU speed)."""
+    """hardware name -> ReplicaBuild, built once per hardware (a pod on a CPU node runs at CPU speed). Every
+    engine made by it puts into and reads from the same LMCache remote stores (one run's cluster)."""
     cache: dict[str, ReplicaBuild] = {}
+    remote_stores = RemoteStores()
 
     def build(hardware: str) -> ReplicaBuild:
         if hardware in cache:
@@ -90,20 +93,22 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
             return cache[hardware]
         engine_cfg = replica.engine
         memory = replica.memory
-        gpus = engine_cfg.gpus  # a pipeline-parallel replica is one pod group of TP x PP GPUs
+        gpus = engine_cfg.gpus  # a replica is one pod (group) of TP x PP x DP GPUs
         weight_bytes = float(memory.weight_bytes * gpus) if memory else 0.0
 
-        def make(env: simpy.Environment, recorder: Recorder, index: int, wrap: Wrap | None) -> Engine:
-            return Engine(
+        def make(env: simpy.Environment, recorder: Recorder, index: int, wrap: Wrap | None) -> ServingEngine:
+            return serving_engine(
                 env,
                 engine_cfg,
                 replica.cost if wrap is None else wrap(replica.cost),
                 replica.num_blocks,
                 recorder,
+                replica.perf.deployment.model.is_moe,
                 replica=index,
                 client_timeout_s=scenario.client_timeout_s,
                 first_visible_token=scenario.first_visible_token,
                 attention_window=replica.perf.attention_window,
+                remote_stores=remote_stores,
             )
 
         kv_per_token = float(memory.kv_bytes_per_token * gpus) if memory else 0.0

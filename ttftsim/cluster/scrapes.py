@@ -26,6 +26,7 @@ from ttftsim.cluster.hpa import ExternalMetricInput, MetricInput, PodsMetricInpu
 from ttftsim.cluster.metrics import TTFT_BUCKETS, histogram_quantile
 from ttftsim.cluster.pod import Pod
 from ttftsim.config.cluster import Autoscaling
+from ttftsim.engine.data_parallel import queue_lengths
 from ttftsim.engine.state import RequestState
 
 
@@ -81,10 +82,8 @@ class Prometheus:
             gauges = {}
             for pod in self.serving():
                 if pod.state == "ready" and pod.engine is not None:
-                    sched = pod.engine.scheduler
-                    gauges[pod.index] = PodGauges(
-                        float(len(sched.waiting)), float(len(sched.running)), pod.engine.kv.usage()
-                    )
+                    waiting, running = queue_lengths(pod.engine)
+                    gauges[pod.index] = PodGauges(float(waiting), float(running), pod.engine.kv.usage())
             now = self.env.now
             self.scrapes.append(Scrape(now, self.histogram.counts.copy(), gauges))
             while self.scrapes and self.scrapes[0].time_s < now - self.keep_s - self.interval_s:

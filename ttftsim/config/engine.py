@@ -75,10 +75,26 @@ class EngineArgs(StrictModel):
         le=64,
         description="Pipeline stages (PP): the layers split over PP groups of TP GPUs, PP batches in flight",
     )
+    data_parallel_size: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="vLLM --data-parallel-size: DP engines of TP x PP GPUs each, every one with its own scheduler "
+        "and KV cache behind the server's load balancer; an MoE model's ranks step together (docs/engine-"
+        "semantics.md 16)",
+    )
     enable_expert_parallel: bool = Field(
         default=False,
         description="vLLM --enable-expert-parallel: each TP GPU holds whole routed experts (E / TP, the first "
         "E mod TP one more) instead of a slice of every expert; MoE models only (docs/engine-semantics.md 16)",
+    )
+    expert_load_imbalance: float | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="ttftsim's, not vLLM's: with enable_expert_parallel, the busiest GPU's routed token-expert "
+        "picks over the mean (the inverse of the balancedness vLLM logs with --eplb-config "
+        "'{\"log_balancedness\": true}'); null: uniformly random routing, the expected busiest of TP x DP GPUs",
     )
     max_num_batched_tokens: int | None = Field(default=None, ge=1, description="Token budget per iteration")
     max_num_seqs: int | None = Field(default=None, ge=1, description="Most sequences running at once")
@@ -175,6 +191,10 @@ class EngineArgs(StrictModel):
                 "kv_offloading_size needs paged KV blocks with prefix caching on: the CPU tier finds blocks by "
                 "their prefix hashes"
             )
+        if self.expert_load_imbalance is not None and not self.enable_expert_parallel:
+            raise ValueError("expert_load_imbalance without enable_expert_parallel (it is the load of an EP GPU)")
+        if self.data_parallel_size > 1 and self.pipeline_parallel_size > 1:
+            raise ValueError("data_parallel_size > 1 with pipeline_parallel_size > 1 is not modelled")
         self._consistent_kv_transfer()
         return self
 
@@ -256,10 +276,16 @@ class ResolvedEngine:
     lmcache_num_layers: int = 1  # layers a layerwise load or store is split into (replica.py)
     windowed_kv: WindowedGroups | None = None  # sliding-window groups freed as they leave the window (replica.py)
     hybrid_kv_cache_manager: bool = True  # not disabled by --disable-hybrid-kv-cache-manager (replica.py decides)
+    dp: int = 1  # data-parallel engines in the replica (engine/data_parallel.py)
 
     @property
     def gpus(self) -> int:
-        """GPUs of one replica: TP per stage x PP stages."""
+        """GPUs of one replica: TP per stage x PP stages x DP engines."""
+        return self.tp * self.pp * self.dp
+
+    @property
+    def rank_gpus(self) -> int:
+        """GPUs of one data-parallel engine (the whole replica without DP): TP x PP."""
         return self.tp * self.pp
 
     @property
@@ -376,4 +402,5 @@ def resolve_engine(
         max_cpu_loras=args.max_cpu_loras or args.max_loras,
         lmcache=(args.lmcache or LMCacheConfig()) if args.kv_transfer_config is not None else None,
         hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
+        dp=args.data_parallel_size,
     )

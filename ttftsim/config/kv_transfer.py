@@ -55,8 +55,8 @@ class LMCacheConfig(StrictModel):
     remote_url: str | None = Field(
         default=None,
         max_length=4096,
-        description="A remote store (lm://host:port, redis://..., RemoteBackend; default off); shared by the "
-        "instances that name it, but each ttftsim replica models its own",
+        description="A remote store (lm://host:port, redis://..., RemoteBackend; default off); one store for every "
+        "replica of the cluster that names it (a chunk stored by one is found by the others)",
     )
     use_layerwise: bool = Field(
         default=False,
@@ -79,8 +79,8 @@ class LMCacheConfig(StrictModel):
         default=None,
         gt=0,
         le=1048576,
-        description="ttftsim's, not LMCache's: GB the remote store keeps for this replica's worker (null: no "
-        "limit; the server evicts on its own terms)",
+        description="ttftsim's, not LMCache's: GB the remote store keeps per GPU worker rank, for all the replicas "
+        "that share it (null: no limit; the server evicts on its own terms)",
     )
     local_cpu_bytes_per_s: float | None = Field(
         default=None,

@@ -33,6 +33,12 @@ class SearchSpace(StrictModel):
 
     hardware: list[str] = Field(min_length=1, description="Hardware profiles")
     tensor_parallel_size: list[int] = Field(default=[1], min_length=1, description="TP sizes")
+    data_parallel_size: list[int] = Field(
+        default=[1], min_length=1, description="DP sizes: engines of TP GPUs per replica, on one node"
+    )
+    enable_expert_parallel: list[bool] = Field(
+        default=[False], min_length=1, description="Expert parallelism (whole experts per GPU; MoE models only)"
+    )
     max_num_seqs: list[PositiveInt | None] = Field(default=[None], min_length=1, description="None = vLLM's default")
     max_num_batched_tokens: list[PositiveInt | None] = Field(default=[None], min_length=1, description="None = default")
     enable_chunked_prefill: list[bool] = Field(default=[True], min_length=1, description="Chunked prefill")
@@ -45,8 +51,8 @@ class SearchSpace(StrictModel):
 
     @model_validator(mode="after")
     def _positive(self) -> SearchSpace:
-        for name in ("tensor_parallel_size", "warm_pool"):
-            if any(v < (1 if name == "tensor_parallel_size" else 0) for v in getattr(self, name)):
+        for name in ("tensor_parallel_size", "data_parallel_size", "warm_pool"):
+            if any(v < (0 if name == "warm_pool" else 1) for v in getattr(self, name)):
                 raise ValueError(f"{name} values must be positive")
         return self
 
@@ -151,6 +157,13 @@ class Plan(StrictModel):
                 f"availability asks for at least {floor} replicas (min_replicas, zones) but "
                 f"search.max_replicas is {self.search.max_replicas}"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _searched_parallelism(self) -> Plan:
+        for name, default in (("data_parallel_size", 1), ("enable_expert_parallel", False)):
+            if getattr(self.engine, name) != default:
+                raise ValueError(f"engine.{name} in a plan: the search sets it per candidate (search.{name}: a list)")
         return self
 
     @model_validator(mode="after")

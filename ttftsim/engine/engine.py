@@ -38,7 +38,7 @@ from ttftsim.engine.state import RequestState
 from ttftsim.engine.step_plan import StepPlan, rejection, run_cap
 from ttftsim.engine.visible import VisibleTokens
 from ttftsim.kvcache.manager import KVCacheManager
-from ttftsim.kvcache.offload import CpuTier
+from ttftsim.kvcache.offload import CpuTier, RemoteStores
 from ttftsim.kvcache.windowed import WindowedKVCacheManager
 from ttftsim.perf.linear import PipelineCostModel, StepCostModel
 from ttftsim.workload.request import Request
@@ -49,7 +49,7 @@ EXPIRY_CHECK_S = 1.0  # how often client timeouts are enforced (simulated second
 class Engine:
     """One replica. `submit` hands it a request; `done` callbacks fire when a request ends."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (what the replica is built from, the cluster's shared remote stores, its loop)
         self,
         env: simpy.Environment,
         cfg: ResolvedEngine,
@@ -61,6 +61,8 @@ class Engine:
         client_timeout_s: float | None = None,
         first_visible_token: int = 1,
         attention_window: int = 0,
+        remote_stores: RemoteStores | None = None,
+        run_loop: bool = True,
     ) -> None:
         self.env, self.cfg, self.perf, self.recorder, self.replica = env, cfg, perf, recorder, replica
         self.kv = (
@@ -70,7 +72,7 @@ class Engine:
         )
         if cfg.kv_offload_blocks:
             self.kv.tier = CpuTier(cfg.kv_offload_blocks)
-        self.kv.lmcache = lmcache_tiers(cfg)
+        self.kv.lmcache = lmcache_tiers(cfg, remote_stores)  # remote_stores: the cluster's, shared
         self.closed_form_decode = (
             closed_form_decode
             and cfg.windowed_kv is None  # blocks leave the window as requests decode: stepped request by request
@@ -95,7 +97,8 @@ class Engine:
         self._api_on = not self.api.costs.is_free
         self.on_end: Callable[[RequestState, str], None] | None = None  # cluster: a request left this engine
         self.on_first_token: Callable[[RequestState], None] | None = None  # cluster: the TTFT histogram
-        self.process = env.process(self._loop())
+        # a data-parallel rank of an MoE model is stepped by its group (data_parallel.py), not by a loop of its own
+        self.process: simpy.Process | None = env.process(self._loop()) if run_loop else None
 
     # ---- requests in and out ----
 
@@ -176,7 +179,7 @@ class Engine:
     def fail_all(self) -> list[RequestState]:
         """The replica dies: stop its loop and hand back every request not yet ended (nothing recorded;
         the caller retries or records them)."""
-        if self.process.is_alive:
+        if self.process is not None and self.process.is_alive:
             self.process.interrupt("replica lost")
         self._run = None
         self._feed.clear()

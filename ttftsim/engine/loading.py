@@ -10,7 +10,7 @@ from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.queues import WaitingQueue
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import NO_HIT, CacheHit, KVCacheManager
-from ttftsim.kvcache.offload import LMCacheTiers, TierSpec
+from ttftsim.kvcache.offload import LMCacheTiers, LruChunks, RemoteStores, TierSpec
 
 
 class LoadingRequests:
@@ -86,23 +86,26 @@ def admission_start(
     return hit, hit.num_tokens, False
 
 
-def lmcache_tiers(cfg: ResolvedEngine) -> LMCacheTiers | None:
+def lmcache_tiers(cfg: ResolvedEngine, remote_stores: RemoteStores | None = None) -> LMCacheTiers | None:
     """LMCache's tiers for a replica, sized in chunks of its KV (replica.py sets the chunk's bytes per GPU):
     a GB is 2^30 bytes per GPU worker; a chunk read from disk or the remote store moves every GPU's share
-    through one drive or link, then each GPU copies its own share over its PCIe link."""
+    through one drive or link, then each GPU copies its own share over its PCIe link. The remote tier is the
+    cluster's store for the URL (remote_stores), shared with the other replicas; without remote_stores (one
+    engine alone) the replica's own."""
     lm, chunk = cfg.lmcache, cfg.lmcache_chunk_bytes
     if lm is None or chunk <= 0:
         return None
-    tiers = []
+    tiers: list[TierSpec | LruChunks] = []
     if lm.local_cpu:
         tiers.append(TierSpec("LocalCPUBackend", int(lm.max_local_cpu_size * 2**30 // chunk), 0.0))
     if lm.local_disk is not None:
-        disk_s = chunk * cfg.gpus / lm.local_disk_read_bytes_per_s
+        disk_s = chunk * cfg.rank_gpus / lm.local_disk_read_bytes_per_s
         tiers.append(TierSpec("LocalDiskBackend", int(lm.max_local_disk_size * 2**30 // chunk), disk_s))
     if lm.remote_url is not None:
         size = lm.max_remote_size
         capacity = None if size is None else int(size * 2**30 // chunk)
-        tiers.append(TierSpec("RemoteBackend", capacity, chunk * cfg.gpus / lm.remote_bytes_per_s))
+        remote = TierSpec("RemoteBackend", capacity, chunk * cfg.rank_gpus / lm.remote_bytes_per_s)
+        tiers.append(remote if remote_stores is None else remote_stores.store(lm.remote_url, cfg.rank_gpus, remote))
     copy_s = chunk / (lm.local_cpu_bytes_per_s or cfg.lmcache_h2d_bytes_per_s)
     layers = cfg.lmcache_num_layers if lm.use_layerwise else 0
     timeout_s = lm.lookup_timeout_ms / 1000 if lm.enable_async_loading else None

@@ -9,8 +9,8 @@ WAITING_FOR_REMOTE_KVS, skipped by admission, and is then admitted with those to
 
 LMCache's tiers (--kv-transfer-config LMCacheConnectorV1: host memory, local disk, a remote store) keep
 chunks of chunk_size tokens instead, each tier LRU, and charge their copies to the engine's steps
-(LMCacheTiers; docs/engine-semantics.md 14). Left out: copies sharing bandwidth, a remote store shared by
-replicas.
+(LMCacheTiers; docs/engine-semantics.md 14). A remote store is one for every replica of a cluster that names
+its URL (RemoteStores). Left out: copies sharing bandwidth.
 """
 
 from __future__ import annotations
@@ -121,6 +121,28 @@ class LruChunks:
             self._held.move_to_end(key)
 
 
+class RemoteStores:
+    """The remote stores of one simulated cluster. Every vLLM instance whose LMCache names the same remote_url
+    puts into and looks up in the same server, and a chunk's key holds the model, the world size and the TP
+    rank beside the chunk hash (LMCache CacheEngineKey: fmt, model_name, world_size, worker_id, chunk_hash), so
+    replicas of one deployment (same model, same GPUs per replica) find each other's chunks: one store per
+    URL, world size and tier (its capacity and read time in chunks of one size; pods whose KV chunks differ,
+    another KV dtype, keep apart)."""
+
+    def __init__(self) -> None:
+        self._stores: dict[tuple[str, int, TierSpec], LruChunks] = {}
+
+    def __len__(self) -> int:
+        return len(self._stores)
+
+    def store(self, url: str, world_size: int, spec: TierSpec) -> LruChunks:
+        key = (url, world_size, spec)
+        found = self._stores.get(key)
+        if found is None:
+            found = self._stores[key] = LruChunks(spec)
+        return found
+
+
 class LMCacheTiers:
     """LMCache's storage manager for one vLLM instance, in chunks of chunk_blocks KV blocks (a chunk's key
     is its last block's prefix hash: equal keys mean equal prefixes, as LMCache's chained chunk hashes).
@@ -144,7 +166,7 @@ class LMCacheTiers:
 
     def __init__(
         self,
-        tiers: Sequence[TierSpec],
+        tiers: Sequence[TierSpec | LruChunks],
         chunk_blocks: int,
         chunk_tokens: int,
         h2d_s_per_chunk: float,
@@ -152,7 +174,7 @@ class LMCacheTiers:
         layers: int = 0,
         prefetch_timeout_s: float | None = None,
     ) -> None:
-        self.tiers = [LruChunks(spec) for spec in tiers]
+        self.tiers = [tier if isinstance(tier, LruChunks) else LruChunks(tier) for tier in tiers]  # may be shared
         self.chunk_blocks, self.chunk_tokens = chunk_blocks, chunk_tokens
         self.h2d_s_per_chunk, self.d2h_s_per_chunk = h2d_s_per_chunk, d2h_s_per_chunk
         self.prefetch_timeout_s = prefetch_timeout_s  # asynchronous loading's lookup timeout (None: synchronous)

@@ -40,6 +40,7 @@ class BatchShape:
         prefill_window_pairs: int = 0,
         prefill_window_kv_tokens: int = 0,
         decode_window_kv_tokens: int = 0,
+        dp_tokens: int = 0,
     ) -> None:
         self.num_prefill_seqs: Final = num_prefill_seqs
         self.prefill_tokens: Final = prefill_tokens
@@ -55,10 +56,33 @@ class BatchShape:
         self.prefill_window_pairs: Final = prefill_window_pairs  # query-key pairs of the prefills in such a layer
         self.prefill_window_kv_tokens: Final = prefill_window_kv_tokens  # keys the prefills read there
         self.decode_window_kv_tokens: Final = decode_window_kv_tokens  # cached tokens the decodes read there
+        # the most tokens any data-parallel rank runs this step: vLLM pads every rank's batch to it
+        # (v1/worker/dp_utils.py coordinate_batch_across_dp), so the linears and experts run that many (0: no DP)
+        self.dp_tokens: Final = dp_tokens
 
     @property
     def num_tokens(self) -> int:
         return self.prefill_tokens + self.num_decode_seqs
+
+    def with_dp_tokens(self, dp_tokens: int) -> BatchShape:
+        """This batch padded, for its dense layers, to the largest data-parallel rank's token count."""
+        return BatchShape(
+            self.num_prefill_seqs,
+            self.prefill_tokens,
+            self.prefill_attn_pairs,
+            self.prefill_kv_tokens,
+            self.num_decode_seqs,
+            self.decode_kv_tokens,
+            self.num_sampled,
+            self.num_spec_tokens,
+            self.num_loras,
+            self.lora_load_s,
+            self.window,
+            self.prefill_window_pairs,
+            self.prefill_window_kv_tokens,
+            self.decode_window_kv_tokens,
+            dp_tokens,
+        )
 
     @property
     def is_decode_only(self) -> bool:

@@ -32,7 +32,8 @@ class Deployment:
     draft: Deployment | None = None  # the draft model of draft_model, on the same GPUs
     lora_rank: int = 0  # max_lora_rank when LoRA adapters are served (the kernels run at it), else 0
     expert_parallel: bool = False  # vLLM --enable-expert-parallel: whole experts per GPU over the TP x DP ranks
-    dp: int = 1  # data-parallel ranks, each with its own batch, sharing the experts (perf/ffn.py; not in the engine)
+    dp: int = 1  # data-parallel ranks, each with its own batch, sharing the experts (engine/data_parallel.py)
+    expert_load_imbalance: float | None = None  # the busiest EP GPU's routed load over the mean (None: random)
 
     def __post_init__(self) -> None:
         if self.model.num_attention_heads % self.tp:
@@ -46,6 +47,15 @@ class Deployment:
             )
         if self.expert_parallel and not self.model.is_moe:
             raise ValueError(f"enable_expert_parallel needs an MoE model; {self.model.name} has no experts")
+        if self.expert_load_imbalance is not None and not self.expert_parallel:
+            raise ValueError("expert_load_imbalance without enable_expert_parallel (it is the load of an EP GPU)")
+
+    @property
+    def experts_sliced_over_dp(self) -> bool:
+        """An MoE model's data-parallel engines without expert parallelism slice every routed expert over all TP x
+        DP GPUs and run every rank's tokens through them (vLLM FusedMoEParallelConfig.make: the MoE layer's TP is
+        flattened across DP)."""
+        return self.model.is_moe and self.dp > 1 and not self.expert_parallel
 
     @property
     def ep_size(self) -> int:

@@ -48,6 +48,7 @@ class ExpertParallel:
     dp: int
     link: Link
     link_efficiency: float
+    imbalance: float | None = None  # the busiest GPU's picks over the mean; None: uniformly random routing
 
 
 def local_experts(num_experts: int, ep_size: int) -> int:
@@ -56,12 +57,15 @@ def local_experts(num_experts: int, ep_size: int) -> int:
     return num_experts // ep_size + (1 if num_experts % ep_size else 0)
 
 
-def busiest_rank_picks(picks: int, ep_size: int, share: float) -> float:
+def busiest_rank_picks(picks: int, ep_size: int, share: float, imbalance: float | None = None) -> float:
     """Expected picks (token-expert pairs) on the busiest of ep_size GPUs when each of `picks` lands on a
     given GPU with probability `share`: mean + sigma x E[max of ep_size standard normals] (Blom), capped at
-    all the picks."""
+    all the picks. With a measured `imbalance` (the busiest GPU's load over the mean, the inverse of vLLM
+    EPLB's logged balancedness, mean / max), mean x imbalance instead, capped the same way."""
     if ep_size <= 1:
         return float(picks)
+    if imbalance is not None:
+        return min(float(picks), picks * share * imbalance)
     mean, sigma = picks * share, math.sqrt(picks * share * (1.0 - share))
     expected_max = NormalDist().inv_cdf((ep_size - 0.375) / (ep_size + 0.25))
     return min(float(picks), mean + sigma * expected_max)
@@ -78,6 +82,7 @@ class FfnCosts:
 
     def __init__(self, spec: ModelSpec, tp: int, costs: KernelCosts, dtype: ComputeDtype, weight_bytes: float) -> None:
         self.spec = spec
+        self.tp = tp
         self.costs = costs
         self.dtype = dtype
         self.weight_bytes = weight_bytes
@@ -89,17 +94,32 @@ class FfnCosts:
         )
         self.ep: ExpertParallel | None = None
 
-    def expert_parallel(self, ep_size: int, dp: int, hardware: HardwareProfile) -> None:
+    def expert_parallel(self, ep_size: int, dp: int, hardware: HardwareProfile, imbalance: float | None = None) -> None:
         """Split the routed experts whole over ep_size GPUs (full expert width, the busiest GPU's experts); the
         DP group talks over NVLink within a node, the network beyond."""
         spec = self.spec
         link = hardware.intra_node_link if ep_size <= hardware.gpus_per_node else hardware.inter_node_link
-        self.ep = ExpertParallel(ep_size, dp, link, hardware.roofline.link_efficiency)
+        self.ep = ExpertParallel(ep_size, dp, link, hardware.roofline.link_efficiency, imbalance)
         self.experts = MoeShape(
             local_experts(spec.num_local_experts, ep_size),
             spec.num_experts_per_tok,
             spec.hidden_size,
             spec.intermediate_size,
+            self.weight_bytes,
+            self.dtype,
+        )
+
+    def sliced_over_dp(self, dp: int, hardware: HardwareProfile) -> None:
+        """An MoE model's DP engines without expert parallelism: every routed expert sliced over TP x DP GPUs,
+        every rank's tokens gathered through them (the dispatch and combine as with EP)."""
+        spec, group = self.spec, self.tp * dp
+        link = hardware.intra_node_link if group <= hardware.gpus_per_node else hardware.inter_node_link
+        self.ep = ExpertParallel(1, dp, link, hardware.roofline.link_efficiency)
+        self.experts = MoeShape(
+            spec.num_local_experts,
+            spec.num_experts_per_tok,
+            spec.hidden_size,
+            spec.intermediate_size // group,
             self.weight_bytes,
             self.dtype,
         )
@@ -118,10 +138,14 @@ class FfnCosts:
         if not spec.is_moe:
             return self.swiglu_s(tokens, self.inter)
         experts = self.experts  # one fused kernel pair over the experts hit, not one GEMM per expert
-        if self.ep is not None:
-            return self._expert_parallel_s(tokens)
         router = self.costs.gemm_s(tokens, experts.num_experts, h, "bf16", experts.num_experts * h * 2.0)
-        return router + self.costs.moe_s(tokens, experts.experts_hit(tokens), experts)
+        ep = self.ep
+        if ep is None:
+            return router + self.costs.moe_s(tokens, experts.experts_hit(tokens), experts)
+        if ep.ep_size > 1:
+            return self._expert_parallel_s(tokens)
+        gathered = tokens * ep.dp  # sliced over TP x DP: every rank's (padded) tokens through this GPU's slices
+        return router + self.costs.moe_s(gathered, experts.experts_hit(gathered), experts)
 
     def _expert_parallel_s(self, tokens: int) -> float:
         """The router over this rank's tokens, then the fused kernel on the busiest GPU: every DP rank's tokens
@@ -131,7 +155,7 @@ class FfnCosts:
         total_experts, top_k, h = spec.num_local_experts, spec.num_experts_per_tok, spec.hidden_size
         router = self.costs.gemm_s(tokens, total_experts, h, "bf16", total_experts * h * 2.0)
         gathered = tokens * ep.dp
-        picks = busiest_rank_picks(gathered * top_k, ep.ep_size, local.num_experts / total_experts)
+        picks = busiest_rank_picks(gathered * top_k, ep.ep_size, local.num_experts / total_experts, ep.imbalance)
         hit = local.num_experts * (1.0 - (1.0 - top_k / total_experts) ** gathered)
         return router + self.costs.moe_s(math.ceil(picks / top_k), hit, local)
 

@@ -82,7 +82,11 @@ class IterationModel:
         self._inter = m.intermediate_size // tp
         self._ffn = FfnCosts(m, tp, self.costs, self._dtype, self._wbytes)
         if deployment.ep_size > 1:
-            self._ffn.expert_parallel(deployment.ep_size, deployment.dp, deployment.hardware)
+            self._ffn.expert_parallel(
+                deployment.ep_size, deployment.dp, deployment.hardware, deployment.expert_load_imbalance
+            )
+        elif deployment.experts_sliced_over_dp:
+            self._ffn.sliced_over_dp(deployment.dp, deployment.hardware)
         self._dense_cache: dict[tuple[int, int], dict[str, float]] = {}
         self._dense_total: dict[tuple[int, int], float] = {}
         overhead = deployment.hardware.overhead
@@ -222,7 +226,8 @@ class IterationModel:
         drafts of speculative decoding after them."""
         prefill, decode = self._attention_parts(shape)
         rows = shape.num_sampled + shape.num_spec_tokens
-        device = self._dense_s(self.graphs.padded_tokens(shape.num_tokens), rows) + prefill + decode
+        tokens = shape.num_tokens if shape.num_tokens >= shape.dp_tokens else shape.dp_tokens
+        device = self._dense_s(self.graphs.padded_tokens(tokens), rows) + prefill + decode
         if self._extras:  # speculative decoding's drafts, LoRA kernels
             if shape.num_loras and self.deployment.lora_rank:
                 device += self.lora_s(shape.num_tokens, shape.num_loras)
@@ -275,7 +280,7 @@ class IterationModel:
         """Iteration time with its breakdown by operator class; `overhead` is the host time left exposed."""
         if shape.num_tokens == 0:
             return StepTiming(0.0, {})
-        padded = self.graphs.padded_tokens(shape.num_tokens)
+        padded = self.graphs.padded_tokens(max(shape.num_tokens, shape.dp_tokens))
         breakdown = dict(self._dense_parts(padded, shape.num_sampled + shape.num_spec_tokens))
         breakdown["prefill_attention"], breakdown["decode_attention"] = self._attention_parts(shape)
         if self._spec:

@@ -127,15 +127,16 @@ def proposer_bytes(deployment: Deployment) -> tuple[int, int]:
 def stage_weight_bytes(deployment: Deployment) -> list[int]:
     """Checkpoint bytes on one GPU of each pipeline stage: its layers' share, plus the input embedding on the
     first stage and the final norm and LM head on the last (the LM head is a second copy when tied). With
-    expert parallelism a GPU holds whole routed experts, as many as the busiest GPU of the group."""
+    expert parallelism a GPU holds whole routed experts, as many as the busiest GPU of the group; an MoE model's
+    DP engines without it a TP x DP slice of every routed expert."""
     spec, pp, tp = deployment.model, deployment.pp, deployment.tp
     total = weight_bytes(spec, deployment.weight_dtype)
-    if pp == 1 and deployment.ep_size == 1:
+    if pp == 1 and deployment.ep_size == 1 and not deployment.experts_sliced_over_dp:
         return [math.ceil(total / tp)]
     table = 2.0 * spec.vocab_size * spec.hidden_size  # one 16-bit vocab x hidden table
     if pp == 1:
         return [math.ceil(_stage_layer_bytes(deployment)[0] / tp + embedding_params(spec) * 2.0 / tp)]
-    if spec.num_dense_mlp_layers or deployment.ep_size > 1:  # dense layers are lighter; EP holds whole experts
+    if spec.num_dense_mlp_layers or deployment.ep_size > 1 or deployment.experts_sliced_over_dp:  # not per layer alike
         stages = _stage_layer_bytes(deployment)
     else:
         outside = (1 if spec.tie_word_embeddings else 2) * table + 2.0 * spec.hidden_size
@@ -155,6 +156,9 @@ def _stage_layer_bytes(deployment: Deployment) -> list[float]:
         expert = layer_params(spec).expert * weight_bytes_per_param(deployment.weight_dtype)
         local = local_experts(spec.num_local_experts, deployment.ep_size)
         moe += (local * deployment.tp - spec.num_local_experts) * expert
+    elif deployment.experts_sliced_over_dp:  # every expert's slice over TP x DP GPUs, not TP
+        expert = layer_params(spec).expert * weight_bytes_per_param(deployment.weight_dtype)
+        moe -= spec.num_local_experts * expert * (1.0 - 1.0 / deployment.dp)
     stages, start = [], 0
     for layers in deployment.stage_layers:
         num_dense = layers - spec.num_moe_layers_in(start, layers)

@@ -57,13 +57,25 @@ class Candidate:
     kv_cache_dtype: str
     router: str
     warm_pool: int
+    data_parallel_size: int = 1
+    enable_expert_parallel: bool = False
 
     @property
     def key(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """The candidate's identity in a plan's checkpoint (the parallelism fields only where not the default,
+        so a checkpoint written before they existed still resumes)."""
+        fields = asdict(self)
+        for name, default in (("data_parallel_size", 1), ("enable_expert_parallel", False)):
+            if fields[name] == default:
+                del fields[name]
+        return json.dumps(fields, sort_keys=True)
 
     def label(self) -> str:
         parts = [f"{self.hardware} TP{self.tensor_parallel_size}"]
+        if self.data_parallel_size > 1:
+            parts[0] += f" DP{self.data_parallel_size}"
+        if self.enable_expert_parallel:
+            parts[0] += " EP"
         if self.max_num_seqs is not None:
             parts.append(f"seqs {self.max_num_seqs}")
         if self.max_num_batched_tokens is not None:
@@ -90,6 +102,8 @@ def plan_digest(plan: Plan) -> str:
 def engine_args(plan: Plan, cand: Candidate) -> dict[str, Any]:
     update: dict[str, Any] = {
         "tensor_parallel_size": cand.tensor_parallel_size,
+        "data_parallel_size": cand.data_parallel_size,
+        "enable_expert_parallel": cand.enable_expert_parallel,
         "enable_chunked_prefill": cand.enable_chunked_prefill,
         "enable_prefix_caching": cand.enable_prefix_caching,
         "quantization": cand.quantization,
@@ -159,6 +173,8 @@ def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
     hardware = load_hardware(cand.hardware)
     if cand.tensor_parallel_size > hardware.gpus_per_node * 8:
         return {"feasible": False, "reason": "tensor parallelism beyond 8 nodes"}
+    if cand.data_parallel_size > 1 and replica_gpus(plan, cand) > hardware.gpus_per_node:
+        return {"feasible": False, "reason": "data-parallel engines beyond one node are not modelled"}
     result = simulate(scenario(plan, cand, 1.0, plan.probe_requests, base, flood=True), Path(base))
     finished = result.requests[result.requests["status"] == "finished"]
     if not len(finished):
@@ -206,8 +222,9 @@ def capacity(plan: Plan, base: str, cand: Candidate, saturated: float) -> dict[s
 
 
 def replica_gpus(plan: Plan, cand: Candidate) -> int:
-    """GPUs of one replica: the candidate's TP times the plan's pipeline stages (engine.pipeline_parallel_size)."""
-    return cand.tensor_parallel_size * plan.engine.pipeline_parallel_size
+    """GPUs of one replica: the candidate's TP times the plan's pipeline stages (engine.pipeline_parallel_size)
+    times its data-parallel engines."""
+    return cand.tensor_parallel_size * plan.engine.pipeline_parallel_size * cand.data_parallel_size
 
 
 def price_per_gpu_hour(plan: Plan, hardware: str) -> float:

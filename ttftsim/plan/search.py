@@ -16,7 +16,7 @@ import math
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ttftsim.config.plan import Plan
@@ -34,20 +34,11 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
 def candidates(plan: Plan) -> list[Candidate]:
+    """The product of the search space's lists, in Candidate's field order (the last fields vary fastest)."""
     space = plan.search
-    product = itertools.product(
-        space.hardware,
-        space.tensor_parallel_size,
-        space.max_num_seqs,
-        space.max_num_batched_tokens,
-        space.enable_chunked_prefill,
-        space.enable_prefix_caching,
-        space.quantization,
-        space.kv_cache_dtype,
-        space.router,
-        space.warm_pool,
-    )
-    return [Candidate(*values) for values in product]
+    names = [item.name for item in fields(Candidate)]
+    values: list[list[Any]] = [list(getattr(space, name)) for name in names]
+    return [Candidate(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)]
 
 
 def run_task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: float) -> Any:

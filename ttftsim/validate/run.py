@@ -127,7 +127,7 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
 
 
 def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -> None:
-    tp = target.engine.tensor_parallel_size * serving.pipeline_parallel
+    tp = target.engine.tensor_parallel_size * serving.pipeline_parallel * target.engine.data_parallel_size
     gpus = serving.gpu_request()
     where = f"{serving.kind}/{serving.name}"
     if gpus is None or gpus == 0:
@@ -141,7 +141,7 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
         report.add(
             "error",
             "tp-vs-gpus",
-            f"{where}: tensor x pipeline parallel = {tp} GPUs, but the pod group requests "
+            f"{where}: tensor x pipeline x data parallel = {tp} GPUs, but the pod group requests "
             f"{gpus} x {serving.group_size} = {gpus * serving.group_size}",
             f"request {tp // serving.group_size} GPUs per pod, "
             f"or set --tensor-parallel-size {gpus * serving.group_size}",
@@ -240,7 +240,9 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
     report.add(
         "info",
         "kv-capacity",
-        f"KV cache {capacity:,} tokens on {engine.gpus} x {hardware.name}; max_model_len x max_num_seqs = {worst:,}",
+        f"KV cache {capacity:,} tokens on {engine.rank_gpus} x {hardware.name}"
+        + (f" (each of {engine.dp} data-parallel engines)" if engine.dp > 1 else "")
+        + f"; max_model_len x max_num_seqs = {worst:,}",
     )
     if fits_seqs < engine.max_num_seqs:
         report.add(

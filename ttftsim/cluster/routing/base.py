@@ -8,7 +8,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from ttftsim.engine.engine import Engine
+from ttftsim.engine.data_parallel import ServingEngine
 from ttftsim.workload.request import Request
 
 
@@ -17,7 +17,7 @@ class Routable(Protocol):
 
     index: int
     outstanding: int
-    engine: Engine | None
+    engine: ServingEngine | None
 
 
 PodT = TypeVar("PodT", bound=Routable)

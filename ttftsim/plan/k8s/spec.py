@@ -89,7 +89,7 @@ def deployable(
     the cold start; the checkpoint's size on disk comes from the model's native dtype."""
     hardware = load_hardware(resolve_ref(cand.hardware, base))
     model = load_model(resolve_ref(plan.model, base))
-    world = cand.tensor_parallel_size * plan.engine.pipeline_parallel_size
+    world = cand.tensor_parallel_size * plan.engine.pipeline_parallel_size * cand.data_parallel_size
     pods = pods_per_replica(world, hardware.gpus_per_node)
     checkpoint = weight_bytes(model, model.native_dtype)
     quantized = cand.quantization not in (None, model.native_dtype)
@@ -127,6 +127,10 @@ def vllm_args(plan: Plan, cand: Candidate, model_id: str, native_dtype: str | No
     args = ["vllm", "serve", model_id, "--tensor-parallel-size", str(cand.tensor_parallel_size)]
     if plan.engine.pipeline_parallel_size > 1:
         args += ["--pipeline-parallel-size", str(plan.engine.pipeline_parallel_size)]
+    if cand.data_parallel_size > 1:
+        args += ["--data-parallel-size", str(cand.data_parallel_size)]
+    if cand.enable_expert_parallel:
+        args.append("--enable-expert-parallel")
     if cand.max_num_seqs is not None:
         args += ["--max-num-seqs", str(cand.max_num_seqs)]
     if cand.max_num_batched_tokens is not None:
