@@ -84,3 +84,18 @@ def test_rows_are_kept_in_chunks_and_read_back_across_them() -> None:
     assert list(columns.rows_from(3)) == rows[3:] and list(columns.rows_from(5)) == []
     assert columns.column("status") == ["s0", "s1", "s2", "s3", "s4"]
     assert columns.frame()["ttft_s"].tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
+
+
+def test_inter_token_gaps_come_back_in_recorded_order_with_their_weights() -> None:
+    """A stepped gap, a closed-form run's gaps (a numpy array, each seen by the run's 4 requests) and a list of
+    gaps: one array of values and one of weights, in the order recorded; a later gap does not change samples
+    already taken."""
+    recorder = Recorder()
+    recorder.itl(0.010)
+    recorder.itl_run(np.array([0.020, 0.021, 0.022]), 4)
+    recorder.itl_run([0.030, 0.031], 2)
+    values, weights = recorder.itl_samples()
+    assert values.tolist() == [0.010, 0.020, 0.021, 0.022, 0.030, 0.031]
+    assert weights.tolist() == [1.0, 4.0, 4.0, 4.0, 2.0, 2.0]
+    recorder.itl(0.040, 3)
+    assert values.tolist()[-1] == 0.031 and recorder.itl_samples()[1].tolist()[-1] == 3.0
