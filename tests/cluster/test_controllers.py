@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import simpy
 
-from tests.cluster.factories import FAST_POD, KV_BYTES_PER_TOKEN, NUM_BLOCKS, WEIGHT_BYTES, builds, cluster_spec
-from tests.factories import request
+from tests.cluster.factories import COST, FAST_POD, KV_BYTES_PER_TOKEN, NUM_BLOCKS, WEIGHT_BYTES, builds, cluster_spec
+from tests.factories import engine_config, request
 from ttftsim.cluster.bandwidth import BandwidthMeter, bytes_per_gpu
 from ttftsim.cluster.cluster import ClusterSim
 from ttftsim.cluster.controllers import busiest_pod, closed_loop_step, ttft_step
@@ -19,6 +19,7 @@ from ttftsim.cluster.placement import Node
 from ttftsim.cluster.pod import Pod
 from ttftsim.config.cluster import NodePool
 from ttftsim.config.cluster_control import ClosedLoopController, TtftScaleOutController
+from ttftsim.engine.data_parallel import serving_engine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.workload.sources import open_loop_source
 
@@ -38,6 +39,18 @@ def test_an_iteration_reads_the_weights_and_the_kv_cache_in_use() -> None:
     pod = _ready_pod()
     assert bytes_per_gpu(pod, 0.5, 1) == 16e9 + 0.5 * CACHE_BYTES == 16_209_715_200
     assert bytes_per_gpu(pod, 0.0, 3) == 48e9  # a closed-form decode run of three steps
+
+
+def test_a_data_parallel_ranks_row_reads_its_own_gpus_counted_over_the_ranks() -> None:
+    """Two DP engines of one GPU each in one pod (32 GB of weights over its two GPUs, each rank's own KV blocks):
+    a rank's row reads its GPU's 16 GB and half its cache in use, counted as the mean over the two ranks (the
+    meter sums both ranks' rows for the pod)."""
+    pod = _ready_pod()
+    pod.engine = serving_engine(
+        simpy.Environment(), engine_config(dp=2), COST, NUM_BLOCKS, Recorder(0.0), lockstep=True
+    )
+    pod.weight_bytes = 2 * WEIGHT_BYTES
+    assert bytes_per_gpu(pod, 0.5, 1) == (16e9 + 0.5 * CACHE_BYTES) / 2
 
 
 def test_utilisation_is_bytes_read_in_the_window_over_window_times_peak_bandwidth() -> None:

@@ -5,6 +5,7 @@ their dummy batches and padding, and a whole scenario on one replica and on a cl
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,60 @@ def test_the_load_balancer_picks_the_lowest_waiting_x4_plus_running_from_the_nex
     assert [round(state.first_token_s, 9) for state in states] == [0.21, 0.11, 0.21]
 
 
+def test_equal_scores_go_to_the_rank_the_search_starts_from_which_moves_on_each_pick() -> None:
+    """Both ranks with one waiting request (score 4 each): the first pick starts at rank 0 and keeps it (the first
+    lowest), the next starts at rank 1 and keeps that one."""
+    _, engine, _ = replica(2, lockstep=False)
+    assert isinstance(engine, DataParallelReplica)
+    for rank, rid in zip(engine.ranks, (0, 1), strict=True):
+        rank.submit(request(rid, 0.0, 10, 1))
+    assert [engine.pick(), engine.pick(), engine.pick()] == [engine.ranks[0], engine.ranks[1], engine.ranks[0]]
+
+
+def test_the_ranks_of_one_replica_share_its_lmcache_remote_store() -> None:
+    """Each DP rank is an LMCache instance of the same world size: one remote store, their own CPU tiers."""
+    lmcache = {"max_local_cpu_size": 1.0, "remote_url": "lm://store:65432"}
+    cfg = engine_config(dp=2, kv_transfer_config={"kv_connector": "LMCacheConnectorV1"}, lmcache=lmcache)
+    engine = serving_engine(
+        simpy.Environment(),
+        replace(cfg, lmcache_chunk_bytes=2**20, lmcache_h2d_bytes_per_s=25e9),
+        COST,
+        100,
+        Recorder(),
+        True,
+    )
+    assert isinstance(engine, DataParallelReplica)
+    (cpu0, remote0), (cpu1, remote1) = (rank.kv.lmcache.tiers for rank in engine.ranks)  # type: ignore[union-attr]
+    assert remote0 is remote1 and cpu0 is not cpu1
+
+
+def test_a_lockstep_step_pads_every_rank_to_the_largest_and_lasts_the_longest() -> None:
+    """Mixtral TP 2 x DP 2 with EP on the iteration model (async scheduling): a rank decoding 200 long sequences
+    beside a rank prefilling 512 tokens runs its linears and experts at 512 tokens, which makes its step longer
+    than either rank's own; from idle each rank's host time is not hidden (idle_start_s); eager engines are not
+    padded (gpu_model_runner.py)."""
+    mixtral, h100 = load_model("Mixtral-8x7B-v0.1"), load_hardware("H100-SXM5-80GB")
+    model = IterationModel(Deployment(mixtral, h100, 2, expert_parallel=True, dp=2, async_scheduling=True))
+    env = simpy.Environment()
+    engine = serving_engine(env, engine_config(dp=2), model, 1000, Recorder(), True)
+    assert isinstance(engine, DataParallelReplica)
+    prefill = BatchShape.from_sequences([512], [0])
+    decode = BatchShape(num_decode_seqs=200, decode_kv_tokens=200 * 4000, num_sampled=200)
+    padded = decode.with_dp_tokens(512)
+    both = engine.step_time_s([prefill, decode], from_idle=False)
+    assert both == pytest.approx(max(model.time_s(prefill), model.time_s(padded)), rel=1e-12)
+    assert both > max(model.time_s(prefill), model.time_s(decode))
+    from_idle = engine.step_time_s([prefill, decode], from_idle=True)
+    assert from_idle == pytest.approx(max(model.idle_start_s(prefill), model.idle_start_s(padded)), rel=1e-12)
+    assert from_idle > both
+    alone = engine.step_time_s([prefill, None], from_idle=False)  # the other rank runs the dummy batch
+    assert alone == pytest.approx(max(model.time_s(prefill), model.time_s(DUMMY_BATCH.with_dp_tokens(512))))
+    eager = serving_engine(env, engine_config(dp=2, enforce_eager=True), model, 1000, Recorder(), True)
+    assert isinstance(eager, DataParallelReplica)
+    unpadded = max(model.time_s(prefill), model.time_s(decode))
+    assert eager.step_time_s([prefill, decode], from_idle=False) == pytest.approx(unpadded, rel=1e-12)
+
+
 def test_running_requests_count_once_and_waiting_ones_four_times() -> None:
     """Rank 0 runs two requests (score 2), rank 1 has one waiting (score 4): the next goes to rank 0."""
     env, engine, _ = replica(2, lockstep=False)
@@ -88,9 +143,9 @@ def test_moe_ranks_step_together_each_step_as_long_as_the_longest_rank() -> None
 
 
 def test_an_idle_moe_rank_runs_the_dummy_batch_and_an_arrival_there_joins_the_next_step() -> None:
-    """Rank 0 prefills 300 tokens from 0 s (0.31 s); a request at 0.1 s goes to idle rank 1 (score 0 against
-    rank 0's 1), which is running the dummy batch in that step: it starts at 0.31 s, with rank 0's first decode
-    (10 + 1 ms) in the same step as its 100-token prefill (10 + 100 ms): its first token at 0.42 s."""
+    """Rank 0 prefills 300 tokens from 0 s (0.31 s; its one output token ends it); a request at 0.1 s goes to idle
+    rank 1 (score 0 against rank 0's 1), which is running the dummy batch in that step: its 100-token prefill
+    starts with the next step at 0.31 s (10 + 100 ms), its first token at 0.42 s, not at 0.21 s."""
     got = first_tokens(2, lockstep=True, sends=[(0, 0.0, 300), (1, 0.1, 100)])
     assert got == pytest.approx({0: 0.31, 1: 0.42}, abs=1e-12)
 

@@ -282,3 +282,22 @@ def test_replicas_naming_one_remote_url_share_its_store() -> None:
     assert other.store("lm://a", 1, spec) is other.store("lm://a", 1, spec)
     assert other.store("lm://a", 2, spec) is not other.store("lm://a", 1, spec)
     assert other.store("lm://b", 1, spec) is not other.store("lm://a", 1, spec)
+
+
+def test_a_chunk_evicted_from_a_shared_store_while_its_prefetch_ran_is_still_loaded() -> None:
+    """Asynchronous loading on a remote store of two chunks shared with another replica: request 1 finds chunks
+    11 and 12 and waits for their prefetch; meanwhile the other replica's two stores evict both; the prefetched
+    copies are in host memory, so the request is admitted with them loaded (LMCache reads them from there)."""
+    shared = RemoteStores().store("lm://s", 1, TierSpec("RemoteBackend", 2, 0.02))
+    mine = LMCacheTiers([shared], 1, 16, h2d_s_per_chunk=0.001, d2h_s_per_chunk=0.002, prefetch_timeout_s=1.0)
+    other = LMCacheTiers([shared], 1, 16, h2d_s_per_chunk=0.001, d2h_s_per_chunk=0.002)  # synchronous loading
+    for key in (11, 12):
+        shared.put(key)
+    assert mine.lookup(1, [11, 12, 13], 48, 0).waits
+    other.lookup(9, [21, 22], 32, 0)  # the other replica's request: nothing found, its prompt stored
+    other.store(9, [21, 22], 2)
+    assert shared.keys() == [21, 22]
+    load = mine.lookup(1, [11, 12, 13], 48, 0)
+    assert (load.waits, load.tokens, load.chunks_by_tier) == (False, 32, (2,))
+    mine.store(1, [11, 12, 13], 3)
+    assert mine.loaded_chunks == 2 and shared.keys() == [22, 13]

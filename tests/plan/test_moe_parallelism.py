@@ -24,9 +24,10 @@ EXAMPLE = ROOT / "examples" / "plans" / "moe-parallelism.yaml"
 def test_the_search_is_the_product_of_tp_dp_and_ep() -> None:
     plan = load_plan(EXAMPLE)
     found = candidates(plan)
-    assert len(found) == 3 * 2 * 2
+    assert len(found) == 3 * 2 * 2 - 1  # EP on one GPU (TP 1 x DP 1) is the candidate without EP: vLLM turns it off
     grid = {(c.tensor_parallel_size, c.data_parallel_size, c.enable_expert_parallel) for c in found}
-    assert grid == {(tp, dp, ep) for tp in (1, 2, 4) for dp in (1, 2) for ep in (False, True)}
+    everything = {(tp, dp, ep) for tp in (1, 2, 4) for dp in (1, 2) for ep in (False, True)}
+    assert grid == everything - {(1, 1, True)}
     tp2_dp2_ep = next(
         c for c in found if (c.tensor_parallel_size, c.data_parallel_size) == (2, 2) and c.enable_expert_parallel
     )
@@ -39,8 +40,16 @@ def test_the_search_is_the_product_of_tp_dp_and_ep() -> None:
     assert (engine["data_parallel_size"], engine["enable_expert_parallel"]) == (2, True)
 
 
-def test_a_candidate_without_dp_or_ep_keeps_its_checkpoint_key() -> None:
-    """Plans checkpointed before the parallelism fields existed resume: their keys are unchanged."""
+def test_a_plan_and_candidate_without_dp_or_ep_keep_their_checkpoint_identity() -> None:
+    """Plans checkpointed before the parallelism fields existed resume: the plan's digest (these values were
+    computed by the code before the fields, 8fa8f75) and its candidates' keys are unchanged."""
+    assert evaluate.plan_digest(load_plan(ROOT / "examples" / "plans" / "quickstart.yaml")) == "3276b337b678775b"
+    assert evaluate.plan_digest(load_plan(ROOT / "examples" / "plans" / "chat-70b-tpot.yaml")) == "5dad97bb56975ca9"
+    assert evaluate.plan_digest(load_plan(EXAMPLE)) != evaluate.plan_digest(
+        load_plan(EXAMPLE).model_copy(
+            update={"search": load_plan(EXAMPLE).search.model_copy(update={"data_parallel_size": [1]})}
+        )
+    )
     cand = Candidate("H100-SXM5-80GB", 2, None, None, True, True, None, "auto", "round_robin", 0)
     assert json.loads(cand.key) == {
         "hardware": "H100-SXM5-80GB",
@@ -74,7 +83,7 @@ def test_the_example_plan_prices_dp_and_ep_candidates(tmp_path: Path) -> None:
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(result.stdout)
     rows = report["ranked"]
-    assert report["candidates"] == len(rows) == 12
+    assert report["candidates"] == len(rows) == 11
     by_shape = {
         (
             row["candidate"]["tensor_parallel_size"],
@@ -84,7 +93,7 @@ def test_the_example_plan_prices_dp_and_ep_candidates(tmp_path: Path) -> None:
         for row in rows
     }
     # Mixtral's 93 GB of bf16 weights: TP 1 fits only with its experts whole (EP) or sliced over TP x DP = 2 GPUs
-    assert by_shape[(1, 1, False)]["status"] == by_shape[(1, 1, True)]["status"] == "infeasible"
+    assert by_shape[(1, 1, False)]["status"] == "infeasible"
     for ep in (False, True):
         assert by_shape[(1, 2, ep)]["status"] != "infeasible" and by_shape[(1, 2, ep)]["gpus"] % 2 == 0
     assert by_shape[(2, 2, True)]["gpus"] == 4 * by_shape[(2, 2, True)]["replicas"]

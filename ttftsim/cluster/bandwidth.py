@@ -36,13 +36,13 @@ class Reads:
 def bytes_per_gpu(pod: Pod, kv_usage: float, num_steps: int) -> float:
     """What `num_steps` iterations of the pod read on each of its GPUs. A data-parallel rank's row (the pod's
     rows are its ranks') reads its own TP GPUs' weights and KV, counted as the mean over the pod's DP ranks (the
-    pod's weight and KV bytes per token are over all its TP x DP GPUs, its blocks one rank's)."""
+    pod's weight bytes are over all its TP x DP GPUs; its KV bytes per token and blocks are one rank's)."""
     engine = pod.engine
     if engine is None:
         return 0.0
     dp = engine.cfg.dp
     kv_bytes = engine.num_blocks * engine.cfg.block_size * pod.kv_bytes_per_token
-    return num_steps * (pod.weight_bytes + kv_usage * kv_bytes) / max(engine.cfg.tp * dp * dp, 1)
+    return num_steps * (pod.weight_bytes / dp + kv_usage * kv_bytes) / max(engine.cfg.tp * dp, 1)
 
 
 class BandwidthMeter:

@@ -88,8 +88,11 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
         except DoesNotFitError as exc:
             primary = build(scenario.hardware) if hardware != scenario.hardware else None
             weight_bytes = primary.weight_bytes if primary else 0.0
-            tp = scenario.engine.tensor_parallel_size or 1
-            cache[hardware] = ReplicaBuild(None, weight_bytes, tp, True, f"engine does not start on {hardware}: {exc}")
+            args = scenario.engine
+            gpus = args.tensor_parallel_size * args.pipeline_parallel_size * args.data_parallel_size
+            cache[hardware] = ReplicaBuild(
+                None, weight_bytes, gpus, True, f"engine does not start on {hardware}: {exc}"
+            )
             return cache[hardware]
         engine_cfg = replica.engine
         memory = replica.memory
@@ -111,7 +114,8 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
                 remote_stores=remote_stores,
             )
 
-        kv_per_token = float(memory.kv_bytes_per_token * gpus) if memory else 0.0
+        # a request's KV lives on one engine's TP x PP GPUs (one data-parallel rank of the replica's)
+        kv_per_token = float(memory.kv_bytes_per_token * engine_cfg.rank_gpus) if memory else 0.0
         cache[hardware] = ReplicaBuild(make, weight_bytes, gpus, engine_cfg.enforce_eager, "", kv_per_token)
         return cache[hardware]
 

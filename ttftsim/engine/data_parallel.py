@@ -38,7 +38,7 @@ from ttftsim.engine.engine import Engine, idle_until
 from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.state import RequestState
 from ttftsim.engine.step_plan import StepPlan
-from ttftsim.kvcache.offload import LMCacheTiers
+from ttftsim.kvcache.offload import LMCacheTiers, RemoteStores
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.linear import StepCostModel
 from ttftsim.workload.request import Request
@@ -203,6 +203,8 @@ def serving_engine(
         return Engine(env, cfg, perf, num_blocks, recorder, **options)
     if lockstep:
         options["closed_form_decode"] = False
+    if options.get("remote_stores") is None:  # the ranks are LMCache instances of one world size: one store
+        options["remote_stores"] = RemoteStores()
     ranks = [Engine(env, cfg, perf, num_blocks, recorder, run_loop=not lockstep, **options) for _ in range(cfg.dp)]
     return DataParallelReplica(env, ranks, lockstep)
 

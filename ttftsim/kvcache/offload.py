@@ -117,8 +117,12 @@ class LruChunks:
         return count
 
     def touch(self, keys: Sequence[int]) -> None:
+        """Read now: most recently used. A chunk evicted since it was found (by another replica's writes to a
+        shared store while the request waited for its prefetch) is already in host memory: nothing to move."""
+        held = self._held
         for key in keys:
-            self._held.move_to_end(key)
+            if key in held:
+                held.move_to_end(key)
 
 
 class RemoteStores:

@@ -95,8 +95,16 @@ class Candidate:
 
 
 def plan_digest(plan: Plan) -> str:
-    """Identity of a plan for its checkpoint: its content, not its file name."""
-    return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()[:16]
+    """Identity of a plan for its checkpoint: its content, not its file name. Fields added since checkpoints were
+    first written are left out while they hold their defaults, so an older checkpoint still resumes."""
+    search = {name for name, default in NEW_SEARCH_DEFAULTS.items() if getattr(plan.search, name) == default}
+    engine = {name for name, default in NEW_ENGINE_DEFAULTS.items() if getattr(plan.engine, name) == default}
+    dump = plan.model_dump_json(exclude={"search": search, "engine": engine})
+    return hashlib.sha256(dump.encode()).hexdigest()[:16]
+
+
+NEW_SEARCH_DEFAULTS: dict[str, object] = {"data_parallel_size": [1], "enable_expert_parallel": [False]}
+NEW_ENGINE_DEFAULTS: dict[str, object] = {"data_parallel_size": 1, "expert_load_imbalance": None}
 
 
 def engine_args(plan: Plan, cand: Candidate) -> dict[str, Any]:

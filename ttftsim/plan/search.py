@@ -38,7 +38,10 @@ def candidates(plan: Plan) -> list[Candidate]:
     space = plan.search
     names = [item.name for item in fields(Candidate)]
     values: list[list[Any]] = [list(getattr(space, name)) for name in names]
-    return [Candidate(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)]
+    found = [Candidate(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)]
+    # vLLM uses expert parallelism only over more than one GPU (FusedMoEParallelConfig.make: use_ep needs
+    # TP x DP > 1): on one it is the same deployment as without
+    return [c for c in found if not (c.enable_expert_parallel and c.tensor_parallel_size * c.data_parallel_size == 1)]
 
 
 def run_task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: float) -> Any:

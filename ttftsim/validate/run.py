@@ -127,7 +127,8 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
 
 
 def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -> None:
-    tp = target.engine.tensor_parallel_size * serving.pipeline_parallel * target.engine.data_parallel_size
+    dp = target.engine.data_parallel_size
+    tp = target.engine.tensor_parallel_size * serving.pipeline_parallel * dp
     gpus = serving.gpu_request()
     where = f"{serving.kind}/{serving.name}"
     if gpus is None or gpus == 0:
@@ -143,8 +144,12 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
             "tp-vs-gpus",
             f"{where}: tensor x pipeline x data parallel = {tp} GPUs, but the pod group requests "
             f"{gpus} x {serving.group_size} = {gpus * serving.group_size}",
-            f"request {tp // serving.group_size} GPUs per pod, "
-            f"or set --tensor-parallel-size {gpus * serving.group_size}",
+            f"request {tp // serving.group_size} GPUs per pod"
+            + (
+                f", or set --tensor-parallel-size {gpus * serving.group_size // dp}"
+                if gpus * serving.group_size % dp == 0
+                else ""
+            ),
         )
     label = serving.hardware_label()
     if label is None:

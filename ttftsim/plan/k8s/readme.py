@@ -19,6 +19,7 @@ def readme(spec: Deployable, files: list[str]) -> str:
         "",
         f"Planned: {spec.replicas} x {spec.hardware} TP{spec.tensor_parallel_size}"
         + (f" PP{spec.pipeline_parallel_size}" if spec.pipeline_parallel_size > 1 else "")
+        + (f" DP{spec.data_parallel_size}" if spec.data_parallel_size > 1 else "")
         + " "
         f"({spec.pods_per_replica} pod(s) of {spec.gpus_per_pod} GPU(s) per replica), router {spec.router}, "
         f"serving `{spec.model_id}` with vLLM (`{spec.image}`).",

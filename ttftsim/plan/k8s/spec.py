@@ -43,7 +43,7 @@ PREQUANTIZED = {"int8": "compressed-tensors", "int4": "awq"}  # vLLM's --quantiz
 @dataclass(frozen=True)
 class Deployable:
     """The winner as it will be deployed. Invariant: gpus_per_pod x pods_per_replica = tensor_parallel_size x
-    pipeline_parallel_size (the plan's engine sets PP for every candidate)."""
+    pipeline_parallel_size x data_parallel_size (the plan's engine sets PP for every candidate)."""
 
     name: str
     model_id: str
@@ -53,6 +53,7 @@ class Deployable:
     max_replicas: int
     tensor_parallel_size: int
     pipeline_parallel_size: int
+    data_parallel_size: int
     pods_per_replica: int
     gpus_per_pod: int
     gpu_resource: str
@@ -104,6 +105,7 @@ def deployable(
         max_replicas=max(replicas * 2, replicas + 2),
         tensor_parallel_size=cand.tensor_parallel_size,
         pipeline_parallel_size=plan.engine.pipeline_parallel_size,
+        data_parallel_size=cand.data_parallel_size,
         pods_per_replica=pods,
         gpus_per_pod=world // pods,
         gpu_resource=gpu_resource(hardware),
