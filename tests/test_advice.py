@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.test_cli import _assert_one_line_error, run
-from ttftsim.advice import BREAKDOWN, Claim, alert_verdict, deep_merge, load_claims, shorten, verdict
+from ttftsim.advice import BREAKDOWN, Claim, alert_verdict, deep_merge, load_claims, merge_report, shorten, verdict
 from ttftsim.explain import decode_intensity, kv_bytes, prefill_flops
 
 CLAIMS = Path(__file__).resolve().parents[1] / "examples" / "advice" / "claims.yaml"
@@ -113,3 +113,19 @@ def test_a_tpot_claim_is_judged_on_tpot_and_quotes_its_figures() -> None:
     figures: dict[str, tuple[float | None, float | None]] = {k: (0.0, 0.0) for k in BREAKDOWN}
     figures |= {"TPOT P50 (ms)": (8.0, 4.0), "TTFT P99 (ms)": (150.0, 160.0), "requests rejected": (0.0, 0.0)}
     assert verdict(claim, _rows(figures)) == "holds: -50% (TPOT P50 (ms) 8 -> 4; TTFT P99 (ms) 150 -> 160)"
+
+
+def test_only_replaces_its_claims_rows_and_sections_in_an_existing_report() -> None:
+    """`advice --only 2` over an existing report: claim 2's table row and section change, claim 1's stay; quick
+    numbers never replace full ones, and a claim the report lacks gives the fresh report."""
+    existing = (
+        "# t\n\n| 1 | A | - | 1 | helps |\n| 2 | B | - | 1 | hurts |\n\n"
+        "## 1. A\n\nold one\n\n## 2. B\n\nold two\n\n## The arithmetic\n\nx\n"
+    )
+    fresh = "# t\n\n| 2 | B | - | 2 | helps / holds |\n\n## 2. B\n\nnew two\n\n## The arithmetic\n\nx\n"
+    expected = existing.replace("| 2 | B | - | 1 | hurts |", "| 2 | B | - | 2 | helps / holds |")
+    assert merge_report(existing, fresh, {2}) == expected.replace("old two", "new two")
+    quick = fresh.replace("# t\n", "# t **Quick mode: shortened**\n")
+    assert merge_report(existing, quick, {2}) == quick
+    other = fresh.replace("| 2 |", "| 3 |").replace("## 2.", "## 3.")
+    assert merge_report(existing, other, {3}) == other

@@ -306,7 +306,44 @@ def _arithmetic() -> list[str]:
 
 
 def write_advice(claims_path: Path, out: Path, pairs: Path, quick: bool, only: set[int] | None = None) -> list[Any]:
+    """Run the claims and write the report. With `only`, an existing report of the same mode keeps every other
+    claim's row and section: only the claims run are replaced."""
     results = run_advice(claims_path, pairs, quick, only)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_markdown(results, quick, pairs), encoding="utf-8")
+    text = render_markdown(results, quick, pairs)
+    if only is not None and out.is_file():
+        text = merge_report(out.read_text(encoding="utf-8"), text, {item["claim"].id for item in results})
+    out.write_text(text, encoding="utf-8")
     return results
+
+
+QUICK_MARK = "**Quick mode:"
+
+
+def merge_report(existing: str, fresh: str, ids: set[int]) -> str:
+    """`existing` with the table rows and sections of claims `ids` taken from `fresh`; `fresh` itself when the two
+    are of different modes (quick and full numbers must not mix) or `existing` lacks a claim's row or section."""
+    if (QUICK_MARK in existing) != (QUICK_MARK in fresh):
+        return fresh
+    merged = existing
+    for claim_id in sorted(ids):
+        new_row, old_row = _row(fresh, claim_id), _row(existing, claim_id)
+        new_section, old_section = _section(fresh, claim_id), _section(existing, claim_id)
+        if not (new_row and old_row and new_section and old_section):
+            return fresh
+        merged = merged.replace(old_row, new_row, 1).replace(old_section, new_section, 1)
+    return merged
+
+
+def _row(text: str, claim_id: int) -> str:
+    prefix = f"| {claim_id} | "
+    return next((line for line in text.splitlines() if line.startswith(prefix)), "")
+
+
+def _section(text: str, claim_id: int) -> str:
+    """From the claim's heading to the next heading (the newline before it excluded)."""
+    start = text.find(f"\n## {claim_id}. ")
+    if start < 0:
+        return ""
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
