@@ -23,6 +23,36 @@ def _copy(tmp_path: Path, deploy_edit: tuple[str, str] = ("", ""), k8s_edit: tup
     return path
 
 
+def test_an_moe_deployment_with_data_and_expert_parallelism_is_read_checked_and_predicted(tmp_path: Path) -> None:
+    """Mixtral on 4 GPUs a pod as TP 2 x DP 2 with expert parallelism (`--data-parallel-size 2
+    --enable-expert-parallel`): the engine arguments read, the GPU request matched against TP x DP, the KV cache
+    reported per engine, the shared-memory warning naming the replica's 4 GPUs, and a prediction."""
+    k8s = (EXAMPLE / "k8s.yaml").read_text()
+    k8s = k8s.replace("meta-llama/Llama-3.1-8B-Instruct", "mistralai/Mixtral-8x7B-Instruct-v0.1")
+    k8s = k8s.replace(
+        'args: [--max-model-len, "8192", --max-num-seqs, "128", --enable-prefix-caching]',
+        'args: [--max-model-len, "8192", --tensor-parallel-size, "2", --data-parallel-size, "2", '
+        "--enable-expert-parallel]",
+    )
+    (tmp_path / "k8s.yaml").write_text(k8s.replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 4"))
+    path = tmp_path / "deploy.yaml"
+    path.write_text((EXAMPLE / "deploy.yaml").read_text().replace("rate: 12", "rate: 6"))
+    result = run("validate", str(path), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    engine = report["deployment"]["engine"]
+    assert (engine["tensor_parallel_size"], engine["data_parallel_size"], engine["enable_expert_parallel"]) == (
+        2,
+        2,
+        True,
+    )
+    messages = [(f["check"], f["message"]) for f in report["findings"]]
+    assert not any(check == "tp-vs-gpus" for check, _ in messages)
+    assert any(check == "shared-memory" and "4 GPUs a replica (tensor x pipeline x data" in m for check, m in messages)
+    assert any(check == "kv-capacity" and "(each of 2 data-parallel engines)" in m for check, m in messages)
+    assert report["passed"]
+
+
 def test_the_example_passes_with_a_prediction() -> None:
     result = run("validate", str(EXAMPLE / "deploy.yaml"), "--json")
     assert result.returncode == 0, result.stdout + result.stderr

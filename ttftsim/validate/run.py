@@ -192,7 +192,8 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
         report.add(
             "warning",
             "shared-memory",
-            f"{where}: TP {tp} without an in-memory /dev/shm volume; NCCL falls back or fails with the 64 MB default",
+            f"{where}: {tp} GPUs a replica (tensor x pipeline x data parallel) without an in-memory /dev/shm "
+            "volume; NCCL falls back or fails with the 64 MB default",
             "mount an emptyDir with medium: Memory at /dev/shm",
         )
 
