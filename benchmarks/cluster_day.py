@@ -93,7 +93,19 @@ def run(hours: float, folder: Path, pure_python: bool) -> dict[str, float]:
     env.pop("TTFTSIM_PURE_PYTHON", None) if not pure_python else None
     started = time.perf_counter()
     out = subprocess.run(
-        [*pin, sys.executable, "-W", "ignore", "-c", CHILD, "simulate", str(path), "--json"],
+        [
+            *pin,
+            sys.executable,
+            "-W",
+            "ignore",
+            "-c",
+            CHILD,
+            "simulate",
+            str(path),
+            "--json",
+            "--max-requests",
+            "10000000",
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,

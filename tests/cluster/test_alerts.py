@@ -75,6 +75,10 @@ def test_violating_windows_are_those_whose_p99_by_arrival_misses_the_target() ->
         }
     )
     assert violating_windows(requests, 1.0, 60.0) == {1, 2}
+    late = pd.DataFrame({"arrival_s": [3.0], "ttft_s": [5.0]})  # window 0's P99 too, recorded out of order
+    shuffled = pd.concat([requests, late]).iloc[[5, 2, 0, 4, 3, 1]]
+    assert violating_windows(shuffled, 1.0, 60.0) == {0, 1, 2}
+    assert violating_windows(shuffled, 10.0, 60.0) == {2} and violating_windows(shuffled.iloc[:0], 1.0, 60.0) == set()
 
 
 def test_a_scale_out_rule_adds_a_replica_after_alertmanagers_group_wait() -> None:

@@ -109,6 +109,23 @@ def test_every_request_is_accounted_for_under_faults(case: dict[str, Any]) -> No
         assert node.used_gpus <= node.gpus * node.slots_per_gpu  # GPU slots (time-slicing replicas)
 
 
+def test_a_run_without_a_horizon_does_not_stop_while_a_kv_cache_is_in_transfer() -> None:
+    """Found by the property above: the last request's prefill ended just before a 30 s check of whether the
+    run is over, its KV on the way to the decode pod (on no pod, held by nobody): the cluster counted as idle
+    and the request stayed in flight. It is served."""
+    spec = {
+        "node_pools": [{"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": 1, "initial_nodes": 2}],
+        "pod": FAST_POD,
+        "replicas": 1,
+        "router": {"type": "round_robin"},
+        "start_warm": True,
+        "disaggregation": {"prefill_replicas": 1},
+    }
+    requests = [request(i, 1e-7 * np.pi, 1, 1) for i in range(4)] + [request(4, 29.941406564159266, 247, 1)]
+    cluster, frame = run(spec, requests, None)
+    assert frame["status"].tolist() == ["finished"] * 5 and not cluster.stuck()
+
+
 def test_scale_out_on_a_new_node_follows_the_cold_start_pipeline() -> None:
     spec = {
         "node_pools": [

@@ -50,9 +50,16 @@ def test_the_steps_frame_reads_the_recorded_chunks_without_a_copy() -> None:
 def test_the_cluster_steps_are_joined_in_time_order_and_not_copied_when_already_ordered() -> None:
     from ttftsim.simulate import _time_ordered
 
-    decode = pd.DataFrame({"time_s": [0.0, 0.2, 0.2], "replica": [0, 1, 0]})
-    prefill = pd.DataFrame({"time_s": [0.1, 0.2], "replica": [5, 5]})
-    joined = _time_ordered([decode, prefill])
+    dtypes = {"time_s": "float64", "replica": "int64"}
+
+    def table(rows: list[tuple[float, int]], chunk_rows: int = 2) -> Columns:
+        columns = Columns(("time_s", "replica"), dtypes, chunk_rows=chunk_rows)
+        for row in rows:
+            columns.append(row)
+        return columns
+
+    decode = [(0.0, 0), (0.2, 1), (0.2, 0)]
+    joined = _time_ordered([table(decode), table([(0.1, 5), (0.2, 5)])])
     assert list(zip(joined["time_s"], joined["replica"], strict=True)) == [
         (0.0, 0),
         (0.1, 5),
@@ -61,8 +68,29 @@ def test_the_cluster_steps_are_joined_in_time_order_and_not_copied_when_already_
         (0.2, 5),
     ]
     assert list(joined.index) == [0, 1, 2, 3, 4]
-    assert _time_ordered([decode, prefill.iloc[:0]]) is decode  # nothing to join, already in order
-    assert _time_ordered([decode.iloc[:0], prefill.iloc[:0]]).columns.tolist() == ["time_s", "replica"]
+    ordered = table(decode)
+    alone = _time_ordered([ordered, table([])])  # nothing to join, already in order: the kept arrays themselves
+    assert alone["replica"].tolist() == [0, 1, 0]
+    assert np.shares_memory(alone["time_s"].to_numpy(), ordered.chunks[0][0])
+    late = table([(0.3, 2), (0.1, 1), (0.2, 3), (0.1, 4)], chunk_rows=3)  # a long step recorded when it ended
+    frame = _time_ordered([late])
+    assert list(zip(frame["time_s"], frame["replica"], strict=True)) == [(0.1, 1), (0.1, 4), (0.2, 3), (0.3, 2)]
+    assert list(late) == [(0.1, 1), (0.1, 4), (0.2, 3), (0.3, 2)]  # reordered where kept, not copied
+    assert np.shares_memory(frame["replica"].to_numpy(), late.chunks[0][1])
+    assert _time_ordered([table([]), table([])]).columns.tolist() == ["time_s", "replica"]
+
+
+def test_the_requests_frame_is_in_request_order_and_the_recorder_keeps_that_order() -> None:
+    recorder = Recorder()
+    recorder.rows = Columns(("request_id", "status", "ttft_s"), {"request_id": "int64", **DTYPES}, chunk_rows=2)
+    for row in [(4, "finished", 0.4), (1, "finished", 0.1), (3, "rejected", float("nan")), (1, "in_flight", 0.5)]:
+        recorder.rows.append(row)
+    frame = recorder.requests_frame()
+    assert frame["request_id"].tolist() == [1, 1, 3, 4]
+    assert frame["status"].tolist() == ["finished", "in_flight", "rejected", "finished"]  # ties as recorded
+    assert list(frame.index) == [0, 1, 2, 3]
+    assert np.shares_memory(frame["ttft_s"].to_numpy(), recorder.rows.chunks[0][2])
+    assert [r[0] for r in recorder.rows] == [1, 1, 3, 4]
 
 
 def test_a_row_appended_after_a_frame_leaves_that_frame_as_it_was() -> None:
@@ -96,6 +124,10 @@ def test_inter_token_gaps_come_back_in_recorded_order_with_their_weights() -> No
     recorder.itl_run([0.030, 0.031], 2)
     values, weights = recorder.itl_samples()
     assert values.tolist() == [0.010, 0.020, 0.021, 0.022, 0.030, 0.031]
-    assert weights.tolist() == [1.0, 4.0, 4.0, 4.0, 2.0, 2.0]
+    assert weights.tolist() == [1, 4, 4, 4, 2, 2] and weights.dtype == np.uint32
     recorder.itl(0.040, 3)
     assert values.tolist()[-1] == 0.031 and recorder.itl_samples()[1].tolist()[-1] == 3.0
+    handed, _ = recorder.itl_samples(copy=False)  # the recorded arrays themselves, and new ones begun
+    assert handed.tolist()[-1] == 0.040 and len(recorder.itl_samples()[0]) == 0
+    recorder.itl(0.050)
+    assert handed.tolist()[-1] == 0.040 and recorder.itl_samples()[0].tolist() == [0.050]

@@ -23,6 +23,7 @@ from ttftsim.config.workload import (
     WeibullArrivals,
 )
 from ttftsim.errors import InputError
+from ttftsim.perf.linear import LinearStepModel
 from ttftsim.workload.arrivals import arrival_times, weibull_shape_for_cv
 from ttftsim.workload.lengths import sample_lengths
 from ttftsim.workload.request import ContentIds
@@ -142,3 +143,72 @@ def test_plain_csv_trace_and_missing_column(tmp_path: Path) -> None:
     (tmp_path / "bad.csv").write_text("time,in,out\n0,1,1\n")
     with pytest.raises(InputError, match="arrival_s"):
         load_trace(TraceWorkload(type="trace", format="csv", path="bad.csv"), tmp_path, rng(), ContentIds())
+
+
+@pytest.mark.parametrize("shared_prefix", [0, 64])
+def test_synthetic_requests_are_made_as_read_and_equal_a_list_built_at_once(shared_prefix: int) -> None:
+    """The lazy sequence draws everything when made (so later draws are unchanged) and reserves its ids; each
+    request read equals the one the list of before held (the same draws, ids given out one by one)."""
+    from ttftsim.config.workload import SyntheticWorkload
+    from ttftsim.workload.request import Request
+    from ttftsim.workload.sources import SyntheticRequests
+
+    spec = SyntheticWorkload(
+        type="synthetic",
+        arrivals=PoissonArrivals(type="poisson", rate=50),
+        prompt_tokens=UniformLength(type="uniform", low=10, high=300),
+        output_tokens=UniformLength(type="uniform", low=1, high=50),
+        shared_prefix_tokens=shared_prefix,
+        priority_levels=3,
+        num_requests=10_000,
+    )
+    ctx = WorkloadContext(rng(5), Path())
+    next(ctx.request_ids), ctx.content.new()  # ids already given out before the workload's
+    requests = open_loop_requests(spec, ctx)
+    assert isinstance(requests, SyntheticRequests) and len(requests) == 10_000
+    after = (next(ctx.request_ids), ctx.content.new(), float(ctx.rng.random()))
+
+    draw = rng(5)  # the list as it was built before: the same draws, then ids one by one
+    times = arrival_times(spec.arrivals, draw, spec.duration_s, spec.num_requests)
+    prompts = sample_lengths(spec.prompt_tokens, draw, len(times), Path())
+    outputs = sample_lengths(spec.output_tokens, draw, len(times), Path())
+    priorities = draw.integers(0, 3, len(times))
+    request_id, content = 1, 1
+    shared = ((content, shared_prefix),) if shared_prefix else ()
+    content += bool(shared_prefix)
+    expected = []
+    for t, p, o, prio in zip(times.tolist(), prompts.tolist(), outputs.tolist(), priorities.tolist(), strict=True):
+        segments = (*shared, (content, p))
+        expected.append(Request(request_id, t, shared_prefix + p, o, segments, prio, private=not shared))
+        request_id, content = request_id + 1, content + 1
+    assert list(requests) == expected  # across the 4,096-request chunks
+    assert after == (request_id, content, float(draw.random()))
+    assert requests[0] == expected[0] and requests[-1] == expected[-1] and requests[5000] == expected[5000]
+    assert requests[4095:4098] == expected[4095:4098]
+    with pytest.raises(IndexError):
+        requests[10_000]
+
+
+def test_an_attached_feed_is_read_a_chunk_at_a_time() -> None:
+    """The engine reads a lazy sequence of arrivals FEED_CHUNK at a time: after the first ones are admitted,
+    the rest has not been made."""
+    from collections.abc import Iterator
+
+    from tests.factories import make_engine, request
+    from ttftsim.engine.engine import FEED_CHUNK
+    from ttftsim.workload.request import Request
+
+    made = []
+
+    def arrivals() -> Iterator[Request]:
+        for i in range(3 * FEED_CHUNK + 5):
+            made.append(i)
+            yield request(i, 1.0 + i * 1e-3, 16, 2)
+
+    env, engine, recorder = make_engine(cost=LinearStepModel(1e-4), num_blocks=100_000)
+    engine.attach_feed(arrivals())
+    assert len(made) == FEED_CHUNK
+    env.run(until=1.0 + FEED_CHUNK * 1e-3 + 0.5)
+    assert FEED_CHUNK < len(made) <= 2 * FEED_CHUNK
+    env.run()
+    assert len(made) == 3 * FEED_CHUNK + 5 and len(recorder.requests_frame()) == 3 * FEED_CHUNK + 5

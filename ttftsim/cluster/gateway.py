@@ -181,8 +181,8 @@ class Gateway:
         return len(self._held)
 
     def idle(self) -> bool:
-        """No request held and none on a pod."""
-        return not self._held and not self._owner
+        """No request held, none on a pod and none between pods (a disaggregated request's KV in transfer)."""
+        return not self._held and not self._owner and not self._original
 
     def close(self, pods: list[Pod]) -> None:
         """At the horizon: record what is still in flight, on serving pods, held, prefilling or in transfer."""
@@ -190,8 +190,10 @@ class Gateway:
             if pod.engine is not None and pod.state in ("ready", "draining") and pod.role != "prefill":
                 for state in pod.engine.in_flight():
                     self.recorder.request(state, pod.index, "in_flight")
-        recorded = set(self.recorder.rows.column("request_id"))
-        for req, _ in [*self._held, *self._original.values()]:
+        unended = [*self._held, *self._original.values()]
+        ids = np.array([req.request_id for req, _ in unended], dtype=np.int64)
+        recorded = set(ids[np.isin(ids, self.recorder.rows.column_array("request_id"))].tolist()) if unended else set()
+        for req, _ in unended:
             if req.request_id not in recorded:
                 recorded.add(req.request_id)
                 self.recorder.request(RequestState(replace(req, preloaded_tokens=0)), -1, "in_flight")

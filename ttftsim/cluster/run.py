@@ -59,7 +59,15 @@ def violating_windows(requests: pd.DataFrame, ttft_p99_s: float, window_s: float
         return set()
     ttft = requests["ttft_s"].fillna(np.inf).to_numpy()
     windows = np.floor(requests["arrival_s"].to_numpy() / window_s)
-    return {int(w) for w in np.unique(windows) if slo_percentile(ttft[windows == w], 0.99) > ttft_p99_s}
+    order = np.argsort(windows, kind="stable")  # one pass over the requests, not one per window (a day: 1,440)
+    windows, ttft = windows[order], ttft[order]
+    starts = np.flatnonzero(np.r_[True, windows[1:] != windows[:-1]])
+    ends = np.r_[starts[1:], len(windows)]
+    return {
+        int(windows[start])
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
+        if slo_percentile(ttft[start:end], 0.99) > ttft_p99_s
+    }
 
 
 def fixed_cluster(

@@ -20,8 +20,9 @@ and the cost model; it stays plain typed Python.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, cast
 
 import simpy
@@ -44,6 +45,7 @@ from ttftsim.perf.linear import PipelineCostModel, StepCostModel
 from ttftsim.workload.request import Request
 
 EXPIRY_CHECK_S = 1.0  # how often client timeouts are enforced (simulated seconds)
+FEED_CHUNK = 4096  # attached open-loop arrivals read at a time
 
 
 class Engine:
@@ -88,6 +90,7 @@ class Engine:
         self._wakeup = env.event()
         self._run: DecodeRun | None = None  # the closed-form decode run in flight
         self._feed: deque[Request] = deque()  # open-loop arrivals the engine pulls itself, in time order
+        self._feed_rest: Iterator[Request] | None = None  # the later ones, read FEED_CHUNK at a time
         self.client_timeout_s = client_timeout_s
         self._next_expiry = 0.0
         self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
@@ -124,16 +127,31 @@ class Engine:
             self._wakeup.succeed()
         return state
 
-    def attach_feed(self, requests: list[Request]) -> None:
+    def attach_feed(self, requests: Iterable[Request]) -> None:
         """Known future arrivals (open loop): the engine admits each at its arrival time itself, so a
-        decode run is cut at the next arrival without a wake-up event. Same results as submitting them."""
-        self._feed.extend(requests)
+        decode run is cut at the next arrival without a wake-up event. Same results as submitting them.
+        They are read FEED_CHUNK at a time (a lazy sequence stays lazy: a million requests are not held)."""
+        self._feed_rest = iter(requests)
+        self._refill_feed()
         self.accepts_pushes = False
+
+    def _refill_feed(self) -> None:
+        rest = self._feed_rest
+        if rest is not None:
+            self._feed.extend(itertools.islice(rest, FEED_CHUNK))
+            if not self._feed:
+                self._feed_rest = None
+
+    def _pop_feed(self) -> Request:
+        req = self._feed.popleft()
+        if not self._feed:
+            self._refill_feed()
+        return req
 
     def _pull_arrivals(self) -> None:
         feed, now = self._feed, self.env.now
         while feed and feed[0].arrival_s <= now:
-            self.submit(feed.popleft(), pulled=True)
+            self.submit(self._pop_feed(), pulled=True)
 
     def _next_arrival_in(self) -> float | None:
         """Time until the engine must look up: the next pulled arrival, a request leaving the API server,
@@ -183,6 +201,7 @@ class Engine:
             self.process.interrupt("replica lost")
         self._run = None
         self._feed.clear()
+        self._feed_rest = None
         return self.scheduler.drain()
 
     # ---- the loop ----
@@ -386,7 +405,7 @@ class Engine:
         blocks, as a stepped iteration gets them when scheduled."""
         feed = self._feed
         while feed and feed[0].arrival_s < self.env.now:  # arrived, not yet pulled by the busy engine
-            self.submit(feed.popleft(), pulled=True)
+            self.submit(self._pop_feed(), pulled=True)
         run = self._run
         if run is None:
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,7 +81,7 @@ def histogram_lines(
     labels: str,
     values: NDArray[np.float64],
     buckets: Sequence[float],
-    weights: NDArray[np.float64] | None = None,
+    weights: NDArray[Any] | None = None,
 ) -> list[str]:
     weights = np.ones(len(values)) if weights is None else weights
     lines = [f"# TYPE {name} histogram"]
@@ -95,7 +96,7 @@ def histogram_lines(
 
 def exposition(
     requests: pd.DataFrame,
-    itl: tuple[NDArray[np.float64], NDArray[np.float64]],
+    itl: tuple[NDArray[np.float64], NDArray[Any]],  # gap values, integer weights
     gauges: dict[str, float],
     prefix: tuple[int, int],
     model_name: str,

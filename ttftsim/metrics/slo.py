@@ -26,9 +26,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ttftsim.config.slo import QUANTILES, TARGETS, Slo, Targets
-from ttftsim.metrics.percentiles import slo_percentile, weighted_slo_percentile
+from ttftsim.metrics.percentiles import WeightedSamples, slo_percentile
 
-Gaps = tuple[NDArray[np.float64], NDArray[np.float64]]  # inter-token gap values and their integer weights
+Gaps = tuple[NDArray[np.float64], NDArray[Any]]  # inter-token gap values and their integer weights
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def _plain(figures: SloFigures) -> dict[str, Any]:
 
 
 def _figures(
-    requests: pd.DataFrame, slo: Targets | None, gap_values: NDArray[np.float64], gap_weights: NDArray[np.float64]
+    requests: pd.DataFrame, slo: Targets | None, gap_values: NDArray[np.float64], gap_weights: NDArray[Any]
 ) -> SloFigures:
     finished = requests["status"].to_numpy() == "finished"
     ttft = requests["ttft_s"].fillna(np.inf).to_numpy(dtype=np.float64)
@@ -120,11 +120,12 @@ def _figures(
         "itl": float(np.average(gap_values, weights=gap_weights)) if gap_weights.sum() > 0 else math.inf,
     }
     values: dict[str, Any] = {}
+    gaps = WeightedSamples(gap_values, gap_weights)  # sorted once for every level
     for metric, samples in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e), ("itl", None)):
         values[f"{metric}_mean_s"] = means[metric]
         for level, q in QUANTILES.items():
             if samples is None:
-                values[f"{metric}_{level}_s"] = weighted_slo_percentile(gap_values, gap_weights, q)
+                values[f"{metric}_{level}_s"] = gaps.slo_percentile(q)
             else:
                 values[f"{metric}_{level}_s"] = slo_percentile(samples, q) if len(samples) else math.inf
     per_request = slo.per_request_targets() if slo is not None else {}

@@ -6,13 +6,15 @@ requests could move by sampling alone, not the model's error. The result is a ty
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from ttftsim.config.slo import Slo
 from ttftsim.metrics.intervals import CONFIDENCE, rank_interval
-from ttftsim.metrics.percentiles import LEVELS, percentile, weighted_percentile
+from ttftsim.metrics.percentiles import LEVELS, WeightedSamples, percentile
 from ttftsim.metrics.run_summary import (
     BREAKDOWN,
     Distribution,
@@ -53,12 +55,14 @@ def quantile_intervals(values: NDArray[np.float64]) -> QuantileIntervals:
     return QuantileIntervals(CONFIDENCE, len(ordered), **levels)
 
 
-def weighted_distribution(values: NDArray[np.float64], weights: NDArray[np.float64]) -> Distribution:
-    """Mean and percentiles of samples with integer weights: those of the samples written out one by one."""
+def weighted_distribution(values: NDArray[np.float64], weights: NDArray[Any]) -> Distribution:
+    """Mean and percentiles of samples with integer weights: those of the samples written out one by one
+    (sorted once for all the percentiles)."""
     if len(values) == 0 or weights.sum() == 0:
         return NO_VALUES
     mean = float(np.average(values, weights=weights))
-    return Distribution(mean, *(weighted_percentile(values, weights, q) for q in LEVELS.values()))
+    samples = WeightedSamples(values, weights)
+    return Distribution(mean, *(samples.percentile(q) for q in LEVELS.values()))
 
 
 def _counts(requests: pd.DataFrame) -> RequestCounts:
@@ -76,30 +80,32 @@ def _counts(requests: pd.DataFrame) -> RequestCounts:
 
 def summarize(
     requests: pd.DataFrame,
-    itl: tuple[NDArray[np.float64], NDArray[np.float64]],
+    itl: tuple[NDArray[np.float64], NDArray[Any]],
     slo: Slo,
     prefix: tuple[int, int],
     span_s: float,
 ) -> RunSummary:
-    """The run's summary; the SLO verdict counts every arrival (one without a first token is late)."""
-    finished = requests[requests["status"] == "finished"]
-    with_token = requests[requests["ttft_s"].notna()]
+    """The run's summary; the SLO verdict counts every arrival (one without a first token is late). Columns
+    are read a mask at a time, not as row subsets of the frame (a day's requests frame is about a GB)."""
+    finished = (requests["status"] == "finished").to_numpy()
+    with_token = requests["ttft_s"].notna().to_numpy()
+    num_finished, num_with_token = int(finished.sum()), int(with_token.sum())
     span = max(span_s, 1e-12)
     ttft_values = requests["ttft_s"].to_numpy(dtype=np.float64)
-    breakdown = {c: float(with_token[c].mean()) if len(with_token) else None for c in BREAKDOWN}
+    breakdown = {c: float(requests[c][with_token].mean()) if num_with_token else None for c in BREAKDOWN}
     return RunSummary(
         requests=_counts(requests),
         ttft_s=distribution(ttft_values),
         ttft_interval_s=quantile_intervals(ttft_values),
-        tpot_s=distribution(finished["tpot_s"].to_numpy(dtype=np.float64)),
+        tpot_s=distribution(requests["tpot_s"].to_numpy(dtype=np.float64)[finished]),
         itl_s=weighted_distribution(*itl),
-        e2e_s=distribution(finished["e2e_s"].to_numpy(dtype=np.float64)),
+        e2e_s=distribution(requests["e2e_s"].to_numpy(dtype=np.float64)[finished]),
         ttft_breakdown_mean_s=TtftBreakdown(**breakdown),
         throughput=Throughput(
             span_s=span_s,
-            requests_per_s=len(finished) / span,
+            requests_per_s=num_finished / span,
             output_tokens_per_s=float(requests["generated_tokens"].sum()) / span,
-            prompt_tokens_per_s=float(finished["prompt_tokens"].sum()) / span,
+            prompt_tokens_per_s=float(requests["prompt_tokens"][finished].sum()) / span,
             goodput_requests_per_s=float(good_requests(requests, slo).sum()) / span,
         ),
         prefix_cache=PrefixCache(prefix[0], prefix[1], prefix[1] / prefix[0] if prefix[0] else 0.0),
@@ -107,9 +113,7 @@ def summarize(
     )
 
 
-def _verdict(
-    requests: pd.DataFrame, itl: tuple[NDArray[np.float64], NDArray[np.float64]], slo: Slo
-) -> SloVerdict | None:
+def _verdict(requests: pd.DataFrame, itl: tuple[NDArray[np.float64], NDArray[Any]], slo: Slo) -> SloVerdict | None:
     if not slo.is_judged():
         return None
     return judge(slo, slo_figures(requests, slo, itl) if len(requests) else None)

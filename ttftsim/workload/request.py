@@ -39,3 +39,9 @@ class ContentIds:
         value = self._next
         self._next += 1
         return value
+
+    def reserve(self, count: int) -> int:
+        """The first of `count` consecutive new ids (what `count` calls of new() would return)."""
+        value = self._next
+        self._next += count
+        return value

@@ -4,14 +4,14 @@ router) and, when it needs to know, waits on an event that fires when the reques
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import simpy
+from numpy.typing import NDArray
 
 from ttftsim.config.scenario import Client
 from ttftsim.config.workload import (
@@ -34,6 +34,22 @@ from ttftsim.workload.traces import load_trace
 Submit = Callable[[Request, simpy.Event | None], object]
 
 
+class RequestIds:
+    """Request ids of one run: 0, 1, 2, ... in the order asked (`next`), or a block of them at once (`reserve`)."""
+
+    def __init__(self) -> None:
+        self._ids = ContentIds()
+
+    def __iter__(self) -> RequestIds:
+        return self
+
+    def __next__(self) -> int:
+        return self._ids.new()
+
+    def reserve(self, count: int) -> int:
+        return self._ids.reserve(count)
+
+
 class WorkloadContext:
     """What every generator shares in one run: the seeded RNG, request and content ids, the base folder."""
 
@@ -41,7 +57,7 @@ class WorkloadContext:
         self.rng = rng
         self.base = base
         self.content = ContentIds()
-        self.request_ids: Iterator[int] = itertools.count()
+        self.request_ids = RequestIds()
         self.sent = RequestCounter()  # closed loops and conversations: stopped at the request limit
 
 
@@ -81,9 +97,9 @@ class PromptPool:
         return Request(request_id, arrival_s, prompt, output, segments, priority, private=self.private)
 
 
-def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext, pool: PromptPool | None) -> list[Request]:
+def _synthetic_requests(spec: SyntheticWorkload, ctx: WorkloadContext, pool: PromptPool | None) -> Sequence[Request]:
     requests = _synthetic_base_requests(spec, ctx, pool)
-    return requests if spec.lora is None else with_adapters(requests, spec.lora, ctx)
+    return requests if spec.lora is None else with_adapters(list(requests), spec.lora, ctx)
 
 
 def with_adapters(requests: list[Request], lora: LoraTraffic, ctx: WorkloadContext) -> list[Request]:
@@ -108,7 +124,9 @@ def with_adapters(requests: list[Request], lora: LoraTraffic, ctx: WorkloadConte
     return out
 
 
-def _synthetic_base_requests(spec: SyntheticWorkload, ctx: WorkloadContext, pool: PromptPool | None) -> list[Request]:
+def _synthetic_base_requests(
+    spec: SyntheticWorkload, ctx: WorkloadContext, pool: PromptPool | None
+) -> Sequence[Request]:
     assert not isinstance(spec.arrivals, ClosedLoop)
     times = arrival_times(spec.arrivals, ctx.rng, spec.duration_s, spec.num_requests)
     if pool is not None and pool.entries:
@@ -118,19 +136,58 @@ def _synthetic_base_requests(spec: SyntheticWorkload, ctx: WorkloadContext, pool
     outputs = sample_lengths(spec.output_tokens, ctx.rng, len(times), ctx.base)
     priorities = ctx.rng.integers(0, spec.priority_levels, len(times))
     shared = ((ctx.content.new(), spec.shared_prefix_tokens),) if spec.shared_prefix_tokens else ()
-    columns = (times.tolist(), prompts.tolist(), outputs.tolist(), priorities.tolist())  # Python numbers, at once
-    return [
-        Request(
-            next(ctx.request_ids),
-            t,
-            spec.shared_prefix_tokens + p,
-            o,
-            (*shared, (ctx.content.new(), p)),
-            prio,
-            private=not shared,
-        )
-        for t, p, o, prio in zip(*columns, strict=True)
-    ]
+    return SyntheticRequests(times, prompts, outputs, priorities, ctx, shared)
+
+
+class SyntheticRequests(Sequence[Request]):
+    """A synthetic open loop's requests, made as they are read: four numbers a request (a Request object with
+    its segments takes about 280 bytes; a fleet's day is 4.3 million requests). Request i has the i-th
+    arrival, lengths and priority drawn, request id and prompt content id the i-th of blocks reserved when
+    drawn, so it equals the Request a list built at once would hold, and a read never draws anything."""
+
+    CHUNK = 4096  # requests turned into Python numbers at a time
+
+    def __init__(
+        self,
+        times: NDArray[np.float64],
+        prompts: NDArray[np.int64],
+        outputs: NDArray[np.int64],
+        priorities: NDArray[np.int64],
+        ctx: WorkloadContext,
+        shared: tuple[Segment, ...],
+    ) -> None:
+        self.columns = (times, prompts, outputs, priorities)
+        self.shared = shared
+        self.shared_tokens = shared[0][1] if shared else 0
+        self.first_id = ctx.request_ids.reserve(len(times))
+        self.first_content = ctx.content.reserve(len(times))
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    def _make(self, index: int, t: float, p: int, o: int, prio: int) -> Request:
+        segments = (*self.shared, (self.first_content + index, p))
+        return Request(self.first_id + index, t, self.shared_tokens + p, o, segments, prio, private=not self.shared)
+
+    def __iter__(self) -> Iterator[Request]:
+        make = self._make
+        for start in range(0, len(self), self.CHUNK):
+            columns = [column[start : start + self.CHUNK].tolist() for column in self.columns]
+            for offset, (t, p, o, prio) in enumerate(zip(*columns, strict=True)):
+                yield make(start + offset, t, p, o, prio)
+
+    @overload
+    def __getitem__(self, index: int) -> Request: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Request]: ...
+
+    def __getitem__(self, index: int | slice) -> Request | list[Request]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = range(len(self))[index]  # negative indices, IndexError
+        t, p, o, prio = (column[i].item() for column in self.columns)
+        return self._make(i, t, p, o, prio)
 
 
 def _shared_prefix_requests(spec: SharedPrefixWorkload, ctx: WorkloadContext) -> list[Request]:
@@ -148,7 +205,7 @@ def _shared_prefix_requests(spec: SharedPrefixWorkload, ctx: WorkloadContext) ->
     ]
 
 
-def open_loop_requests(workload: Workload, ctx: WorkloadContext, client: Client | None = None) -> list[Request]:
+def open_loop_requests(workload: Workload, ctx: WorkloadContext, client: Client | None = None) -> Sequence[Request]:
     """Every request of an open-loop workload, in arrival order."""
     if isinstance(workload, SyntheticWorkload):
         tool = behaviour(client or Client())
@@ -164,7 +221,7 @@ def open_loop_requests(workload: Workload, ctx: WorkloadContext, client: Client 
 
 
 def open_loop_source(
-    env: simpy.Environment, requests: list[Request], submit: Submit
+    env: simpy.Environment, requests: Iterable[Request], submit: Submit
 ) -> Generator[simpy.Event, Any, float]:
     for req in requests:
         if req.arrival_s > env.now:
@@ -294,7 +351,7 @@ def conversation_starter(
 
 def start_workload(
     env: simpy.Environment, workload: Workload, ctx: WorkloadContext, submit: Submit, client: Client | None = None
-) -> list[Request] | None:
+) -> Sequence[Request] | None:
     """Start the processes of a closed-loop or conversation workload (returns None); for an open-loop
     workload return its requests, which the caller feeds (a source process, or the engine itself)."""
     if isinstance(workload, ConversationWorkload):
