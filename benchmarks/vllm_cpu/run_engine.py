@@ -46,8 +46,18 @@ def drain(engine: Any) -> None:
 
 
 def microbenchmark(engine: Any, tag: str) -> list[dict[str, float]]:
-    """Time isolated prefills of several lengths and decode steps at several batch sizes and contexts."""
+    """Time isolated prefills of several lengths and decode steps at several batch sizes and contexts. With
+    TTFTSIM_WARM_SHAPES=1, first one step of every token count up to the budget, untimed (serve_common.py
+    Server.warm_shapes: the CPU backend's first step of a new token count costs ~10 ms more)."""
     points, uid = [], 0
+    if os.environ.get("TTFTSIM_WARM_SHAPES") == "1":
+        budget = engine.vllm_config.scheduler_config.max_num_batched_tokens
+        for n in range(1, budget + 1):
+            engine.add_request(
+                f"{tag}-w{n}", {"prompt_token_ids": [(n * 7919 + i * 31) % 8000 + 100 for i in range(n)]}, _params(1)
+            )
+            engine.step()
+            drain(engine)
     stride = 31 if tag.endswith("mb2") else 1  # a second call must not reuse the first call's prompts
     for length in (16, 64, 128, 256, 384, 512) * 3:
         uid += 1

@@ -46,11 +46,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_common import (
+    DEVICE_CORE,
     ENGINE_ARGS,
     GUIDELLM_PYTHON,
     HERE,
+    LAYOUT,
     MODEL_DIR,
     ROOT,
+    SERVER_CPUS,
     SERVER_ENV,
     VLLM_PYTHON,
     WORK,
@@ -436,17 +439,22 @@ def main() -> int:  # noqa: PLR0915
     # a repeat (another tag) never reuses an earlier run's prompts
     seed = sum(ord(c) * 31**i for i, c in enumerate(args.tag)) % 100_000 + 1
     versions = client_versions()
-    server = Server(args.port, RAW / f"server-{args.tag}.log", cpus=args.server_cpus or None)
+    cpus = SERVER_CPUS if DEVICE_CORE else (args.server_cpus or None)
+    server = Server(args.port, RAW / f"server-{args.tag}.log", cpus=cpus)
     server_record: dict[str, Any] = {
         "tag": args.tag,
         "command": server.command(),
         "env": SERVER_ENV,
+        "layout": LAYOUT,
+        "server_cpus": cpus,
         "client_cpus": CLIENT_CPUS,
         "client_versions": versions,
         "loadavg_before_start": loadavg(),
     }
     try:
         server_record["startup_s"] = server.start()
+        if DEVICE_CORE:  # every token count once before measuring (Server.warm_shapes)
+            server_record["warm_shapes_s"] = server.warm_shapes()
         server_record["loadavg_after_start"] = loadavg()
         server_record["startup_config_log"] = server.config_lines()
         runner = Runner(server, args.tag, only)

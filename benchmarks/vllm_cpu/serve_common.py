@@ -35,7 +35,26 @@ VOCAB_SIZE = 8192
 
 # benchmarks/vllm_cpu/compare.py ENGINES["main"]
 ENGINE_ARGS = {"block_size": 32, "max_num_batched_tokens": 512, "max_num_seqs": 32, "max_model_len": 2048}
-SERVER_ENV = {"OMP_NUM_THREADS": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "1"}
+# Where the server's processes run (TTFTSIM_SERVE_LAYOUT):
+# - "shared" (runs up to run5): API server, engine core and the executor's worker free on both CPUs, OMP not
+#   bound. The worker's forward pass then shares the two cores with the engine core and the worker spinning
+#   on their shared-memory queues (shm_broadcast.py: a reader busy-loops with sched_yield for 1 s after each
+#   read), the API server and the client: the same workload moved 24-44% between two runs.
+# - "device-core" (run6 on): the worker, which does the forward pass (the "device"), alone on CPU 0, bound
+#   there by vLLM's own VLLM_CPU_OMP_THREADS_BIND (cpu_worker.py binds the worker's OMP threads); the API
+#   server and the engine core (taskset) and the clients on CPU 1. A GPU host's layout: the device is the
+#   engine's own and the host's CPU work (API server, scheduler, clients) shares the other core.
+LAYOUT = os.environ.get("TTFTSIM_SERVE_LAYOUT", "shared")
+if LAYOUT not in ("shared", "device-core"):
+    raise SystemExit(f"TTFTSIM_SERVE_LAYOUT: 'shared' or 'device-core', not {LAYOUT!r}")
+DEVICE_CORE = LAYOUT == "device-core"
+SERVER_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "VLLM_CPU_OMP_THREADS_BIND": "0" if DEVICE_CORE else "nobind",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+}
+SERVER_CPUS: str | None = "1" if DEVICE_CORE else None  # taskset of the server's processes (the worker rebinds)
+API_COSTS = HERE / ("api_server_costs-device-core.json" if DEVICE_CORE else "api_server_costs.json")
 
 
 def faker_words() -> list[str]:
@@ -161,6 +180,25 @@ class Server:
 
     def metrics(self) -> str:
         return http_get(self.base + "/metrics", timeout=30)
+
+    def warm_shapes(self, max_tokens: int = ENGINE_ARGS["max_num_batched_tokens"]) -> float:
+        """Run one step of every token count 1..max_tokens (a prompt of n random ids, one output token), one
+        request at a time; returns the seconds it took. vLLM's CPU backend pays about 10 ms the first time a
+        step has a token count it has not run before (kernel set-up per shape: a 300-token prefill after
+        warm-up 17 ms, a 301- to 320-token one 27 ms, the same lengths again 18 ms; measured in-process, the
+        worker alone on a core), which a GPU engine, its graphs captured and its kernels compiled for dynamic
+        shapes, does not; a server that has run a while has seen every count up to its token budget."""
+        started = time.time()
+        vocab = num_t_words()
+        for n in range(1, max_tokens + 1):
+            ids = [(n * 7919 + i * 104729) % (vocab - 1) + 1 for i in range(n)]
+            body = {"model": str(MODEL_DIR), "prompt": ids, "max_tokens": 1, "ignore_eos": True}
+            request = urllib.request.Request(
+                self.base + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=60) as resp:
+                resp.read()
+        return time.time() - started
 
     def config_lines(self) -> list[str]:
         keys = (

@@ -208,3 +208,16 @@ def test_accuracy_command_on_a_report() -> None:
     assert stage["case"] == "poisson-2rps-detailed" and stage["stage"] == "2 req/s"
     assert stage["measured"]["ttft_p50"] == pytest.approx(39.9282594999022 * MS, rel=1e-12)
     assert set(stage["predicted"]) >= {"ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50"}
+
+
+def test_the_device_core_server_is_a_deployment_with_its_own_costs() -> None:
+    """The server of runs run8/run9 (tests/data/reports/cpu-server-device-core.yaml): the same report reads
+    against it, with its own costs (measured with the worker alone on a core) and its front end's latency."""
+    report = REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json"
+    shared, device_core = (
+        json.loads(run("accuracy", str(report), "--deployment", str(path), "--json").stdout)["stages"][0]
+        for path in (DEPLOYMENT, REPORTS / "cpu-server-device-core.yaml")
+    )
+    assert shared["measured"] == device_core["measured"]
+    assert device_core["predicted"]["ttft_p50"] > 0.006  # the front end's measured 6.0 ms is in it
+    assert device_core["predicted"] != shared["predicted"]
