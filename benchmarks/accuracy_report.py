@@ -169,7 +169,8 @@ def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:
     lines = [
         "`vllm.entrypoints.openai.api_server` (CPU build 0.32, the 27 M-parameter random Llama, block 32,",
         "512-token budget, 32 sequences; async scheduling is off in CPU builds), started and stopped by",
-        "`benchmarks/vllm_cpu/serve_bench.py`, driven by `vllm bench serve` and GuideLLM 0.8.1; per-request",
+        "`benchmarks/vllm_cpu/serve_bench.py`, driven by `vllm bench serve` and GuideLLM 0.8.1 (and aiperf 0.13,",
+        "`aiperf_closed.py`, for the fixed-length closed loops); per-request",
         "outputs in `benchmarks/vllm_cpu/serve_runs/`. ttftsim replays what each client sent (open loop) or runs",
         "the tool's client model (closed loop), with step costs from an in-process microbenchmark of the same",
         f"engine (fixed {cost['fixed_s'] * 1e3:.2f} ms, {cost['per_token_s'] * 1e6:.1f} us per prefill token, "
@@ -206,8 +207,7 @@ def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:
             "",
             f"The same twelve workloads measured again right after (run `{repeat['tag']}`, same server arguments,",
             "same machine, nothing else running) moved by a median of "
-            f"{med[0]:.0%} (P50), {med[1]:.0%} (P90) and {med[2]:.0%} (P99) "
-            + ("(see above)." if device_core else "(see the device-core layout above)."),
+            f"{med[0]:.0%} (P50), {med[1]:.0%} (P90) and {med[2]:.0%} (P99) (the layout paragraph above says why).",
             "",
             "| workload | first P50 / P90 / P99 ms | again |",
             "|---|---|---|",
@@ -451,17 +451,17 @@ def main() -> int:
         "  recorded with the data (the client's timing jitter, the exact tool version and flags of October 2025).",
         "- Real server on this machine, device-core layout (the worker alone on a core, token counts warmed):",
         "  TTFT P50/P90/P99 7.7/17.9/14.3% (bars 10/10/15%; 5.0/14.3/9.5% without the two aiperf runs), the same",
-        "  workloads measured again moving 8/14/16%. The aiperf runs are measured 3-4x slower than predicted",
-        "  (c=4: 230 ms against 39) where the shared layout measured 59 ms: aiperf's ten-odd processes share the",
-        "  host core with the API server and the spinning engine core, and its TTFT then holds the client's own",
+        "  workloads measured again moving 8/14/16%. The aiperf runs measure 3-6x the predicted median TTFT",
+        "  (c=4: 230 ms against 39, c=8: 235 against 72; the shared layout measured 59 at c=4): aiperf's processes",
+        "  share the host core with the API server and the spinning engine core, and its TTFT then holds its own",
         "  waits; the clients of vllm bench (one process) and GuideLLM are not slowed so. Two mechanisms of the",
-        "  CPU build are kept out of the measurement rather than modelled, since a GPU engine has neither: the",
+        "  CPU build are kept out of the measurement, not modelled (neither slows a GPU's forward pass): the",
         "  shared-memory queue readers' busy-wait taking the forward pass's core (vLLM 0.32",
         "  distributed/device_communicators/shm_broadcast.py: busy_loop_s = 1 s of sched_yield after each read;",
         "  the worker now has its own core), and a step's first run of a token count (about 10 ms more: a",
         "  300-token prefill 17 ms after warm-up, 301-320 tokens 27 ms, the same again 18 ms; the server runs",
         "  every count up to its budget once at start). Without the warm-up (runs run6, run7): 11.6/20.2/19.9%,",
-        "  the same workloads moving 11/12/7%. In the shared layout (run4, run5): 11.3/20.2/40.0%, moving",
+        "  the same workloads moving 11/12/6%. In the shared layout (run4, run5): 11.3/20.2/40.0%, moving",
         "  44/24/41%.",
         "",
     ]

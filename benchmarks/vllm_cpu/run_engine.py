@@ -52,9 +52,9 @@ def microbenchmark(engine: Any, tag: str) -> list[dict[str, float]]:
     points, uid = [], 0
     if os.environ.get("TTFTSIM_WARM_SHAPES") == "1":
         budget = engine.vllm_config.scheduler_config.max_num_batched_tokens
-        for n in range(1, budget + 1):
+        for n in range(1, budget + 1):  # stride 37: the timed prompts use 1 and 31 (run8's warm-up used 31)
             engine.add_request(
-                f"{tag}-w{n}", {"prompt_token_ids": [(n * 7919 + i * 31) % 8000 + 100 for i in range(n)]}, _params(1)
+                f"{tag}-w{n}", {"prompt_token_ids": [(n * 7919 + i * 37) % 8000 + 100 for i in range(n)]}, _params(1)
             )
             engine.step()
             drain(engine)

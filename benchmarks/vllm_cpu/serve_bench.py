@@ -8,7 +8,9 @@ venv's python. Every subprocess has a timeout and the server is stopped in a fin
 
 - Server: `python -m vllm.entrypoints.openai.api_server` on 127.0.0.1 with compare.py's ENGINES["main"]
   (block 32, max_num_batched_tokens 512, max_num_seqs 32, max_model_len 2048), OMP_NUM_THREADS=1,
-  VLLM_CPU_OMP_THREADS_BIND=nobind, VLLM_CPU_KVCACHE_SPACE=1. `--server-cpus ""` (the runs compared,
+  VLLM_CPU_OMP_THREADS_BIND=nobind, VLLM_CPU_KVCACHE_SPACE=1 (TTFTSIM_SERVE_LAYOUT=device-core, runs run6 on: the
+  worker bound to CPU 0, the rest on CPU 1, every token count warmed first; serve_common.py; --server-cpus is
+  then not used). `--server-cpus ""` (the runs compared,
   tag run3) leaves the server's processes (API server, engine core, the multiprocess executor's worker) free
   to use both CPUs; the default pins them all to CPU 0, which made the same workloads 2-5x slower at load
   (run1/run2: the processes' busy-waiting hand-offs share one core). Clients are pinned to CPU 1.
@@ -440,6 +442,8 @@ def main() -> int:  # noqa: PLR0915
     seed = sum(ord(c) * 31**i for i, c in enumerate(args.tag)) % 100_000 + 1
     versions = client_versions()
     cpus = SERVER_CPUS if DEVICE_CORE else (args.server_cpus or None)
+    if DEVICE_CORE and args.server_cpus != "0":
+        print("--server-cpus is not used in the device-core layout (serve_common.py places the server)", flush=True)
     server = Server(args.port, RAW / f"server-{args.tag}.log", cpus=cpus)
     server_record: dict[str, Any] = {
         "tag": args.tag,

@@ -126,6 +126,34 @@ def test_a_run_without_a_horizon_does_not_stop_while_a_kv_cache_is_in_transfer()
     assert frame["status"].tolist() == ["finished"] * 5 and not cluster.stuck()
 
 
+def test_a_request_aborted_after_its_kv_transfer_leaves_the_run_free_to_end() -> None:
+    """Disaggregated, the decode pod's node lost at 0.5 s: the request is prefilled, its KV arrives at no decode
+    pod and it waits at the gateway until the new pod is ready (~721 s), past the client's 300 s: aborted. The
+    run then ends at the next 30 s check (750 s), not at the drain limit an hour after the arrival."""
+    spec = Cluster.model_validate(
+        {
+            "node_pools": [
+                {"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": 1, "initial_nodes": 2}
+                | {"max_nodes": 3, "provision_s": 600}
+            ],
+            "pod": FAST_POD,
+            "replicas": 1,
+            "router": {"type": "round_robin"},
+            "start_warm": True,
+            "faults": [{"at_s": 0.5, "kind": "node", "index": 1}],
+            "disaggregation": {"prefill_replicas": 1},
+        }
+    )
+    env, recorder = simpy.Environment(), Recorder(0.0)
+    cluster = ClusterSim(env, spec, builds, recorder, np.random.default_rng(0), 10.0, 1, 300.0)
+    feeder = env.process(open_loop_source(env, [request(0, 1.0, 100, 5)], cluster.route))
+    run_until_done(env, cluster, feeder, None)
+    cluster.close()
+    frame = recorder.requests_frame()
+    assert frame["status"].tolist() == ["aborted"] and "at the gateway" in frame["reason"][0]
+    assert env.now == 750.0 and cluster.idle()
+
+
 def test_scale_out_on_a_new_node_follows_the_cold_start_pipeline() -> None:
     spec = {
         "node_pools": [

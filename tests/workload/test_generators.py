@@ -212,3 +212,18 @@ def test_an_attached_feed_is_read_a_chunk_at_a_time() -> None:
     assert FEED_CHUNK < len(made) <= 2 * FEED_CHUNK
     env.run()
     assert len(made) == 3 * FEED_CHUNK + 5 and len(recorder.requests_frame()) == 3 * FEED_CHUNK + 5
+
+
+def test_a_second_feed_follows_the_first() -> None:
+    from tests.factories import make_engine, request
+    from ttftsim.engine.engine import FEED_CHUNK
+
+    first = [request(i, 1.0 + i * 1e-3, 16, 2) for i in range(FEED_CHUNK + 3)]
+    second = [request(FEED_CHUNK + 3 + i, 10.0 + i * 1e-3, 16, 2) for i in range(5)]
+    env, engine, recorder = make_engine(cost=LinearStepModel(1e-4), num_blocks=100_000)
+    engine.attach_feed(iter(first))
+    engine.attach_feed(iter(second))
+    env.run()
+    frame = recorder.requests_frame()
+    assert frame["request_id"].tolist() == list(range(FEED_CHUNK + 8)) and set(frame["status"]) == {"finished"}
+    assert frame["arrival_s"].is_monotonic_increasing

@@ -96,6 +96,8 @@ class Gateway:
                 state = RequestState(req)
                 state.waiter = waiter
                 state.status, state.rejected_reason = "aborted", f"client timeout after {timeout:g} s at the gateway"
+                self._original.pop(req.request_id, None)  # disaggregated: its KV came back to no decode pod
+                self._prefilled.discard(req.request_id)
                 self._record(state, -1, "aborted")
                 continue
             self.route(req, waiter)

@@ -130,9 +130,12 @@ class Engine:
     def attach_feed(self, requests: Iterable[Request]) -> None:
         """Known future arrivals (open loop): the engine admits each at its arrival time itself, so a
         decode run is cut at the next arrival without a wake-up event. Same results as submitting them.
-        They are read FEED_CHUNK at a time (a lazy sequence stays lazy: a million requests are not held)."""
-        self._feed_rest = iter(requests)
-        self._refill_feed()
+        They are read FEED_CHUNK at a time (a lazy sequence stays lazy: a million requests are not held);
+        a second feed follows the first."""
+        rest = self._feed_rest
+        self._feed_rest = iter(requests) if rest is None else itertools.chain(rest, requests)
+        if not self._feed:
+            self._refill_feed()
         self.accepts_pushes = False
 
     def _refill_feed(self) -> None:

@@ -44,7 +44,8 @@ def weighted_percentile(values: NDArray[np.float64], weights: NDArray[Any], q: f
 class WeightedSamples:
     """Samples with integer weights, sorted once for every percentile asked of them: a fleet's day has some
     50 million inter-token gaps, and each sort of them takes about a gigabyte of temporaries. `percentile`
-    is weighted_percentile, `slo_percentile` weighted_slo_percentile, to the last bit."""
+    is weighted_percentile, `slo_percentile` weighted_slo_percentile, to the last bit. Values must not be
+    NaN (numpy would answer NaN; gaps never are)."""
 
     def __init__(self, values: NDArray[np.float64], weights: NDArray[Any]) -> None:
         # 16 bytes a sample kept (the order, the cumulative weights), 20 while sorting; the sorted values are
