@@ -69,3 +69,23 @@ def test_weighted_slo_percentile_is_numpys_weighted_inverted_cdf(
     if (weights > 0).all():
         written_out = np.repeat(values, weights.astype(np.int64))
         assert samples.percentile(q) == percentile(written_out, q)
+
+
+@pytest.mark.parametrize("chunk", [3, 1 << 20])
+def test_gaps_sorted_within_their_weight_give_numpys_answers(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inter-token gaps (values >= 0, weights >= 1) take the grouped way: each weight's values sorted, the
+    value at a cumulative weight found by bisecting the doubles' bit patterns; scattered into their groups a
+    chunk at a time (3: across chunk edges). Same answers as numpy, ties, zeros and a huge gap included."""
+    monkeypatch.setattr(WeightedSamples, "CHUNK", chunk)
+    monkeypatch.setattr(WeightedSamples, "GROUPED_MIN_SIZE", 1)  # a day's gaps take it; these 1,001 too
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.choice([0.0, 0.007, 0.0071, 0.012], 300), rng.exponential(0.01, 700), [1e300]])
+    weights = rng.integers(1, 40, len(values)).astype(np.uint32)
+    samples = WeightedSamples(values, weights)
+    assert samples.groups is not None and samples.order is None  # the grouped way
+    written_out = np.repeat(values, weights.astype(np.int64))
+    for q in (0.0, 0.001, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0):
+        assert samples.slo_percentile(q) == float(np.quantile(values, q, method="inverted_cdf", weights=weights))
+        assert samples.percentile(q) == percentile(written_out, q)
+    with_zero = WeightedSamples(values, np.where(np.arange(len(values)) % 5 == 0, 0, weights))
+    assert with_zero.groups is None  # zero weights: the argsort way (numpy's leading-zero rule is by position)

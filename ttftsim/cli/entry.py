@@ -12,6 +12,7 @@ import typer
 
 from ttftsim.cli.app import app
 from ttftsim.errors import InputError
+from ttftsim.heap import map_large_blocks
 from ttftsim.perf.memory import DoesNotFitError
 
 
@@ -30,6 +31,7 @@ def main() -> None:
     run, and the process is ending anyway (atexit handlers and open files still close as usual)."""
     warnings.showwarning = _warn_one_line
     atexit.register(gc.freeze)
+    map_large_blocks()  # memory a long run frees goes back to the system (ttftsim/heap.py)
     try:
         code = app(standalone_mode=False)  # click's errors come here as exceptions, not as a framed box
     except typer.Abort:  # end of input at a prompt
