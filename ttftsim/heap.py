@@ -2,7 +2,7 @@
 32 MB), after which the recorder's column chunks (512 KB each) and the frames' temporaries come from the heap,
 and once joined and freed they stay in the process as holes the system never gets back. With the threshold
 fixed, blocks of 128 KB and more are mapped and unmapped one by one. A fleet's day (benchmarks/cluster_day.py):
-the first four hours peak at 674 MiB with it, 759 MiB without (docs/performance.md)."""
+joining the first four hours' iteration rows kept 124 MiB without it, none with it (docs/performance.md)."""
 
 from __future__ import annotations
 

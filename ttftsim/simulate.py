@@ -371,9 +371,7 @@ def _time_ordered(parts: list[Columns]) -> pd.DataFrame:
     rows of several are joined into a new frame."""
     kept = [part for part in parts if len(part)] or parts[:1]
     if len(kept) == 1:
-        times = kept[0].column_array("time_s")
-        if len(times) > 1 and bool((times[1:] < times[:-1]).any()):
-            kept[0].reorder(np.argsort(times, kind="stable"))
+        kept[0].sort_by("time_s")
         return kept[0].frame()
     steps = pd.concat([part.frame() for part in kept], ignore_index=True)
     if steps["time_s"].is_monotonic_increasing:

@@ -134,9 +134,14 @@ class Columns:
         """The rows as a frame on the column arrays themselves (no copy)."""
         return _frame(self.columns, self.dtypes, self.arrays())
 
-    def reorder(self, order: NDArray[np.intp]) -> None:
-        """Keep the rows so far in `order` (indices into them), a column at a time."""
+    def sort_by(self, name: str) -> None:
+        """Keep the rows so far in the stable order of column `name`, a column at a time (nothing to do when
+        they already are: requests finish out of id order, iterations of several replicas out of time order)."""
         arrays = self.arrays()
+        key = arrays[self.columns.index(name)]
+        if len(key) < 2 or not bool((key[1:] < key[:-1]).any()):
+            return
+        order = np.argsort(key, kind="stable")
         for index, column in enumerate(arrays):
             arrays[index] = column[order]
 
@@ -231,9 +236,7 @@ class Recorder:
     def requests_frame(self) -> pd.DataFrame:
         """The request rows in request-id order (ties in the order recorded); the recorder keeps them in
         that order from then on, so the frame is no second copy of them."""
-        ids = self.rows.column_array("request_id")
-        if len(ids) > 1 and bool((ids[1:] < ids[:-1]).any()):
-            self.rows.reorder(np.argsort(ids, kind="stable"))
+        self.rows.sort_by("request_id")
         return self.rows.frame()
 
     def steps_frame(self) -> pd.DataFrame:

@@ -66,11 +66,13 @@ class WeightedSamples:
         self.groups: list[tuple[int, NDArray[np.float64]]] | None = None
         self.order: NDArray[np.intp] | None = None
         self.cumulative: NDArray[np.float64] | None = None
+        self.high_bits = 0  # grouped: the largest value's bit pattern
         grouped = self.size >= max(1, self.GROUPED_MIN_SIZE) and bool(
             weights.min() > 0 and weights.max() < self.GROUPED_MAX_WEIGHT and values.min() >= 0
         )
         if grouped:
             self.groups = _by_weight(values, weights, self.CHUNK)
+            self.high_bits = _bits(max(float(group[-1]) for _, group in self.groups))
         else:
             self.order = np.argsort(values, kind="stable")
             cumulative = np.empty(self.size, dtype=np.float64)
@@ -92,7 +94,7 @@ class WeightedSamples:
             v = _double(bits)
             return float(sum(w * int(np.searchsorted(group, v, side="right")) for w, group in groups))
 
-        low, high = 0, _bits(max(float(group[-1]) for _, group in groups))
+        low, high = 0, self.high_bits
         first = bisect.bisect_left(range(low, high + 1), True, key=lambda bits: reached(weight_at_or_below(bits)))
         v = _double(min(low + first, high))
         # the sample itself (weight_at_or_below rises only at samples): the smallest one at or above v
@@ -168,6 +170,4 @@ def slo_percentile(values: NDArray[np.float64], q: float) -> float:
 def weighted_slo_percentile(values: NDArray[np.float64], weights: NDArray[Any], q: float) -> float:
     """`slo_percentile` of the samples with each value repeated by its (integer) weight; inf when there are
     none (nothing to judge by is not a pass)."""
-    if len(values) == 0 or float(weights.sum()) <= 0:
-        return math.inf
     return WeightedSamples(values, weights).slo_percentile(q)
