@@ -141,13 +141,19 @@ def _cpu_section() -> list[str]:
 
 
 def ideal_client(case: Case) -> Case:
-    """The closed-loop case with clients spread over one request's duration (~15 ms per output token)."""
+    """The closed-loop case with clients spread over one request's duration (~15 ms per output token), the
+    tool's prompts kept (its dataset and how it draws from it)."""
     from dataclasses import replace
 
     data = case.scenario.model_dump()
     spread = 0.015 * data["workload"]["output_tokens"]["value"]
     data["workload"]["arrivals"]["ramp_up_s"] = spread
-    data["client"] = {"tool": "ideal"}
+    tool = data["client"]
+    data["client"] = {
+        "tool": "ideal",
+        "dataset_entries": tool["dataset_entries"],
+        "dataset_sampling": tool["dataset_sampling"],
+    }
     return replace(case, scenario=type(case.scenario).model_validate(data))
 
 
@@ -339,6 +345,9 @@ def main() -> int:
     closed, closed_skipped = run_all(closed_cases)
     normal = sum(not r.measured_overloaded for r in open_loop)
     ideal, _ = run_all([ideal_client(case) for case in closed_cases])
+    closed_metrics, ideal_metrics = summarize(closed)["metrics"], summarize(ideal)["metrics"]
+    tpot, ttft = (f"{closed_metrics[m]['median_ape']:.1%}" for m in ("tpot_mean", "ttft_mean"))
+    ideal_ttft = f"{ideal_metrics['ttft_mean']['median_ape']:.1%}"
     keys = ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50")
     lines = [
         "# Accuracy against measured vLLM deployments",
@@ -405,15 +414,22 @@ def main() -> int:
         *_skipped_lines(open_skipped),
         "## Closed-loop points: Llama-3.1-70B FP8 on H100 (`closed_loop_vllm_h100.csv`)",
         "",
-        "Fixed concurrency, fixed lengths, measured by AIConfigurator's bench_run (its",
-        "generator/config/backend_templates/benchmark/bench_run.sh.j2): `aiperf profile --concurrency c --num-requests",
-        "20c --warmup-request-count 2c --extra-inputs ignore_eos:true`. Simulated with the aiperf client model: 2c",
-        "warm-up requests, then, once all have returned, the 20c measured ones with every client starting at once;",
-        "means over the measured phase. The rows name no engine version; in AIConfigurator's silicon_sample.csv",
-        "these rows say measured=2025-10-29 (every vLLM row without a version there was measured 2025-10-29 to",
+        "Fixed concurrency, fixed lengths. The rows name no engine version; in AIConfigurator's silicon_sample.csv",
+        "they say measured=2025-10-29 (every vLLM row without a version there was measured 2025-10-29 to",
         "2025-12-05, releases 0.11-0.12), so they run as vLLM 0.11: one batch in flight, async scheduling opt-in.",
-        "bench_run leaves --num-dataset-entries at aiperf's default, so the tool cycles through 100 prompts and a",
-        "repeated prompt may be served from vLLM's prefix cache (docs/engine-semantics.md 4).",
+        "The rows do not record their harness; the aiperf command AIConfigurator itself ran that month is its",
+        "eval pipeline's (src/aiconfigurator/eval/benchmarks/genai_perf_runner.py, aiperf since 2025-10-14, for",
+        "the TensorRT-LLM services it launched then): `aiperf profile --endpoint-type chat --streaming",
+        "--concurrency c --request-count 10c --warmup-request-count 2c --num-dataset-entries 12c --extra-inputs",
+        "max_tokens:O min_tokens:O ignore_eos:true`. Its later bench_run.sh.j2 template (2026-02-11: 20c requests,",
+        "aiperf's 100 default prompts), which earlier versions of this report assumed, is ruled out by the points",
+        "themselves: at c=64 (1,024 tokens, TP4) 0.26 s was measured, prompts served from cache give 0.05 s.",
+        "Simulated with the aiperf client",
+        "model: 2c warm-up requests, then, once all have returned, the 10c measured ones with every client",
+        "starting at once; means over the measured phase. aiperf of October 2025 (0.1) drew each request's",
+        "prompt from the 12c entries uniformly with replacement, so about 4 in 10 measured requests repeat an",
+        "earlier prompt, which vLLM's prefix cache serves (docs/engine-semantics.md 4). Rows that name a release",
+        "(measured in 2026) run bench_run's command instead (`ttftsim/accuracy/ground_truth.py`).",
         "",
         *_summary_lines(closed, f"All points ({len(closed)}), aiperf client"),
         "For comparison only, the same points with ideal clients (spread over one request's duration, sending",
@@ -440,15 +456,18 @@ def main() -> int:
         "- Open loop (no fitted constant): P50/P90 within 5%; P99 13% (bar 12%): the measured P99 sits 10-20 ms",
         "  above the P90 at 5-10 req/s where the simulated tail is tighter; the API-server queue adds little",
         "  there, so the remaining tail is something not modelled (GC pauses, the CPU-offload connector's stores).",
-        "- Closed loop: TPOT 5.3% (bar 8%) once the points run as the vLLM release of their measurement date",
-        "  (0.11: no async scheduling; as 0.15 it was 10.7%). TTFT 80% (bar 15%): with fixed ISL/OSL and every",
-        "  client starting at once, requests that finish in the same or neighbouring steps send again together",
-        "  and queue behind each other's prefills (a convoy that every round re-forms, since lockstep decoding",
-        "  compresses the spread that the prefills made); at small concurrency, where the 100 prompts never",
-        "  repeat, TTFT is over-predicted about 2x (c=4: one prefill of 1,024 tokens measured, a group's",
-        "  predicted), at large concurrency repeated prompts hit the prefix cache and it is under-predicted.",
-        "  Ideal spread clients (not the tool's behaviour) give 31%. What desynchronises the real clients is not",
-        "  recorded with the data (the client's timing jitter, the exact tool version and flags of October 2025).",
+        f"- Closed loop: TPOT {tpot} (bar 8%) once the points run as the vLLM release of their measurement date",
+        f"  (0.11: no async scheduling). TTFT {ttft} (bar 15%), over-predicted at every concurrency above 4: with",
+        "  fixed ISL/OSL and every client starting at once, requests that finish in the same or neighbouring",
+        "  steps send again together and queue behind each other's prefills (a convoy that every round re-forms,",
+        "  since lockstep decoding compresses the spread that the prefills made; aiperf's 7 ms per send spreads",
+        "  a round of 64 over about 0.5 s, the prefills over 2-3 s, while a round lasts 15-20 s). The measured",
+        "  means match a first measured round that queues (the barrier) followed by rounds whose requests rarely",
+        "  meet (c=64, 1,024/1,024 tokens, TP4: simulated first round 1.3 s, the measured mean 0.26 s is about",
+        "  (1.3 + 9 x 0.1) / 10); what spreads the real clients over the round is not recorded with the data.",
+        f"  Ideal spread clients (not the tool's behaviour) give {ideal_ttft}. An earlier report took AIConfigurator's",
+        "  2026 bench_run harness for these 2025 points (20c requests, 100 shuffled prompts): 80%, its",
+        "  repeated prompts hiding the convoy at large concurrency.",
         "- Real server on this machine, device-core layout (the worker alone on a core, token counts warmed):",
         "  TTFT P50/P90/P99 7.7/17.9/14.3% (bars 10/10/15%; 5.0/14.3/9.5% without the two aiperf runs), the same",
         "  workloads measured again moving 8/14/16%. The aiperf runs measure 3-6x the predicted median TTFT",

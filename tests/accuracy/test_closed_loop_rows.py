@@ -1,5 +1,6 @@
 """How a closed-loop row of an AIConfigurator-style CSV becomes a scenario: the engine version the row names
-(or the one of its measurement dates when it names none), and aiperf as bench_run.sh calls it."""
+(or the one of its measurement dates when it names none), and aiperf as AIConfigurator's harness of the
+measurement's date called it: its eval pipeline in 2025 (unversioned rows), bench_run.sh in 2026."""
 
 from __future__ import annotations
 
@@ -34,9 +35,19 @@ def test_the_rows_version_sets_async_scheduling(tmp_path: Path) -> None:
     assert asynchronous == [False, True, False, False]
 
 
-def test_aiperf_cycles_through_its_default_100_prompts(tmp_path: Path) -> None:
+def test_a_2026_row_runs_bench_run_with_aiperfs_default_100_prompts(tmp_path: Path) -> None:
     (case,) = _cases(tmp_path, "0.12.0")
     client = case.scenario.client
     assert (client.tool, client.warmup_requests) == ("aiperf", 8)  # --warmup-request-count 2c, c = 4
     assert behaviour(client).dataset_entries == 100  # no --num-dataset-entries: the 101st request repeats a prompt
+    assert behaviour(client).sampling == "shuffle"
     assert case.scenario.workload.num_requests == 8 + 80  # --num-requests 20c after the warm-up
+
+
+def test_an_unversioned_row_runs_the_2025_eval_harness(tmp_path: Path) -> None:
+    (case,) = _cases(tmp_path, "")
+    client = case.scenario.client
+    assert (client.tool, client.warmup_requests) == ("aiperf", 8)  # --warmup-request-count 2c, c = 4
+    # --num-dataset-entries 12c, drawn with replacement by aiperf 0.1
+    assert (behaviour(client).dataset_entries, behaviour(client).sampling) == (48, "random")
+    assert case.scenario.workload.num_requests == 8 + 40  # --request-count 10c after the warm-up

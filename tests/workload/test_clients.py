@@ -95,6 +95,25 @@ def test_aiperf_cycles_its_dataset_each_pass_in_a_new_order_and_repeats_hit_the_
     assert frame["cached_tokens"].tolist() == expected
 
 
+def test_random_sampling_draws_each_entry_with_replacement_and_repeats_hit_the_prefix_cache() -> None:
+    # aiperf 0.1 (DatasetManager._return_any_conversation: random.choice over the dataset for every request).
+    # Three entries, their prompt lengths drawn first from the workload's generator, then one uniform pick
+    # per request from the same stream: a repeat can come before every entry has been sent.
+    client = Client(tool="aiperf", dataset_entries=3, dataset_sampling="random", turnaround_s=0.0)
+    frame = _run(client, clients=1, requests=8, prompts=UNIFORM)
+    rng = np.random.default_rng(0)
+    entries = [int(rng.integers(40, 401)) for _ in range(3)]
+    picks = [int(rng.integers(3)) for _ in range(8)]
+    assert frame["prompt_tokens"].tolist() == [entries[i] for i in picks]
+    seen: set[int] = set()
+    cached = []
+    for i in picks:  # a repeated entry is served from cache up to its last full block before the last token
+        cached.append((entries[i] - 1) // 16 * 16 if i in seen else 0)
+        seen.add(i)
+    assert frame["cached_tokens"].tolist() == cached
+    assert len(set(picks)) < len(picks)  # the seed does draw a repeat
+
+
 def test_genai_perf_cycles_its_dataset_in_order() -> None:
     frame = _run(Client(tool="genai-perf", dataset_entries=2, turnaround_s=0.0), 1, 5, UNIFORM)
     lengths = frame["prompt_tokens"].tolist()
@@ -107,6 +126,9 @@ def test_the_default_dataset_is_the_tools_own() -> None:
     assert behaviour(Client(tool="aiperf")).dataset_entries == 100  # aiperf's NUM_DATASET_ENTRIES
     assert behaviour(Client(tool="genai-perf")).dataset_entries == 100
     assert behaviour(Client(tool="aiperf", dataset_entries="unique")).dataset_entries is None
+    assert behaviour(Client(tool="aiperf")).sampling == "shuffle"  # --dataset-sampling-strategy default
+    assert behaviour(Client(tool="genai-perf")).sampling == "sequential"
+    assert behaviour(Client(tool="aiperf", dataset_sampling="random")).sampling == "random"
     for tool in ("ideal", "vllm-bench", "inference-perf", "guidellm"):  # a new prompt per request
         assert behaviour(Client(tool=tool)).dataset_entries is None
 
@@ -137,15 +159,19 @@ def test_an_open_loop_workload_draws_from_the_dataset_too() -> None:
     assert not any(r.private for r in requests)  # repeated prompts share blocks
 
 
-def test_dataset_entries_need_a_synthetic_workload() -> None:
+@pytest.mark.parametrize(
+    ("client", "field"),
+    [({"dataset_entries": 10}, "dataset_entries"), ({"dataset_sampling": "random"}, "dataset_sampling")],
+)
+def test_a_tools_dataset_needs_a_synthetic_workload(client: dict[str, object], field: str) -> None:
     from ttftsim.config.scenario import Scenario
 
-    with pytest.raises(ValueError, match="dataset_entries applies to synthetic workloads"):
+    with pytest.raises(ValueError, match=f"client.{field} applies to synthetic workloads"):
         Scenario.model_validate(
             {
                 "model": "Llama-3.1-8B",
                 "hardware": "H100-SXM5-80GB",
-                "client": {"tool": "aiperf", "dataset_entries": 10},
+                "client": {"tool": "aiperf", **client},
                 "workload": {
                     "type": "shared_prefix",
                     "arrivals": {"type": "poisson", "rate": 1.0},

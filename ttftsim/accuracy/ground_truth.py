@@ -30,13 +30,34 @@ from ttftsim.inputs.structured import parse_json
 from ttftsim.metrics.intervals import reported_levels
 
 CLIENT_TIMEOUT_S = 300.0  # inference-perf's request timeout in these runs
-# The closed-loop points (AIConfigurator's systems/silicon_sample.csv format) were measured by its bench_run
-# (generator/config/backend_templates/benchmark/bench_run.sh.j2): `aiperf profile --concurrency c --num-requests
-# 20c --warmup-request-count 2c --isl I --osl O --extra-inputs ignore_eos:true`, a warm-up of 2c requests, then 20c
-# measured ones. It leaves --num-dataset-entries at aiperf's default, so the tool cycles through 100 prompts and
-# requests after the 100th repeat one, which vLLM's prefix cache then serves (docs/engine-semantics.md 4).
-WARMUP_PER_CLIENT = 2
-MEASURED_PER_CLIENT = 20
+
+
+@dataclass(frozen=True)
+class ClosedLoopHarness:
+    """How AIConfigurator's benchmark ran aiperf for a closed-loop point, per client (c clients)."""
+
+    warmup_per_client: int
+    measured_per_client: int
+    entries_per_client: int | None  # --num-dataset-entries / c; None: aiperf's default (100 entries)
+    sampling: str | None  # the dataset sampling of the aiperf of the day; None: the tool's default
+
+
+# The closed-loop points (AIConfigurator's systems/silicon_sample.csv format) do not record their harness. A row
+# without backend_version was measured in October-December 2025 (the shared points: 2025-10-29, each row's
+# silicon_data_source); the aiperf command AIConfigurator itself ran that month is its eval pipeline's: from
+# 2025-10-14 (commit 4361371, "add aiperf for eval") src/aiconfigurator/eval/benchmarks/genai_perf_runner.py runs
+# `aiperf profile --endpoint-type chat --streaming --synthetic-input-tokens-mean I --output-tokens-mean O (stddev
+# 0) --extra-inputs max_tokens:O min_tokens:O ignore_eos:true --concurrency c --request-count 10c
+# --warmup-request-count 2c --num-dataset-entries 12c` (the pipeline then launched TensorRT-LLM services; its vLLM
+# generator was still empty). aiperf of that month (0.1) drew each request's prompt from the 12c entries
+# uniformly with replacement (workload/clients.py): about 4 in 10 measured requests repeat a prompt that vLLM's
+# prefix cache may still hold. The measured points rule out the 100-prompt default of the later bench_run
+# template: at c=64 (1,024 tokens, TP4) 0.26 s was measured, where prompts served from cache give 0.05 s.
+EVAL_HARNESS_2025 = ClosedLoopHarness(2, 10, 12, "random")
+# A row naming its vLLM release was measured in 2026 (releases 0.12-0.19), when the generator's bench_run.sh.j2
+# (generator/config/backend_templates/benchmark/, from 2026-02-11) runs `aiperf profile --concurrency c
+# --num-requests 20c --warmup-request-count 2c --extra-inputs ignore_eos:true` with aiperf's default dataset.
+BENCH_RUN_2026 = ClosedLoopHarness(2, 20, None, None)
 # A row without backend_version: every such vLLM row of silicon_sample.csv was measured between 2025-10-29 and
 # 2025-12-05 (its silicon_data_source field), when the releases were 0.11-0.12: one batch in flight, async
 # scheduling opt-in (config/engine_versions.yaml). The shared closed-loop points are such rows (2025-10-29).
@@ -145,7 +166,14 @@ def _engine_version(row: pd.Series) -> str:
 
 def _closed_loop_case(row: pd.Series) -> Case:
     concurrency, isl, osl = int(row["concurrency"]), int(row["isl"]), int(row["osl"])
-    warmup = WARMUP_PER_CLIENT * concurrency
+    version = _engine_version(row)
+    harness = EVAL_HARNESS_2025 if version == UNVERSIONED_VLLM else BENCH_RUN_2026
+    warmup = harness.warmup_per_client * concurrency
+    client: dict[str, object] = {"tool": "aiperf", "warmup_requests": warmup}
+    if harness.entries_per_client is not None:
+        client["dataset_entries"] = harness.entries_per_client * concurrency
+    if harness.sampling is not None:
+        client["dataset_sampling"] = harness.sampling
     precision = None if pd.isna(row["precision"]) else str(row["precision"])
     model, hardware = resolve_model(str(row["model_path"]), precision), resolve_hardware(str(row["system"]))
     scenario = Scenario.model_validate(
@@ -155,7 +183,7 @@ def _closed_loop_case(row: pd.Series) -> Case:
             "model": model.model,
             "hardware": hardware.name,
             "engine": {
-                "vllm_version": _engine_version(row),
+                "vllm_version": version,
                 "tensor_parallel_size": int(row["tp_size"]),
                 "quantization": model.quantization,
                 "max_model_len": isl + osl + 16,
@@ -165,9 +193,9 @@ def _closed_loop_case(row: pd.Series) -> Case:
                 "arrivals": {"type": "closed_loop", "clients": concurrency},
                 "prompt_tokens": {"type": "fixed", "value": isl},
                 "output_tokens": {"type": "fixed", "value": osl},
-                "num_requests": warmup + MEASURED_PER_CLIENT * concurrency,
+                "num_requests": warmup + harness.measured_per_client * concurrency,
             },
-            "client": {"tool": "aiperf", "warmup_requests": warmup},
+            "client": client,
         }
     )
     measured = {"ttft_mean": float(row["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(row["silicon_tpot_ms"]) / 1e3}

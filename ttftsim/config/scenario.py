@@ -14,6 +14,7 @@ from ttftsim.config.workload import ClosedLoop, SyntheticWorkload, Workload
 
 KernelCosts = Literal["auto", "roofline", "calibrated"]
 ClientTool = Literal["ideal", "vllm-bench", "inference-perf", "aiperf", "genai-perf", "guidellm"]
+DatasetSampling = Literal["sequential", "shuffle", "random"]
 
 
 class Client(StrictModel):
@@ -44,6 +45,12 @@ class Client(StrictModel):
         description="Synthetic workloads: distinct prompts the tool generates and cycles through (aiperf/"
         "genai-perf --num-dataset-entries, default 100: request 101 repeats a prompt, which vLLM's prefix "
         "cache then serves); unique = a new prompt per request; default: the tool's own rule",
+    )
+    dataset_sampling: DatasetSampling | None = Field(
+        default=None,
+        description="How the tool picks each request's entry (aiperf --dataset-sampling-strategy): sequential "
+        "(in order, genai-perf), shuffle (each pass in a new order, aiperf >= 0.2's default), random (uniform "
+        "with replacement, aiperf 0.1); default: the tool's own",
     )
 
 
@@ -110,9 +117,11 @@ class Scenario(StrictModel):
                 f"workload.arrivals.ramp_up_s ({arrivals.ramp_up_s:g}) spreads ideal clients only; client.tool "
                 f"{self.client.tool} starts its clients as the tool does"
             )
-        if isinstance(self.client.dataset_entries, int) and not isinstance(self.workload, SyntheticWorkload):
+        dataset = self.client.dataset_sampling is not None or isinstance(self.client.dataset_entries, int)
+        if dataset and not isinstance(self.workload, SyntheticWorkload):
+            field = "dataset_entries" if isinstance(self.client.dataset_entries, int) else "dataset_sampling"
             raise ValueError(
-                f"client.dataset_entries applies to synthetic workloads; a {self.workload.type} workload "
+                f"client.{field} applies to synthetic workloads; a {self.workload.type} workload "
                 "spells out its own prompts"
             )
         lora = getattr(self.workload, "lora", None)

@@ -24,9 +24,13 @@ vllm-bench's (one asyncio process, no record processing before the next send). A
 Prompts of a synthetic workload: aiperf and genai-perf generate a dataset of --num-dataset-entries
 prompts (default 100: aiperf 0.13 config/dataset/defaults.py NUM_DATASET_ENTRIES; genai-perf
 inputs/input_constants.py DEFAULT_NUM_DATASET_ENTRIES) and cycle through it for as many requests as asked,
-warm-up included: aiperf with one ShuffleSampler for both phases (dataset/dataset_samplers.py: every entry
-once in random order, then a new order; timing/phase_orchestrator.py), genai-perf in order. Request 101
-therefore repeats a prompt whose blocks vLLM's prefix cache (on by default) may still hold. vllm-bench's
+warm-up included: aiperf 0.13 with one ShuffleSampler for both phases (dataset/dataset_samplers.py: every
+entry once in random order, then a new order; timing/phase_orchestrator.py; `--dataset-sampling-strategy
+shuffle`, its default), genai-perf in order (`sequential`). aiperf 0.1 (October 2025) had no such option: its
+DatasetManager._return_any_conversation drew every request's entry with random.choice over the dataset,
+uniformly with replacement (`random`, kept by later releases as a choice), so a repeat can come before the
+dataset is used up: of 12c draws from 12c entries about 37% repeat an earlier one. Request 101 (or that
+repeat) sends a prompt whose blocks vLLM's prefix cache (on by default) may still hold. vllm-bench's
 random dataset, inference-perf's random data and guidellm's synthetic data make one prompt per request.
 """
 
@@ -34,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ttftsim.config.scenario import Client
+from ttftsim.config.scenario import Client, DatasetSampling
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class ClientBehaviour:
     barrier_after_warmup: bool  # the measured phase starts when every warm-up request has returned
     turnaround_s: float  # response end -> next send
     dataset_entries: int | None = None  # distinct synthetic prompts cycled through; None: one per request
-    shuffled: bool = False  # each pass over the entries in a new random order (else in order)
+    sampling: DatasetSampling = "sequential"  # how each request's entry is picked (module docstring)
 
 
 VLLM_BENCH_TURNAROUND_S = 0.00032  # measured (module docstring)
@@ -58,7 +62,7 @@ BEHAVIOURS = {
     "vllm-bench": ClientBehaviour(False, VLLM_BENCH_TURNAROUND_S),
     "guidellm": ClientBehaviour(False, GUIDELLM_TURNAROUND_S),
     "inference-perf": ClientBehaviour(False, VLLM_BENCH_TURNAROUND_S),
-    "aiperf": ClientBehaviour(True, AIPERF_TURNAROUND_S, AIPERF_DATASET_ENTRIES, shuffled=True),
+    "aiperf": ClientBehaviour(True, AIPERF_TURNAROUND_S, AIPERF_DATASET_ENTRIES, sampling="shuffle"),
     "genai-perf": ClientBehaviour(True, AIPERF_TURNAROUND_S, AIPERF_DATASET_ENTRIES),
 }
 
@@ -72,4 +76,5 @@ def behaviour(client: Client) -> ClientBehaviour:
         entries = base.dataset_entries
     elif entries == "unique":
         entries = None
-    return replace(base, turnaround_s=turnaround, dataset_entries=entries)
+    sampling = base.sampling if client.dataset_sampling is None else client.dataset_sampling
+    return replace(base, turnaround_s=turnaround, dataset_entries=entries, sampling=sampling)

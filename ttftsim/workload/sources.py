@@ -13,7 +13,7 @@ import numpy as np
 import simpy
 from numpy.typing import NDArray
 
-from ttftsim.config.scenario import Client
+from ttftsim.config.scenario import Client, DatasetSampling
 from ttftsim.config.workload import (
     ClosedLoop,
     ConversationWorkload,
@@ -63,11 +63,14 @@ class WorkloadContext:
 
 class PromptPool:
     """The prompts a synthetic workload sends: a new one per request, or, for a tool that generates a fixed
-    dataset (aiperf/genai-perf --num-dataset-entries), `entries` prompts cycled through (workload/clients.py):
-    each pass in order, or in a new random order when `shuffled`. An entry keeps its content and lengths."""
+    dataset (aiperf/genai-perf --num-dataset-entries), `entries` prompts picked as the tool does
+    (workload/clients.py): each pass in order (sequential), each pass in a new random order (shuffle), or each
+    request's entry drawn uniformly with replacement (random). An entry keeps its content and lengths."""
 
-    def __init__(self, spec: SyntheticWorkload, ctx: WorkloadContext, entries: int | None, shuffled: bool) -> None:
-        self.spec, self.ctx, self.shuffled = spec, ctx, shuffled
+    def __init__(
+        self, spec: SyntheticWorkload, ctx: WorkloadContext, entries: int | None, sampling: DatasetSampling
+    ) -> None:
+        self.spec, self.ctx, self.sampling = spec, ctx, sampling
         tokens = spec.shared_prefix_tokens
         self.shared: tuple[Segment, ...] = ((ctx.content.new(), tokens),) if tokens else ()
         self.entries: list[tuple[tuple[Segment, ...], int, int]] = []
@@ -85,9 +88,11 @@ class PromptPool:
         """The next request's (segments, prompt tokens, output tokens)."""
         if not self.entries:
             return self._new_prompt()
+        if self.sampling == "random":
+            return self.entries[int(self.ctx.rng.integers(len(self.entries)))]
         if not self._order:
             count = len(self.entries)
-            order = self.ctx.rng.permutation(count).tolist() if self.shuffled else list(range(count))
+            order = self.ctx.rng.permutation(count).tolist() if self.sampling == "shuffle" else list(range(count))
             self._order = order[::-1]  # popped from the end
         return self.entries[self._order.pop()]
 
@@ -209,7 +214,7 @@ def open_loop_requests(workload: Workload, ctx: WorkloadContext, client: Client 
     """Every request of an open-loop workload, in arrival order."""
     if isinstance(workload, SyntheticWorkload):
         tool = behaviour(client or Client())
-        pool = PromptPool(workload, ctx, tool.dataset_entries, tool.shuffled) if tool.dataset_entries else None
+        pool = PromptPool(workload, ctx, tool.dataset_entries, tool.sampling) if tool.dataset_entries else None
         return _synthetic_requests(workload, ctx, pool)
     if isinstance(workload, SharedPrefixWorkload):
         return _shared_prefix_requests(workload, ctx)
@@ -361,7 +366,7 @@ def start_workload(
         budget = [workload.num_requests if workload.num_requests is not None else 1 << 62]
         client = client or Client()
         tool = behaviour(client)
-        prompts = PromptPool(workload, ctx, tool.dataset_entries, tool.shuffled)
+        prompts = PromptPool(workload, ctx, tool.dataset_entries, tool.sampling)
         warmup = client.warmup_requests if tool.barrier_after_warmup else 0
         barrier = WarmupBarrier(env, warmup) if warmup else None
         sender = ClientProcess(tool.turnaround_s)
