@@ -15,6 +15,7 @@ from ttftsim.accuracy.ground_truth import Case, read_ground_truth
 from ttftsim.accuracy.harness import StageResult, metrics_by_kernel_costs, run_all, summarize
 from ttftsim.metrics.intervals import Interval
 from ttftsim.shared_data import shared_dir
+from ttftsim.workload.clients import behaviour
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "accuracy.md"
 CPU_RESULTS = Path(__file__).resolve().parent / "vllm_cpu" / "results.json"
@@ -148,11 +149,11 @@ def ideal_client(case: Case) -> Case:
     data = case.scenario.model_dump()
     spread = 0.015 * data["workload"]["output_tokens"]["value"]
     data["workload"]["arrivals"]["ramp_up_s"] = spread
-    tool = data["client"]
+    tool = behaviour(case.scenario.client)
     data["client"] = {
         "tool": "ideal",
-        "dataset_entries": tool["dataset_entries"],
-        "dataset_sampling": tool["dataset_sampling"],
+        "dataset_entries": tool.dataset_entries or "unique",
+        "dataset_sampling": tool.sampling,
     }
     return replace(case, scenario=type(case.scenario).model_validate(data))
 
@@ -424,12 +425,12 @@ def main() -> int:
         "max_tokens:O min_tokens:O ignore_eos:true`. Its later bench_run.sh.j2 template (2026-02-11: 20c requests,",
         "aiperf's 100 default prompts), which earlier versions of this report assumed, is ruled out by the points",
         "themselves: at c=64 (1,024 tokens, TP4) 0.26 s was measured, prompts served from cache give 0.05 s.",
-        "Simulated with the aiperf client",
-        "model: 2c warm-up requests, then, once all have returned, the 10c measured ones with every client",
-        "starting at once; means over the measured phase. aiperf of October 2025 (0.1) drew each request's",
-        "prompt from the 12c entries uniformly with replacement, so about 4 in 10 measured requests repeat an",
-        "earlier prompt, which vLLM's prefix cache serves (docs/engine-semantics.md 4). Rows that name a release",
-        "(measured in 2026) run bench_run's command instead (`ttftsim/accuracy/ground_truth.py`).",
+        "Simulated with the aiperf client model: 2c warm-up requests, then, once all have returned, the 10c",
+        "measured ones with every client starting at once; means over the measured phase. aiperf of October",
+        "2025 (0.1) drew each request's prompt from the 12c entries uniformly with replacement, so about 4 in",
+        "10 measured requests repeat an earlier prompt, which vLLM's prefix cache serves",
+        "(docs/engine-semantics.md 4). Rows that name a release or a nightly (measured in 2026) run bench_run's",
+        "command instead (`ttftsim/accuracy/ground_truth.py`).",
         "",
         *_summary_lines(closed, f"All points ({len(closed)}), aiperf client"),
         "For comparison only, the same points with ideal clients (spread over one request's duration, sending",

@@ -326,12 +326,13 @@ def main() -> int:
     lines = fit_tables() + end_to_end()
     lines += [
         "The held-out regions lie inside the measured grid or at its edges; far from it (larger token counts",
-        "than any table measured) the cross-checks below are the better guide. End to end (docs/accuracy.md)",
-        "the calibrated curves predict the closed-loop Llama-3.1-70B FP8 points' TPOT to 2.9% median",
-        "(roofline 10.3%) and the open-loop TTFT a little better, the open-loop TPOT a little worse (9.3% vs",
-        "8.4%). Simulations therefore use them by default where the GPU has a calibration (`kernel_costs:",
-        "auto`; the summary says which kernel times were used), the roofline elsewhere. The all-reduce message",
-        "size is read as bf16 elements (2 bytes each): the jump in every table between 4 and 8 MiB matches",
+        "than any table measured) the cross-checks below are the better guide. End to end (docs/accuracy.md,",
+        "'Calibrated kernels against the roofline') the calibrated curves predict the closed-loop Llama-3.1-70B",
+        "FP8 points' TPOT, the open-loop TPOT and the open-loop TTFT P50 and P90 better than the roofline (its",
+        "P99 and mean about the same). Simulations therefore use them by default where the GPU has a",
+        "calibration (`kernel_costs: auto`; the summary says which kernel times were used), the roofline",
+        "elsewhere. The all-reduce message size is read as bf16 elements (2 bytes each): the jump in every",
+        "table between 4 and 8 MiB matches",
         "vLLM's 8 MiB custom all-reduce limit under that reading.",
         "",
     ]

@@ -44,6 +44,12 @@ def test_a_2026_row_runs_bench_run_with_aiperfs_default_100_prompts(tmp_path: Pa
     assert case.scenario.workload.num_requests == 8 + 80  # --num-requests 20c after the warm-up
 
 
+def test_a_row_naming_any_build_runs_bench_run(tmp_path: Path) -> None:
+    # 0.11.2 and a nightly map to the 0.11 engine, but a row that names a build was measured in 2026
+    for case in _cases(tmp_path, "0.11.2", "nightly-5b8c30d6"):
+        assert case.scenario.client.dataset_sampling is None and case.scenario.workload.num_requests == 8 + 80
+
+
 def test_an_unversioned_row_runs_the_2025_eval_harness(tmp_path: Path) -> None:
     (case,) = _cases(tmp_path, "")
     client = case.scenario.client

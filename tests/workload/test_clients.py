@@ -111,7 +111,7 @@ def test_random_sampling_draws_each_entry_with_replacement_and_repeats_hit_the_p
         cached.append((entries[i] - 1) // 16 * 16 if i in seen else 0)
         seen.add(i)
     assert frame["cached_tokens"].tolist() == cached
-    assert len(set(picks)) < len(picks)  # the seed does draw a repeat
+    assert len(set(picks[:3])) < 3  # a repeat within the first three requests, which no pass-wise order makes
 
 
 def test_genai_perf_cycles_its_dataset_in_order() -> None:

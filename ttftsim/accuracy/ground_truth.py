@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from ttftsim.accuracy.names import resolve_hardware, resolve_model
 from ttftsim.config.loading import validation_error
-from ttftsim.config.scenario import KernelCosts, Scenario
+from ttftsim.config.scenario import DatasetSampling, KernelCosts, Scenario
 from ttftsim.errors import InputError
 from ttftsim.inputs.files import excerpt, read_text
 from ttftsim.inputs.structured import parse_json
@@ -39,7 +39,16 @@ class ClosedLoopHarness:
     warmup_per_client: int
     measured_per_client: int
     entries_per_client: int | None  # --num-dataset-entries / c; None: aiperf's default (100 entries)
-    sampling: str | None  # the dataset sampling of the aiperf of the day; None: the tool's default
+    sampling: DatasetSampling | None  # how the aiperf of the day drew from the dataset; None: its default
+
+    def client(self, concurrency: int) -> dict[str, object]:
+        """The scenario's `client` for c = concurrency clients."""
+        client: dict[str, object] = {"tool": "aiperf", "warmup_requests": self.warmup_per_client * concurrency}
+        if self.entries_per_client is not None:
+            client["dataset_entries"] = self.entries_per_client * concurrency
+        if self.sampling is not None:
+            client["dataset_sampling"] = self.sampling
+        return client
 
 
 # The closed-loop points (AIConfigurator's systems/silicon_sample.csv format) do not record their harness. A row
@@ -53,11 +62,13 @@ class ClosedLoopHarness:
 # uniformly with replacement (workload/clients.py): about 4 in 10 measured requests repeat a prompt that vLLM's
 # prefix cache may still hold. The measured points rule out the 100-prompt default of the later bench_run
 # template: at c=64 (1,024 tokens, TP4) 0.26 s was measured, where prompts served from cache give 0.05 s.
-EVAL_HARNESS_2025 = ClosedLoopHarness(2, 10, 12, "random")
+EVAL_HARNESS_2025 = ClosedLoopHarness(
+    warmup_per_client=2, measured_per_client=10, entries_per_client=12, sampling="random"
+)
 # A row naming its vLLM release was measured in 2026 (releases 0.12-0.19), when the generator's bench_run.sh.j2
 # (generator/config/backend_templates/benchmark/, from 2026-02-11) runs `aiperf profile --concurrency c
 # --num-requests 20c --warmup-request-count 2c --extra-inputs ignore_eos:true` with aiperf's default dataset.
-BENCH_RUN_2026 = ClosedLoopHarness(2, 20, None, None)
+BENCH_RUN_2026 = ClosedLoopHarness(warmup_per_client=2, measured_per_client=20, entries_per_client=None, sampling=None)
 # A row without backend_version: every such vLLM row of silicon_sample.csv was measured between 2025-10-29 and
 # 2025-12-05 (its silicon_data_source field), when the releases were 0.11-0.12: one batch in flight, async
 # scheduling opt-in (config/engine_versions.yaml). The shared closed-loop points are such rows (2025-10-29).
@@ -164,16 +175,17 @@ def _engine_version(row: pd.Series) -> str:
     return f"{found.group(1)}.{found.group(2)}" if found else UNVERSIONED_VLLM
 
 
+def _harness(row: pd.Series) -> ClosedLoopHarness:
+    """The 2025 eval harness for a row that names no vLLM build, bench_run for one that names a release or a
+    nightly (measured in 2026)."""
+    named = row.get("backend_version")
+    return EVAL_HARNESS_2025 if pd.isna(named) or not str(named).strip() else BENCH_RUN_2026
+
+
 def _closed_loop_case(row: pd.Series) -> Case:
     concurrency, isl, osl = int(row["concurrency"]), int(row["isl"]), int(row["osl"])
-    version = _engine_version(row)
-    harness = EVAL_HARNESS_2025 if version == UNVERSIONED_VLLM else BENCH_RUN_2026
+    harness = _harness(row)
     warmup = harness.warmup_per_client * concurrency
-    client: dict[str, object] = {"tool": "aiperf", "warmup_requests": warmup}
-    if harness.entries_per_client is not None:
-        client["dataset_entries"] = harness.entries_per_client * concurrency
-    if harness.sampling is not None:
-        client["dataset_sampling"] = harness.sampling
     precision = None if pd.isna(row["precision"]) else str(row["precision"])
     model, hardware = resolve_model(str(row["model_path"]), precision), resolve_hardware(str(row["system"]))
     scenario = Scenario.model_validate(
@@ -183,7 +195,7 @@ def _closed_loop_case(row: pd.Series) -> Case:
             "model": model.model,
             "hardware": hardware.name,
             "engine": {
-                "vllm_version": version,
+                "vllm_version": _engine_version(row),
                 "tensor_parallel_size": int(row["tp_size"]),
                 "quantization": model.quantization,
                 "max_model_len": isl + osl + 16,
@@ -195,7 +207,7 @@ def _closed_loop_case(row: pd.Series) -> Case:
                 "output_tokens": {"type": "fixed", "value": osl},
                 "num_requests": warmup + harness.measured_per_client * concurrency,
             },
-            "client": client,
+            "client": harness.client(concurrency),
         }
     )
     measured = {"ttft_mean": float(row["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(row["silicon_tpot_ms"]) / 1e3}

@@ -19,7 +19,7 @@ DatasetSampling = Literal["sequential", "shuffle", "random"]
 
 class Client(StrictModel):
     """The load generator, as it behaves (ttftsim/workload/clients.py): when closed-loop clients start,
-    how long a client takes to send its next request, and its warm-up phase."""
+    how long a client takes to send its next request, its warm-up phase, and its prompt dataset."""
 
     tool: ClientTool = Field(
         default="ideal",
@@ -42,14 +42,14 @@ class Client(StrictModel):
     )
     dataset_entries: Annotated[int, Field(ge=1, le=10_000_000)] | Literal["unique"] | None = Field(
         default=None,
-        description="Synthetic workloads: distinct prompts the tool generates and cycles through (aiperf/"
-        "genai-perf --num-dataset-entries, default 100: request 101 repeats a prompt, which vLLM's prefix "
-        "cache then serves); unique = a new prompt per request; default: the tool's own rule",
+        description="Synthetic workloads: distinct prompts the tool generates and draws each request's prompt "
+        "from (aiperf/genai-perf --num-dataset-entries, default 100: a repeated prompt is served by vLLM's prefix "
+        "cache); unique = a new prompt per request; default: the tool's own rule",
     )
     dataset_sampling: DatasetSampling | None = Field(
         default=None,
         description="How the tool picks each request's entry (aiperf --dataset-sampling-strategy): sequential "
-        "(in order, genai-perf), shuffle (each pass in a new order, aiperf >= 0.2's default), random (uniform "
+        "(in order, genai-perf), shuffle (each pass in a new order, aiperf 0.13's default), random (uniform "
         "with replacement, aiperf 0.1); default: the tool's own",
     )
 

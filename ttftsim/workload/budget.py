@@ -158,6 +158,13 @@ def _check_prompts(workload: Workload, source: str, field: str, client: Client |
     elif isinstance(workload, SyntheticWorkload):
         entries = behaviour(client or Client()).dataset_entries
         prompts, where = entries or 0, "client.dataset_entries"
+        if client is not None and client.dataset_sampling is not None and entries is None:
+            raise InputError(
+                source,
+                "client.dataset_sampling",
+                f"client.tool {client.tool} sends a new prompt per request here, so there is no dataset to draw "
+                "from: set client.dataset_entries",
+            )
         warmup = (client or Client()).warmup_requests
         if (
             isinstance(workload.arrivals, ClosedLoop)

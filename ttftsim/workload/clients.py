@@ -68,7 +68,7 @@ BEHAVIOURS = {
 
 
 def behaviour(client: Client) -> ClientBehaviour:
-    """The tool's behaviour with the scenario's own turnaround and dataset size, where it sets them."""
+    """The tool's behaviour with the scenario's own turnaround, dataset size and sampling, where it sets them."""
     base = BEHAVIOURS[client.tool]
     turnaround = base.turnaround_s if client.turnaround_s is None else client.turnaround_s
     entries = client.dataset_entries
