@@ -341,6 +341,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=8012)
     ap.add_argument("--inprocess", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, default=RESULT, help="where to write the costs (default: %(default)s)")
     args = ap.parse_args()
     if args.inprocess:
         print("RESULT" + json.dumps(inprocess_phase()), flush=True)
@@ -385,7 +386,7 @@ def main() -> int:
         "engine_core_fit": result["http"].get("fit_engine_core"),
         "idle_frontend_latency_ms": result.get("idle_frontend_latency_ms"),
     }
-    RESULT.write_text(json.dumps(result, indent=1) + "\n")
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["summary"], indent=1))
     return 0
 

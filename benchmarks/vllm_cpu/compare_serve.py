@@ -88,10 +88,13 @@ def step_cost(microbench: Path) -> dict[str, float]:
     return fit_step_cost(points)
 
 
+COSTS = {"api": API_COSTS}  # --api-costs: the API-server measurement of the machine the runs were on
+
+
 def api_costs(zero: bool) -> dict[str, float]:
     if zero:
         return {"per_request_s": 0.0, "per_prompt_token_s": 0.0, "per_output_token_s": 0.0, "per_step_s": 0.0}
-    fit = json.loads(API_COSTS.read_text())["http"]["fit_api_server_with_steps"]
+    fit = json.loads(COSTS["api"].read_text())["http"]["fit_api_server_with_steps"]
     return {
         "per_request_s": max(0.0, fit["per_request_s"]),
         "per_prompt_token_s": max(0.0, fit["per_prompt_token_s"]),
@@ -102,7 +105,7 @@ def api_costs(zero: bool) -> dict[str, float]:
 
 def frontend_overhead_s(api: dict[str, float]) -> float:
     """The idle front end's latency that is not API-server work the model already charges (see above)."""
-    idle = json.loads(API_COSTS.read_text())["idle_frontend_latency_ms"]
+    idle = json.loads(COSTS["api"].read_text())["idle_frontend_latency_ms"]
     charged = api["per_request_s"] + 16 * api["per_prompt_token_s"] + api["per_step_s"] + api["per_output_token_s"]
     return max(0.0, idle["frontend_p50_ms"] * 1e-3 - charged)
 
@@ -272,7 +275,9 @@ def main() -> int:
     default = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / f"serve-microbench{SUFFIX}.json"
     parser.add_argument("--microbench", type=Path, default=default)
     parser.add_argument("--remeasure", action="store_true", help="time the step-cost microbenchmark again")
+    parser.add_argument("--api-costs", type=Path, default=API_COSTS, help="api_server_costs.py's output")
     args = parser.parse_args()
+    COSTS["api"] = args.api_costs
     if args.remeasure or not args.microbench.exists():
         measure_steps(args.microbench)
     cost = step_cost(args.microbench)
