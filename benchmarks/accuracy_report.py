@@ -168,24 +168,29 @@ def _serve_section() -> list[str]:
     lines = [title, ""]
     if SERVE_DEVICE_CORE.exists():
         lines += _serve_block(json.loads(SERVE_DEVICE_CORE.read_text()), device_core=True)
-    if SERVE_OTHER_MACHINE.exists():
-        lines += [
-            "### The same workloads on another machine of this kind (run10)",
-            "",
-            "Another session's machine (same kind: 2 cores, no GPU; 2026-12-02 evening), its own microbenchmark",
-            "(taken before the runs) and API-server costs (`api_server_costs-device-core-run10.json`), nothing",
-            "carried over from run8 and nothing fitted: `compare_serve.py --tag run10 --against '' --microbench",
-            "FILE --api-costs benchmarks/vllm_cpu/api_server_costs-device-core-run10.json --out",
-            "benchmarks/vllm_cpu/serve_compare-device-core-run10.json`. The microbenchmark itself moves: timed",
-            "again after the runs it gave fixed 3.67 ms (5.28 before), 98.9 us per prefill token (122.4), 142.3",
-            "us per decode token (130.7), and with those costs the same runs come out at TTFT P50/P90/P99",
-            "11.3/7.1/21.1% (with the API server); the costs timed before are the ones reported below.",
-            "",
-            *_serve_block(json.loads(SERVE_OTHER_MACHINE.read_text()), device_core=True),
-        ]
-    if SERVE_DEVICE_CORE.exists():
+        lines += _other_machine_lines()
         lines += ["### The same, the server's processes sharing both cores (runs before run6)", ""]
     return lines + _serve_block(json.loads(SERVE_RESULTS.read_text()), device_core=False)
+
+
+def _other_machine_lines() -> list[str]:
+    """The device-core runs repeated on another machine of the kind (run10), when compared."""
+    if not SERVE_OTHER_MACHINE.exists():
+        return []
+    return [
+        "### The same workloads on another machine of this kind (run10)",
+        "",
+        "Another session's machine (same kind: 2 cores, no GPU; 2026-12-02 evening), its own microbenchmark",
+        "(taken before the runs) and API-server costs (`api_server_costs-device-core-run10.json`), nothing",
+        "carried over from run8 and nothing fitted: `compare_serve.py --tag run10 --against '' --microbench",
+        "FILE --api-costs benchmarks/vllm_cpu/api_server_costs-device-core-run10.json --out",
+        "benchmarks/vllm_cpu/serve_compare-device-core-run10.json`. The microbenchmark itself moves: timed",
+        "again after the runs it gave fixed 3.67 ms (5.28 before), 98.9 us per prefill token (122.4), 142.3",
+        "us per decode token (130.7), and with those costs the same runs come out at TTFT P50/P90/P99",
+        "11.3/7.1/21.1% (with the API server); the costs timed before are the ones reported below.",
+        "",
+        *_serve_block(json.loads(SERVE_OTHER_MACHINE.read_text()), device_core=True),
+    ]
 
 
 def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:

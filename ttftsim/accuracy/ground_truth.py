@@ -41,9 +41,13 @@ class ClosedLoopHarness:
     entries_per_client: int | None  # --num-dataset-entries / c; None: aiperf's default (100 entries)
     sampling: DatasetSampling | None  # how the aiperf of the day drew from the dataset; None: its default
 
+    def warmup(self, concurrency: int) -> int:
+        """Warm-up requests of c = concurrency clients."""
+        return self.warmup_per_client * concurrency
+
     def client(self, concurrency: int) -> dict[str, object]:
         """The scenario's `client` for c = concurrency clients."""
-        client: dict[str, object] = {"tool": "aiperf", "warmup_requests": self.warmup_per_client * concurrency}
+        client: dict[str, object] = {"tool": "aiperf", "warmup_requests": self.warmup(concurrency)}
         if self.entries_per_client is not None:
             client["dataset_entries"] = self.entries_per_client * concurrency
         if self.sampling is not None:
@@ -185,7 +189,7 @@ def _harness(row: pd.Series) -> ClosedLoopHarness:
 def _closed_loop_case(row: pd.Series) -> Case:
     concurrency, isl, osl = int(row["concurrency"]), int(row["isl"]), int(row["osl"])
     harness = _harness(row)
-    warmup = harness.warmup_per_client * concurrency
+    warmup = harness.warmup(concurrency)
     precision = None if pd.isna(row["precision"]) else str(row["precision"])
     model, hardware = resolve_model(str(row["model_path"]), precision), resolve_hardware(str(row["system"]))
     scenario = Scenario.model_validate(
