@@ -50,6 +50,22 @@ def test_without_a_barrier_each_client_sends_when_its_own_response_ends() -> Non
     assert sorted(frame["arrival_s"].iloc[2:]) == pytest.approx(sorted(frame["finish_s"].iloc[:2]), abs=1e-12)
 
 
+def test_fixed_lengths_re_form_the_convoy_every_round() -> None:
+    # Three clients, 100-token prompts, 4 output tokens, 10 ms + 1 ms per token: one prefill step of all three
+    # (10 + 300 ms), then three decode steps of three sequences (13 ms each). They finish together, send again
+    # together, and every round repeats the first exactly (the real server does it too under aiperf with
+    # fixed lengths: benchmarks/closed_loop_harness.py).
+    frame = _run(
+        Client(tool="vllm-bench", turnaround_s=0.0), clients=3, requests=9, prompts={"type": "fixed", "value": 100}
+    )
+    for round_ in range(3):
+        rows = frame.iloc[3 * round_ : 3 * round_ + 3]
+        start = round_ * 0.349
+        assert rows["arrival_s"].tolist() == pytest.approx([start] * 3, abs=1e-9)
+        assert rows["ttft_s"].tolist() == pytest.approx([0.31] * 3, abs=1e-9)
+        assert rows["finish_s"].tolist() == pytest.approx([start + 0.31 + 3 * 0.013] * 3, abs=1e-9)
+
+
 def test_turnaround_delays_the_next_request() -> None:
     prompts = {"type": "fixed", "value": 100}
     frame = _run(Client(tool="guidellm", turnaround_s=0.05), clients=1, requests=3, prompts=prompts)
