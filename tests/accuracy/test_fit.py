@@ -296,3 +296,17 @@ def test_an_output_that_cannot_be_written_is_said_before_the_fit(tmp_path: Path)
     for out, needle in ((tmp_path / "none" / "x.json", "no folder"), (tmp_path, "is a folder")):
         result = run("fit", *files, "-o", str(out), "--deployment", deployment)
         _assert_one_line_error(result, str(out), "--out", needle)
+
+
+def test_a_fit_worse_than_none_on_held_out_runs_is_said() -> None:
+    from ttftsim.cli.fit import worse_than_unfitted
+    from ttftsim.config.deployment_calibration import MetricErrors
+
+    errors = MetricErrors(
+        in_sample={"ttft_p50": 0.05, "ttft_p90": 0.10, "ttft_p99": 0.12},
+        cross_validated={"ttft_p50": 0.127, "ttft_p90": 0.15, "ttft_p99": 0.176},
+        unfitted={"ttft_p50": 0.078, "ttft_p90": 0.162, "ttft_p99": 0.097},
+    )
+    assert worse_than_unfitted(errors) == ["ttft_p50", "ttft_p99"]  # P90 improved: not listed
+    better = errors.model_copy(update={"cross_validated": {"ttft_p50": 0.05, "ttft_p90": 0.1, "ttft_p99": 0.09}})
+    assert worse_than_unfitted(better) == []

@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ttftsim.cli.app import app, console
 from ttftsim.errors import InputError
+
+if TYPE_CHECKING:
+    from ttftsim.config.deployment_calibration import MetricErrors
 
 DEFAULT_FACTORS = "gemm_efficiency_scale,attention_efficiency_scale,step_overhead_s,api_server_cost_scale"
 ERROR_METRICS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "ttft_mean", "tpot_mean")
@@ -68,6 +71,15 @@ def fit(
         if metric in errors.in_sample:
             cells = (errors.unfitted.get(metric), errors.in_sample.get(metric), errors.cross_validated.get(metric))
             console.print(f"{metric:<19}" + "".join(f"{_percent(cell):>11}" for cell in cells), markup=False)
+    worse = worse_than_unfitted(errors)
+    if worse:
+        console.print(
+            f"warning: the cross-validated error is above the unfitted model's on {', '.join(worse)}: on runs it was "
+            "not fitted to, the calibration predicts worse than none (the factors fit these runs' noise, or stand in "
+            "for a mechanism ttftsim lacks)",
+            markup=False,
+            highlight=False,
+        )
     for note in notes:
         console.print(f"note: {note}", markup=False, highlight=False)
     console.print(
@@ -79,6 +91,17 @@ def fit(
     console.print(
         f"wrote {record} (each run's predictions, for the dashboard's Fit view)", markup=False, highlight=False
     )
+
+
+def worse_than_unfitted(errors: MetricErrors) -> list[str]:
+    """The metrics whose cross-validated median error exceeds the unfitted model's (in ERROR_METRICS order)."""
+    return [
+        metric
+        for metric in ERROR_METRICS
+        if metric in errors.cross_validated
+        and metric in errors.unfitted
+        and errors.cross_validated[metric] > errors.unfitted[metric]
+    ]
 
 
 def _value(name: str, value: float) -> str:
