@@ -5,10 +5,13 @@ AIConfigurator ran in the month they were measured (ttftsim/accuracy/ground_trut
 every request asks for exactly O output tokens (min_tokens = max_tokens = O, ignore_eos) and prompts are drawn
 with replacement from 12c entries. Two checks of that assumption, none fitted to a TTFT:
 
-1. The real vLLM server on this machine, driven by real aiperf with fixed lengths (serve_runs/closed-fixed-*):
-   requests that start decoding in the same step finish in the same step, their clients send again together,
-   and every round queues behind its own prefills (a convoy). Measured: how far apart a round's c sends lie,
-   against how long a round lasts.
+1. The real vLLM server on this machine with the same closed loop twice (serve_bench.py closed-fixed-c8 and
+   closed-spread-c8, vllm bench with 8 clients, 256-token prompts): 32 output tokens each, then 16-48.
+   Requests that start decoding in the same step finish in the same step, their clients send again
+   together and every round queues behind its own prefills (a convoy); spread lengths dissolve it. ttftsim
+   predicts both runs (compare_serve.py, serve_compare-device-core-run11.json). aiperf cannot show this
+   here: its one worker process shares the server's core and hands its responses back together, so its
+   spread run convoys too (output length and latency uncorrelated).
 2. Variants: the same points with the prompts unique (one per request) and/or the output lengths not in
    lockstep (uniform between (1 - s) O and O). s is not fitted: the table shows it at 10, 20 and 50%.
 
@@ -31,7 +34,14 @@ from ttftsim.accuracy.harness import StageResult, run_all, summarize
 from ttftsim.shared_data import shared_dir
 
 SERVE_RUNS = Path(__file__).resolve().parent / "vllm_cpu" / "serve_runs"
-FIXED_LENGTH_AIPERF = ("closed-fixed-c4-aiperf", "closed-fixed-c8-aiperf")
+SERVE_PAIR = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core-run11.json"
+SERVE_TAG = "run11"
+PAIR = (
+    "closed-fixed-c8-vllmbench",
+    "closed-spread-c8-vllmbench",
+    "closed-fixed-c8-aiperf",
+    "closed-spread-c8-aiperf",
+)
 SPREADS = (0.1, 0.2, 0.5)  # shown side by side: the conclusion must not hang on one of them
 
 
@@ -49,28 +59,23 @@ def variant(case: Case, spread: float, unique_prompts: bool) -> Case:
     return replace(case, scenario=type(case.scenario).model_validate(data))
 
 
-def serve_convoys(runs: Path = SERVE_RUNS) -> list[dict[str, Any]]:
-    """Per fixed-length aiperf run on the real server: the median gap between a measured send and the send
-    nearest to it, against the gap if the same sends were spread evenly over the phase."""
-    rows = []
-    for workload in FIXED_LENGTH_AIPERF:
-        for path in sorted((runs / workload).glob("run*.json"), key=lambda p: int(p.stem.removeprefix("run"))):
-            run = json.loads(path.read_text())
-            sends = np.sort([r["send_s"] for r in run["requests"] if r.get("phase") == "profiling"])
-            if len(sends) < 3:
-                continue
-            gaps = np.diff(sends)
-            nearest = np.minimum(np.r_[np.inf, gaps], np.r_[gaps, np.inf])
-            rows.append(
-                {
-                    "run": f"{workload}/{path.stem}",
-                    "clients": int(run["params"]["closed_loop_concurrency"]),
-                    "sends": len(sends),
-                    "nearest_ms": 1e3 * float(np.median(nearest)),
-                    "even_ms": 1e3 * float((sends[-1] - sends[0]) / (len(sends) - 1)),
-                }
-            )
-    return rows
+def serve_pair(compare: Path = SERVE_PAIR, runs: Path = SERVE_RUNS) -> dict[str, Any]:
+    """The fixed and spread closed loops on the real server: measured and predicted TTFT P50/P90/P99 (s), and
+    per run how strongly a request's decode time follows its output length (Pearson r)."""
+    rows = {row["workload"]: row for row in json.loads(compare.read_text())["rows"]}
+    out: dict[str, Any] = {}
+    for name in PAIR:
+        run = json.loads((runs / name / f"{SERVE_TAG}.json").read_text())
+        done = [r for r in run["requests"] if r.get("phase", "profiling") == "profiling" and r.get("ttft_s")]
+        lengths = np.array([r["output_tokens"] for r in done], dtype=float)
+        decode = np.array([r["latency_s"] - r["ttft_s"] for r in done])
+        follows = float(np.corrcoef(lengths, decode)[0, 1]) if lengths.std() > 0 else None
+        out[name] = {
+            "measured": rows[name]["measured"],
+            "predicted": rows[name]["with API server"],
+            "decode_follows_length": follows,
+        }
+    return out
 
 
 def analysis(cases: list[Case], assumed: list[StageResult] | None = None) -> dict[str, Any]:
@@ -92,29 +97,40 @@ def analysis(cases: list[Case], assumed: list[StageResult] | None = None) -> dic
                 "tpot_median_ape": metrics["tpot_mean"]["median_ape"],
             }
         )
-    return {"serve_convoys": serve_convoys(), "variants": table}
+    return {"serve_pair": serve_pair(), "variants": table}
 
 
 def lines(result: dict[str, Any]) -> list[str]:
     """The analysis as markdown for docs/accuracy.md."""
-    convoys = result["serve_convoys"]
+    pair = result["serve_pair"]
+
+    def ms(values: list[float]) -> str:
+        return " / ".join(f"{1e3 * v:.0f}" for v in values)
+
     out = [
         "**What the points say about their harness.** The assumed harness asks for exactly O output tokens.",
         "Identical requests that start decoding in the same step then finish in the same step, their clients",
-        "send again together, and each round queues behind its own prefills. The real server here does exactly",
-        "that under real aiperf with fixed lengths (`serve_runs/closed-fixed-*`, 2 warm-up and 20 measured",
-        "requests per client): a measured send lies a fraction of a millisecond from another (runs 6-10; up to 25",
-        "ms in the earlier runs, whose processes shared both cores), where sends spread evenly over the phase would",
-        "lie tens of milliseconds apart:",
+        "send again together, and each round queues behind its own prefills. On the real server here (run",
+        "`run11`, vllm bench with 8 clients, every prompt 256 tokens, `serve_bench.py`), the same closed loop with",
+        "32 output tokens each and with 16-48, and ttftsim's prediction of each (`compare_serve.py`, its own",
+        "microbenchmark and API-server costs, `serve_compare-device-core-run11.json`; nothing fitted):",
         "",
-        "| run | clients | measured sends | median gap to the nearest send | evenly spread |",
-        "|---|---|---|---|---|",
+        "| run | measured TTFT P50 / P90 / P99 ms | predicted | decode time follows output length (r) |",
+        "|---|---|---|---|",
         *[
-            f"| {r['run']} | {r['clients']} | {r['sends']} | {r['nearest_ms']:.2f} ms | {r['even_ms']:.1f} ms |"
-            for r in convoys
+            f"| {name} | {ms(row['measured'])} | {ms(row['predicted'])} | "
+            + ("-" if row["decode_follows_length"] is None else f"{row['decode_follows_length']:.2f}")
+            + " |"
+            for name, row in pair.items()
         ],
         "",
-        "The H100 points do not look like that: their mean TTFT at 16-64 clients is about what one queued first",
+        "With fixed lengths the requests that shared a prefill step (two 256-token prompts per 512-token step)",
+        "keep meeting; spread lengths dissolve the groups and the median falls to a prefill alone, measured and",
+        "predicted alike. aiperf shows no such thing here: its one worker process shares the server's core and",
+        "hands its responses back together (a request's decode time does not follow its length), so its spread",
+        "run convoys as much as its fixed one, the client's doing, not the engine's.",
+        "",
+        "The H100 points do not look like a convoy: their mean TTFT at 16-64 clients is about what one queued first",
         "round adds to rounds whose requests rarely meet (the Limits below work one through). The same points",
         "simulated with the prompts unique and/or the output lengths spread (uniform between (1 - s) O and O; s",
         "is not fitted, three values shown), everything else as assumed:",

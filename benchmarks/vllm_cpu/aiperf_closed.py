@@ -10,6 +10,11 @@ placed as serve_common.py says, its token counts warmed), then for each concurre
 writes serve_runs/closed-fixed-c<c>-aiperf/<tag>.json in serve_bench.py's per-request format (profiling
 phase only). This is the client behaviour ttftsim's `client: {tool: aiperf}` models (warm-up, barrier,
 every client at once), on real components.
+
+`--output-stddev S` asks aiperf for output lengths drawn per request (`--output-tokens-stddev S`: a normal
+around 32, rounded, positive; ignore_eos so each request generates what it asked for) and writes
+closed-spread-c<c>-aiperf instead: requests that started together no longer finish together
+(benchmarks/closed_loop_harness.py). `--concurrency` picks the concurrencies (default 4,8).
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ def write_prompts(path: Path, count: int, rng: np.random.Generator) -> None:
             handle.write(json.dumps({"text": " ".join(f"t{i}" for i in ids)}) + "\n")
 
 
+def workload_name(concurrency: int, stddev: float) -> str:
+    return f"closed-{'spread' if stddev else 'fixed'}-c{concurrency}"
+
+
 def records(artifacts: Path) -> list[dict[str, Any]]:
     found = sorted(artifacts.rglob("profile_export.jsonl"))
     if not found:
@@ -57,9 +66,9 @@ def metric(record: dict[str, Any], name: str) -> float | None:
     return float(value["value"]) * scale
 
 
-def run(server: Server, concurrency: int, tag: str, rng: np.random.Generator) -> dict[str, Any]:
+def run(server: Server, concurrency: int, tag: str, rng: np.random.Generator, stddev: float = 0.0) -> dict[str, Any]:
     warmup, count = 2 * concurrency, 20 * concurrency
-    out_dir = RAW / f"{tag}-c{concurrency}"
+    out_dir = RAW / f"{tag}-{workload_name(concurrency, stddev)}"
     out_dir.mkdir(parents=True, exist_ok=True)
     prompts = out_dir / "prompts.jsonl"
     write_prompts(prompts, warmup + count, rng)
@@ -68,7 +77,7 @@ def run(server: Server, concurrency: int, tag: str, rng: np.random.Generator) ->
         "--model", str(MODEL_DIR), "--tokenizer", str(MODEL_DIR),
         "--url", server.base, "--endpoint-type", "completions", "--streaming",
         "--input-file", str(prompts), "--custom-dataset-type", "single_turn",
-        "--output-tokens-mean", str(OUTPUT_TOKENS), "--output-tokens-stddev", "0",
+        "--output-tokens-mean", str(OUTPUT_TOKENS), "--output-tokens-stddev", f"{stddev:g}",
         "--extra-inputs", "ignore_eos:true",
         "--concurrency", str(concurrency), "--request-count", str(count),
         "--warmup-request-count", str(warmup),
@@ -101,7 +110,7 @@ def run(server: Server, concurrency: int, tag: str, rng: np.random.Generator) ->
     measured = [x for x in requests if x["phase"] == "profiling"]
     ttfts = np.array([x["ttft_s"] for x in measured if x["ttft_s"] is not None])
     return {
-        "workload": f"closed-fixed-c{concurrency}",
+        "workload": workload_name(concurrency, stddev),
         "client": "aiperf",
         "tag": tag,
         "params": {
@@ -110,6 +119,7 @@ def run(server: Server, concurrency: int, tag: str, rng: np.random.Generator) ->
             "warmup_requests": warmup,
             "prompt_tokens": PROMPT_TOKENS,
             "output_tokens": OUTPUT_TOKENS,
+            "output_tokens_stddev": stddev,
         },
         "command": cmd,
         "client_rc": proc.returncode if server.proc is not None else None,
@@ -126,6 +136,8 @@ def main() -> int:
     parser.add_argument("--tag", default="run3")
     parser.add_argument("--port", type=int, default=8013)
     parser.add_argument("--reparse", action="store_true", help="rebuild the JSON from the last run's artifacts")
+    parser.add_argument("--output-stddev", type=float, default=0.0, help="aiperf --output-tokens-stddev")
+    parser.add_argument("--concurrency", default=",".join(map(str, CONCURRENCIES)))
     args = parser.parse_args()
     prepare_model()
     rng = np.random.default_rng(2026)
@@ -135,9 +147,9 @@ def main() -> int:
             server.start()
             if DEVICE_CORE:
                 server.warm_shapes()
-        for concurrency in CONCURRENCIES:
-            result = run(server, concurrency, args.tag, rng)
-            folder = HERE / "serve_runs" / f"closed-fixed-c{concurrency}-aiperf"
+        for concurrency in (int(c) for c in args.concurrency.split(",")):
+            result = run(server, concurrency, args.tag, rng, args.output_stddev)
+            folder = HERE / "serve_runs" / f"{result['workload']}-aiperf"
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{args.tag}.json").write_text(json.dumps(result, indent=1) + "\n")
             print(f"c={concurrency}: {result['summary']} rc {result['client_rc']}", flush=True)

@@ -175,11 +175,18 @@ def closed_loop(run: dict[str, Any], sc_base: dict[str, Any], tool: str, clients
     prompts = (
         {"type": "fixed", "value": fixed} if isinstance(fixed, int) else {"type": "uniform", "low": 64, "high": 512}
     )
+    asked: dict[str, Any] = {"type": "fixed", "value": outputs}
+    stddev = float(run["params"].get("output_tokens_stddev") or 0.0)
+    if stddev:  # aiperf --output-tokens-stddev S: each length a rounded positive normal draw around the mean
+        asked = {"type": "normal", "mean": float(run["params"]["output_tokens"]), "std": stddev, "low": 1}
+    if "output_tokens_range" in run["params"]:  # serve_bench's closed-spread: uniform per request
+        low, high = run["params"]["output_tokens_range"]
+        asked = {"type": "uniform", "low": int(low), "high": int(high)}
     workload = {
         "type": "synthetic",
         "arrivals": {"type": "closed_loop", "clients": clients},
         "prompt_tokens": prompts,
-        "output_tokens": {"type": "fixed", "value": outputs},
+        "output_tokens": asked,
         "num_requests": len(ok),
     }
     # every run here sent one prompt per request (warm-up included) from its own input file

@@ -90,13 +90,24 @@ def random_prompt(rng: np.random.Generator, n: int) -> str:
 
 
 def write_prompts(
-    path: Path, seed: int, n: int, low: int, high: int, out_tokens: int, prefix_len: int = 0
+    path: Path,
+    seed: int,
+    n: int,
+    low: int,
+    high: int,
+    out_tokens: int,
+    prefix_len: int = 0,
+    out_range: tuple[int, int] | None = None,
 ) -> list[int]:
+    """n prompts of low..high random words (after a shared prefix of prefix_len), each asking for out_tokens
+    output tokens, or for a uniform draw from out_range (inclusive) when given."""
     rng = np.random.default_rng(seed)
     prefix = random_prompt(rng, prefix_len) if prefix_len else ""
     lengths = []
     with open(path, "w") as handle:
         for _ in range(n):
+            if out_range is not None:
+                out_tokens = int(rng.integers(out_range[0], out_range[1] + 1))
             suffix_len = int(rng.integers(low, high + 1))
             prompt = (prefix + " " if prefix else "") + random_prompt(rng, suffix_len)
             lengths.append(prefix_len + suffix_len)
@@ -613,6 +624,17 @@ def main() -> int:  # noqa: PLR0915
             300,
             vb_parse,
         )
+
+        # d2. the same closed loop with every prompt 256 tokens, once with 32 output tokens each (requests that
+        # start together finish together: a convoy) and once with 16-48 (they do not): vllm bench's one light
+        # process, so that the client does not hold its responses back (benchmarks/closed_loop_harness.py)
+        for name, out_range in (("closed-fixed-c8", None), ("closed-spread-c8", (16, 48))):
+            ds = DATA / f"{args.tag}-{name}-vb.jsonl"
+            write_prompts(ds, seed + 31, 160, 256, 256, 32, out_range=out_range)
+            cmd, raw = vllm_bench(server, f"{args.tag}-{name}-vb", ds, 160, math.inf, ["--max-concurrency", "8"])
+            params: dict[str, Any] = {"closed_loop_concurrency": 8, "requests": 160, "prompt_tokens": 256}
+            params |= {"output_tokens": 32} if out_range is None else {"output_tokens_range": list(out_range)}
+            runner.run(name, "vllmbench", cmd, raw, params, 300, vb_parse)
 
         # e. rate step: 40 % of capacity, 150 %, 40 % (one GuideLLM trace replay); phases of 15/10/15 s,
         # shortened in proportion when that would exceed ~140 requests (27 x capacity requests expected)

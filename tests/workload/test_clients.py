@@ -53,8 +53,8 @@ def test_without_a_barrier_each_client_sends_when_its_own_response_ends() -> Non
 def test_fixed_lengths_re_form_the_convoy_every_round() -> None:
     # Three clients, 100-token prompts, 4 output tokens, 10 ms + 1 ms per token: one prefill step of all three
     # (10 + 300 ms), then three decode steps of three sequences (13 ms each). They finish together, send again
-    # together, and every round repeats the first exactly (the real server does it too under aiperf with
-    # fixed lengths: benchmarks/closed_loop_harness.py).
+    # together, and every round repeats the first exactly (the real server keeps such groups together too:
+    # benchmarks/closed_loop_harness.py).
     frame = _run(
         Client(tool="vllm-bench", turnaround_s=0.0), clients=3, requests=9, prompts={"type": "fixed", "value": 100}
     )
