@@ -47,6 +47,15 @@ def write_prompts(path: Path, count: int, rng: np.random.Generator) -> None:
             handle.write(json.dumps({"text": " ".join(f"t{i}" for i in ids)}) + "\n")
 
 
+def output_length(record: dict[str, Any], stddev: float) -> int | None:
+    """The tokens the request generated; where aiperf does not say, the fixed length asked for (None when the
+    lengths were drawn)."""
+    value = record.get("metrics", {}).get("output_sequence_length", {}).get("value")
+    if value is not None:
+        return int(value)
+    return None if stddev else OUTPUT_TOKENS
+
+
 def workload_name(concurrency: int, stddev: float) -> str:
     return f"closed-{'spread' if stddev else 'fixed'}-c{concurrency}"
 
@@ -69,6 +78,8 @@ def metric(record: dict[str, Any], name: str) -> float | None:
 def run(server: Server, concurrency: int, tag: str, rng: np.random.Generator, stddev: float = 0.0) -> dict[str, Any]:
     warmup, count = 2 * concurrency, 20 * concurrency
     out_dir = RAW / f"{tag}-{workload_name(concurrency, stddev)}"
+    if not stddev and not out_dir.exists() and (RAW / f"{tag}-c{concurrency}").exists():
+        out_dir = RAW / f"{tag}-c{concurrency}"  # a fixed-length run from before the spread ones (run3-run10)
     out_dir.mkdir(parents=True, exist_ok=True)
     prompts = out_dir / "prompts.jsonl"
     write_prompts(prompts, warmup + count, rng)
@@ -101,9 +112,7 @@ def run(server: Server, concurrency: int, tag: str, rng: np.random.Generator, st
                 "ttft_s": metric(r, "time_to_first_token"),
                 "latency_s": metric(r, "request_latency"),
                 "prompt_tokens": PROMPT_TOKENS,
-                "output_tokens": int(
-                    r.get("metrics", {}).get("output_sequence_length", {}).get("value", OUTPUT_TOKENS)
-                ),
+                "output_tokens": output_length(r, stddev),
                 "error": r.get("error"),
             }
         )

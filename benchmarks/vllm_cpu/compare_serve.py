@@ -166,10 +166,11 @@ def turnaround(run: dict[str, Any]) -> float:
 
 
 def closed_loop(run: dict[str, Any], sc_base: dict[str, Any], tool: str, clients: int, delta: float) -> np.ndarray:
-    """The tool's clients in ttftsim: the run's lengths (uniform 64-512, or aiperf's fixed ones with its
-    warm-up phase), its request count; TTFTs of the measured phase, pooled over three seeds."""
+    """The tool's clients in ttftsim: the run's lengths (prompts uniform 64-512 or fixed; outputs fixed, a
+    normal draw per request for aiperf's --output-tokens-stddev, or uniform for serve_bench's closed-spread), its
+    warm-up phase, its request count; TTFTs of the measured phase, pooled over three seeds."""
     ok = [r for r in run["requests"] if r.get("ttft_s") is not None]
-    outputs = int(np.median([r["output_tokens"] for r in ok]))
+    outputs = int(np.median([r["output_tokens"] for r in ok if r["output_tokens"] is not None]))
     warmup = int(run["params"].get("warmup_requests", 0))
     fixed = run["params"].get("prompt_tokens")
     prompts = (

@@ -6,14 +6,16 @@
 A collection of the oldest generation stops a Python process for as long as it walks the tracked objects; if
 the API server or the engine core paused so for 10-20 ms now and then, every request arriving meanwhile would
 wait, and the measured TTFT tail would sit above a model without pauses (docs/accuracy.md, Limits). This
-measures it instead of assuming it: a sitecustomize module (put on PYTHONPATH for the server and nothing
-else changed) registers a gc.callbacks hook in every Python process the server starts and logs each
-collection's generation and duration. serve_bench.py then runs its Poisson workloads (1 req/s and 70 % of
---capacity, vllm bench serve and GuideLLM); the summary counts the collections of each process (the API
-server, the engine core it spawns, the worker the engine core spawns) from the first workload's start to the
-end, apart from the start-up ones (vLLM collects and freezes the start-up heap once it is ready:
-vllm/utils/gc_utils.py freeze_gc_heap). The runs' per-request files are left in serve_runs/ under --tag
-(ordinary runs, measured with the hook on; not part of the comparisons, not committed).
+measures it instead of assuming it: a sitecustomize module, put in front of the server's PYTHONPATH through
+serve_common.py's TTFTSIM_SERVER_PYTHONPATH (the clients' left as they are; nothing else changed), registers a
+gc.callbacks hook in every Python process the server starts and logs each collection's generation and
+duration. serve_bench.py then runs its Poisson workloads (1 req/s and 70 % of --capacity, vllm bench serve
+and GuideLLM); the summary counts the collections of each process (the API server, the engine core it
+spawns, the worker the engine core spawns) from the first workload's start to the end, apart from the
+start-up ones (vLLM collects and freezes the start-up heap once it is ready: vllm/utils/gc_utils.py
+freeze_gc_heap), with the requests served and the seconds from the first workload's start to the end. The
+runs' per-request files are left in serve_runs/ under --tag (ordinary runs, measured with the hook on; not
+part of the comparisons, not committed).
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def main() -> int:
         probe.mkdir()
         logs.mkdir()
         (probe / "sitecustomize.py").write_text(PROBE)
-        env = {**os.environ, "PYTHONPATH": str(probe), "TTFTSIM_GC_LOG": str(logs)}
+        env = {**os.environ, "TTFTSIM_SERVER_PYTHONPATH": str(probe), "TTFTSIM_GC_LOG": str(logs)}
         command = [
             sys.executable,
             str(HERE / "serve_bench.py"),
@@ -115,20 +117,27 @@ def main() -> int:
             "--only",
             "poisson-low,poisson-high",
         ]
+        before = dt.datetime.now()
         run = subprocess.run([*command, "--capacity", str(args.capacity)], env=env, capture_output=True, text=True)
+        ended = dt.datetime.now()
         print(run.stdout[-3000:])
         if run.returncode:
             print(run.stderr[-3000:], file=sys.stderr)
             return run.returncode
-        stamps = [STAMP.match(line) for line in run.stdout.splitlines()]
-        first = next(m for m in stamps if m)
-        today = dt.datetime.now().date()
-        start = dt.datetime(today.year, today.month, today.day, *map(int, first.groups())).timestamp()
+        first = next((m for m in map(STAMP.match, run.stdout.splitlines()) if m), None)
+        if first is None:
+            print("serve_bench.py printed no workload start", file=sys.stderr)
+            return 1
+        start = before.replace(hour=int(first.group(1)), minute=int(first.group(2)), second=int(first.group(3)))
+        if start < before.replace(microsecond=0):  # the first workload started after midnight
+            start += dt.timedelta(days=1)
         result = {
             "tag": args.tag,
             "workloads": "serve_bench.py poisson-low (vllm bench, GuideLLM) and poisson-high (vllm bench)",
+            "requests": sum(int(n) for n in re.findall(r" n=(\d+) ", run.stdout)),
+            "serving_s": (ended - start).total_seconds(),
             "from": first.group(0).strip(),
-            "processes": summary(read_logs(logs), start),
+            "processes": summary(read_logs(logs), start.timestamp()),
         }
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["processes"], indent=1))

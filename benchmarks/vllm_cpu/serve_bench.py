@@ -625,10 +625,13 @@ def main() -> int:  # noqa: PLR0915
             vb_parse,
         )
 
-        # d2. the same closed loop with every prompt 256 tokens, once with 32 output tokens each (requests that
-        # start together finish together: a convoy) and once with 16-48 (they do not): vllm bench's one light
-        # process, so that the client does not hold its responses back (benchmarks/closed_loop_harness.py)
+        # d2. only when named in --only (not among the twelve compared workloads): the same closed loop with every
+        # prompt 256 tokens, once with 32 output tokens each (requests that start decoding together finish
+        # together) and once with 16-48; vllm bench's one process, which hands each response back as it ends
+        # (benchmarks/closed_loop_harness.py)
         for name, out_range in (("closed-fixed-c8", None), ("closed-spread-c8", (16, 48))):
+            if not only or name not in only:
+                continue
             ds = DATA / f"{args.tag}-{name}-vb.jsonl"
             write_prompts(ds, seed + 31, 160, 256, 256, 32, out_range=out_range)
             cmd, raw = vllm_bench(server, f"{args.tag}-{name}-vb", ds, 160, math.inf, ["--max-concurrency", "8"])

@@ -144,6 +144,9 @@ class Server:
 
     def start(self, timeout_s: float = 400.0) -> float:
         env = {**os.environ, **SERVER_ENV, **self.extra_env}
+        probe = os.environ.get("TTFTSIM_SERVER_PYTHONPATH")  # the server's processes only (gc_pauses.py)
+        if probe:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (probe, env.get("PYTHONPATH")) if p)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop())
         started = time.time()

@@ -310,3 +310,5 @@ def test_a_fit_worse_than_none_on_held_out_runs_is_said() -> None:
     assert worse_than_unfitted(errors) == ["ttft_p50", "ttft_p99"]  # P90 improved: not listed
     better = errors.model_copy(update={"cross_validated": {"ttft_p50": 0.05, "ttft_p90": 0.1, "ttft_p99": 0.09}})
     assert worse_than_unfitted(better) == []
+    even = errors.model_copy(update={"cross_validated": dict(errors.unfitted)})  # no worse: not said
+    assert worse_than_unfitted(even) == []

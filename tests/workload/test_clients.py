@@ -66,6 +66,34 @@ def test_fixed_lengths_re_form_the_convoy_every_round() -> None:
         assert rows["finish_s"].tolist() == pytest.approx([start + 0.31 + 3 * 0.013] * 3, abs=1e-9)
 
 
+def test_spread_output_lengths_dissolve_the_convoy() -> None:
+    # The same three clients asking for 2-8 output tokens (seed 0 draws 7, 6, 5 for the first round). After
+    # the shared prefill (310 ms) the 5-token request ends 4 decode steps later (13 ms each); its client's next
+    # request arrives alone and is prefilled beside the two still decoding (10 + 100 + 2 ms), the step in which
+    # the 6-token request ends; its successor is prefilled in the next such step, where the 7-token one ends.
+    # Each second-round request waits for no other prefill: 112 ms, not the convoy's 310.
+    prompts = {"type": "fixed", "value": 100}
+    env, engine, recorder = make_engine(cost=LinearStepModel(0.01, 0.001), max_num_seqs=256)
+    spec = SyntheticWorkload.model_validate(
+        {
+            "type": "synthetic",
+            "arrivals": {"type": "closed_loop", "clients": 3},
+            "prompt_tokens": prompts,
+            "output_tokens": {"type": "uniform", "low": 2, "high": 8},
+            "num_requests": 6,
+        }
+    )
+    client = Client(tool="vllm-bench", turnaround_s=0.0)
+    start_workload(env, spec, WorkloadContext(np.random.default_rng(0), Path()), engine.submit, client)
+    env.run()
+    frame = recorder.requests_frame().sort_values("request_id").reset_index(drop=True)
+    assert frame["output_tokens"].iloc[:3].tolist() == [7, 6, 5]
+    finishes = [0.31 + 4 * 0.013, 0.31 + 4 * 0.013 + 0.112, 0.31 + 4 * 0.013 + 2 * 0.112]
+    assert sorted(frame["finish_s"].iloc[:3]) == pytest.approx(finishes, abs=1e-9)
+    assert frame["arrival_s"].iloc[3:].tolist() == pytest.approx(finishes, abs=1e-9)  # one at a time
+    assert frame["ttft_s"].iloc[3:].tolist() == pytest.approx([0.112] * 3, abs=1e-9)
+
+
 def test_turnaround_delays_the_next_request() -> None:
     prompts = {"type": "fixed", "value": 100}
     frame = _run(Client(tool="guidellm", turnaround_s=0.05), clients=1, requests=3, prompts=prompts)

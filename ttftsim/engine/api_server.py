@@ -12,7 +12,8 @@ step's output work is done. Costs come from a microbenchmark of the real server
 (benchmarks/vllm_cpu/api_server_costs.py), never from measured TTFTs.
 
 Left out: delays of tokens after the first (TPOT and end-to-end latency are the engine's), the /metrics
-scrape, several API-server processes (--api-server-count), Python GC pauses.
+scrape, several API-server processes (--api-server-count), Python GC pauses (measured negligible while
+the real server serves: benchmarks/vllm_cpu/gc_pauses.py).
 """
 
 from __future__ import annotations
