@@ -36,6 +36,7 @@ from ttftsim.shared_data import shared_dir
 SERVE_RUNS = Path(__file__).resolve().parent / "vllm_cpu" / "serve_runs"
 SERVE_PAIR = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core-run11.json"
 SERVE_TAG = "run11"
+SERVE_AGAIN = SERVE_PAIR.with_name("serve_compare-device-core-run12.json")  # vllm bench's pair measured again
 PAIR = (
     "closed-fixed-c8-vllmbench",
     "closed-spread-c8-vllmbench",
@@ -63,6 +64,9 @@ def serve_pair(compare: Path = SERVE_PAIR, runs: Path = SERVE_RUNS) -> dict[str,
     """The fixed and spread closed loops on the real server: measured and predicted TTFT P50/P90/P99 (s), and
     per run how strongly a request's decode time follows its output length (Pearson r)."""
     rows = {row["workload"]: row for row in json.loads(compare.read_text())["rows"]}
+    again = (
+        {row["workload"]: row for row in json.loads(SERVE_AGAIN.read_text())["rows"]} if SERVE_AGAIN.exists() else {}
+    )
     out: dict[str, Any] = {}
     for name in PAIR:
         run = json.loads((runs / name / f"{SERVE_TAG}.json").read_text())
@@ -79,6 +83,7 @@ def serve_pair(compare: Path = SERVE_PAIR, runs: Path = SERVE_RUNS) -> dict[str,
         follows = float(np.corrcoef(lengths, decode)[0, 1]) if lengths.std() > 0 else None
         out[name] = {
             "measured": rows[name]["measured"],
+            "again": again[name]["measured"] if name in again else None,
             "predicted": rows[name]["with API server"],
             "decode_follows_length": follows,
         }
@@ -140,10 +145,12 @@ def lines(result: dict[str, Any]) -> list[str]:
         "benchmarks/vllm_cpu/api_server_costs-device-core-run11.json`: this machine's own microbenchmark and",
         "API-server costs, `serve_compare-device-core-run11.json`; nothing fitted):",
         "",
-        "| run | measured TTFT P50 / P90 / P99 ms | predicted | decode time follows output length (r) |",
-        "|---|---|---|---|",
+        "| run | measured TTFT P50 / P90 / P99 ms | measured again (run12) | predicted | decode time follows output"
+        " length (r) |",
+        "|---|---|---|---|---|",
         *[
-            f"| {name} | {ms(row['measured'])} | {ms(row['predicted'])} | "
+            f"| {name} | {ms(row['measured'])} | {ms(row['again']) if row['again'] else '-'} | "
+            f"{ms(row['predicted'])} | "
             + ("-" if row["decode_follows_length"] is None else f"{row['decode_follows_length']:.2f}")
             + " |"
             for name, row in pair.items()
@@ -152,7 +159,8 @@ def lines(result: dict[str, Any]) -> list[str]:
         f"Spread lengths lower the median TTFT, measured ({ms(fixed['measured'][:1])} -> "
         f"{ms(spread['measured'][:1])} ms)",
         f"and predicted ({ms(fixed['predicted'][:1])} -> {ms(spread['predicted'][:1])} ms) alike; the P90 and P99",
-        "move within what the same workload moves between two runs here (8/14/16%; each run measured once). aiperf",
+        "move about as much between two runs of the same workload (run12, `serve_bench.py --tag run12`, the same",
+        "costs: `serve_compare-device-core-run12.json`), where the median's drop repeats. aiperf",
         "shows nothing of the kind here: its processes hand their responses back together (a request's decode",
         "time does not follow its length, r above), so its spread run queues as much as its fixed one, and",
         f"ttftsim, which models the engine, misses its median by {aiperf_fixed:.1f}x (fixed) and {aiperf_spread:.1f}x"
