@@ -13,6 +13,7 @@ from typing import Any
 
 from closed_loop_harness import analysis as harness_analysis
 from closed_loop_harness import lines as harness_lines
+from closed_loop_harness import spread_ranges
 
 from ttftsim.accuracy.ground_truth import Case, read_ground_truth
 from ttftsim.accuracy.harness import StageResult, metrics_by_kernel_costs, run_all, summarize
@@ -396,9 +397,8 @@ def main() -> int:
     tpot, ttft = (f"{closed_metrics[m]['median_ape']:.1%}" for m in ("tpot_mean", "ttft_mean"))
     ideal_ttft = f"{ideal_metrics['ttft_mean']['median_ape']:.1%}"
     harness = harness_analysis(closed_cases, closed)
-    spread = [v for v in harness["variants"] if v["output_spread"] and v["unique_prompts"]]
-    ranges = {k: (min(v[k] for v in spread), max(v[k] for v in spread)) for k in ("ttft_median_ape", "tpot_median_ape")}
-    spread_ttft, spread_tpot = (f"{low:.1%}-{high:.1%}" for low, high in ranges.values())
+    ranges = spread_ranges(harness)
+    spread_ttft, spread_tpot = ("{:.1%}-{:.1%}".format(*ranges[k]) for k in ("ttft_median_ape", "tpot_median_ape"))
     keys = ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50")
     lines = [
         "# Accuracy against measured vLLM deployments",

@@ -60,13 +60,12 @@ def variant(case: Case, spread: float, unique_prompts: bool) -> Case:
     return replace(case, scenario=type(case.scenario).model_validate(data))
 
 
-def serve_pair(compare: Path = SERVE_PAIR, runs: Path = SERVE_RUNS) -> dict[str, Any]:
-    """The fixed and spread closed loops on the real server: measured and predicted TTFT P50/P90/P99 (s), and
-    per run how strongly a request's decode time follows its output length (Pearson r)."""
+def serve_pair(compare: Path = SERVE_PAIR, again: Path = SERVE_AGAIN, runs: Path = SERVE_RUNS) -> dict[str, Any]:
+    """The fixed and spread closed loops on the real server: measured (and, where `again` has them, measured
+    again) and predicted TTFT P50/P90/P99 (s), and per run how strongly a request's decode time follows its
+    output length (Pearson r)."""
     rows = {row["workload"]: row for row in json.loads(compare.read_text())["rows"]}
-    again = (
-        {row["workload"]: row for row in json.loads(SERVE_AGAIN.read_text())["rows"]} if SERVE_AGAIN.exists() else {}
-    )
+    repeat = {row["workload"]: row for row in json.loads(again.read_text())["rows"]} if again.exists() else {}
     out: dict[str, Any] = {}
     for name in PAIR:
         run = json.loads((runs / name / f"{SERVE_TAG}.json").read_text())
@@ -83,7 +82,7 @@ def serve_pair(compare: Path = SERVE_PAIR, runs: Path = SERVE_RUNS) -> dict[str,
         follows = float(np.corrcoef(lengths, decode)[0, 1]) if lengths.std() > 0 else None
         out[name] = {
             "measured": rows[name]["measured"],
-            "again": again[name]["measured"] if name in again else None,
+            "again": repeat[name]["measured"] if name in repeat else None,
             "predicted": rows[name]["with API server"],
             "decode_follows_length": follows,
         }
@@ -118,6 +117,18 @@ def analysis(cases: list[Case], assumed: list[StageResult] | None = None) -> dic
     return {"serve_pair": serve_pair(), "variants": table}
 
 
+def spread_ranges(result: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Over the variants with spread lengths and one prompt per request: the range of each error, and of the
+    8,192-token prompts' predicted / measured ratio."""
+    chosen = [v for v in result["variants"] if v["output_spread"] and v["unique_prompts"]]
+    ranges = {k: (min(v[k] for v in chosen), max(v[k] for v in chosen)) for k in ("ttft_median_ape", "tpot_median_ape")}
+    ranges["long_prompt_ratio"] = (
+        min(v["long_prompt_ratio"][0] for v in chosen),
+        max(v["long_prompt_ratio"][1] for v in chosen),
+    )
+    return ranges
+
+
 def lines(result: dict[str, Any]) -> list[str]:
     """The analysis as markdown for docs/accuracy.md."""
     pair = result["serve_pair"]
@@ -130,9 +141,7 @@ def lines(result: dict[str, Any]) -> list[str]:
         pair[name]["measured"][0] / pair[name]["predicted"][0]
         for name in ("closed-fixed-c8-aiperf", "closed-spread-c8-aiperf")
     )
-    spread_unique = [v for v in result["variants"] if v["output_spread"] and v["unique_prompts"]]
-    low = min(v["long_prompt_ratio"][0] for v in spread_unique)
-    high = max(v["long_prompt_ratio"][1] for v in spread_unique)
+    low, high = spread_ranges(result)["long_prompt_ratio"]
     out = [
         "**What the points say about their harness.** The assumed harness asks for exactly O output tokens.",
         "Identical requests that start decoding in the same step then finish in the same step, their clients",

@@ -16,14 +16,21 @@ from ttftsim.perf.linear import LinearStepModel
 from ttftsim.workload.sources import WorkloadContext, start_workload
 
 
-def _run(client: Client, clients: int, requests: int, prompts: dict[str, object], seqs: int = 256) -> pd.DataFrame:
+def _run(
+    client: Client,
+    clients: int,
+    requests: int,
+    prompts: dict[str, object],
+    seqs: int = 256,
+    outputs: dict[str, object] | None = None,
+) -> pd.DataFrame:
     env, engine, recorder = make_engine(cost=LinearStepModel(0.01, 0.001), max_num_seqs=seqs)
     spec = SyntheticWorkload.model_validate(
         {
             "type": "synthetic",
             "arrivals": {"type": "closed_loop", "clients": clients},
             "prompt_tokens": prompts,
-            "output_tokens": {"type": "fixed", "value": 4},
+            "output_tokens": outputs or {"type": "fixed", "value": 4},
             "num_requests": requests,
         }
     )
@@ -72,21 +79,8 @@ def test_spread_output_lengths_dissolve_the_convoy() -> None:
     # request arrives alone and is prefilled beside the two still decoding (10 + 100 + 2 ms), the step in which
     # the 6-token request ends; its successor is prefilled in the next such step, where the 7-token one ends.
     # Each second-round request waits for no other prefill: 112 ms, not the convoy's 310.
-    prompts = {"type": "fixed", "value": 100}
-    env, engine, recorder = make_engine(cost=LinearStepModel(0.01, 0.001), max_num_seqs=256)
-    spec = SyntheticWorkload.model_validate(
-        {
-            "type": "synthetic",
-            "arrivals": {"type": "closed_loop", "clients": 3},
-            "prompt_tokens": prompts,
-            "output_tokens": {"type": "uniform", "low": 2, "high": 8},
-            "num_requests": 6,
-        }
-    )
-    client = Client(tool="vllm-bench", turnaround_s=0.0)
-    start_workload(env, spec, WorkloadContext(np.random.default_rng(0), Path()), engine.submit, client)
-    env.run()
-    frame = recorder.requests_frame().sort_values("request_id").reset_index(drop=True)
+    client, prompts = Client(tool="vllm-bench", turnaround_s=0.0), {"type": "fixed", "value": 100}
+    frame = _run(client, clients=3, requests=6, prompts=prompts, outputs={"type": "uniform", "low": 2, "high": 8})
     assert frame["output_tokens"].iloc[:3].tolist() == [7, 6, 5]
     finishes = [0.31 + 4 * 0.013, 0.31 + 4 * 0.013 + 0.112, 0.31 + 4 * 0.013 + 2 * 0.112]
     assert sorted(frame["finish_s"].iloc[:3]) == pytest.approx(finishes, abs=1e-9)
