@@ -130,9 +130,21 @@ def rows(results: list[StageResult]) -> list[dict[str, Any]]:
     return [{"run": r.case, "measured": r.measured, "predicted": r.predicted, "errors": r.errors()} for r in results]
 
 
-def one_way(train: list[Case], test: list[Case], folder: Path, names: tuple[FactorName, ...]) -> dict[str, Any]:
+def one_way(
+    train: list[Case], test: list[Case], folder: Path, names: tuple[FactorName, ...], select: bool = False
+) -> dict[str, Any]:
+    """Fit on `train`, predict `test`. select: best-subset selection by cross-validation within `train`
+    (fit_select.select, its own folds; `test` is never seen); otherwise every factor, without folds."""
     calibration, result, _ = fit_cases(
-        train, DEPLOYMENT.parent, folder, names, [], str(DEPLOYMENT), print_progress, cross_validate=False
+        train,
+        DEPLOYMENT.parent,
+        folder,
+        names,
+        [],
+        str(DEPLOYMENT),
+        print_progress,
+        cross_validate=select,
+        select_factors=select,
     )
     held_out = predict(test, result.factors, folder)
     unfitted = predict(test, Factors(), folder)
@@ -140,7 +152,9 @@ def one_way(train: list[Case], test: list[Case], folder: Path, names: tuple[Fact
         "train": [case.name for case in train],
         "test": [case.name for case in test],
         "factors": result.factors.model_dump(),
-        "intervals": {name: list(result.interval(name)) for name in names},
+        "fitted": list(result.names),
+        "selection": [{"factors": list(subset), "cross_validated_score": score} for subset, score in result.selection],
+        "intervals": {name: list(result.interval(name)) for name in result.names},
         "train_errors": calibration.errors.model_dump() if calibration.errors else None,
         "held_out": median_errors(held_out, METRICS),
         "held_out_unfitted": median_errors(unfitted, METRICS),
@@ -173,6 +187,11 @@ def main() -> int:
     parser.add_argument("--factors", default=",".join(FACTOR_NAMES))
     parser.add_argument("--deployment", type=Path, default=DEPLOYMENT, help="the server's scenario file (costs)")
     parser.add_argument("--skip", default="", help="workloads left out (comma-separated folder names)")
+    parser.add_argument(
+        "--select",
+        action="store_true",
+        help="best-subset selection of the factors by cross-validation within each half (fit_select.select)",
+    )
     args = parser.parse_args()
     DEPLOYMENT = args.deployment.resolve()
     skipped = set(filter(None, args.skip.split(",")))
@@ -184,13 +203,14 @@ def main() -> int:
         ways = []
         for train, test in (halves, halves[::-1]):
             print(f"fit on {', '.join(c.name for c in train)}", file=sys.stderr, flush=True)
-            ways.append(one_way(train, test, folder, parse_factors(args.factors)))
+            ways.append(one_way(train, test, folder, parse_factors(args.factors), args.select))
     for way in ways:
         way.pop("_results")
     summary = {
         "tag": args.tag,
         "factors": args.factors.split(","),
         "skipped": sorted(skipped),
+        "select": args.select,
         "deployment": str(DEPLOYMENT.relative_to(ROOT)),
         "held_out": pooled(ways, "held_out_rows"),
         "held_out_unfitted": pooled(ways, "unfitted_rows"),

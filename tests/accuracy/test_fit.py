@@ -164,6 +164,30 @@ def test_fit_recovers_the_factors_the_runs_were_simulated_with(tmp_path: Path) -
     assert low <= high and low == pytest.approx(0.5, rel=0.05)
 
 
+def test_selection_keeps_the_factor_that_predicts_left_out_runs(tmp_path: Path) -> None:
+    true = Factors(gemm_efficiency_scale=0.5)
+    cases = [measured_case(rate, true, tmp_path) for rate in (2.0, 8.0, 20.0)]
+    names: tuple[FactorName, ...] = ("gemm_efficiency_scale", "step_overhead_s")
+    calibration, result, _ = fit_cases(cases, Path(), tmp_path, names, [], "test", select_factors=True)
+    tried = dict(result.selection)
+    assert list(tried) == [(), ("gemm_efficiency_scale",), ("step_overhead_s",), names]  # every subset
+    assert tried[()] > 0.3 and tried[("gemm_efficiency_scale",)] < 0.01 < tried[("step_overhead_s",)]
+    assert "gemm_efficiency_scale" in result.names  # (with the overhead too where it trims the optimiser's rest)
+    assert result.factors.gemm_efficiency_scale == pytest.approx(0.5, rel=0.03)
+    assert result.factors.step_overhead_s == pytest.approx(0.0, abs=3e-4)
+    assert calibration.fitted == list(result.names) and len(result.fold_factors) == 3
+
+
+def test_selection_fits_nothing_where_no_factor_predicts_better(tmp_path: Path) -> None:
+    cases = [measured_case(rate, Factors(), tmp_path) for rate in (2.0, 8.0, 20.0)]  # the neutral model is exact
+    names: tuple[FactorName, ...] = ("gemm_efficiency_scale", "step_overhead_s")
+    calibration, result, _ = fit_cases(cases, Path(), tmp_path, names, [], "test", select_factors=True)
+    assert dict(result.selection)[()] == 0.0 and len(result.selection) == 4  # none, each alone, both
+    assert result.names == () and result.factors == Factors() and calibration.fitted == []
+    assert calibration.errors is not None and calibration.errors.cross_validated == calibration.errors.unfitted
+    assert result.fold_factors == [Factors()] * 3  # each fold 'fits' the neutral factors
+
+
 def test_folds_are_leave_one_out_for_few_runs_and_five_for_many() -> None:
     assert folds_of(3) == [[0], [1], [2]]
     assert folds_of(12) == [[0, 5, 10], [1, 6, 11], [2, 7], [3, 8], [4, 9]]
@@ -312,3 +336,33 @@ def test_a_fit_worse_than_none_on_held_out_runs_is_said() -> None:
     assert worse_than_unfitted(better) == []
     even = errors.model_copy(update={"cross_validated": dict(errors.unfitted)})  # no worse: not said
     assert worse_than_unfitted(even) == []
+
+
+def test_fit_command_with_selection_prints_each_set_tried(tmp_path: Path) -> None:
+    reports = [
+        REPORTS / "vllm-bench-0.32.0" / name for name in ("poisson-2rps-detailed.json", "concurrency-4-summary.json")
+    ]
+    out = tmp_path / "selected.json"
+    deployment = ["--deployment", str(REPORTS / "cpu-server.yaml")]
+    factors = ["--factors", "api_server_cost_scale", "--select"]
+    result = run("fit", *map(str, reports), *deployment, *factors, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("selection     mean held-out abs error per run")
+    assert lines[start + 1].endswith("(none: unfitted)") and lines[start + 2].endswith("api_server_cost_scale")
+    calibration = DeploymentCalibration.model_validate_json(out.read_text())
+    kept = calibration.fitted == ["api_server_cost_scale"]
+    assert kept == ("the calibration is neutral" not in result.stdout)
+    assert kept or calibration.factors == Factors()
+
+
+def test_an_improvement_must_exceed_its_standard_error() -> None:
+    from ttftsim.accuracy.fit_select import clear_improvement
+
+    before = {"a": 0.20, "b": 0.30, "c": 0.10}
+    # differences -0.05, -0.05, -0.05: mean -0.05, no spread: clear
+    assert clear_improvement(before, {"a": 0.15, "b": 0.25, "c": 0.05})
+    # differences -0.15, +0.05, +0.01: mean -0.03, standard error 0.0611: not clear
+    assert not clear_improvement(before, {"a": 0.05, "b": 0.35, "c": 0.11})
+    assert clear_improvement({"a": 0.2}, {"a": 0.19}) and not clear_improvement({"a": 0.2}, {"a": 0.2})
+    assert not clear_improvement(before, {})  # nothing in common: nothing shown

@@ -103,14 +103,17 @@ def test_cli_json_and_bad_files(tmp_path: Path) -> None:
 
 @pytest.mark.shared
 def test_fidelity_on_h100_vllm_runs(shared: Path) -> None:
-    """The published bars: median APE <= 10% for TTFT P50 and P90, <= 15% for P99, over stages that did
-    not overload; every overloaded stage predicted overloaded."""
-    results = [s for case in read_ground_truth(shared / "validation/h100_vllm_runs.json") for s in run_case(case)]
+    """Issue #15's bars: median APE <= 5% for TTFT P50 and P90, <= 12% for P99, over stages that did not
+    overload; every overloaded stage predicted overloaded. The runs' `constant` stages are sent as the tool's
+    timer sends them (scaled exponential gaps); evenly spaced sends gave P99 13%."""
+    cases = read_ground_truth(shared / "validation/h100_vllm_runs.json")
+    assert {case.scenario.workload.arrivals.process for case in cases} == {"inference-perf-constant"}  # type: ignore[union-attr]
+    results = [s for case in cases for s in run_case(case)]
     summary = summarize(results)
     metrics = summary["metrics"]
-    assert metrics["ttft_p50"]["median_ape"] <= 0.10
-    assert metrics["ttft_p90"]["median_ape"] <= 0.10
-    assert metrics["ttft_p99"]["median_ape"] <= 0.15
+    assert metrics["ttft_p50"]["median_ape"] <= 0.05
+    assert metrics["ttft_p90"]["median_ape"] <= 0.05
+    assert metrics["ttft_p99"]["median_ape"] <= 0.12
     assert summary["overloaded_predicted_overloaded"] == summary["overloaded_stages"] > 0
     assert summary["false_overload"] == 0
 

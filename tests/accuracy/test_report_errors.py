@@ -225,3 +225,83 @@ def test_cli_without_a_deployment() -> None:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+IPERF = REPORTS / "inference-perf-0.7.0" / "shared-prefix-constant"
+
+
+def _iperf_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "iperf"
+    folder.mkdir()
+    for path in IPERF.iterdir():
+        (folder / path.name).write_text(path.read_text())
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "needle"),
+    [
+        (lambda f: (f / "config.yaml").unlink(), "config.yaml", "missing"),
+        (
+            lambda f: (f / "config.yaml").write_text(
+                (f / "config.yaml").read_text().replace("type: constant", "type: concurrent")
+            ),
+            "load.type",
+            "concurrent: not read",
+        ),
+        (
+            lambda f: (f / "config.yaml").write_text((f / "config.yaml").read_text().replace("rate: 2.0", "rate: 0.0")),
+            "load.stages[0].rate",
+            "expected a positive number",
+        ),
+        (lambda f: (f / "stage_1_lifecycle_metrics.json").unlink(), "stage_1_lifecycle_metrics.json", "missing"),
+        (
+            lambda f: (f / "stage_0_lifecycle_metrics.json").write_text(
+                (f / "stage_0_lifecycle_metrics.json").read_text()[:500]
+            ),
+            "stage_0_lifecycle_metrics.json",
+            "",
+        ),
+        (
+            lambda f: (f / "per_request_lifecycle_metrics.json").write_text(
+                json.dumps(json.loads((f / "per_request_lifecycle_metrics.json").read_text())[:-1])
+            ),
+            "",
+            "69 requests, but the stage reports count 70",
+        ),
+    ],
+    ids=["no-config", "concurrent", "zero-rate", "no-stage", "truncated-stage", "requests-missing"],
+)
+def test_inference_perf_folder_problems_are_one_line(
+    tmp_path: Path, edit: Callable[[Path], None], field: str, needle: str
+) -> None:
+    folder = _iperf_copy(tmp_path)
+    edit(folder)
+    result = run("accuracy", str(folder), "--deployment", str(DEPLOYMENT))
+    _assert_one_line_error(result, str(folder), field, needle)
+
+
+def test_edited_inference_perf_reports_never_raise_anything_else(tmp_path: Path) -> None:
+    """Seeded edits of the per-request and a stage report: each read or refused with an InputError."""
+    folder = _iperf_copy(tmp_path)
+    rng = random.Random(7)
+    for name in ("per_request_lifecycle_metrics.json", "stage_0_lifecycle_metrics.json"):
+        original = json.loads((IPERF / name).read_text())
+        paths = list(_paths(original))
+        for _ in range(60):
+            data = json.loads(json.dumps(original))
+            parent, key = _resolve(data, rng.choice(paths))
+            roll = rng.random()
+            if roll < 0.3 and isinstance(parent, dict):
+                del parent[key]
+            elif roll < 0.4 and isinstance(parent[key], list):
+                del parent[key][len(parent[key]) // 2 :]
+            else:
+                parent[key] = rng.choice(_WRONG)
+            (folder / name).write_text(json.dumps(data))
+            try:
+                with measured_cases(folder, DEPLOYMENT):
+                    pass
+            except InputError:
+                pass
+        (folder / name).write_text((IPERF / name).read_text())

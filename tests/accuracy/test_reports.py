@@ -221,3 +221,108 @@ def test_the_device_core_server_is_a_deployment_with_its_own_costs() -> None:
     assert shared["measured"] == device_core["measured"]
     assert device_core["predicted"]["ttft_p50"] > 0.006  # the front end's measured 6.0 ms is in it
     assert device_core["predicted"] != shared["predicted"]
+
+
+IPERF = REPORTS / "inference-perf-0.7.0" / "shared-prefix-constant"
+
+
+def test_inference_perf_folder_is_one_run_of_its_stages_back_to_back() -> None:
+    report = read_report(IPERF)
+    assert report.format == "inference-perf"
+    (run_,) = report.runs
+    assert run_.tool == "inference-perf" and run_.load == Load(rate_per_s=2.0, process="constant")
+    # config.yaml: shared_prefix 4 groups x 5 prompts, 192 + 64 tokens, 24 out; constant stages 2/s x 10 s, 5/s x 10 s
+    assert run_.shared_prefix == {
+        "num_groups": 4,
+        "num_prompts_per_group": 5,
+        "system_prompt_len": 192,
+        "question_len": 64,
+        "output_len": 24,
+    }
+    assert run_.arrivals == {
+        "type": "stages",
+        "process": "inference-perf-constant",  # the tool's timer: scaled exponential gaps, not every 1/rate
+        "stages": [{"rate": 2.0, "duration_s": 10.0}, {"rate": 5.0, "duration_s": 10.0}],
+    }
+    first, second = run_.stages
+    assert (first.start_s, first.end_s, second.start_s, second.end_s) == (0.0, 10.0, 10.0, 20.0)
+    assert (first.num_succeeded, second.num_succeeded) == (20, 50)  # load_summary.count of each stage file
+    # the requests' own values, in start order: stage 0's median and mean are the stage file's
+    assert first.measured["ttft_p50"] == pytest.approx(0.019982744503067806, rel=1e-12)
+    assert first.measured["ttft_mean"] == pytest.approx(0.025965510850801364, rel=1e-12)
+    assert second.measured["ttft_p50"] == pytest.approx(0.0167468360014027, rel=1e-12)
+    assert len(run_.sent.send_s) == 70 and run_.sent.send_s[1] == pytest.approx(34675.49266408 - 34675.415135172)
+    assert set(run_.sent.prompt_tokens) == {256} and set(run_.sent.output_tokens) == {24}
+
+
+def test_inference_perf_is_read_from_any_of_its_reports() -> None:
+    for name in ("stage_1_lifecycle_metrics.json", "per_request_lifecycle_metrics.json"):
+        assert read_report(IPERF / name).runs == read_report(IPERF).runs
+
+
+def test_inference_perf_without_per_request_report_uses_each_stages_percentiles(tmp_path: Path) -> None:
+    folder = tmp_path / "reports-20261203"
+    folder.mkdir()
+    for path in IPERF.glob("*lifecycle_metrics.json"):
+        if not path.name.startswith("per_request"):
+            (folder / path.name).write_text(path.read_text())
+    (folder / "config.yaml").write_text((IPERF / "config.yaml").read_text())
+    (run_,) = read_report(folder).runs
+    stage = run_.stages[1]
+    reported = json.loads((IPERF / "stage_1_lifecycle_metrics.json").read_text())["successes"]["latency"]
+    ttft, e2e = reported["time_to_first_token"], reported["request_latency"]
+    assert stage.measured["ttft_p50"] == ttft["median"] and stage.measured["ttft_p99"] == ttft["p99"]
+    assert stage.measured["tpot_p50"] == pytest.approx((e2e["median"] - ttft["median"]) / 23)  # output_len 24
+    assert stage.ttft_levels_s[0.999] == ttft["p99.9"] and stage.ttft_levels_s[0.0] == ttft["min"]
+    assert run_.sent.send_s == () and "no per-request report: each stage's reported percentiles" in run_.notes
+
+
+def test_inference_perf_default_per_request_fields_fall_back_to_the_stage_reports(tmp_path: Path) -> None:
+    """inference-perf's default per_request_fields keep no computed_metrics: no TTFT per request, so the stage
+    reports' percentiles are used (not every request counted as failed)."""
+    folder = tmp_path / "iperf"
+    folder.mkdir()
+    for path in IPERF.iterdir():
+        (folder / path.name).write_text(path.read_text())
+    requests = json.loads((IPERF / "per_request_lifecycle_metrics.json").read_text())
+    for request in requests:
+        request.pop("computed_metrics")
+        request["info"] = {"input_tokens": 256}
+    (folder / "per_request_lifecycle_metrics.json").write_text(json.dumps(requests))
+    (run_,) = read_report(folder).runs
+    assert [stage.num_failed for stage in run_.stages] == [0, 0]
+    reported = json.loads((IPERF / "stage_0_lifecycle_metrics.json").read_text())["successes"]["latency"]
+    assert run_.stages[0].measured["ttft_p99"] == reported["time_to_first_token"]["p99"]
+    assert any("no computed_metrics" in note for note in run_.notes)
+
+
+def test_inference_perf_case_is_the_shared_prefix_workload_in_stages() -> None:
+    with measured_cases(IPERF, DEPLOYMENT) as (cases, _):
+        (case,) = cases
+    workload = case.scenario.workload
+    assert workload.type == "shared_prefix" and workload.num_groups == 4  # type: ignore[union-attr]
+    assert [s.label for s in case.stages] == ["stage 0: 2 req/s", "stage 1: 5 req/s"]
+    assert case.scenario.client.tool == "inference-perf"
+    result = run("accuracy", str(IPERF), "--deployment", str(DEPLOYMENT), "--json")
+    assert result.returncode == 0, result.stderr
+    stages = json.loads(result.stdout)["stages"]
+    assert [s["stage"] for s in stages] == ["stage 0: 2 req/s", "stage 1: 5 req/s"]
+    assert stages[0]["measured"]["ttft_p50"] == pytest.approx(0.019982744503067806, rel=1e-12)
+
+
+def test_inference_perf_stages_pool_against_the_servers_histogram() -> None:
+    """The server's histogram holds every request of the run: the client side is all stages' requests."""
+    requests = json.loads((IPERF / "per_request_lifecycle_metrics.json").read_text())
+    ttft = [r["computed_metrics"]["time_to_first_token"] for r in requests]
+    server = [
+        "--server-metrics",
+        str(IPERF / "metrics-after.txt"),
+        "--server-before",
+        str(IPERF / "metrics-before.txt"),
+    ]
+    result = run("accuracy", str(IPERF), "--deployment", str(DEPLOYMENT), *server, "--json")
+    assert result.returncode == 0, result.stderr
+    (view,) = json.loads(result.stdout)["server_view"]
+    assert view["num_server_requests"] == 70 == len(ttft)
+    assert view["client"]["ttft_mean"] == pytest.approx(sum(ttft) / len(ttft), rel=1e-12)
+    assert view["server"]["ttft_mean"] < view["client"]["ttft_mean"]  # the way in and out is the client's share

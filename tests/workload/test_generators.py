@@ -24,7 +24,7 @@ from ttftsim.config.workload import (
 )
 from ttftsim.errors import InputError
 from ttftsim.perf.linear import LinearStepModel
-from ttftsim.workload.arrivals import arrival_times, weibull_shape_for_cv
+from ttftsim.workload.arrivals import arrival_times, scaled_exponential, weibull_shape_for_cv
 from ttftsim.workload.lengths import sample_lengths
 from ttftsim.workload.request import ContentIds
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
@@ -68,6 +68,34 @@ def test_stages_run_one_after_another() -> None:
     times = arrival_times(spec, rng(), None, None)
     assert len(times) == 10 + 20
     assert times[10] == 5.0 and times[-1] == pytest.approx(6.9)
+
+
+def test_inference_perf_constant_stages_scale_exponential_gaps_to_the_stage() -> None:
+    """inference-perf's ConstantLoadTimer: int(rate x duration) exponential gaps scaled to add up to the stage;
+    the sends are not every 1/rate (the validation README's reading), and given their number fall as Poisson."""
+    spec = StagedArrivals(
+        type="stages",
+        process="inference-perf-constant",
+        stages=[Stage(rate=2, duration_s=5), Stage(rate=10, duration_s=2.05)],
+    )
+    times = arrival_times(spec, rng(), None, None)
+    assert len(times) == 10 + 20  # int(2 x 5), int(10 x 2.05)
+    assert times[0] == 0.0 and times[10] == 5.0 and times[9] < 5.0 and times[-1] < 7.05
+    gaps = np.random.default_rng(0).exponential(0.5, 10)  # the generator's first draws, the first stage's
+    assert times[:10] == pytest.approx(np.concatenate(([0.0], np.cumsum(gaps[:-1]))) * 5.0 / gaps.sum())
+    many = scaled_exponential(rng(), 20_000, 10_000.0)
+    spacing = np.diff(many)
+    assert spacing.mean() == pytest.approx(0.5, rel=0.02) and spacing.std() / spacing.mean() == pytest.approx(
+        1.0, abs=0.03
+    )  # exponential spacing (CV 1), where evenly spaced sends have CV 0
+
+
+def test_inference_perf_poisson_stages_draw_a_count_per_second() -> None:
+    spec = StagedArrivals(type="stages", process="inference-perf-poisson", stages=[Stage(rate=3, duration_s=40)])
+    times = arrival_times(spec, rng(), None, None)
+    assert len(times) == 120  # int(3 x 40) sends, the stage's count
+    per_second = np.bincount(np.floor(times).astype(int))
+    assert per_second.var() / per_second.mean() == pytest.approx(1.0, abs=0.45)  # Poisson counts: variance = mean
 
 
 def test_rate_curve_follows_the_curve() -> None:

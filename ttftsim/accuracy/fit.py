@@ -16,6 +16,7 @@ its own. A factor's interval is the range of its fold fits (and of the fit on ev
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -93,16 +94,25 @@ def bounds(problem: Problem) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
 class Evaluator:
     """Predictions of runs under factors, memoised by the factor values (least squares asks again)."""
 
-    def __init__(self, problem: Problem, progress: Callable[[str], None] = lambda _: None) -> None:
+    def __init__(
+        self, problem: Problem, progress: Callable[[str], None] = lambda _: None, shared: Evaluator | None = None
+    ) -> None:
+        """shared: an evaluator of the same runs (fitting other factors) whose predictions and trial files
+        this one shares (fit_select tries several sets of factors on one memo)."""
         self.problem = problem
         self.progress = progress
         self.evaluations = 0
-        self._memo: dict[tuple[tuple[float, ...], tuple[int, ...], int], list[StageResult]] = {}
-        self._files = 0
+        self._memo: dict[tuple[tuple[float, ...], tuple[int, ...], int], list[StageResult]] = (
+            {} if shared is None else shared._memo
+        )
+        self._files: itertools.count[int] = itertools.count(1) if shared is None else shared._files  # trial-N
+
+    def with_names(self, names: tuple[FactorName, ...]) -> Evaluator:
+        """An evaluator of the same runs fitting other factors, sharing this one's predictions and files."""
+        return Evaluator(replace(self.problem, names=names), self.progress, shared=self)
 
     def calibration_file(self, factors: Factors) -> Path:
-        self._files += 1
-        path = self.problem.folder / f"trial-{self._files}.json"
+        path = self.problem.folder / f"trial-{next(self._files)}.json"
         document = {
             "format": "ttftsim-deployment-calibration",
             "version": 1,
@@ -205,6 +215,7 @@ class FitResult:
     unfitted: list[StageResult]
     in_sample: list[StageResult]
     cross_validated: list[StageResult]
+    selection: tuple[tuple[tuple[FactorName, ...], float], ...] = ()  # select(): each set tried, its score
 
     def interval(self, name: FactorName) -> tuple[float, float]:
         """The range of the factor over the fold fits and the fit on every run."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ttftsim.accuracy.fit import Evaluator, FitResult, Problem, fit, median_errors
 from ttftsim.accuracy.fit_checks import SOURCE, check_effects, check_runs
+from ttftsim.accuracy.fit_select import select
 from ttftsim.accuracy.ground_truth import Case
 from ttftsim.accuracy.harness import OVERLOAD_TTFT_S
 from ttftsim.accuracy.reports import measured_cases
@@ -53,9 +54,11 @@ def fit_reports(
     deployment: Path | None,
     names: tuple[FactorName, ...],
     progress: Callable[[str], None] = lambda _: None,
+    select_factors: bool = False,
 ) -> tuple[DeploymentCalibration, FitResult, list[str]]:
     """Fit the factors to every run of the reports (a tool's report on the deployment file; a measured-run
-    file of ../shared/validation names its own); the calibration, the fit, and notes (runs left out)."""
+    file of ../shared/validation names its own); the calibration, the fit, and notes (runs left out).
+    select_factors: fit only the factors that selection by cross-validation keeps (fit_select.select)."""
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="ttftsim-fit-") as folder:
         cases: list[Case] = []
         base = Path() if deployment is None else deployment.parent
@@ -63,7 +66,8 @@ def fit_reports(
             report_cases, base = stack.enter_context(measured_cases(report, deployment))
             cases += report_cases
         where = "(the reports' own)" if deployment is None else str(deployment)
-        return fit_cases(cases, base, Path(folder), names, [str(path) for path in reports], where, progress)
+        paths = [str(path) for path in reports]
+        return fit_cases(cases, base, Path(folder), names, paths, where, progress, select_factors=select_factors)
 
 
 def fitted_cases(cases: list[Case], base: Path) -> tuple[list[Case], list[str], str, float]:
@@ -99,6 +103,7 @@ def fit_cases(
     deployment: str,
     progress: Callable[[str], None] = lambda _: None,
     cross_validate: bool = True,
+    select_factors: bool = False,
 ) -> tuple[DeploymentCalibration, FitResult, list[str]]:
     cases, notes, hardware, min_overhead = fitted_cases(all_cases, base)
     check_runs(cases, len(names))
@@ -106,7 +111,7 @@ def fit_cases(
     evaluator = Evaluator(problem, progress)
     progress("checking that the runs identify every factor")
     check_effects(evaluator)
-    result = fit(evaluator, progress, cross_validate)
+    result = select(evaluator, progress) if select_factors else fit(evaluator, progress, cross_validate)
     return calibration_of(result, problem, reports, deployment), result, notes
 
 

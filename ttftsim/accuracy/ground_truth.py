@@ -2,7 +2,10 @@
 
 Formats (../shared/validation/README.md):
 - open-loop runs (JSON list): vLLM engine arguments, an inference-perf `shared_prefix` workload with
-  constant-rate stages, and per stage the client-side latency percentiles of the successful requests;
+  `constant` stages, and per stage the client-side latency percentiles of the successful requests. The
+  README reads `constant` as one send every 1/rate; the tool's own timer (inference-perf fc877d3, the
+  version of the runs, loadgen/load_timer.py ConstantLoadTimer) draws int(rate x duration) exponential gaps
+  scaled to the stage's duration, so the sends are simulated that way (workload/arrivals.py);
 - closed-loop points (CSV): fixed concurrency, fixed input/output lengths, mean TTFT and TPOT.
 TPOT compared is (end-to-end - TTFT) / (output tokens - 1): inference-perf's own TPOT divides by its
 re-tokenised count of the streamed text, about twice the generated tokens for random-token prompts.
@@ -82,6 +85,8 @@ OPEN_LOOP_NOTES = (
     "the open-loop runs had an 8 GiB CPU KV-offload connector (../shared/validation/README.md), simulated as "
     "engine.kv_offloading_size 8 (docs/engine-semantics.md 12): their 100 prompts stay in the GPU cache, so the "
     "tier is never read; the copies that store blocks to it run on their own stream and are not charged",
+    "their `constant` stages are sent as inference-perf's timer sends them (int(rate x duration) exponential gaps "
+    "scaled to the stage, loadgen/load_timer.py at fc877d3), not one every 1/rate as the validation README says",
 )
 
 
@@ -138,7 +143,8 @@ def _open_loop_case(run: dict[str, Any], source: str) -> Case:
                 "type": "shared_prefix",
                 "arrivals": {
                     "type": "stages",
-                    "process": "poisson" if arrivals["type"] == "poisson" else "constant",
+                    # the tool's load timers (workload/arrivals.py scaled_exponential): not evenly spaced
+                    "process": "inference-perf-poisson" if arrivals["type"] == "poisson" else "inference-perf-constant",
                     "stages": stages,
                 },
                 "num_groups": prefix["num_groups"],

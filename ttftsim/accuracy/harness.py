@@ -10,8 +10,9 @@ requests, read outward from the reported percentiles (conservative). The two agr
 Means get mean +/- 1.96 standard errors on the predicted side; a measured mean has no interval (the
 per-request values are not published), so it agrees when it lies inside the predicted interval.
 A case whose workload is random (Poisson or other random arrivals, a closed loop's random start, sampled
-lengths) is simulated with three seeds and the requests pooled; a deterministic one (constant-rate stages,
-fixed lengths) with its own seed only, since other seeds give the same TTFTs to within microseconds.
+lengths, inference-perf's timers) is simulated with three seeds and the requests pooled; a deterministic one
+(evenly spaced sends, fixed lengths) with its own seed only, since other seeds give the same TTFTs to within
+microseconds.
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ def is_random(scenario: Scenario) -> bool:
     workload = scenario.workload
     arrivals = getattr(workload, "arrivals", None)
     kind = getattr(arrivals, "type", None)
-    random_arrivals = kind in _RANDOM_ARRIVALS or getattr(arrivals, "process", None) == "poisson"
+    random_arrivals = kind in _RANDOM_ARRIVALS or getattr(arrivals, "process", "constant") != "constant"
     random_start = kind == "closed_loop" and bool(getattr(arrivals, "ramp_up_s", 0.0))
     lengths = (getattr(workload, name, None) for name in ("prompt_tokens", "output_tokens"))
     sampled = any(getattr(length, "type", "fixed") != "fixed" for length in lengths)

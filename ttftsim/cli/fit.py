@@ -25,8 +25,8 @@ def fit(
     reports: Annotated[
         list[Path],
         typer.Argument(
-            help="Benchmark reports of one deployment (vllm bench serve, GuideLLM, aiperf, genai-perf, vLLM /metrics, "
-            "Prometheus query_range; told by content), at more than one load level"
+            help="Benchmark reports of one deployment (vllm bench serve, GuideLLM, inference-perf's folder, aiperf, "
+            "genai-perf, vLLM /metrics, Prometheus query_range; told by content), at more than one load level"
         ),
     ],
     out: Annotated[Path, typer.Option("-o", "--out", help="Where the calibration file goes (JSON)")],
@@ -40,6 +40,15 @@ def fit(
     factors: Annotated[
         str, typer.Option(help="Comma-separated factors to fit (the others stay neutral)")
     ] = DEFAULT_FACTORS,
+    select: Annotated[
+        bool,
+        typer.Option(
+            "--select",
+            help="Fit every subset of the factors with cross-validation and keep the fewest factors that the best "
+            "subset does not beat by more than one standard error (none kept: a neutral calibration); one fit per "
+            "subset, slower",
+        ),
+    ] = False,
 ) -> None:
     """Fit deployment factors (GEMM and attention efficiency, per-step host overhead, API-server cost) to
     measured runs, with cross-validation over runs, and write a calibration file (engine.calibration)."""
@@ -52,9 +61,19 @@ def fit(
     def progress(line: str) -> None:
         sys.stderr.write(f"{line}\n")
 
-    calibration, result, notes = fit_reports(reports, deployment, names, progress)
+    calibration, result, notes = fit_reports(reports, deployment, names, progress, select_factors=select)
     write_calibration(calibration, out)
     record = write_record(result, calibration, out)
+    if result.selection:
+        console.print("selection     mean held-out abs error per run", markup=False, highlight=False)
+        for subset, score in result.selection:
+            console.print(f"  {_percent(score):>8}  {', '.join(subset) or '(none: unfitted)'}", markup=False)
+        if not result.names:
+            console.print(
+                "no factor predicts the runs left out of its fit clearly better than none: the calibration is neutral",
+                markup=False,
+                highlight=False,
+            )
     console.print(
         "factor                        fitted     range over CV folds and the fit", markup=False, highlight=False
     )

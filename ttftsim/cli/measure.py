@@ -24,8 +24,8 @@ def accuracy(
     ground_truth: Annotated[
         Path,
         typer.Argument(
-            help="Measured runs: a benchmark report (vllm bench serve, GuideLLM, aiperf, genai-perf, vLLM /metrics, "
-            "Prometheus query_range; told by content) or open-loop JSON / closed-loop CSV"
+            help="Measured runs: a benchmark report (vllm bench serve, GuideLLM, inference-perf's folder, aiperf, "
+            "genai-perf, vLLM /metrics, Prometheus query_range; told by content) or open-loop JSON / closed-loop CSV"
         ),
     ],
     as_json: Annotated[

@@ -92,7 +92,12 @@ class Stage(StrictModel):
 
 class StagedArrivals(StrictModel):
     type: Literal["stages"] = Field(description="Rate stages one after another, as inference-perf runs them")
-    process: Literal["constant", "poisson"] = Field(default="constant", description="Arrivals within a stage")
+    process: Literal["constant", "poisson", "inference-perf-constant", "inference-perf-poisson"] = Field(
+        default="constant",
+        description="Arrivals within a stage: every 1/rate, Poisson, or as inference-perf's load timers draw them "
+        "(its 'constant': int(rate x duration) exponential gaps scaled to fill the stage; its 'poisson': a Poisson "
+        "count per second, each second's spread the same way)",
+    )
     stages: list[Stage] = Field(min_length=1, description="Stages in order")
 
 
@@ -175,7 +180,7 @@ class SharedPrefixWorkload(StrictModel):
     distinct prompts (group system prompt + one question), shuffled once; request i sends prompt i % N."""
 
     type: Literal["shared_prefix"] = Field(description="inference-perf shared_prefix data type")
-    arrivals: OpenArrivals = Field(description="Arrival process (inference-perf: constant-rate stages)")
+    arrivals: OpenArrivals = Field(description="Arrival process (inference-perf: stages, its own timers)")
     num_groups: int = Field(ge=1, description="Groups, each with its own system prompt")
     num_prompts_per_group: int = Field(ge=1, description="Questions per group")
     system_prompt_len: int = Field(ge=0, description="System prompt tokens")

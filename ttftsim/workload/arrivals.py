@@ -1,5 +1,6 @@
 """Open-loop arrival times: Poisson, constant, Gamma and Weibull renewal processes with a given CV, rate
-stages one after another, and Poisson with a piecewise-linear rate curve (by thinning)."""
+stages one after another (evenly spaced, Poisson, or drawn as inference-perf's load timers draw them), and
+Poisson with a piecewise-linear rate curve (by thinning)."""
 
 from __future__ import annotations
 
@@ -53,12 +54,42 @@ def _exponential(rng: np.random.Generator, rate: float) -> Callable[[int], Times
     return draw
 
 
+def scaled_exponential(rng: np.random.Generator, count: int, span_s: float) -> Times:
+    """inference-perf's ConstantLoadTimer (kubernetes-sigs/inference-perf loadgen/load_timer.py, the same from
+    fc877d3, February 2026, to 0.7.0): `count` exponential gaps of mean span/count, scaled so that they add up
+    to span_s. The sends are the gaps' partial sums; here each is taken one gap earlier (the first at 0, the
+    last one gap before span_s), so a stage's sends stay inside its window. Not evenly spaced: given their
+    number, they fall as a Poisson process's do (uniform order statistics)."""
+    if count <= 0:
+        return np.empty(0, dtype=np.float64)
+    gaps = rng.exponential(span_s / count, count)
+    return np.concatenate(([0.0], np.cumsum(gaps[:-1]))) * (span_s / float(gaps.sum()))
+
+
+def _inference_perf_poisson(rng: np.random.Generator, rate: float, count: int) -> Times:
+    """inference-perf's PoissonLoadTimer: each second a Poisson(rate) count of sends, spread over the second
+    by scaled_exponential; the stage sends its first `count` of them (the second after an empty one is
+    skipped to)."""
+    parts, second, sent = [], 0.0, 0
+    while sent < count:
+        in_second = int(rng.poisson(rate))
+        if in_second > 0:
+            parts.append(second + scaled_exponential(rng, in_second, 1.0))
+            sent += in_second
+        second += 1.0
+    return np.concatenate(parts)[:count] if parts else np.empty(0, dtype=np.float64)
+
+
 def _staged(spec: StagedArrivals, rng: np.random.Generator) -> Times:
     parts, start = [], 0.0
     for stage in spec.stages:
         if spec.process == "constant":
             count = math.ceil(stage.rate * stage.duration_s - 1e-9)
             times = start + np.arange(count) / stage.rate
+        elif spec.process == "inference-perf-constant":  # int(rate x duration) sends, as the tool's run_stage
+            times = start + scaled_exponential(rng, int(stage.rate * stage.duration_s), stage.duration_s)
+        elif spec.process == "inference-perf-poisson":
+            times = start + _inference_perf_poisson(rng, stage.rate, int(stage.rate * stage.duration_s))
         else:
             times = start + _renewal(_exponential(rng, stage.rate), rng, stage.duration_s, None)
         parts.append(times[times < start + stage.duration_s])

@@ -17,9 +17,10 @@ produced token ids), so the first token is the visible one for all of them.
 Turnaround (response end -> next send through the tool's one process): the median gap between a response's
 end and the next send in the tools' own closed-loop records against the real vLLM server on this machine
 kind (benchmarks/vllm_cpu/compare_serve.py, serve_runs/, 2 cores, the client pinned to one): vllm-bench
-0.32 ms, GuideLLM 0.8.1 10.6 ms, aiperf 0.13 7.0 ms. inference-perf (needs Python >= 3.12) and genai-perf
-were not run: genai-perf takes aiperf's figure (its successor shares the design), inference-perf
-vllm-bench's (one asyncio process, no record processing before the next send). A scenario can set its own.
+0.32 ms, GuideLLM 0.8.1 10.6 ms, aiperf 0.13 7.0 ms. genai-perf was not run and takes aiperf's figure (its
+successor shares the design); inference-perf takes vllm-bench's (its open loop sends on its own timer, not
+after a response; run here open loop only, benchmarks/vllm_cpu/inference_perf_run.py). A scenario can set
+its own.
 
 Prompts of a synthetic workload: aiperf and genai-perf generate a dataset of --num-dataset-entries
 prompts (default 100: aiperf 0.13 config/dataset/defaults.py NUM_DATASET_ENTRIES; genai-perf

@@ -2,7 +2,8 @@
 workload as the client sent it (lengths, rate or concurrency, send times where logged) and what it measured.
 
 Formats (detect.py tells them apart by content): `vllm bench serve --save-result` JSON (vllm_bench.py),
-GuideLLM's benchmark JSON (guidellm.py), aiperf's summary and records and genai-perf's summary (aiperf.py),
+GuideLLM's benchmark JSON (guidellm.py), inference-perf's report folder (inference_perf.py), aiperf's
+summary and records and genai-perf's summary (aiperf.py),
 a vLLM /metrics snapshot or two, and a Prometheus range query (prometheus.py). A report says what was sent
 and measured, not on what: the deployment (model, hardware, engine) comes from a scenario file
 (cases.py). Nothing here is fitted to the measurements."""

@@ -78,10 +78,16 @@ def to_case(run: MeasuredRun, deployment: Deployment, folder: Path, index: int) 
     if closed:
         stage = replace(stage, measured={k: v for k, v in stage.measured.items() if k in CLOSED_LOOP_MEANS})
     warmup = run.load.warmup_requests if run.load is not None else 0
-    return Case(run.name, scenario, [stage], closed, warmup, problem, run.notes)
+    return Case(run.name, scenario, list(run.stages) or [stage], closed, warmup, problem, run.notes)
 
 
 def _workload(run: MeasuredRun, load: Load, folder: Path, index: int) -> dict[str, Any]:
+    if run.shared_prefix is not None and run.arrivals is not None:
+        return {"type": "shared_prefix", "arrivals": run.arrivals, **run.shared_prefix}
+    if run.arrivals is not None:  # stages back to back: their arrivals, the logged lengths
+        prompts = _lengths(run.sent.prompt_tokens, run.mean_prompt_tokens, folder / f"run{index}-prompts.json")
+        outputs = _lengths(run.sent.output_tokens, run.mean_output_tokens, folder / f"run{index}-outputs.json")
+        return {"type": "synthetic", "arrivals": run.arrivals, "prompt_tokens": prompts, "output_tokens": outputs}
     if load.rate_per_s is not None and run.sent.send_s:
         return {"type": "trace", "format": "csv", "path": str(_trace(run, folder / f"run{index}-trace.csv"))}
     if load.concurrency is not None:

@@ -2,7 +2,9 @@
 benchmark: num_prompts with mean_ttft_ms or ttfts; GuideLLM: benchmarks and metadata.guidellm_version;
 aiperf / genai-perf summary: time_to_first_token {unit ...} with input_config; Prometheus: a query result
 with data.resultType), JSON lines of {metadata, metrics} are aiperf records, text in the Prometheus
-exposition format is a /metrics snapshot. The measured-deployment files of ../shared/validation (a JSON list
+exposition format is a /metrics snapshot; inference-perf's report folder is told by its config.yaml or summary,
+and its lifecycle reports (load_summary with successes) and per-request list ({start_time, end_time, info})
+lead to their folder. The measured-deployment files of ../shared/validation (a JSON list
 of open-loop runs, a CSV of closed-loop points) are `legacy`: read_ground_truth reads them."""
 
 from __future__ import annotations
@@ -12,17 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ttftsim.accuracy.reports import aiperf, guidellm, prometheus, vllm_bench
+from ttftsim.accuracy.reports import aiperf, guidellm, inference_perf, prometheus, vllm_bench
 from ttftsim.accuracy.reports.measured import MeasuredRun
 from ttftsim.errors import InputError
 from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_json
 
-Format = Literal["legacy", "vllm-bench", "guidellm", "aiperf", "aiperf-records", "prometheus", "prometheus-range"]
+Format = Literal[
+    "legacy", "vllm-bench", "guidellm", "aiperf", "aiperf-records", "prometheus", "prometheus-range", "inference-perf"
+]
 _EXPOSITION_LINE = re.compile(r"#.*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})?[ \t]+\S+([ \t]+\S+)?\s*")
 _LEGACY_CSV_COLUMNS = ("concurrency", "isl", "osl")
 KNOWN = (
-    "vllm bench serve --save-result JSON, GuideLLM's benchmark JSON, aiperf's profile_export_aiperf.json or "
+    "vllm bench serve --save-result JSON, GuideLLM's benchmark JSON, inference-perf's report folder (or one of its "
+    "*_lifecycle_metrics.json), aiperf's profile_export_aiperf.json or "
     "profile_export.jsonl, genai-perf's profile_export_genai_perf.json, a vLLM /metrics snapshot, a Prometheus "
     "query_range JSON, or the measured-run JSON list / closed-loop CSV of ../shared/validation"
 )
@@ -38,6 +43,10 @@ class Report:
 
 def read_report(path: Path, before: Path | None = None) -> Report:
     source = str(path)
+    if inference_perf.is_folder(path):
+        if before is not None:
+            raise InputError("--before", "", "is for a /metrics snapshot: the report is not one")
+        return Report("inference-perf", inference_perf.read_folder(path))
     text = read_text(path, what="report file")
     name = path.stem
     if before is not None and not _is_exposition(text):
@@ -61,6 +70,9 @@ def _json_report(text: str, path: Path, name: str) -> Report:
         if all(aiperf.looks_like_record(row.data) for row in rows):
             return Report("aiperf-records", aiperf.read_records(rows, path, name))
     data = parse_json(text, source)
+    folder = inference_perf.folder_of(path, data)
+    if folder is not None:
+        return Report("inference-perf", inference_perf.read_folder(folder))
     if isinstance(data, list):
         if path.suffix.lower() != ".json":
             raise InputError(source, "", "a JSON list of measured runs must be named .json")

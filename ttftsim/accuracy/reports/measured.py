@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -65,6 +65,12 @@ class MeasuredRun:
     dataset_entries: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     problem: str | None = None  # why the run cannot be simulated (the case is listed as skipped)
+    # Several load stages sent back to back (inference-perf): each compared over its own window; the
+    # workload's arrivals (a `stages` arrivals mapping) and, for a shared-prefix data set, that workload's
+    # fields. Empty / None: the one stage `truth`, the arrivals of `load`.
+    stages: tuple[StageTruth, ...] = ()
+    arrivals: dict[str, Any] | None = None
+    shared_prefix: dict[str, Any] | None = None
 
 
 def replay_load(send_s: Sequence[float]) -> Load:
