@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.accuracy.reports import measured_cases
@@ -282,11 +283,15 @@ def test_inference_perf_folder_problems_are_one_line(
 
 
 def test_edited_inference_perf_reports_never_raise_anything_else(tmp_path: Path) -> None:
-    """Seeded edits of the per-request and a stage report: each read or refused with an InputError."""
+    """Seeded edits of the per-request report, a stage report (read without the per-request one, so its
+    percentiles are what is read) and the configuration: each read or refused with an InputError."""
     folder = _iperf_copy(tmp_path)
     rng = random.Random(7)
-    for name in ("per_request_lifecycle_metrics.json", "stage_0_lifecycle_metrics.json"):
-        original = json.loads((IPERF / name).read_text())
+    for name in ("per_request_lifecycle_metrics.json", "stage_0_lifecycle_metrics.json", "config.yaml"):
+        if name.startswith("stage"):
+            (folder / "per_request_lifecycle_metrics.json").unlink()
+        text = (IPERF / name).read_text()
+        original = yaml.safe_load(text) if name.endswith(".yaml") else json.loads(text)
         paths = list(_paths(original))
         for _ in range(60):
             data = json.loads(json.dumps(original))
@@ -298,10 +303,10 @@ def test_edited_inference_perf_reports_never_raise_anything_else(tmp_path: Path)
                 del parent[key][len(parent[key]) // 2 :]
             else:
                 parent[key] = rng.choice(_WRONG)
-            (folder / name).write_text(json.dumps(data))
+            (folder / name).write_text(yaml.safe_dump(data) if name.endswith(".yaml") else json.dumps(data))
             try:
                 with measured_cases(folder, DEPLOYMENT):
                     pass
             except InputError:
                 pass
-        (folder / name).write_text((IPERF / name).read_text())
+        (folder / name).write_text(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -255,3 +256,20 @@ def test_a_second_feed_follows_the_first() -> None:
     frame = recorder.requests_frame()
     assert frame["request_id"].tolist() == list(range(FEED_CHUNK + 8)) and set(frame["status"]) == {"finished"}
     assert frame["arrival_s"].is_monotonic_increasing
+
+
+def test_inference_perf_poisson_at_rates_far_below_and_above_one() -> None:
+    """One step per non-empty second: a rate of 1e-6 req/s does not walk a million empty seconds per send,
+    and a rate of 1,000 req/s still draws Poisson counts (e^-rate underflows)."""
+    spec = StagedArrivals(type="stages", process="inference-perf-poisson", stages=[Stage(rate=1e-6, duration_s=2e9)])
+    sparse = arrival_times(spec, rng(), None, None)
+    assert 1900 <= len(sparse) <= 2000 and np.all(np.diff(sparse) >= 0)  # of 2,000 drawn, those before the end
+    assert np.median(np.diff(sparse)) == pytest.approx(math.log(2) / 1e-6, rel=0.15)  # exponential gaps
+    dense = arrival_times(
+        StagedArrivals(type="stages", process="inference-perf-poisson", stages=[Stage(rate=1000, duration_s=50)]),
+        rng(),
+        None,
+        None,
+    )
+    counts = np.bincount(np.floor(dense).astype(int))[:-1]  # whole seconds
+    assert 49_000 <= len(dense) <= 50_000 and counts.var() / counts.mean() == pytest.approx(1.0, abs=0.5)

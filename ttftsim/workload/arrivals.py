@@ -68,16 +68,36 @@ def scaled_exponential(rng: np.random.Generator, count: int, span_s: float) -> T
 
 def _inference_perf_poisson(rng: np.random.Generator, rate: float, count: int) -> Times:
     """inference-perf's PoissonLoadTimer: each second a Poisson(rate) count of sends, spread over the second
-    by scaled_exponential; the stage sends its first `count` of them (the second after an empty one is
-    skipped to)."""
-    parts, second, sent = [], 0.0, 0
+    by scaled_exponential; the stage sends its first `count` of them (the stage keeps those before its end,
+    as for every process; the tool would send the few after it too). Drawn second by non-empty second (the
+    empty ones between are a geometric skip, the count of a non-empty one a zero-truncated Poisson), so the
+    work is one step per non-empty second however low the rate."""
+    parts, second, sent = [], -1.0, 0
+    non_empty = -math.expm1(-rate)  # P(a second has at least one send)
     while sent < count:
-        in_second = int(rng.poisson(rate))
-        if in_second > 0:
-            parts.append(second + scaled_exponential(rng, in_second, 1.0))
-            sent += in_second
-        second += 1.0
+        second += float(rng.geometric(non_empty))
+        in_second = _zero_truncated_poisson(rng, rate)
+        parts.append(second + scaled_exponential(rng, in_second, 1.0))
+        sent += in_second
     return np.concatenate(parts)[:count] if parts else np.empty(0, dtype=np.float64)
+
+
+def _zero_truncated_poisson(rng: np.random.Generator, rate: float) -> int:
+    """A Poisson(rate) count given that it is at least 1: by inverting its distribution function, or, where
+    a count of 0 is rarer than 1e-8 (and e^-rate would underflow further on), by drawing again after a 0."""
+    if rate > 20.0:
+        while True:
+            k = int(rng.poisson(rate))
+            if k > 0:
+                return k
+    u = float(rng.random())
+    k, p = 1, rate * math.exp(-rate) / -math.expm1(-rate)
+    cumulative = p
+    while u > cumulative and p > 0:
+        k += 1
+        p *= rate / k
+        cumulative += p
+    return k
 
 
 def _staged(spec: StagedArrivals, rng: np.random.Generator) -> Times:

@@ -3,8 +3,8 @@ benchmark: num_prompts with mean_ttft_ms or ttfts; GuideLLM: benchmarks and meta
 aiperf / genai-perf summary: time_to_first_token {unit ...} with input_config; Prometheus: a query result
 with data.resultType), JSON lines of {metadata, metrics} are aiperf records, text in the Prometheus
 exposition format is a /metrics snapshot; inference-perf's report folder is told by its config.yaml or summary,
-and its lifecycle reports (load_summary with successes) and per-request list ({start_time, end_time, info})
-lead to their folder. The measured-deployment files of ../shared/validation (a JSON list
+and its lifecycle reports (load_summary with successes) and per-request list ({start_time, end_time, error}
+with info or computed_metrics) lead to their folder. The measured-deployment files of ../shared/validation (a JSON list
 of open-loop runs, a CSV of closed-loop points) are `legacy`: read_ground_truth reads them."""
 
 from __future__ import annotations

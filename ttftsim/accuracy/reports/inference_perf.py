@@ -266,12 +266,15 @@ def _output_len(config: Fields) -> float | None:
 
 
 def _mean_of(reports: Sequence[Fields], key: str) -> float:
-    values = [
-        report.child("successes").child(key).number("mean")
-        for report in reports
-        if report.child("successes").has(key) and report.child("successes").child(key).has("mean")
-    ]
-    return float(np.mean(values)) if values else 0.0
+    """The mean of a per-request statistic over every stage's successful requests (stage means weighted by
+    their counts); 0 where no stage reports it."""
+    means, weights = [], []
+    for report in reports:
+        successes = report.child("successes")
+        if successes.has(key) and successes.child(key).has("mean") and successes.count("count") > 0:
+            means.append(successes.child(key).number("mean"))
+            weights.append(successes.count("count"))
+    return float(np.average(means, weights=weights)) if means else 0.0
 
 
 def _workload(
