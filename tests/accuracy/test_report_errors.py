@@ -167,11 +167,21 @@ _WRONG = (None, "x", -1, 1e300, [], {}, True)
 def test_edited_reports_never_raise_anything_else(tmp_path: Path, source: Path) -> None:
     """Seeded edits of the real reports (a field removed or given a wrong value, a list cut): each is read
     or refused with an InputError, and what is read becomes a case or an InputError."""
-    original = json.loads(source.read_text())
-    paths = list(_paths(original))
-    rng = random.Random(20)
     deployment = with_workload(tmp_path)  # a Prometheus report takes the deployment's workload
-    for _ in range(120):
+    for data in _edits(json.loads(source.read_text()), random.Random(20), 120):
+        path = tmp_path / source.name
+        path.write_text(json.dumps(data))
+        try:
+            with measured_cases(path, deployment):
+                pass
+        except InputError:
+            pass
+
+
+def _edits(original: Any, rng: random.Random, count: int) -> Any:
+    """`count` seeded copies of a parsed report, each with one field removed, a list cut or a wrong value."""
+    paths = list(_paths(original))
+    for _ in range(count):
         data = json.loads(json.dumps(original))
         parent, key = _resolve(data, rng.choice(paths))
         roll = rng.random()
@@ -181,13 +191,7 @@ def test_edited_reports_never_raise_anything_else(tmp_path: Path, source: Path) 
             del parent[key][len(parent[key]) // 2 :]
         else:
             parent[key] = rng.choice(_WRONG)
-        path = tmp_path / source.name
-        path.write_text(json.dumps(data))
-        try:
-            with measured_cases(path, deployment):
-                pass
-        except InputError:
-            pass
+        yield data
 
 
 def _paths(data: Any, prefix: tuple[Any, ...] = ()) -> Any:
@@ -292,17 +296,7 @@ def test_edited_inference_perf_reports_never_raise_anything_else(tmp_path: Path)
             (folder / "per_request_lifecycle_metrics.json").unlink()
         text = (IPERF / name).read_text()
         original = yaml.safe_load(text) if name.endswith(".yaml") else json.loads(text)
-        paths = list(_paths(original))
-        for _ in range(60):
-            data = json.loads(json.dumps(original))
-            parent, key = _resolve(data, rng.choice(paths))
-            roll = rng.random()
-            if roll < 0.3 and isinstance(parent, dict):
-                del parent[key]
-            elif roll < 0.4 and isinstance(parent[key], list):
-                del parent[key][len(parent[key]) // 2 :]
-            else:
-                parent[key] = rng.choice(_WRONG)
+        for data in _edits(original, rng, 60):
             (folder / name).write_text(yaml.safe_dump(data) if name.endswith(".yaml") else json.dumps(data))
             try:
                 with measured_cases(folder, DEPLOYMENT):

@@ -20,7 +20,7 @@ import itertools
 import json
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -148,9 +148,9 @@ class Evaluator:
         return residuals_of(self.results(to_factors(self.problem.names, x), runs, FIT_SEEDS))
 
 
-def residuals_of(results: Sequence[StageResult]) -> NDArray[np.float64]:
-    """log(predicted / measured) per fitted metric of every stage not measured as overloaded."""
-    values = []
+def fitted_ratios(results: Sequence[StageResult]) -> Iterator[tuple[str, float]]:
+    """(run, predicted / measured) per fitted metric (metrics_of) of every stage not measured as overloaded,
+    clipped to [1 / RATIO_CLIP, RATIO_CLIP]: an overloaded (infinite) prediction is RATIO_CLIP."""
     for result in results:
         if result.measured_overloaded:
             continue
@@ -159,8 +159,12 @@ def residuals_of(results: Sequence[StageResult]) -> NDArray[np.float64]:
             if measured is None or predicted is None or not measured > 0:
                 continue
             ratio = predicted / measured if math.isfinite(predicted) else RATIO_CLIP
-            values.append(math.log(min(RATIO_CLIP, max(1 / RATIO_CLIP, ratio))))
-    return np.asarray(values, dtype=np.float64)
+            yield result.case, min(RATIO_CLIP, max(1 / RATIO_CLIP, ratio))
+
+
+def residuals_of(results: Sequence[StageResult]) -> NDArray[np.float64]:
+    """log(predicted / measured) per fitted metric of every stage not measured as overloaded."""
+    return np.asarray([math.log(ratio) for _, ratio in fitted_ratios(results)], dtype=np.float64)
 
 
 def metrics_of(result: StageResult) -> tuple[str, ...]:

@@ -9,14 +9,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ttftsim.accuracy.fit import (
-    RATIO_CLIP,
-    Evaluator,
-    FitResult,
-    fit,
-    folds_of,
-    metrics_of,
-)
+from ttftsim.accuracy.fit import Evaluator, FitResult, fit, fitted_ratios, folds_of
 from ttftsim.accuracy.harness import StageResult
 from ttftsim.config.deployment_calibration import FactorName, Factors
 
@@ -26,16 +19,9 @@ def run_errors(results: Sequence[StageResult]) -> dict[str, float]:
     not measured as overloaded (runs without such a stage are left out, for every subset alike). A prediction
     that overloads (infinite) counts as RATIO_CLIP times the measurement, as in the fit's objective."""
     errors: dict[str, list[float]] = {}
-    for result in results:
-        if result.measured_overloaded:
-            continue
-        for metric in metrics_of(result):
-            measured, predicted = result.measured.get(metric), result.predicted.get(metric)
-            if measured is None or predicted is None or not measured > 0:
-                continue
-            ratio = min(RATIO_CLIP, predicted / measured) if math.isfinite(predicted) else RATIO_CLIP
-            errors.setdefault(result.case, []).append(abs(ratio - 1))
-    return {run: statistics.fmean(values) for run, values in errors.items() if values}
+    for run, ratio in fitted_ratios(results):
+        errors.setdefault(run, []).append(abs(ratio - 1))
+    return {run: statistics.fmean(values) for run, values in errors.items()}
 
 
 def clear_improvement(before: dict[str, float], after: dict[str, float]) -> bool:
