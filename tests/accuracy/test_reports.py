@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import run
+from tests.test_cli import _assert_one_line_error, run
 from ttftsim.accuracy.reports import measured_cases
 from ttftsim.accuracy.reports.detect import read_report
 from ttftsim.accuracy.reports.measured import Load
@@ -326,3 +326,20 @@ def test_inference_perf_stages_pool_against_the_servers_histogram() -> None:
     assert view["num_server_requests"] == 70 == len(ttft)
     assert view["client"]["ttft_mean"] == pytest.approx(sum(ttft) / len(ttft), rel=1e-12)
     assert view["server"]["ttft_mean"] < view["client"]["ttft_mean"]  # the way in and out is the client's share
+
+
+def test_inference_perf_stages_without_their_requests_cannot_pool_against_the_server(tmp_path: Path) -> None:
+    """Stage percentiles alone cannot be pooled into one run's values: refused in one line, whatever the count."""
+    folder = tmp_path / "iperf"
+    folder.mkdir()
+    for path in IPERF.iterdir():
+        if path.name != "per_request_lifecycle_metrics.json":
+            (folder / path.name).write_text(path.read_text())
+    server = [
+        "--server-metrics",
+        str(IPERF / "metrics-after.txt"),
+        "--server-before",
+        str(IPERF / "metrics-before.txt"),
+    ]
+    result = run("accuracy", str(folder), "--deployment", str(DEPLOYMENT), *server)
+    _assert_one_line_error(result, "--server-metrics", "need each request's TTFT")

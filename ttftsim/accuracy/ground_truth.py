@@ -101,6 +101,7 @@ class StageTruth:
     num_failed: int = 0
     ttft_levels_s: dict[float, float] = field(default_factory=dict)  # reported TTFT percentiles: level -> s
     num_succeeded: int = 0  # requests behind the reported percentiles (0: unknown)
+    ttft_values_s: tuple[float, ...] = ()  # each successful request's TTFT, where the report lists them
 
 
 @dataclass(frozen=True)

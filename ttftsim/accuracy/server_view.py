@@ -97,12 +97,12 @@ def client_ttfts(case: Case) -> list[float]:
     """The client's TTFT values behind the server's histogram, in order: the one stage's reported levels,
     or, for a run of several stages (the histogram holds them all), every stage's requests pooled, which
     needs each stage's own values (a report of percentiles alone cannot be pooled: refused, one line)."""
-    if len(case.stages) > 1 and any(len(stage.ttft_levels_s) != stage.num_succeeded for stage in case.stages):
+    if len(case.stages) > 1 and any(len(stage.ttft_values_s) != stage.num_succeeded for stage in case.stages):
         raise InputError(
             "--server-metrics", "", f"{case.name}: {len(case.stages)} stages in one server histogram need each "
             "request's TTFT from the report (inference-perf: report.request_lifecycle.per_request)",
         )  # fmt: skip
-    return sorted(value for stage in case.stages for value in stage.ttft_levels_s.values())
+    return sorted(value for stage in case.stages for value in stage.ttft_values_s)
 
 
 def server_view(case: Case, base: Path, server: Histogram) -> ServerView:

@@ -106,7 +106,9 @@ def truth_from_requests(
     if tpot:
         measured["tpot_p50"] = float(np.median(tpot))
         measured["tpot_mean"] = float(np.mean(tpot))
-    return StageTruth(label, 0.0, float("inf"), measured, num_failed, levels_of(ttft_s), len(ttft))
+    return StageTruth(
+        label, 0.0, float("inf"), measured, num_failed, levels_of(ttft_s), len(ttft), tuple(float(t) for t in ttft)
+    )
 
 
 def reported_truth(
