@@ -86,9 +86,7 @@ def statistics_of(found: Histogram) -> dict[str, float]:
 
 def client_values(case: Case) -> dict[str, float]:
     if len(case.stages) > 1:  # stages back to back (inference-perf): every request of the run, pooled
-        pooled = np.asarray(client_ttfts(case), dtype=np.float64)
-        values = {"ttft_mean": float(pooled.mean())} if len(pooled) else {}
-        return values | {f"ttft_{name}": float(np.quantile(pooled, q)) for name, q in QUANTILES if len(pooled)}
+        return _statistics(np.asarray(client_ttfts(case), dtype=np.float64))
     measured = case.stages[0].measured if case.stages else {}
     return {k: v for k, v in measured.items() if k in ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99")}
 
@@ -97,7 +95,9 @@ def client_ttfts(case: Case) -> list[float]:
     """The client's TTFT values behind the server's histogram, in order: the one stage's reported levels,
     or, for a run of several stages (the histogram holds them all), every stage's requests pooled, which
     needs each stage's own values (a report of percentiles alone cannot be pooled: refused, one line)."""
-    if len(case.stages) > 1 and any(len(stage.ttft_values_s) != stage.num_succeeded for stage in case.stages):
+    if len(case.stages) == 1:
+        return sorted(case.stages[0].ttft_levels_s.values())
+    if any(len(stage.ttft_values_s) != stage.num_succeeded for stage in case.stages):
         raise InputError(
             "--server-metrics", "", f"{case.name}: {len(case.stages)} stages in one server histogram need each "
             "request's TTFT from the report (inference-perf: report.request_lifecycle.per_request)",
@@ -105,14 +105,20 @@ def client_ttfts(case: Case) -> list[float]:
     return sorted(value for stage in case.stages for value in stage.ttft_values_s)
 
 
+def _statistics(ttft: np.ndarray) -> dict[str, float]:
+    """Mean and QUANTILES of TTFT values (none of an empty array)."""
+    if not len(ttft):
+        return {}
+    return {"ttft_mean": float(ttft.mean())} | {f"ttft_{name}": float(np.quantile(ttft, q)) for name, q in QUANTILES}
+
+
 def server_view(case: Case, base: Path, server: Histogram) -> ServerView:
     """The run's client, server and predicted TTFT, and the three histograms in the server's buckets (where
     the server's bounds are the ones ttftsim writes, else the server's own)."""
     requests = simulated_requests(case, base)
     ttft = requests.loc[requests["ttft_s"].notna(), "ttft_s"].to_numpy(dtype=np.float64)
-    predicted = {"ttft_mean": float(ttft.mean())} if len(ttft) else {}
-    predicted |= {f"ttft_{name}": float(np.quantile(ttft, q)) for name, q in QUANTILES if len(ttft)}
-    client = client_ttfts(case) if len(case.stages) > 1 else sorted(case.stages[0].ttft_levels_s.values())
+    predicted = _statistics(ttft)
+    client = client_ttfts(case)
     rows = []
     for bound, cumulative in zip(server.bounds, server.cumulative, strict=True):
         client_share = float(np.searchsorted(client, bound, side="right")) / len(client) if client else None

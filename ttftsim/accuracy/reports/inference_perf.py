@@ -77,8 +77,6 @@ def is_folder(path: Path) -> bool:
 
 
 def read_folder(folder: Path) -> list[MeasuredRun]:
-    if not folder.is_dir():
-        raise InputError(str(folder), "", "an inference-perf report is read from its folder, which is missing")
     config_path = folder / CONFIG
     if not config_path.is_file():
         raise InputError(
@@ -109,17 +107,15 @@ def read_folder(folder: Path) -> list[MeasuredRun]:
         workload_notes = (*workload_notes, "no per-request report: lengths fixed at the stages' means")
     server = config.child("server") if config.has("server") else None
     model = server.text("model_name") if server is not None and server.has("model_name") else ""
-    prompts, outputs = sent.prompt_tokens, sent.output_tokens
-    first = truths[0]
     run = MeasuredRun(
         folder.name,
         "inference-perf",
         model,
         Load(rate_per_s=rates[0], process="poisson" if load_type == "poisson" else "constant"),
         sent,
-        mean_or_zero(prompts) if prompts else _mean_of(reports, "prompt_tokens"),
-        mean_or_zero(outputs) if outputs else _mean_of(reports, "output_len"),
-        first,
+        mean_or_zero(sent.prompt_tokens) if sent.prompt_tokens else _mean_of(reports, "prompt_tokens"),
+        mean_or_zero(sent.output_tokens) if sent.output_tokens else _mean_of(reports, "output_len"),
+        truths[0],
         notes=(*early_notes, *notes, *workload_notes),
         stages=tuple(truths),
         arrivals=arrivals,
