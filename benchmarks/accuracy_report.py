@@ -28,6 +28,7 @@ SERVE_RESULTS = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare.js
 SERVE_DEVICE_CORE = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core.json"
 SERVE_OTHER_MACHINE = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core-run10.json"
 GC_PAUSES = Path(__file__).resolve().parent / "vllm_cpu" / "gc_pauses-device-core.json"
+SILICON_CHECK = Path(__file__).resolve().parent / "silicon_sample_check.json"
 IPERF_RUN = Path(__file__).resolve().parent / "vllm_cpu" / "serve_runs" / "shared-prefix-inferenceperf" / "run13"
 DEVICE_CORE_DEPLOYMENT = (
     Path(__file__).resolve().parents[1] / "tests" / "data" / "reports" / "cpu-server-device-core.yaml"
@@ -404,6 +405,30 @@ def _gc_lines() -> list[str]:
     ]
 
 
+def _silicon_lines() -> list[str]:
+    """ttftsim's errors on the public closed-loop points beyond the shared ones (silicon_sample_check.py)."""
+    if not SILICON_CHECK.exists():
+        return []
+    groups = json.loads(SILICON_CHECK.read_text())["groups"]
+    total = sum(g["points"] for g in groups)
+    lines = [
+        "- Closed-loop points nobody fitted to: the rest of AIConfigurator's public silicon_sample.csv that ttftsim",
+        f"  can simulate ({total} vLLM points in {len(groups)} groups; `benchmarks/silicon_sample_check.py --csv",
+        "  PATH`, which keeps only the errors, `silicon_sample_check.json`), simulated as this report simulates the",
+        "  shared points (harness and release from the row's date):",
+        "",
+        "  | GPU | model | vLLM | pipeline (from the row's provenance) | points | TTFT mean APE | TPOT mean APE |",
+        "  |---|---|---|---|---|---|---|",
+    ]
+    for g in groups:
+        cells = [f"{g[f'{m}_median_ape']:.1%}" if f"{m}_median_ape" in g else "-" for m in ("ttft_mean", "tpot_mean")]
+        lines.append(
+            f"  | {g['system']} | {g['model'].split('/')[-1]} | {g['vllm']} | {g['pipeline']} | {g['points']} "
+            f"| {cells[0]} | {cells[1]} |"
+        )
+    return [*lines, ""]
+
+
 def _kernel_cost_lines(sets: dict[str, list[Case]]) -> list[str]:
     """Median / P90 APE of each set simulated with the roofline and with the calibrated kernel curves."""
     lines = [
@@ -548,9 +573,10 @@ def main() -> int:
         "Nothing is fitted to measured TTFT or TPOT. The mechanisms and where each number comes from are in",
         "docs/engine-semantics.md: async scheduling (vLLM >= 0.14: a request arriving during a step enters the",
         "step after next; host time overlaps device time except for a step started from idle), CUDA-graph",
-        "padding and modes, the API server as one FIFO process (per-request, per-prompt-token and per-token",
-        "CPU costs measured on the real vLLM 0.32 server here, `benchmarks/vllm_cpu/api_server_costs.py`; the",
-        "same numbers for the GPU hosts, whose CPUs were not measured), prefix blocks registered when",
+        "padding and modes, the API server as one FIFO process (its event loop's CPU per request, prompt token,",
+        "step and token, and the wall time of its HTTP and ZMQ hand-offs, measured on the real vLLM 0.32 server",
+        "here, `benchmarks/vllm_cpu/api_server_costs.py`; the same numbers for the GPU hosts, whose CPUs were",
+        "not measured), prefix blocks registered when",
         "allocated, the benchmark client (inference-perf for the open-loop runs: TTFT = first SSE message,",
         "sent with the first token; aiperf for the closed-loop points). Constants that remain assumptions:",
         "the GPU profiles' host time per step (3 ms eager, 1.2 ms FULL graph) and their efficiencies (the",
@@ -649,7 +675,10 @@ def main() -> int:
         "  a round of 64 over about 0.5 s, the prefills over 2-3 s, while a round lasts 15-20 s). The measured",
         "  means match a first measured round that queues (the barrier) followed by rounds whose requests rarely",
         "  meet (c=64, 1,024/1,024 tokens, TP4: simulated first round 1.3 s, the measured mean 0.26 s is about",
-        "  (1.3 + 9 x 0.1) / 10). On the real server here spread output lengths lower a closed loop's median TTFT",
+        "  (1.3 + 9 x 0.1) / 10). Such convoys turn on a few milliseconds: since clients send again only once they",
+        "  have read the response (the API server's delay and its measured hand-offs, 2026-12-03), the same points",
+        "  gave 130% where they gave 92% a send earlier. On the real server here spread output lengths lower a",
+        "  closed loop's median TTFT",
         "  as predicted (vllm bench, run11; aiperf's processes here hand their responses back together). The points",
         f"  are matched (TTFT {spread_ttft}, TPOT {spread_tpot}) once requests do not finish in lockstep and",
         "  prompts are not repeated, whether the spread is 10, 20 or 50% (the harness table above): evidence that",
@@ -657,6 +686,7 @@ def main() -> int:
         f"  Ideal spread clients (not the tool's behaviour) give {ideal_ttft}. An earlier report took AIConfigurator's",
         "  2026 bench_run harness for these 2025 points (20c requests, 100 shuffled prompts): 80%, its",
         "  repeated prompts hiding the convoy at large concurrency.",
+        *_silicon_lines(),
         "- Real server on this machine, device-core layout (the worker alone on a core, token counts warmed):",
         "  TTFT P50/P90/P99 7.7/17.9/14.3% (bars 10/10/15%; 5.0/14.3/9.5% without the two aiperf runs), the same",
         "  workloads measured again moving 8/14/16%. The aiperf runs measure 3-6x the predicted median TTFT",

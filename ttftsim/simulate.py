@@ -258,7 +258,7 @@ def _run(
     if scenario.cluster is not None:
         return _simulate_cluster(scenario, base, seed, replica, source, started)
     env = simpy.Environment()
-    recorder = Recorder(replica.engine.frontend_overhead_s)
+    recorder = Recorder(replica.engine.client_latency_s)
     run_seed = scenario.seed if seed is None else seed
     engine = serving_engine(
         env,
@@ -331,7 +331,7 @@ def _simulate_cluster(
     from ttftsim.cluster.run import cluster_report, run_cluster
 
     run_seed = scenario.seed if seed is None else seed
-    recorder = Recorder(replica.engine.frontend_overhead_s)
+    recorder = Recorder(replica.engine.client_latency_s)
     cluster, end = run_cluster(scenario, base, run_seed, recorder, source)
     requests = recorder.requests_frame()
     requests["attempts"] = requests["request_id"].map(cluster.attempts).fillna(1).astype("int64")

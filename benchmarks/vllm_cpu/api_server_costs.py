@@ -14,6 +14,8 @@ idle CPU rate (measured over an idle window) x the batch wall time. API-server C
 (requests, prompt tokens, output tokens), no intercept -> per_request_s, per_prompt_token_s, per_token_s.
 The same regression for the EngineCore process (scheduler, Request creation, block hashing, output
 serialisation; the forward pass runs in the Worker process).
+The same regression on the CPU time of the API-server process's main thread alone (the asyncio loop, the
+work that serialises; its tokenizer pool and ZMQ's I/O threads run beside it): the costs the simulator uses.
 Then 30 sequential single requests at idle (16-token prompt, 1 output token, streaming): client TTFT.
 
 Phase 2 (a separate process, VLLM_ENABLE_V1_MULTIPROCESSING=0, LLMEngine in-process, same engine args and
@@ -21,6 +23,8 @@ CPU): for the same 16-token prompt, time add_request (split into input processin
 preprocess_add_request = Request creation + block hashing) and the engine.step() that returns the token
 (run_engine.py's approach). idle front-end latency = client TTFT - (add_request + step). Also
 add_request/preprocess time for 64/512/2000-token prompts (per-token slope = hashing).
+hop_latency_ms = idle front-end latency - the loop's CPU for that request (per request, 16 prompt tokens, one
+step, one token): the wall time of the hand-offs (HTTP, ZMQ to and from the engine core, process wake-ups).
 """
 
 from __future__ import annotations
@@ -82,6 +86,13 @@ def processes(server_pid: int) -> dict[str, Any]:
     return found
 
 
+def loop_thread_cpu_s(proc: Any) -> float:
+    """CPU seconds of a process's main thread (its thread id is the process id): the API server's asyncio
+    loop, the work that serialises. Its other threads (the renderer's tokenizer pool, ZMQ's I/O threads) run
+    beside it on a host with cores to spare."""
+    return next(t.user_time + t.system_time for t in proc.threads() if t.id == proc.pid)
+
+
 def snapshot(procs: dict[str, Any]) -> dict[str, float]:
     out = {}
     for key, proc in procs.items():
@@ -89,6 +100,8 @@ def snapshot(procs: dict[str, Any]) -> dict[str, float]:
             out[key] = sum(cpu_s(p) for p in proc)
         else:
             out[key] = cpu_s(proc)
+    if "api_server" in procs:
+        out["api_server_loop"] = loop_thread_cpu_s(procs["api_server"])
     return out
 
 
@@ -253,6 +266,9 @@ def http_phase(port: int) -> dict[str, Any]:
         out["fit_api_server_with_steps"] = fit(
             step_rows, [b["cpu_s_minus_idle"]["api_server"] for b in batches], step_names
         )
+        out["fit_api_server_loop_with_steps"] = fit(
+            step_rows, [b["cpu_s_minus_idle"]["api_server_loop"] for b in batches], step_names
+        )
         if "engine_core" in procs:
             out["fit_engine_core"] = fit(rows, [b["cpu_s_minus_idle"]["engine_core"] for b in batches], names)
         if "worker" in procs:
@@ -377,14 +393,22 @@ def main() -> int:
             "process_inputs_s_by_prompt_len": {k: v["process_inputs_s"] for k, v in inproc.items()},
             "preprocess_per_prompt_token_s": (r512["preprocess_add_request_s"] - r64["preprocess_add_request_s"]) / 448,
         }
+    loop = result["http"].get("fit_api_server_loop_with_steps")
+    if loop and "idle_frontend_latency_ms" in result:
+        # the idle request's path less the loop's CPU for it (16 prompt tokens, one step, one token): the
+        # hand-offs' wall time (HTTP, ZMQ both ways, process wake-ups), a delay that does not queue
+        own_s = loop["per_request_s"] + 16 * loop["per_prompt_token_s"] + loop["per_step_s"] + loop["per_token_s"]
+        result["hop_latency_ms"] = result["idle_frontend_latency_ms"]["frontend_p50_ms"] - own_s * 1e3
     fa = result["http"].get("fit_api_server", {})
     result["summary"] = {
         "api_server_per_request_ms": fa.get("per_request_s", float("nan")) * 1e3,
         "api_server_per_prompt_token_us": fa.get("per_prompt_token_s", float("nan")) * 1e6,
         "api_server_per_streamed_token_ms": fa.get("per_token_s", float("nan")) * 1e3,
         "api_server_fit_with_steps": result["http"].get("fit_api_server_with_steps"),
+        "api_server_loop_fit_with_steps": result["http"].get("fit_api_server_loop_with_steps"),
         "engine_core_fit": result["http"].get("fit_engine_core"),
         "idle_frontend_latency_ms": result.get("idle_frontend_latency_ms"),
+        "hop_latency_ms": result.get("hop_latency_ms"),
     }
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["summary"], indent=1))

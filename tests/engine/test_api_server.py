@@ -5,13 +5,18 @@ Costs: 1 ms per request, 0.1 ms per output token; steps cost 10 ms + 1 ms per sc
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from tests.factories import feed, make_engine, request
+from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import ApiServerCosts
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.perf.linear import LinearStepModel
+from ttftsim.simulate import simulate
 
 COSTS = ApiServerCostsS(per_request_s=0.001, per_output_token_s=0.0001)
 
@@ -96,3 +101,69 @@ def test_the_api_server_time_is_the_request_frontend_share_and_a_refused_request
     assert (first["frontend_s"], first["ttft_s"]) == pytest.approx((0.011, 0.121), abs=1e-12)
     assert (refused["status"], refused["reason"]) == ("rejected", "2002 tokens exceed the KV cache (100 blocks of 16)")
     assert np.isnan(refused["ttft_s"]) and refused["generated_tokens"] == 0
+
+
+def _run(hop_latency_s: float, arrivals: dict[str, object], num_requests: int) -> pd.DataFrame:
+    """Requests of 100 prompt tokens and 3 output tokens through `simulate`, on a measured step cost of 10 ms
+    + 1 ms per scheduled token and an API server of 1 ms per request and 0.1 ms per output token."""
+    model = Path(__file__).resolve().parents[1] / "data" / "reports" / "cpu-server-model" / "config.json"
+    scenario = Scenario.model_validate(
+        {
+            "model": str(model),
+            "hardware": "CPU-host",
+            "engine": {
+                "vllm_version": "0.32",
+                "max_num_batched_tokens": 512,
+                "max_model_len": 2048,
+                "num_gpu_blocks_override": 1000,
+                "enable_prefix_caching": False,
+                "api_server": {
+                    "per_request_s": 0.001,
+                    "per_prompt_token_s": 0.0,
+                    "per_output_token_s": 0.0001,
+                    "hop_latency_s": hop_latency_s,
+                },
+            },
+            "workload": {
+                "type": "synthetic",
+                "arrivals": arrivals,
+                "prompt_tokens": {"type": "fixed", "value": 100},
+                "output_tokens": {"type": "fixed", "value": 3},
+                "num_requests": num_requests,
+            },
+            "measured_step_cost": {"fixed_s": 0.01, "per_token_s": 0.001, "source": "test"},
+            "client": {"tool": "ideal"},
+        }
+    )
+    return simulate(scenario).requests.sort_values("request_id").reset_index(drop=True)
+
+
+def _one_request_run(hop_latency_s: float) -> tuple[float, float]:
+    row = _run(hop_latency_s, {"type": "constant", "rate": 1.0}, 1).iloc[0]
+    return float(row["ttft_s"]), float(row["e2e_s"])
+
+
+def test_the_hand_offs_delay_every_request_by_their_latency_and_queue_nothing() -> None:
+    # ingress 1 ms, prefill step 10 + 100 x 1 = 110 ms, its token sent 0.1 ms later: 111.1 ms; then two decode
+    # steps of 11 ms each, the last token sent with the first one's delay; the hand-offs add 4 ms to both
+    ttft, e2e = _one_request_run(0.0)
+    assert ttft == pytest.approx(0.1111, abs=1e-12)
+    assert e2e == pytest.approx(0.1111 + 0.022, abs=1e-12)
+    with_hops = _one_request_run(0.004)
+    assert with_hops == pytest.approx((ttft + 0.004, e2e + 0.004), abs=1e-12)
+
+
+def test_two_requests_at_once_each_wait_the_hand_offs_once() -> None:
+    # B's ingress queues behind A's (1 ms), so B misses A's prefill step; the hand-offs add
+    # 4 ms to each, not 8 ms to the second (they do not queue)
+    burst = {"type": "closed_loop", "clients": 2}  # both sent at 0
+    base, hops = (_run(hop, burst, 2)["ttft_s"].to_numpy() for hop in (0.0, 0.004))
+    assert base[1] > base[0] + 0.05  # B waited for A's step
+    assert hops == pytest.approx(base + 0.004, abs=1e-12)
+
+
+def test_a_closed_loop_client_sends_again_when_it_has_read_the_response() -> None:
+    # one ideal client: its second request goes out when the first one's last token has reached it, the
+    # API server's delay and the 4 ms of hand-offs included (arrival + e2e)
+    rows = _run(0.004, {"type": "closed_loop", "clients": 1}, 2)
+    assert rows["arrival_s"][1] == pytest.approx(rows["arrival_s"][0] + rows["e2e_s"][0], abs=1e-12)

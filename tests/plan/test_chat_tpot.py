@@ -2,9 +2,9 @@
 mean TPOT <= 60 ms, on A100, H100 or L40S. What the plan answers, and why, as its outputs say it.
 
 With a mean-TPOT SLO no target misses on the winning H100 TP2 fp8 replica before it saturates: its
-throughput is the limit (6.39 req/s a replica) and mean TPOT is the target nearest its own there (44 ms of
+throughput is the limit (6.40 req/s a replica) and mean TPOT is the target nearest its own there (44 ms of
 60 ms at the planned share), so 7 replicas, 14 GPUs at $42/h. With the P99-TPOT stand-in the issue's user
-had to write, P99 TPOT binds (9.85 req/s a replica on TP4, 4.85 on TP2) and the plan needs 20 GPUs at
+had to write, P99 TPOT binds (9.86 req/s a replica on TP4, 4.85 on TP2) and the plan needs 20 GPUs at
 $60/h: the mean-TPOT SLO recommends the cheaper fleet."""
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ def test_the_recommendation_and_its_reason(chat: tuple[Path, PlanResult]) -> Non
     assert winner["label"] == "H100-SXM5-80GB TP2, w fp8, least_outstanding"
     assert (winner["replicas"], winner["gpus"], winner["cost_per_hour"]) == (7, 14, 42.0)
     assert (winner["binding"], winner["nearest"]) == ("throughput", "tpot_mean_s")
-    assert winner["max_rate"] == pytest.approx(6.39, abs=0.005)
+    assert winner["max_rate"] == pytest.approx(6.40, abs=0.005)
     assert plan["recommendation"].startswith(
         "7 x H100-SXM5-80GB TP2, w fp8, least_outstanding ($42.00/h): throughput (saturation) is the limit, "
-        "at 6.39 req/s per replica (nearest target there: mean TPOT); P99 TTFT "
+        "at 6.40 req/s per replica (nearest target there: mean TPOT); P99 TTFT "
     )
     assert plan["recommendation"].endswith("mean TPOT 44 ms of 60 ms")
     assert winner["figures"]["tpot_mean_s"] == pytest.approx(winner["tpot_mean_s"])
@@ -95,7 +95,7 @@ def test_a_p99_tpot_stand_in_binds_on_tpot_and_costs_more(tmp_path: Path) -> Non
     assert (result.winner.candidate.tensor_parallel_size, result.winner.replicas) == (4, 5)
     assert (result.winner.binding, result.winner.cost_per_hour) == ("tpot_p99_s", 60.0)
     assert result.winner.explanation.startswith(
-        "5 x H100-SXM5-80GB TP4, w fp8, least_outstanding ($60.00/h): P99 TPOT is the limit, at 9.85 req/s"
+        "5 x H100-SXM5-80GB TP4, w fp8, least_outstanding ($60.00/h): P99 TPOT is the limit, at 9.86 req/s"
     )
     assert all(r.binding == "tpot_p99_s" for r in result.rows)
 

@@ -121,6 +121,8 @@ def calibrate(
             "tables": describe_tables(source),
             "hold_out": "every 5th shape of each table",
         }
+        if table.attrs.get("excluded"):
+            provenance["excluded"] = table.attrs["excluded"]
         path.write_text(
             json.dumps({"gpu": gpu, "provenance": provenance, **calibration}, sort_keys=True) + "\n",
             encoding="utf-8",

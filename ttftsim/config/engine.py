@@ -279,6 +279,12 @@ class ResolvedEngine:
     dp: int = 1  # data-parallel engines in the replica (engine/data_parallel.py)
 
     @property
+    def client_latency_s(self) -> float:
+        """Fixed latency on every request's tokens beyond the engine and the API server's queue: the
+        scenario's frontend_overhead_s plus the API server's hand-offs (api_server.hop_latency_s)."""
+        return self.frontend_overhead_s + self.api_server.hop_latency_s
+
+    @property
     def gpus(self) -> int:
         """GPUs of one replica: TP per stage x PP stages x DP engines."""
         return self.tp * self.pp * self.dp

@@ -15,14 +15,21 @@ from ttftsim.config.loading import parse_mapping
 
 
 class ApiServerCosts(StrictModel):
-    """CPU time of the API-server process per item of work (ttftsim/engine/api_server.py); measured on the
-    real server by benchmarks/vllm_cpu/api_server_costs.py."""
+    """CPU time of the API-server process's event loop per item of work (ttftsim/engine/api_server.py) and the
+    fixed latency of its hand-offs; measured on the real server by benchmarks/vllm_cpu/api_server_costs.py."""
 
     per_request_s: float = Field(ge=0, le=1, description="Per request: HTTP parsing, request setup, hand-off")
     per_prompt_token_s: float = Field(ge=0, le=1e-3, description="Per prompt token: tokenization, block hashes")
     per_output_token_s: float = Field(ge=0, le=1e-2, description="Per generated token: detokenization, SSE")
     per_step_s: float = Field(
         default=0.0, ge=0, le=1e-1, description="Per engine step with outputs: receiving and dispatching the batch"
+    )
+    hop_latency_s: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Wall time of a request's hand-offs that is not the loop's CPU (HTTP, ZMQ to and from the "
+        "engine core, process wake-ups): a fixed delay on each request's tokens, never queued (0 unless set)",
     )
 
 

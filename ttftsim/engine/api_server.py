@@ -8,8 +8,10 @@ OutputProcessor.process_outputs: detokenize, build RequestOutputs) before each s
 its SSE chunk. One loop does all of it, so work queues: a first token waits for the work already there
 (other streams' tokens, other requests' tokenization). Modelled as one FIFO server (Lindley's recursion):
 a request reaches the engine when its ingress work is done; the tokens of a step are delivered when the
-step's output work is done. Costs come from a microbenchmark of the real server
-(benchmarks/vllm_cpu/api_server_costs.py), never from measured TTFTs.
+step's output work is done. Only the loop's own work serialises (the tokenizer pool and ZMQ's I/O threads run
+beside it), so the costs are the CPU time of the process's main thread, from a microbenchmark of the real
+server (benchmarks/vllm_cpu/api_server_costs.py), never from measured TTFTs. The hand-offs' wall time (HTTP,
+ZMQ, wake-ups; ApiServerCosts.hop_latency_s) queues nothing: the recorder adds it to each request's latencies.
 
 Left out: delays of tokens after the first (TPOT and end-to-end latency are the engine's), the /metrics
 scrape, several API-server processes (--api-server-count), Python GC pauses (measured negligible while

@@ -48,6 +48,12 @@ EXPIRY_CHECK_S = 1.0  # how often client timeouts are enforced (simulated second
 FEED_CHUNK = 4096  # attached open-loop arrivals read at a time
 
 
+
+def _release(waiter: simpy.Event, state: RequestState) -> None:
+    """A client's wait for its request ends (unless something ended it already)."""
+    if not waiter.triggered:
+        waiter.succeed(state)
+
 class Engine:
     """One replica. `submit` hands it a request; `done` callbacks fire when a request ends."""
 
@@ -96,7 +102,7 @@ class Engine:
         self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
         self.visible = VisibleTokens(first_visible_token)  # the client sees content with this token
         self._last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
-        self.api = ApiServer(ApiServerCostsS(**cfg.api_server.model_dump()))
+        self.api = ApiServer(ApiServerCostsS(**cfg.api_server.model_dump(exclude={"hop_latency_s"})))
         self._api_on = not self.api.costs.is_free
         self.on_end: Callable[[RequestState, str], None] | None = None  # cluster: a request left this engine
         self.on_first_token: Callable[[RequestState], None] | None = None  # cluster: the TTFT histogram
@@ -181,8 +187,17 @@ class Engine:
         self.recorder.request(state, self.replica, status)
         if self.on_end is not None:
             self.on_end(state, status)
-        if isinstance(state.waiter, simpy.Event) and not state.waiter.triggered:
-            state.waiter.succeed(state)
+        waiter = state.waiter
+        if isinstance(waiter, simpy.Event) and not waiter.triggered:
+            # the client reads the end as late as the recorder's e2e says: the API server's delay in sending
+            # the tokens and the fixed latency after it (hand-offs, frontend_overhead_s)
+            delay = state.output_delay_s + self.recorder.frontend_s
+            if delay > 0:
+                callbacks = self.env.timeout(delay).callbacks
+                assert callbacks is not None
+                callbacks.append(lambda _event: _release(waiter, state))
+            else:
+                waiter.succeed(state)
 
     @property
     def num_running(self) -> int:

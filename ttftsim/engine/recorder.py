@@ -227,7 +227,8 @@ class Recorder:
                 stream,
                 frontend if has_token else np.nan,
                 tpot,
-                state.finish_s - req.arrival_s + frontend if finished else np.nan,
+                # finish_s already counts the ingress (the engine had the request only after it)
+                state.finish_s - req.arrival_s + state.output_delay_s + self.frontend_s if finished else np.nan,
                 req.priority,
                 req.session_id,
             )
