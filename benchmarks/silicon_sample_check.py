@@ -3,13 +3,13 @@
     .venv/bin/python benchmarks/silicon_sample_check.py --csv PATH [--out benchmarks/silicon_sample_check.json]
 
 PATH is aic-core/src/aiconfigurator_core/systems/silicon_sample.csv of a checkout of ai-dynamo/aiconfigurator
-(Apache-2.0; not copied into this project). Every vLLM aggregated row without pipeline parallelism whose model
-and GPU ttftsim knows becomes a point of the closed-loop CSV format of ../shared/validation
-(`concurrency` from the row's silicon_concurrency, else its batch_size); the rows of
-../shared/validation/closed_loop_vllm_h100.csv are left out. Each group (GPU, model, vLLM release) is simulated
-as `ttftsim accuracy` simulates that file (ttftsim/accuracy/ground_truth.py: the harness and engine version
-the row's date and release imply) and its TTFT and TPOT mean errors printed. The output keeps only ttftsim's
-errors per group, not the measurements. Nothing here is fitted.
+(Apache-2.0; not copied into this project). Every vLLM aggregated row of plain tensor parallelism (no pipeline
+stages, no separate expert-parallel, MoE-TP or attention-DP split) whose model and GPU ttftsim knows becomes a
+point of the closed-loop CSV format of ../shared/validation (`concurrency` from the row's silicon_concurrency,
+else its batch_size); the rows of ../shared/validation/closed_loop_vllm_h100.csv are left out. Each group (GPU,
+model, vLLM release) is simulated as `ttftsim accuracy` simulates that file (ttftsim/accuracy/ground_truth.py:
+the harness and engine version the row's date and release imply) and its TTFT and TPOT mean errors printed.
+The output keeps only ttftsim's errors per group, not the measurements. Nothing here is fitted.
 
 The rows carry their provenance (silicon_data_source) and this script reads it for one thing only: which
 measurement pipeline wrote the row, printed beside each group (the CSV format that `ttftsim accuracy`
@@ -66,6 +66,14 @@ def points(csv: Path) -> pd.DataFrame:
     """The vLLM aggregated rows ttftsim can simulate, in the shared closed-loop format, minus the shared rows."""
     rows = pd.read_csv(csv)
     rows = rows[(rows["backend"] == "vllm") & (rows["mode"] == "agg") & (rows["pp_size"] == 1)].copy()
+    # plain tensor parallelism only, as the closed-loop format says (MoE rows with their own expert-parallel,
+    # MoE-TP or attention-DP split describe another deployment)
+    plain = (
+        (rows["moe_tp_size"].fillna(0).le(1) | (rows["moe_tp_size"] == rows["tp_size"]))  # dense models: 0 or 1
+        & rows["moe_ep_size"].fillna(1).le(1)
+        & rows["attention_dp_size"].fillna(1).le(1)
+    )
+    rows = rows[plain]
     found = rows["silicon_data_source"].str.extract(r"silicon_concurrency=(\d+)", expand=False).astype(float)
     rows["concurrency"] = found.fillna(rows["batch_size"])
     rows["pipeline"] = rows["silicon_data_source"].map(pipeline)

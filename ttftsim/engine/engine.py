@@ -48,11 +48,11 @@ EXPIRY_CHECK_S = 1.0  # how often client timeouts are enforced (simulated second
 FEED_CHUNK = 4096  # attached open-loop arrivals read at a time
 
 
-
 def _release(waiter: simpy.Event, state: RequestState) -> None:
     """A client's wait for its request ends (unless something ended it already)."""
     if not waiter.triggered:
         waiter.succeed(state)
+
 
 class Engine:
     """One replica. `submit` hands it a request; `done` callbacks fire when a request ends."""
