@@ -52,6 +52,7 @@ from serve_common import (
     VLLM_PYTHON,
     WORK,
     Server,
+    hand_offs_s,
     loadavg,
     num_t_words,
     prepare_model,
@@ -394,11 +395,9 @@ def main() -> int:
             "preprocess_per_prompt_token_s": (r512["preprocess_add_request_s"] - r64["preprocess_add_request_s"]) / 448,
         }
     loop = result["http"].get("fit_api_server_loop_with_steps")
-    if loop and "idle_frontend_latency_ms" in result:
-        # the idle request's path less the loop's CPU for it (16 prompt tokens, one step, one token): the
-        # hand-offs' wall time (HTTP, ZMQ both ways, process wake-ups), a delay that does not queue
-        own_s = loop["per_request_s"] + 16 * loop["per_prompt_token_s"] + loop["per_step_s"] + loop["per_token_s"]
-        result["hop_latency_ms"] = result["idle_frontend_latency_ms"]["frontend_p50_ms"] - own_s * 1e3
+    if loop and "idle_frontend_latency_ms" in result:  # the hand-offs, less the loop's CPU: a delay that does not queue
+        costs = (loop["per_request_s"], loop["per_prompt_token_s"], loop["per_step_s"], loop["per_token_s"])
+        result["hop_latency_ms"] = hand_offs_s(result["idle_frontend_latency_ms"]["frontend_p50_ms"], *costs) * 1e3
     fa = result["http"].get("fit_api_server", {})
     result["summary"] = {
         "api_server_per_request_ms": fa.get("per_request_s", float("nan")) * 1e3,

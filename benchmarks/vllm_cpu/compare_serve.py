@@ -52,7 +52,7 @@ MODEL = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / "serve-model" / "config.json"
 ENGINE = {"block_size": 32, "max_num_batched_tokens": 512, "max_num_seqs": 32, "max_model_len": 2048}
 SHARED_PREFIX_TOKENS = 384
 sys.path.insert(0, str(HERE))
-from serve_common import API_COSTS, DEVICE_CORE, SERVER_CPUS, SERVER_ENV  # noqa: E402
+from serve_common import API_COSTS, DEVICE_CORE, SERVER_CPUS, SERVER_ENV, hand_offs_s  # noqa: E402
 
 SUFFIX = "-device-core" if DEVICE_CORE else ""
 OUT = HERE / f"serve_compare{SUFFIX}.json"
@@ -106,8 +106,8 @@ def api_costs(zero: bool) -> dict[str, float]:
 def frontend_overhead_s(api: dict[str, float]) -> float:
     """The idle front end's latency that is not API-server work the model already charges (see above)."""
     idle = json.loads(COSTS["api"].read_text())["idle_frontend_latency_ms"]
-    charged = api["per_request_s"] + 16 * api["per_prompt_token_s"] + api["per_step_s"] + api["per_output_token_s"]
-    return max(0.0, idle["frontend_p50_ms"] * 1e-3 - charged)
+    costs = (api["per_request_s"], api["per_prompt_token_s"], api["per_step_s"], api["per_output_token_s"])
+    return max(0.0, hand_offs_s(idle["frontend_p50_ms"], *costs))
 
 
 def scenario(

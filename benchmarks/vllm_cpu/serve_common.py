@@ -57,6 +57,18 @@ SERVER_CPUS: str | None = "1" if DEVICE_CORE else None  # taskset of the server'
 API_COSTS = HERE / ("api_server_costs-device-core.json" if DEVICE_CORE else "api_server_costs.json")
 
 
+IDLE_PROMPT_TOKENS = 16  # api_server_costs.py's idle requests: 16 prompt tokens, one output token
+
+
+def hand_offs_s(
+    frontend_p50_ms: float, per_request_s: float, per_prompt_token_s: float, per_step_s: float, per_token_s: float
+) -> float:
+    """The idle request's front-end latency less the API-server work a model charges it (per request, its prompt
+    tokens, one step, one token): the wall time of the hand-offs (HTTP, ZMQ both ways, process wake-ups)."""
+    charged = per_request_s + IDLE_PROMPT_TOKENS * per_prompt_token_s + per_step_s + per_token_s
+    return frontend_p50_ms * 1e-3 - charged
+
+
 def faker_words() -> list[str]:
     code = "import faker.providers.lorem.en_US as m, json; print(json.dumps(m.Provider.word_list))"
     out = subprocess.run([str(GUIDELLM_PYTHON), "-c", code], capture_output=True, text=True, timeout=120, check=True)

@@ -202,8 +202,10 @@ def import_aiconfigurator(root: Path) -> dict[str, pd.DataFrame]:
     tables = {}
     for base in sorted(p for p in root.iterdir() if p.is_dir()):
         gpu = hardware_for_system(base.name)
-        table = _system_tables(base) if gpu is not None else None
-        if gpu is not None and table is not None:
+        if gpu is None:
+            continue
+        table = _system_tables(base)
+        if table is not None:
             tables[gpu] = table
     if not tables:
         raise InputError(str(root), "", "no kernel tables found (no folder named by a profile's aiconfigurator_system)")

@@ -191,7 +191,7 @@ class Engine:
         if isinstance(waiter, simpy.Event) and not waiter.triggered:
             # the client reads the end as late as the recorder's e2e says: the API server's delay in sending
             # the tokens and the fixed latency after it (hand-offs, frontend_overhead_s)
-            delay = state.output_delay_s + self.recorder.frontend_s
+            delay = state.output_delay_s + self.recorder.client_latency_s
             if delay > 0:
                 callbacks = self.env.timeout(delay).callbacks
                 assert callbacks is not None

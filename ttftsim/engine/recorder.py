@@ -155,8 +155,8 @@ def _frame(columns: tuple[str, ...], dtypes: dict[str, str], arrays: list[NDArra
 class Recorder:
     """Sink for engine events of one or many replicas."""
 
-    def __init__(self, frontend_overhead_s: float = 0.0) -> None:
-        self.frontend_s = frontend_overhead_s
+    def __init__(self, client_latency_s: float = 0.0) -> None:
+        self.client_latency_s = client_latency_s  # fixed latency on every request's tokens (ResolvedEngine's)
         self.rows = Columns(REQUEST_COLUMNS, _REQUEST_DTYPES)
         self.steps = Columns(STEP_COLUMNS, _STEP_DTYPES)
         # every inter-token gap (8 bytes) and its weight (a count of requests, 4 bytes), in the order recorded
@@ -186,8 +186,8 @@ class Recorder:
         """Record a request that finished, was rejected, or is still in flight (status given)."""
         req = state.req
         has_token = state.visible_s >= 0  # TTFT as the client sees it
-        frontend = state.ingress_s + state.output_delay_s + self.frontend_s  # API server + fixed extra
-        ttft = state.visible_s + state.output_delay_s - req.arrival_s + self.frontend_s if has_token else np.nan
+        frontend = state.ingress_s + state.output_delay_s + self.client_latency_s  # API server + fixed extra
+        ttft = state.visible_s + state.output_delay_s - req.arrival_s + self.client_latency_s if has_token else np.nan
         gateway = queue = recompute = prefill = waiting = stream = np.nan
         if has_token:
             gateway = state.submitted_s - state.ingress_s - req.arrival_s  # no ready replica, a retry
@@ -228,7 +228,7 @@ class Recorder:
                 frontend if has_token else np.nan,
                 tpot,
                 # finish_s already counts the ingress (the engine had the request only after it)
-                state.finish_s - req.arrival_s + state.output_delay_s + self.frontend_s if finished else np.nan,
+                state.finish_s - req.arrival_s + state.output_delay_s + self.client_latency_s if finished else np.nan,
                 req.priority,
                 req.session_id,
             )
