@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from closed_loop_harness import analysis as harness_analysis
+from closed_loop_harness import ideal_client, spread_ranges
 from closed_loop_harness import lines as harness_lines
-from closed_loop_harness import spread_ranges
 
 from ttftsim.accuracy.ground_truth import Case, read_ground_truth
 from ttftsim.accuracy.harness import StageResult, metrics_by_kernel_costs, run_all, summarize
 from ttftsim.metrics.intervals import Interval
 from ttftsim.shared_data import shared_dir
-from ttftsim.workload.clients import behaviour
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "accuracy.md"
 CPU_RESULTS = Path(__file__).resolve().parent / "vllm_cpu" / "results.json"
@@ -151,23 +150,6 @@ def _cpu_section() -> list[str]:
         "counter showed 13 preemptions in one replay where ttftsim has 14.",
         "",
     ]
-
-
-def ideal_client(case: Case) -> Case:
-    """The closed-loop case with clients spread over one request's duration (~15 ms per output token), the
-    tool's prompts kept (its dataset and how it draws from it)."""
-    from dataclasses import replace
-
-    data = case.scenario.model_dump()
-    spread = 0.015 * data["workload"]["output_tokens"]["value"]
-    data["workload"]["arrivals"]["ramp_up_s"] = spread
-    tool = behaviour(case.scenario.client)
-    data["client"] = {
-        "tool": "ideal",
-        "dataset_entries": tool.dataset_entries or "unique",
-        "dataset_sampling": tool.sampling,
-    }
-    return replace(case, scenario=type(case.scenario).model_validate(data))
 
 
 def _serve_section() -> list[str]:
@@ -426,7 +408,30 @@ def _silicon_lines() -> list[str]:
             f"  | {g['system']} | {g['model'].split('/')[-1]} | {g['vllm']} | {g['pipeline']} | {g['points']} "
             f"| {cells[0]} | {cells[1]} |"
         )
-    return [*lines, ""]
+    names = [name for name in groups[0].get("variants", {})] if groups else []
+    if not names:
+        return [*lines, ""]
+
+    def cell(errors: dict[str, float]) -> str:
+        ttft, tpot = errors.get("ttft_mean_median_ape"), errors.get("tpot_mean_median_ape")
+        return " / ".join("-" if v is None else f"{v:.0%}" for v in (ttft, tpot))
+
+    return [
+        *lines,
+        "",
+        "  The same groups under the harness variants of the closed-loop section (`--variants`; TTFT / TPOT mean",
+        "  median APE; the lengths' spread s is not fitted, two values shown):",
+        "",
+        "  | GPU | model | vLLM | assumed | " + " | ".join(names) + " |",
+        "  |---|---|---|---|" + "---|" * len(names),
+        *[
+            f"  | {g['system']} | {g['model'].split('/')[-1]} | {g['vllm']} | {cell(g)} | "
+            + " | ".join(cell(g["variants"][name]) for name in names)
+            + " |"
+            for g in groups
+        ],
+        "",
+    ]
 
 
 def _kernel_cost_lines(sets: dict[str, list[Case]]) -> list[str]:

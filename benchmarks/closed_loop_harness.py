@@ -32,6 +32,7 @@ import numpy as np
 from ttftsim.accuracy.ground_truth import Case, read_ground_truth
 from ttftsim.accuracy.harness import StageResult, run_all, summarize
 from ttftsim.shared_data import shared_dir
+from ttftsim.workload.clients import behaviour
 
 SERVE_RUNS = Path(__file__).resolve().parent / "vllm_cpu" / "serve_runs"
 SERVE_PAIR = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core-run11.json"
@@ -57,6 +58,21 @@ def variant(case: Case, spread: float, unique_prompts: bool) -> Case:
     if unique_prompts:
         data["client"]["dataset_entries"] = "unique"
         data["client"].pop("dataset_sampling", None)
+    return replace(case, scenario=type(case.scenario).model_validate(data))
+
+
+def ideal_client(case: Case) -> Case:
+    """The closed-loop case with clients spread over one request's duration (~15 ms per output token), the
+    tool's prompts kept (its dataset and how it draws from it)."""
+    data = case.scenario.model_dump()
+    spread = 0.015 * data["workload"]["output_tokens"]["value"]
+    data["workload"]["arrivals"]["ramp_up_s"] = spread
+    tool = behaviour(case.scenario.client)
+    data["client"] = {
+        "tool": "ideal",
+        "dataset_entries": tool.dataset_entries or "unique",
+        "dataset_sampling": tool.sampling,
+    }
     return replace(case, scenario=type(case.scenario).model_validate(data))
 
 
@@ -202,6 +218,20 @@ def lines(result: dict[str, Any]) -> list[str]:
         "assumed. Which harness it was is not recorded, so the headline figure above stays the assumed",
         "harness's; these variants are evidence about",
         "the data, not a prediction ttftsim makes by default.",
+        "",
+        "How the assumed command could still give spread lengths (read in the sources; not shown by the rows):",
+        "AIConfigurator's evaluation pipeline of that month (src/aiconfigurator/eval at faa9940e, 2025-10-21)",
+        "passes `max_tokens`, `min_tokens` and `ignore_eos` at the top level of the request",
+        "(eval/benchmarks/genai_perf_runner.py) to services behind Dynamo's OpenAI frontend: eval/service.py",
+        "waits for a /health answer in JSON with status `healthy` and an `endpoints` list, which Dynamo's",
+        "frontend gives and `vllm serve` (an empty 200) does not; the run scripts it generated then (TensorRT-LLM",
+        "only) start `dynamo.frontend`. Dynamo's frontend took `ignore_eos` only from its `nvext` extension and",
+        "`min_tokens` from neither (ai-dynamo/dynamo pull request 988, 2025-05; issue 1705, 2025-06: a top-level",
+        'ignore_eos "still stops outputting tokens early"), and AIConfigurator\'s benchmark template of 2026-02',
+        '(bench_run.sh.j2) sends `{"nvext":{"ignore_eos":true}}` beside it. Through that frontend every request',
+        "ends at the model's end of sequence or at O, whichever comes first. The rows do not say whether the",
+        "vLLM points went through it. The public points of the same sweep (below, `silicon_sample_check.py",
+        "--variants`) test the variants on data they were not read from.",
         "",
     ]
 

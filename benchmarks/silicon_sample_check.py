@@ -11,6 +11,11 @@ model, vLLM release) is simulated as `ttftsim accuracy` simulates that file (ttf
 the harness and engine version the row's date and release imply) and its TTFT and TPOT mean errors printed.
 The output keeps only ttftsim's errors per group, not the measurements. Nothing here is fitted.
 
+With --variants each group is also simulated under the harness variants of docs/accuracy.md's closed-loop
+section (closed_loop_harness.py): ideal clients (spread over one request's duration), one prompt per request,
+and one prompt per request with output lengths uniform in [(1 - s) O, O] for s = 10% and 50%. They test
+the assumed harness on points it was not chosen on; s is not fitted (two values shown).
+
 The rows carry their provenance (silicon_data_source) and this script reads it for one thing only: which
 measurement pipeline wrote the row, printed beside each group (the CSV format that `ttftsim accuracy`
 reads has no such column, so the simulation does not use it).
@@ -24,6 +29,7 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +37,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ttftsim.accuracy.ground_truth import read_ground_truth  # noqa: E402
+from closed_loop_harness import ideal_client, variant  # noqa: E402
+
+from ttftsim.accuracy.ground_truth import Case, read_ground_truth  # noqa: E402
 from ttftsim.accuracy.harness import run_all, summarize  # noqa: E402
 from ttftsim.accuracy.names import resolve_hardware, resolve_model  # noqa: E402
 from ttftsim.shared_data import shared_dir  # noqa: E402
@@ -40,6 +48,12 @@ COLUMNS = [
     "system", "backend", "backend_version", "model_path", "precision", "gemm_quant_mode", "mode",
     "isl", "osl", "concurrency", "tp_size", "pp_size", "silicon_ttft_ms", "silicon_tpot_ms",
 ]  # fmt: skip
+VARIANTS: dict[str, Callable[[Case], Case]] = {  # harness variants (--variants), none fitted
+    "ideal clients": ideal_client,
+    "unique prompts": lambda case: variant(case, 0.0, True),
+    "unique prompts, lengths spread 10%": lambda case: variant(case, 0.1, True),
+    "unique prompts, lengths spread 50%": lambda case: variant(case, 0.5, True),
+}
 KEY = ["system", "backend_version", "model_path", "precision", "isl", "osl", "concurrency", "tp_size"]
 
 
@@ -97,6 +111,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--csv", type=Path, required=True, help="AIConfigurator's silicon_sample.csv")
     ap.add_argument("--out", type=Path, help="write the per-group errors here (JSON)")
+    ap.add_argument("--variants", action="store_true", help="also simulate each group under the harness variants")
     args = ap.parse_args()
     rows = points(args.csv)
     groups = []
@@ -107,7 +122,12 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "points.csv"
             group[COLUMNS].to_csv(path, index=False)
-            results, skipped = run_all(read_ground_truth(path))
+            cases = read_ground_truth(path)
+            results, skipped = run_all(cases)
+            variants = {}
+            for name, change in VARIANTS.items() if args.variants else ():
+                varied = summarize(run_all([change(case) for case in cases])[0])["metrics"]
+                variants[name] = {f"{m}_median_ape": round(v["median_ape"], 4) for m, v in varied.items()}
         metrics = summarize(results)["metrics"]
         entry = {
             "system": system,
@@ -118,6 +138,7 @@ def main() -> int:
             "skipped": len(skipped),  # cannot be simulated (e.g. does not fit in memory)
             **{f"{m}_median_ape": round(v["median_ape"], 4) for m, v in metrics.items()},
             **{f"{m}_stages": v["stages"] for m, v in metrics.items()},
+            **({"variants": variants} if variants else {}),
         }
         groups.append(entry)
         ttft, tpot = entry.get("ttft_mean_median_ape"), entry.get("tpot_mean_median_ape")
@@ -127,6 +148,10 @@ def main() -> int:
             f"TPOT {tpot if tpot is None else f'{tpot:6.1%}'}",
             flush=True,
         )
+        for name, errors in variants.items():
+            ttft, tpot = errors.get("ttft_mean_median_ape"), errors.get("tpot_mean_median_ape")
+            print(f"    {name:36} TTFT {ttft if ttft is None else f'{ttft:6.1%}'}  "
+                  f"TPOT {tpot if tpot is None else f'{tpot:6.1%}'}", flush=True)  # fmt: skip
     simulated = sum(g["points"] for g in groups)
     print(f"{simulated} points simulated ({len(rows) - simulated} skipped) in {time.perf_counter() - started:.0f} s")
     if args.out:
