@@ -1,6 +1,6 @@
 """Closed-loop points nobody fitted to: AIConfigurator's public silicon_sample.csv, beyond the 45 shared rows.
 
-    .venv/bin/python benchmarks/silicon_sample_check.py --csv PATH [--out benchmarks/silicon_sample_check.json]
+    .venv/bin/python benchmarks/silicon_sample_check.py --csv PATH [--variants] [--out FILE.json]
 
 PATH is aic-core/src/aiconfigurator_core/systems/silicon_sample.csv of a checkout of ai-dynamo/aiconfigurator
 (Apache-2.0; not copied into this project). Every vLLM aggregated row of plain tensor parallelism (no pipeline
