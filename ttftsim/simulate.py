@@ -162,6 +162,7 @@ class SimulationResult:
             (self.prefix_query_tokens, self.prefix_hit_tokens),
             self.scenario.model,
             external=self.external_prefix,
+            server_ttft_extra_s=self.replica.engine.api_server.server_ttft_extra_s,
         )
 
 

@@ -16,7 +16,10 @@ The same regression for the EngineCore process (scheduler, Request creation, blo
 serialisation; the forward pass runs in the Worker process).
 The same regression on the CPU time of the API-server process's main thread alone (the asyncio loop, the
 work that serialises; its tokenizer pool and ZMQ's I/O threads run beside it): the costs the simulator uses.
-Then 30 sequential single requests at idle (16-token prompt, 1 output token, streaming): client TTFT.
+Then 30 sequential single requests at idle (16-token prompt, 1 output token, streaming): client TTFT, and the
+same requests in vLLM's own TTFT histogram (vllm:time_to_first_token_seconds, /metrics before and after: from
+the request's arrival_time, set when the parsed, tokenized request enters the engine client, to the output
+handler's processing of its first token).
 
 Phase 2 (a separate process, VLLM_ENABLE_V1_MULTIPROCESSING=0, LLMEngine in-process, same engine args and
 CPU): for the same 16-token prompt, time add_request (split into input processing and the core's
@@ -25,6 +28,9 @@ preprocess_add_request = Request creation + block hashing) and the engine.step()
 add_request/preprocess time for 64/512/2000-token prompts (per-token slope = hashing).
 hop_latency_ms = idle front-end latency - the loop's CPU for that request (per request, 16 prompt tokens, one
 step, one token): the wall time of the hand-offs (HTTP, ZMQ to and from the engine core, process wake-ups).
+server_ttft_window_ms: vLLM's own idle TTFT beyond the in-process engine (the ZMQ hand-offs to and from the
+engine core and the output handler: inside the server's window) and the client's TTFT beyond vLLM's own
+(HTTP in and out, parsing, tokenizing: outside it).
 """
 
 from __future__ import annotations
@@ -181,6 +187,17 @@ def engine_steps(metrics_text: str) -> float:
     return float("nan")
 
 
+def ttft_sum_count(metrics_text: str) -> tuple[float, float]:
+    """vLLM's own TTFT histogram so far (vllm:time_to_first_token_seconds), its sum and count over label sets."""
+    total = count = 0.0
+    for line in metrics_text.splitlines():
+        if line.startswith("vllm:time_to_first_token_seconds_sum"):
+            total += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("vllm:time_to_first_token_seconds_count"):
+            count += float(line.rsplit(" ", 1)[1])
+    return total, count
+
+
 def fit(rows: list[list[float]], ys: list[float], names: list[str]) -> dict[str, Any]:
     x, y = np.asarray(rows), np.asarray(ys)
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
@@ -275,8 +292,16 @@ def http_phase(port: int) -> dict[str, Any]:
         if "worker" in procs:
             out["fit_worker"] = fit(rows, [b["cpu_s_minus_idle"]["worker"] for b in batches], names)
         time.sleep(2)
+        before = ttft_sum_count(server.metrics())
         idle = asyncio.run(sequential(url, prompts(rng, 30, 16), 1, 0.3))
+        after = ttft_sum_count(server.metrics())
         ttft = np.array([r["ttft_s"] for r in idle])
+        served = after[1] - before[1]  # the same requests in vLLM's own histogram (arrival_time to first token)
+        out["idle_server_ttft_ms"] = {
+            "n": served,
+            "mean": (after[0] - before[0]) / served * 1e3 if served else float("nan"),
+            "client_mean": float(ttft.mean() * 1e3),
+        }
         out["idle_single_request"] = {
             "prompt_tokens": 16,
             "output_tokens": 1,
@@ -388,6 +413,15 @@ def main() -> int:
             "frontend_p50_ms": client["p50"] - engine_ms,
             "frontend_p10_ms": client["p10"] - engine_ms,
         }
+        server = result["http"].get("idle_server_ttft_ms")
+        if server and server["n"]:  # vLLM's own TTFT window at idle: beyond the engine, and outside it
+            result["server_ttft_window_ms"] = {
+                "server_ttft_mean_ms": server["mean"],
+                "client_ttft_mean_ms": server["client_mean"],
+                "inprocess_add_request_plus_step_ms": engine_ms,
+                "beyond_engine_ms": server["mean"] - engine_ms,
+                "outside_server_ms": server["client_mean"] - server["mean"],
+            }
         r512, r64 = inproc["512"], inproc["64"]
         result["engine_core_per_request_outside_forward"] = {
             "preprocess_add_request_s_by_prompt_len": {k: v["preprocess_add_request_s"] for k, v in inproc.items()},
@@ -408,6 +442,7 @@ def main() -> int:
         "engine_core_fit": result["http"].get("fit_engine_core"),
         "idle_frontend_latency_ms": result.get("idle_frontend_latency_ms"),
         "hop_latency_ms": result.get("hop_latency_ms"),
+        "server_ttft_window_ms": result.get("server_ttft_window_ms"),
     }
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["summary"], indent=1))

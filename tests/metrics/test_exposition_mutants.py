@@ -45,9 +45,13 @@ def _requests() -> pd.DataFrame:
         {
             "request_id": [0, 1, 2, 3],
             "status": ["finished", "finished", "in_flight", "rejected"],
-            "ttft_s": [0.03, 0.6, 0.005, nan],
+            "ttft_s": [0.045, 0.8, 0.012, nan],  # the client's: not what vLLM's histogram holds
             "e2e_s": [1.2, 2.0, nan, nan],
-            "queue_s": [0.01, 0.4, 0.0, nan],
+            # binary fractions (2^-n s), so that every sum below is exact in any order
+            "queue_s": [2**-7, 0.375, 0.0, nan],
+            "recompute_s": [0.0, 0.125, 0.0, nan],
+            "prefill_s": [2**-6, 2**-4, 2**-10, nan],
+            "waiting_s": [2**-8, 2**-7, 0.0, nan],
             "prompt_tokens": [100, 50, 30, 20],
             "generated_tokens": [10, 5, 2, 0],
             "num_preemptions": [0, 1, 0, 0],
@@ -65,20 +69,24 @@ def _bucket_lines(name: str, bounds: tuple[float, ...], counts: list[int], total
     return lines
 
 
-# TTFT of the three served requests: 5 ms (on the 0.005 bound: le is inclusive), 30 ms, 600 ms
+# vLLM's own TTFT of the three served requests, from the engine's arrival (queue + recompute + prefill + waiting)
+# plus the API server's 2^-9 s beyond the engine: 2.93 ms, 29.30 ms, 572.27 ms. Their client TTFTs (12, 45, 800
+# ms) would fill other buckets.
+EXTRA_S = 2**-9
 TTFT_COUNTS = [0, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3] + [3] * 11
+SERVER_TTFT = [2**-7 + 2**-6 + 2**-8 + EXTRA_S, 0.375 + 0.125 + 2**-4 + 2**-7 + EXTRA_S, 2**-10 + EXTRA_S]
 # gaps: 3 x 20 ms, 2 x 100 ms (on the 0.1 bound)
 ITL_COUNTS = [0, 3, 3, 3, 5] + [5] * 14
 # end-to-end of the two finished requests: 1.2 s and 2.0 s (on the 2 bound)
 E2E_COUNTS = [0, 0, 0, 0, 1, 2] + [2] * 15
-# queue time of the three served requests: 0, 10 ms, 400 ms
+# queue time of the three served requests: 0, 7.8 ms, 375 ms
 QUEUE_COUNTS = [2, 3] + [3] * 19
 
 EXPECTED = [
-    *_bucket_lines("vllm:time_to_first_token_seconds", TTFT_BUCKETS, TTFT_COUNTS, 3, "0.635"),
+    *_bucket_lines("vllm:time_to_first_token_seconds", TTFT_BUCKETS, TTFT_COUNTS, 3, "0.6044921875"),
     *_bucket_lines("vllm:inter_token_latency_seconds", ITL_BUCKETS, ITL_COUNTS, 5, "0.26"),
     *_bucket_lines("vllm:e2e_request_latency_seconds", REQUEST_BUCKETS, E2E_COUNTS, 2, "3.2"),
-    *_bucket_lines("vllm:request_queue_time_seconds", REQUEST_BUCKETS, QUEUE_COUNTS, 3, "0.41000000000000003"),
+    *_bucket_lines("vllm:request_queue_time_seconds", REQUEST_BUCKETS, QUEUE_COUNTS, 3, "0.3828125"),
     "# TYPE vllm:num_requests_running gauge",
     f"vllm:num_requests_running{{{LABELS}}} 1.0",
     "# TYPE vllm:num_requests_waiting gauge",
@@ -101,7 +109,7 @@ EXPECTED = [
 
 
 def test_the_tiny_runs_exposition_line_by_line() -> None:
-    text = exposition(_requests(), ITL, GAUGES, PREFIX, "m")
+    text = exposition(_requests(), ITL, GAUGES, PREFIX, "m", server_ttft_extra_s=EXTRA_S)
     assert text.endswith("\n") and not text.endswith("\n\n")
     lines = text.splitlines()
     for number, (got, expected) in enumerate(zip(lines, EXPECTED, strict=False)):
@@ -110,7 +118,7 @@ def test_the_tiny_runs_exposition_line_by_line() -> None:
 
 
 def test_a_kv_connectors_queries_and_hits_follow_the_gpus() -> None:
-    text = exposition(_requests(), ITL, GAUGES, PREFIX, "m", external=(96, 32))
+    text = exposition(_requests(), ITL, GAUGES, PREFIX, "m", external=(96, 32), server_ttft_extra_s=EXTRA_S)
     lines = text.splitlines()
     at = lines.index(f"vllm:prefix_cache_hits_total{{{LABELS}}} 48.0") + 1
     assert lines[at:] == [
@@ -137,7 +145,7 @@ def _reference_text() -> str:
     served = requests[requests["ttft_s"].notna()]
     finished = requests[requests["status"] == "finished"]
     histograms = [
-        ("vllm:time_to_first_token_seconds", TTFT_BUCKETS, list(served["ttft_s"])),
+        ("vllm:time_to_first_token_seconds", TTFT_BUCKETS, SERVER_TTFT),
         ("vllm:inter_token_latency_seconds", ITL_BUCKETS, [0.02] * 3 + [0.1] * 2),
         ("vllm:e2e_request_latency_seconds", REQUEST_BUCKETS, list(finished["e2e_s"])),
         ("vllm:request_queue_time_seconds", REQUEST_BUCKETS, list(served["queue_s"])),
@@ -171,7 +179,7 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def test_every_sample_agrees_with_prometheus_client() -> None:
-    ours = _samples(exposition(_requests(), ITL, GAUGES, PREFIX, "m"))
+    ours = _samples(exposition(_requests(), ITL, GAUGES, PREFIX, "m", server_ttft_extra_s=EXTRA_S))
     reference = _samples(_reference_text())
     assert sorted(ours) == sorted(reference)
     for key, value in reference.items():
@@ -227,8 +235,9 @@ def test_write_results_stages_every_file_and_marks_the_folder_complete(tmp_path:
     assert pq.read_schema(out / "requests.parquet").names == list(requests.columns)
     assert pq.read_schema(out / "steps.parquet").names == ["time_s", "duration_s"]
     assert (out / "requests.csv").read_text().splitlines()[:2] == [
-        "request_id,status,ttft_s,e2e_s,queue_s,prompt_tokens,generated_tokens,num_preemptions",
-        "0,finished,0.03,1.2,0.01,100,10,0",
+        "request_id,status,ttft_s,e2e_s,queue_s,recompute_s,prefill_s,waiting_s,prompt_tokens,generated_tokens,"
+        "num_preemptions",
+        "0,finished,0.045,1.2,0.0078125,0.0,0.015625,0.00390625,100,10,0",
     ]
     assert (out / "timeseries.csv").read_text() == "window_start_s,arrival_rate\n0.0,4.0\n"
 
@@ -244,7 +253,8 @@ def _spelled(line: str) -> tuple[str, tuple[str, ...], str]:
 def test_every_sample_line_is_spelled_as_prometheus_client_spells_it() -> None:
     """Bounds as le="1.0", values as 3.0: a rule or dashboard that selects {le="1.0"} finds our series too."""
     reference = {_spelled(line) for line in _reference_text().splitlines() if not line.startswith("#")}
-    ours = [_spelled(line) for line in exposition(_requests(), ITL, GAUGES, PREFIX, "m").splitlines() if line[0] != "#"]
+    text = exposition(_requests(), ITL, GAUGES, PREFIX, "m", server_ttft_extra_s=EXTRA_S)
+    ours = [_spelled(line) for line in text.splitlines() if line[0] != "#"]
     assert [line for line in ours if line not in reference] == []
     one = ("vllm:e2e_request_latency_seconds_bucket", ('engine="0"', 'le="1.0"', 'model_name="m"'), "0.0")
     assert one in ours

@@ -11,9 +11,11 @@ adds the request's way in (connection, HTTP send and parse) and the first chunk'
 network, the client's own parsing). So client - server is the frontend and network share of TTFT, by mean
 (exact: the histogram's sum / count) and by percentile (read from buckets, as coarse as they are).
 
-The predicted distribution is the simulated requests' client-visible TTFT, put in the buckets that
-`ttftsim simulate --prometheus` writes (metrics/prometheus.py TTFT_BUCKETS), so the two histograms compare
-bucket for bucket: the share of requests at or below each bound, measured (server, client) and predicted.
+The predicted distribution is the simulated requests' TTFT as vLLM's histogram holds it (metrics/prometheus.py
+server_ttft_s: the engine's arrival to first token plus the API server's server_ttft_extra_s), the same values
+`ttftsim simulate --prometheus` writes, in its buckets (TTFT_BUCKETS), so the histograms compare bucket for
+bucket: the share of requests at or below each bound, measured (server, client) and predicted. The predicted
+mean and percentiles beside the client's and the server's are of the same values.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from ttftsim.accuracy.reports.histograms import Histogram, histogram
 from ttftsim.accuracy.reports.prometheus import difference, parse_exposition
 from ttftsim.errors import InputError
 from ttftsim.inputs.files import read_text
-from ttftsim.metrics.prometheus import TTFT_BUCKETS
+from ttftsim.metrics.prometheus import TTFT_BUCKETS, server_ttft_s
+from ttftsim.replica import build_replica
 
 TTFT_METRIC = "vllm:time_to_first_token_seconds"
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
@@ -116,7 +119,8 @@ def server_view(case: Case, base: Path, server: Histogram) -> ServerView:
     """The run's client, server and predicted TTFT, and the three histograms in the server's buckets (where
     the server's bounds are the ones ttftsim writes, else the server's own)."""
     requests = simulated_requests(case, base)
-    ttft = requests.loc[requests["ttft_s"].notna(), "ttft_s"].to_numpy(dtype=np.float64)
+    extra = build_replica(case.scenario, base, case.name).engine.api_server.server_ttft_extra_s
+    ttft = server_ttft_s(requests, extra)  # vLLM's own TTFT, as the server's histogram holds it
     predicted = _statistics(ttft)
     client = client_ttfts(case)
     rows = []

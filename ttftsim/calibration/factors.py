@@ -94,4 +94,5 @@ def scaled_api_server(costs: ApiServerCosts, factors: Factors) -> ApiServerCosts
         per_output_token_s=min(1e-2, costs.per_output_token_s * scale),
         per_step_s=min(1e-1, costs.per_step_s * scale),
         hop_latency_s=costs.hop_latency_s,  # wall time of hand-offs, not the loop's CPU work
+        server_ttft_extra_s=costs.server_ttft_extra_s,  # the same hand-offs, seen from vLLM's histogram
     )

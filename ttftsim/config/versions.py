@@ -31,6 +31,16 @@ class ApiServerCosts(StrictModel):
         description="Wall time of a request's hand-offs that is not the loop's CPU (HTTP, ZMQ to and from the "
         "engine core, process wake-ups): a fixed delay on each request's tokens, never queued (0 unless set)",
     )
+    server_ttft_extra_s: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="vLLM's own TTFT (vllm:time_to_first_token_seconds: from the request's arrival_time, set once "
+        "it is parsed and tokenized, to the output handler's processing of its first token) beyond the engine's "
+        "arrival-to-first-token, at idle: the ZMQ hand-offs to and from the engine core and the output handler. "
+        "Added to the engine's window in the predicted vLLM TTFT histogram (simulate --prometheus, the server "
+        "view); no request waits for it (0 unless set)",
+    )
 
 
 class VersionDefaults(StrictModel):

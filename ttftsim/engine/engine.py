@@ -102,7 +102,8 @@ class Engine:
         self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
         self.visible = VisibleTokens(first_visible_token)  # the client sees content with this token
         self._last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
-        self.api = ApiServer(ApiServerCostsS(**cfg.api_server.model_dump(exclude={"hop_latency_s"})))
+        latencies = {"hop_latency_s", "server_ttft_extra_s"}  # fixed delays, not the loop's CPU work
+        self.api = ApiServer(ApiServerCostsS(**cfg.api_server.model_dump(exclude=latencies)))
         self._api_on = not self.api.costs.is_free
         self.on_end: Callable[[RequestState, str], None] | None = None  # cluster: a request left this engine
         self.on_first_token: Callable[[RequestState], None] | None = None  # cluster: the TTFT histogram

@@ -1,5 +1,13 @@
 """Prometheus text exposition of a run with vLLM's own metric names and histogram buckets
-(serving-semantics.md part 5): what a scrape of the engine would have returned at the end of the run."""
+(serving-semantics.md part 5): what a scrape of the engine would have returned at the end of the run.
+
+vllm:time_to_first_token_seconds is vLLM's own TTFT, not the client's: from the request's arrival_time (set
+when the parsed, tokenized request enters the engine client, vllm/v1/engine/input_processor.py) to the output
+handler's processing of the step output with its first token (vllm/v1/metrics/stats.py,
+IterationStats.update_from_output). `server_ttft_s` is the engine's arrival-to-first-token plus the API
+server's measured server_ttft_extra_s (the hand-offs to and from the engine core and the output handler);
+the client's TTFT adds the API server's ingress (its queue, parsing, tokenizing), the HTTP hand-offs and the
+wait for a visible token."""
 
 from __future__ import annotations
 
@@ -94,6 +102,14 @@ def histogram_lines(
     return lines
 
 
+def server_ttft_s(requests: pd.DataFrame, extra_s: float) -> NDArray[np.float64]:
+    """vLLM's own TTFT of each request that got a token (module docstring): the engine's arrival to its first
+    token (queue, recomputation after preemption, prefill, waiting for the step that samples it) plus extra_s."""
+    served = requests.loc[requests["ttft_s"].notna(), ["queue_s", "recompute_s", "prefill_s", "waiting_s"]]
+    window: NDArray[np.float64] = served.to_numpy(dtype=np.float64).sum(axis=1)
+    return window + extra_s
+
+
 def exposition(
     requests: pd.DataFrame,
     itl: tuple[NDArray[np.float64], NDArray[Any]],  # gap values, integer weights
@@ -102,12 +118,14 @@ def exposition(
     model_name: str,
     engine: int = 0,
     external: tuple[int, int] | None = None,
+    server_ttft_extra_s: float = 0.0,
 ) -> str:
     labels = f'model_name="{model_name}",engine="{engine}"'
     served = requests[requests["ttft_s"].notna()]
     finished = requests[requests["status"] == "finished"]
     lines: list[str] = []
-    lines += histogram_lines("vllm:time_to_first_token_seconds", labels, served["ttft_s"].to_numpy(), TTFT_BUCKETS)
+    ttft = server_ttft_s(requests, server_ttft_extra_s)
+    lines += histogram_lines("vllm:time_to_first_token_seconds", labels, ttft, TTFT_BUCKETS)
     lines += histogram_lines("vllm:inter_token_latency_seconds", labels, itl[0], ITL_BUCKETS, itl[1])
     lines += histogram_lines("vllm:e2e_request_latency_seconds", labels, finished["e2e_s"].to_numpy(), REQUEST_BUCKETS)
     lines += histogram_lines("vllm:request_queue_time_seconds", labels, served["queue_s"].to_numpy(), REQUEST_BUCKETS)
