@@ -4,6 +4,7 @@ sample) and the HPA's loop and activator on stand-ins for the lifecycle and the 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +14,12 @@ from tests.factories import make_engine
 from ttftsim.cluster.autoscaler import Autoscaler
 from ttftsim.cluster.hpa import ExternalMetricInput, MetricInput, PodsMetricInput
 from ttftsim.cluster.pod import Pod
+from ttftsim.cluster.run import run_cluster
 from ttftsim.cluster.scrapes import Prometheus, TtftHistogram
 from ttftsim.config.cluster import Autoscaling
+from ttftsim.config.loading import load_file
+from ttftsim.config.scenario import Scenario
+from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.state import RequestState
 from ttftsim.workload.request import Request
 
@@ -61,6 +66,15 @@ def test_scrapes_keep_the_rate_window_and_the_p99_comes_from_the_counts_inside_i
     assert [s.time_s for s in prometheus.scrapes] == [15.0, 30.0, 45.0, 60.0]
     (p99, _) = prometheus.metric_inputs()
     assert isinstance(p99, ExternalMetricInput) and p99.value == pytest.approx(2.5 + 2.5 * 99 / 100)
+
+
+def test_the_ttft_histogram_holds_vllms_window_the_hand_offs_inside_it_included() -> None:
+    # the engine's arrival to first token is 95 ms; vLLM's histogram also holds the API server's 10 ms of
+    # hand-offs inside its window, which move the request from the (0.08, 0.1] bucket to (0.1, 0.25]
+    bare, with_extra = TtftHistogram(), TtftHistogram(0.01)
+    first_tokens(bare, 0.095, 1)
+    first_tokens(with_extra, 0.095, 1)
+    assert bare.counts.nonzero()[0].tolist() == [7] and with_extra.counts.nonzero()[0].tolist() == [8]
 
 
 class Lifecycle:
@@ -127,3 +141,12 @@ def test_the_activator_starts_one_pod_only_when_none_is_serving() -> None:
     env, scaler, lifecycle = autoscaler(["starting"], [])
     scaler.activate()  # a pod is on its way: nothing to do
     assert lifecycle.scaled == [] and scaler.rows == []
+
+
+def test_the_clusters_histogram_takes_the_api_servers_hand_offs_from_the_engine_version() -> None:
+    # examples/cluster-spike.yaml names no API-server costs: vLLM's version profile gives 4.27 ms
+    # (config/engine_versions.yaml), which the pods' builds carry to the HPA's histogram; 10 s of the run suffice
+    example = Path(__file__).parents[2] / "examples" / "cluster-spike.yaml"
+    scenario = load_file(Scenario, example).model_copy(update={"horizon_s": 10.0})
+    cluster, _ = run_cluster(scenario, example.parent, 0, Recorder(0.0))
+    assert cluster.prometheus is not None and cluster.prometheus.histogram.extra_s == 0.00427

@@ -70,11 +70,12 @@ class ClusterSim:
         window_s: float,
         tp: int,
         client_timeout_s: float | None = None,
+        server_ttft_extra_s: float = 0.0,
     ) -> None:
         self.env, self.spec = env, spec
         shape = PodShape(spec.pod.gpus if spec.pod.gpus is not None else tp, spec.interference.pods_per_gpu)
         self.prefill_recorder = Recorder(0.0)  # prefill pods' records: iterations, never client requests
-        histogram = TtftHistogram()
+        histogram = TtftHistogram(server_ttft_extra_s)
         self.provisioner = Provisioner(env, spec, shape, on_node_ready=self._schedule_pending)
         self.binder = Binder(spec.pod, spec.node_pools, shape, rng)
         activate = self._activate if spec.autoscaling is not None else None

@@ -70,3 +70,4 @@ class ReplicaBuild:
     enforce_eager: bool
     error: str = ""
     kv_bytes_per_token: float = 0.0  # the whole model's (all TP shards), for KV transfers
+    server_ttft_extra_s: float = 0.0  # the API server's hand-offs inside vLLM's TTFT window (api_server costs)

@@ -124,7 +124,8 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
 
         # a request's KV lives on one engine's TP x PP GPUs (one data-parallel rank of the replica's)
         kv_per_token = float(memory.kv_bytes_per_token * engine_cfg.rank_gpus) if memory else 0.0
-        cache[hardware] = ReplicaBuild(make, weight_bytes, gpus, engine_cfg.enforce_eager, "", kv_per_token)
+        extra = engine_cfg.api_server.server_ttft_extra_s
+        cache[hardware] = ReplicaBuild(make, weight_bytes, gpus, engine_cfg.enforce_eager, "", kv_per_token, extra)
         return cache[hardware]
 
     return build
@@ -152,8 +153,9 @@ def run_cluster(
     rng = np.random.default_rng(seed)
     workload_rng, cluster_rng = rng.spawn(2)
     cluster = ClusterSim(
-        env, spec, builds, recorder, cluster_rng, scenario.metrics_window_s, primary.tp, scenario.client_timeout_s
-    )
+        env, spec, builds, recorder, cluster_rng, scenario.metrics_window_s, primary.tp, scenario.client_timeout_s,
+        primary.server_ttft_extra_s,
+    )  # fmt: skip
     requests = start_workload(
         env, scenario.workload, WorkloadContext(workload_rng, base), cluster.route, scenario.client
     )

@@ -4,10 +4,10 @@ ready pod's vLLM gauges and the cluster's TTFT histogram counts, every scrape_in
 rate window; and the HPA's metric inputs computed from them at a sync.
 
 The TTFT histogram is vLLM's vllm:time_to_first_token_seconds summed over pods (from the engine's
-arrival, not the gateway's); its P99 is histogram_quantile over the counts that arrived in the rate
-window (an External metric). Gauges are Pods metrics: the latest scrape's sample of each pod that is
-starting, ready or crash-looping; pods without a sample count as missing. Not modelled: scrape jitter,
-the adapter's own cache, per-pod histograms.
+arrival, not the gateway's, plus the API server's hand-offs inside vLLM's window); its P99 is
+histogram_quantile over the counts that arrived in the rate window (an External metric). Gauges are Pods
+metrics: the latest scrape's sample of each pod that is starting, ready or crash-looping; pods without a
+sample count as missing. Not modelled: scrape jitter, the adapter's own cache, per-pod histograms.
 """
 
 from __future__ import annotations
@@ -33,11 +33,13 @@ from ttftsim.engine.state import RequestState
 class TtftHistogram:
     """Counts of first tokens per TTFT bucket (the last one +Inf), as every serving pod's engine reports them."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra_s: float = 0.0) -> None:
         self.counts = np.zeros(len(TTFT_BUCKETS) + 1, dtype=np.int64)
+        self.extra_s = extra_s  # the API server's hand-offs inside vLLM's window (api_server.server_ttft_extra_s)
 
     def observe(self, state: RequestState) -> None:
-        ttft = state.first_token_s - state.submitted_s  # vLLM's histogram: from the engine's arrival
+        # vLLM's histogram: from the engine's arrival to the output handler (metrics/prometheus.py server_ttft_s)
+        ttft = state.first_token_s - state.submitted_s + self.extra_s
         self.counts[int(np.searchsorted(TTFT_BUCKETS, ttft, side="left"))] += 1
 
 

@@ -39,7 +39,7 @@ class ApiServerCosts(StrictModel):
         "it is parsed and tokenized, to the output handler's processing of its first token) beyond the engine's "
         "arrival-to-first-token, at idle: the ZMQ hand-offs to and from the engine core and the output handler. "
         "Added to the engine's window in the predicted vLLM TTFT histogram (simulate --prometheus, the server "
-        "view); no request waits for it (0 unless set)",
+        "view, the HPA's ttft_p99_s); no request waits for it (0 unless set)",
     )
 
 
