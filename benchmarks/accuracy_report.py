@@ -408,7 +408,7 @@ def _silicon_lines() -> list[str]:
             f"  | {g['system']} | {g['model'].split('/')[-1]} | {g['vllm']} | {g['pipeline']} | {g['points']} "
             f"| {cells[0]} | {cells[1]} |"
         )
-    names = [name for name in groups[0].get("variants", {})] if groups else []
+    names = list(groups[0].get("variants", {})) if groups else []
     if not names:
         return [*lines, ""]
 

@@ -152,10 +152,10 @@ def run_cluster(
     env = simpy.Environment()
     rng = np.random.default_rng(seed)
     workload_rng, cluster_rng = rng.spawn(2)
+    window_s, timeout_s = scenario.metrics_window_s, scenario.client_timeout_s
     cluster = ClusterSim(
-        env, spec, builds, recorder, cluster_rng, scenario.metrics_window_s, primary.tp, scenario.client_timeout_s,
-        primary.server_ttft_extra_s,
-    )  # fmt: skip
+        env, spec, builds, recorder, cluster_rng, window_s, primary.tp, timeout_s, primary.server_ttft_extra_s
+    )
     requests = start_workload(
         env, scenario.workload, WorkloadContext(workload_rng, base), cluster.route, scenario.client
     )
