@@ -32,12 +32,14 @@ def test_work_queues_first_in_first_out() -> None:
 @pytest.mark.parametrize("durations", [[0.01] * 5, [0.0005, 0.0001, 0.01, 0.0002, 0.03]])
 def test_a_decode_run_equals_its_steps_one_by_one(durations: list[float]) -> None:
     ends = np.cumsum(durations).tolist()
-    run, steps = ApiServer(COSTS), ApiServer(COSTS)
-    run.free_at = steps.free_at = 0.0012
+    run, steps, tracked = ApiServer(COSTS), ApiServer(COSTS), ApiServer(COSTS)
+    run.free_at = steps.free_at = tracked.free_at = 0.0012
     run.output_run(0.001, ends, durations, 8)
-    for end in ends:
-        steps.outputs(0.001 + end, 8)
+    delivered: list[float] = []  # when each step's tokens are sent (a first visible token inside a run waits so)
+    tracked.output_run(0.001, ends, durations, 8, delivered)
+    sent = [steps.outputs(0.001 + end, 8) for end in ends]
     assert run.free_at == pytest.approx(steps.free_at, abs=1e-15)
+    assert delivered == pytest.approx(sent, abs=1e-15) and tracked.free_at == pytest.approx(steps.free_at, abs=1e-15)
 
 
 def _ttfts(arrivals: list[tuple[float, int, int]], closed_form: bool = True) -> list[float]:

@@ -64,16 +64,27 @@ class ApiServer:
         self.free_at = (now if now > self.free_at else self.free_at) + self.costs.output_s(num_tokens)
         return self.free_at
 
-    def output_run(self, start: float, ends: Sequence[float], durations: Sequence[float], num_tokens: int) -> None:
-        """The steps of a decode run (ends relative to start, and their durations), num_tokens tokens each."""
+    def output_run(
+        self,
+        start: float,
+        ends: Sequence[float],
+        durations: Sequence[float],
+        num_tokens: int,
+        delivered: list[float] | None = None,
+    ) -> None:
+        """The steps of a decode run (ends relative to start, and their durations), num_tokens tokens each;
+        when each step's tokens have been processed is appended to `delivered` (if given), as `outputs`
+        returns it."""
         work = self.costs.output_s(num_tokens)
-        if not work or not len(ends):
+        if not len(ends) or (not work and delivered is None):
             return
-        if self.free_at <= start + float(ends[0]) and work <= float(min(durations)):  # never backs up
-            self.free_at = start + float(ends[-1]) + work
+        if delivered is None and self.free_at <= start + float(ends[0]) and work <= float(min(durations)):
+            self.free_at = start + float(ends[-1]) + work  # never backs up
             return
         free = self.free_at
         for end in ends:
             at = start + float(end)
             free = (at if at > free else free) + work
+            if delivered is not None:
+                delivered.append(free)
         self.free_at = free

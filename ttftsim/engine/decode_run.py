@@ -37,19 +37,22 @@ class RunTimes:
 
 class DecodeRun:
     """A run in flight: when it started, its iterations' times, and how many of them have had their tokens
-    handed to the API server (the rest are handed when the run ends, or when a request arrives)."""
+    handed to the API server (the rest are handed when the run ends, or when a request arrives); with
+    `track`, when the API server has processed each handed iteration's tokens (`delivered`: a member's
+    first visible token may come inside the run, and waits for them)."""
 
-    def __init__(self, start_s: float, times: RunTimes) -> None:
+    def __init__(self, start_s: float, times: RunTimes, track: bool = False) -> None:
         self.start_s = start_s
         self.times = times
         self.handed = 0
+        self.delivered: list[float] | None = [] if track else None
 
     def hand_tokens(self, api: ApiServer, done: int, num_seqs: int) -> None:
         """The API server gets the tokens of the first `done` iterations not handed to it yet."""
         first = self.handed
         if done > first:
             times = self.times
-            api.output_run(self.start_s, times.ends[first:done], times.durations[first:done], num_seqs)
+            api.output_run(self.start_s, times.ends[first:done], times.durations[first:done], num_seqs, self.delivered)
             self.handed = done
 
 

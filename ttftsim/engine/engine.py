@@ -78,12 +78,14 @@ class Engine:
             if cfg.windowed_kv is None
             else WindowedKVCacheManager(cfg.windowed_kv, cfg.block_size, cfg.enable_prefix_caching)
         )
-        if cfg.kv_offload_blocks:
+        if cfg.kv_offload_blocks:  # every block filled goes to the tier, a private request's too (mark_private)
             self.kv.tier = CpuTier(cfg.kv_offload_blocks)
+            self.kv.hashes_private = True
         self.kv.lmcache = lmcache_tiers(cfg, remote_stores)  # remote_stores: the cluster's, shared
         self.closed_form_decode = (
             closed_form_decode
             and cfg.windowed_kv is None  # blocks leave the window as requests decode: stepped request by request
+            and not cfg.kv_offload_blocks  # every block a decode fills goes to the CPU tier then: stepped, in order
             and cfg.kv_cache_mode != "none"
             and cfg.pp == 1
             and cfg.speculative is None
@@ -164,14 +166,18 @@ class Engine:
             self.submit(self._pop_feed(), pulled=True)
 
     def _next_arrival_in(self) -> float | None:
-        """Time until the engine must look up: the next pulled arrival, a request leaving the API server,
-        or a timeout check."""
-        gaps = [self._feed[0].arrival_s - self.env.now] if self._feed else []
-        head = self.scheduler.next_submitted_s()  # an API-server hand-off or a KV copy from the CPU tier
-        if head is not None and head > self.env.now:
-            gaps.append(head - self.env.now)
-        if self.client_timeout_s is not None and self.scheduler.has_work():
-            gaps.append(max(0.0, self._next_expiry - self.env.now))
+        """Time until the engine must look up: the next pulled arrival, a request leaving the API server, a KV
+        copy from the CPU tier done, or a timeout check."""
+        now, scheduler = self.env.now, self.scheduler
+        gaps = [self._feed[0].arrival_s - now] if self._feed else []
+        head = scheduler.next_submitted_s()  # the API server's next hand-off
+        if head is not None and head > now:
+            gaps.append(head - now)
+        load = scheduler.loading.next_done_s() if scheduler.loading.states else None
+        if load is not None and load > now:  # apart from the head: a request the engine has may wait behind it
+            gaps.append(load - now)
+        if self.client_timeout_s is not None and scheduler.has_work():
+            gaps.append(max(0.0, self._next_expiry - now))
         return min(gaps) if gaps else None
 
     def _expire(self) -> None:
@@ -308,7 +314,7 @@ class Engine:
         if not plan.per_request and self.scheduler.cohort.size:
             self.recorder.itl(duration, self.scheduler.cohort.size)
             if self.visible.awaiting:
-                self.visible.mark(self.scheduler.cohort, (self.env.now,), delay)
+                self.visible.mark(self.scheduler.cohort, (self.env.now,), (delay,))
             self._advance_cohort(1)
         for state, new in plan.scheduled:
             self._apply(state, new, duration, delay)
@@ -375,7 +381,7 @@ class Engine:
         cohort = self.scheduler.cohort
         times = run_times(self.perf, cohort, plan.shape.decode_kv_tokens, steps, self._next_arrival_in(), free)
         ends = times.ends
-        run = self._run = DecodeRun(start, times)
+        run = self._run = DecodeRun(start, times, self._api_on and bool(self.visible.awaiting))
         done = len(ends)
         if self.accepts_pushes:  # a pushed request may cut the run
             self._wakeup = env.event()
@@ -405,8 +411,11 @@ class Engine:
         self.recorder.itl_run(run.times.durations[:done], cohort.size)
         if self._api_on:
             run.hand_tokens(self.api, done, cohort.size)
-        if self.visible.awaiting:
-            self.visible.mark(cohort, [start + end for end in ends[:done]], self.api.costs.output_s(cohort.size))
+        if self.visible.awaiting:  # the API server's delay for each iteration's tokens (queued behind earlier work)
+            step_ends = [start + float(end) for end in ends[:done]]
+            delivered = run.delivered
+            delays = [0.0] * done if delivered is None else [d - e for d, e in zip(delivered, step_ends, strict=False)]
+            self.visible.mark(cohort, step_ends, delays)
         self._advance_cohort(done)
 
     def _account_run(self, until: float) -> None:

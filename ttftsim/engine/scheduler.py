@@ -76,13 +76,8 @@ class Scheduler:
         self.waiting.add(state)
 
     def next_submitted_s(self) -> float | None:
-        """When the head of the waiting queue reached the engine, or the next KV copy from the CPU tier is
-        done, whichever is first (None: nothing waits)."""
-        head = self.waiting.peek().submitted_s if len(self.waiting) else None
-        if not self.loading.states:
-            return head
-        load = self.loading.next_done_s()
-        return head if load is None else load if head is None else min(head, load)
+        """When the head of the waiting queue reached the engine (None: nothing waits)."""
+        return self.waiting.peek().submitted_s if len(self.waiting) else None
 
     def to_cohort(self, state: RequestState) -> None:
         """A running request whose prefill is done decodes with the cohort from now on."""

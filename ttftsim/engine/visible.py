@@ -30,9 +30,10 @@ class VisibleTokens:
         elif state.num_output == 1:  # its visible token comes later, possibly inside the cohort
             self.awaiting.append(state)
 
-    def mark(self, cohort: DecodeCohort, step_ends: Any, delay_s: float) -> None:
+    def mark(self, cohort: DecodeCohort, step_ends: Any, delays_s: Any) -> None:
         """Before the cohort advances over iterations ending at step_ends: members reaching their first
-        visible token get its time (and the API server's delay in sending it)."""
+        visible token get its time (and the API server's delay in sending that iteration's tokens,
+        delays_s)."""
         waiting = []
         for state in self.awaiting:
             if state.visible_s >= 0 or state.status in ("finished", "aborted"):
@@ -43,7 +44,7 @@ class VisibleTokens:
             ahead = self.first_visible_token - (state.num_output + cohort.clock - state.sync_clock)
             if ahead <= len(step_ends):
                 state.visible_s = float(step_ends[ahead - 1])
-                state.output_delay_s = delay_s
+                state.output_delay_s = float(delays_s[ahead - 1])
             else:
                 waiting.append(state)
         self.awaiting = waiting

@@ -66,8 +66,12 @@ class KVCacheManager:
         return self.pool.usage()
 
     def mark_private(self, request_id: int) -> None:
-        """No other request can share this one's content (its first content id is its own)."""
-        self._private.add(request_id)
+        """No other request can share this one's content (its first content id is its own). Not with a CPU
+        tier: every block filled on the GPU is stored there, a private one too, and takes its room (vLLM's
+        offloading connector stores each request's full blocks, whoever could share them), so such a request
+        is hashed as it runs."""
+        if self.tier is None:
+            self._private.add(request_id)
 
     def _is_anonymous(self, request_id: int) -> bool:
         return not self.caching or request_id in self._private
