@@ -78,9 +78,8 @@ class Engine:
             if cfg.windowed_kv is None
             else WindowedKVCacheManager(cfg.windowed_kv, cfg.block_size, cfg.enable_prefix_caching)
         )
-        if cfg.kv_offload_blocks:  # every block filled goes to the tier, a private request's too (mark_private)
+        if cfg.kv_offload_blocks:
             self.kv.tier = CpuTier(cfg.kv_offload_blocks)
-            self.kv.hashes_private = True
         self.kv.lmcache = lmcache_tiers(cfg, remote_stores)  # remote_stores: the cluster's, shared
         self.closed_form_decode = (
             closed_form_decode
@@ -414,6 +413,7 @@ class Engine:
         if self.visible.awaiting:  # the API server's delay for each iteration's tokens (queued behind earlier work)
             step_ends = [start + float(end) for end in ends[:done]]
             delivered = run.delivered
+            # delivered may run past `done` (the settle at the horizon hands an iteration ending there)
             delays = [0.0] * done if delivered is None else [d - e for d, e in zip(delivered, step_ends, strict=False)]
             self.visible.mark(cohort, step_ends, delays)
         self._advance_cohort(done)

@@ -54,13 +54,19 @@ class KVCacheManager:
         self._num_hashed: dict[int, int] = {}
         self.query_tokens = 0
         self.hit_tokens = 0
-        self.hashes_private = False  # private requests are hashed only when preempted (windowed.py: as they run)
+        self.hashes_private_as_run = False  # private requests are hashed only when preempted (windowed.py: as they run)
         self.tier: CpuTier | None = None  # host-memory KV offloading (offload.py), when configured
         self.lmcache: LMCacheTiers | None = None  # LMCache's tiers (offload.py), when configured
 
     @property
     def caching(self) -> bool:
         return self.pool.enable_caching
+
+    @property
+    def hashes_private(self) -> bool:
+        """Whether a private request's full blocks are registered as it runs (the scheduler asks): always with
+        a CPU tier, which stores every filled block (mark_private)."""
+        return self.hashes_private_as_run or self.tier is not None
 
     def usage(self) -> float:
         return self.pool.usage()

@@ -59,7 +59,7 @@ class WindowedKVCacheManager(KVCacheManager):
         self.window = groups.window
         self.contiguous = -(-(groups.window - 1) // block_size)  # cached blocks in a row a windowed hit needs
         self.tables: dict[int, list[list[int]]] = {}  # per request: the full groups' tables, then the windowed
-        self.hashes_private = True
+        self.hashes_private_as_run = True
         self._vllm_order = [*range(groups.full, self.num_groups), *range(groups.full)]  # windowed groups first
 
     def num_held(self, request_id: int) -> int:
