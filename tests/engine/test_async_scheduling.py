@@ -10,6 +10,8 @@ B: arrives at 0.115, while A's first decode runs, prompt 50, output 2.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.factories import feed, make_engine, request
@@ -122,3 +124,22 @@ def test_iteration_model_hides_host_time_only_behind_a_step_in_flight() -> None:
     host = sync.overhead_s(shape)
     assert asyn.idle_start_s(shape) == pytest.approx(sync.time_s(shape), rel=1e-12)
     assert asyn.time_s(shape) == pytest.approx(sync.time_s(shape) - host, rel=1e-12)
+
+
+@pytest.mark.parametrize("closed_form", [True, False])
+def test_a_request_pushed_at_the_instant_a_step_ends_is_in_the_next_schedule(closed_form: bool) -> None:
+    # Synchronous engine, requests pushed (as the cluster's gateway does). A (prompt 100, 3 tokens) is prefilled
+    # over 0 .. 0.110. B is pushed at 0.110 by a process whose timer is processed after the step's end (created
+    # later, same instant): the engine waits for the events due at that instant before it schedules, so B is
+    # prefilled with A's first decode (0.01 + 0.001 x 51 = 0.061 s: TTFT 0.061), not after it (0.072).
+    env, engine, recorder = make_engine(cost=COST, closed_form=closed_form, enable_prefix_caching=False)
+    engine.submit(request(0, 0.0, 100, 3))
+
+    def push_b() -> Any:
+        yield env.timeout(0.110)
+        engine.submit(request(1, env.now, 50, 2))
+
+    env.process(push_b())
+    env.run()
+    frame = recorder.requests_frame().sort_values("request_id")
+    assert [float(x) for x in frame["ttft_s"]] == pytest.approx([0.110, 0.061], abs=1e-12)

@@ -73,7 +73,11 @@ class CalibratedCosts(RooflineCosts):
         self.fits = fits
         self.source = source
         self._memo: dict[tuple[object, ...], float] = {}
-        self._decode: dict[tuple[int, AttentionShape], tuple[float, float, splines.Table]] = {}
+        self._decode: dict[AttentionShape, dict[int, tuple[float, float, splines.Table]]] = {}
+        # the decode lines of the shape read last: a model has one decode shape (two with MLA or sliding
+        # windows), the same object every iteration; hashing the dataclass costs as much as the line itself
+        self._decode_shape: AttentionShape | None = None
+        self._decode_lines: dict[int, tuple[float, float, splines.Table]] = {}
 
     @classmethod
     def load(cls, hardware: HardwareProfile) -> CalibratedCosts | None:
@@ -186,7 +190,10 @@ class CalibratedCosts(RooflineCosts):
     def _decode_line(self, seqs: int, shape: AttentionShape) -> tuple[float, float, splines.Table] | None:
         """For a batch of `seqs`: the curve's time as fixed + per KV token (it is linear in the batch's
         total context), and the correction over the mean context."""
-        line = self._decode.get((seqs, shape))  # read every iteration: keyed by what varies
+        if shape is not self._decode_shape:  # read every iteration: the shape's lines, then the batch's
+            self._decode_shape = shape
+            self._decode_lines = self._decode.setdefault(shape, {})
+        line = self._decode_lines.get(seqs)
         if line is None:
             key = f"decode_attention/{'fp8' if shape.kv_bytes == 1 else 'bf16'}"
             params = self._curve(key, {"batch": seqs, "kv_heads": shape.kv_heads, "head_dim": shape.head_dim})
@@ -197,7 +204,7 @@ class CalibratedCosts(RooflineCosts):
                 2.0 * shape.kv_heads * shape.head_dim * shape.kv_bytes / (self.hw.mem_bw_bytes_per_s * efficiency)
             )
             table = self._attention_table(key, "decode_attention", shape).column(math.log2(seqs))
-            line = self._decode[seqs, shape] = (latency + per_seq * seqs, per_token, table)
+            line = self._decode_lines[seqs] = (latency + per_seq * seqs, per_token, table)
         return line
 
     def allreduce_s(self, message_bytes: float, ranks: int, link: Link) -> float:

@@ -12,6 +12,7 @@ sample count as missing. Not modelled: scrape jitter, the adapter's own cache, p
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from collections.abc import Callable, Generator
@@ -40,7 +41,7 @@ class TtftHistogram:
     def observe(self, state: RequestState) -> None:
         # vLLM's histogram: from the engine's arrival to the output handler (metrics/prometheus.py server_ttft_s)
         ttft = state.first_token_s - state.submitted_s + self.extra_s
-        self.counts[int(np.searchsorted(TTFT_BUCKETS, ttft, side="left"))] += 1
+        self.counts[bisect.bisect_left(TTFT_BUCKETS, ttft)] += 1  # np.searchsorted(side="left") without numpy's call
 
 
 @dataclass(frozen=True)

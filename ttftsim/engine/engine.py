@@ -249,8 +249,10 @@ class Engine:
                     yield from self._decode_run(plan, run)
                 else:
                     yield from self._step(plan)
-                if self.accepts_pushes:
-                    yield self.env.timeout(0)  # requests pushed at this very instant are seen by the next schedule
+                if self.accepts_pushes and self.env.peek() <= self.env.now:
+                    # requests pushed at this very instant are seen by the next schedule: wait for the events
+                    # already due now (when none is, nothing can push before the next schedule, so no wait)
+                    yield self.env.timeout(0)
 
         except simpy.Interrupt:
             return
@@ -385,7 +387,7 @@ class Engine:
         if self.accepts_pushes:  # a pushed request may cut the run
             self._wakeup = env.event()
             timer = env.timeout(float(ends[-1]))
-            yield timer | self._wakeup
+            yield first_of(env, timer, self._wakeup)
             if not timer.processed:  # cut: finish the iteration in progress
                 elapsed = env.now - start
                 done = bisect.bisect_right(ends, elapsed)
@@ -461,4 +463,24 @@ def idle_until(engine: Engine) -> simpy.Event:
     if gap is None:
         return engine._wakeup
     timer = engine.env.timeout(gap)
-    return timer | engine._wakeup if engine.accepts_pushes else timer
+    return first_of(engine.env, timer, engine._wakeup) if engine.accepts_pushes else timer
+
+
+def first_of(env: simpy.Environment, timer: simpy.Event, wakeup: simpy.Event) -> simpy.Event:
+    """An event processed as `timer | wakeup` is: scheduled when the first of the two is processed, so it
+    comes after the events due at that instant, in the same order. Without the Condition's bookkeeping (its
+    value, its callbacks removed from the other event), which cost as much as the rest of a decode run;
+    the caller tells which came first by `timer.processed`."""
+    fired = env.event()
+
+    def fire(_event: simpy.Event) -> None:
+        if not fired.triggered:
+            fired.succeed()
+
+    for event in (timer, wakeup):
+        callbacks = event.callbacks
+        if callbacks is None:  # already processed: the Condition checks it at once
+            fire(event)
+        else:
+            callbacks.append(fire)
+    return fired
