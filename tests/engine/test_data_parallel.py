@@ -150,6 +150,24 @@ def test_an_idle_moe_rank_runs_the_dummy_batch_and_an_arrival_there_joins_the_ne
     assert got == pytest.approx({0: 0.31, 1: 0.42}, abs=1e-12)
 
 
+def test_a_request_pushed_at_the_instant_a_lockstep_step_ends_is_in_the_next_step() -> None:
+    """Rank 0 prefills 300 tokens over 0 .. 0.31 s and decodes on. A request (100 tokens) is pushed at 0.31 s by a
+    process whose timer is processed after the step's end (created later, same instant); it goes to idle rank 1.
+    The ranks wait for the events due at that instant before they schedule, so it is prefilled in the step from
+    0.31 s (as long as its 0.11 s): first token 0.42 s, not 0.431 s after a decode step of 11 ms."""
+    env, engine, recorder = replica(2, lockstep=True)
+    engine.submit(request(0, 0.0, 300, 3))
+
+    def push() -> Any:
+        yield env.timeout(0.31)
+        engine.submit(request(1, env.now, 100, 1))
+
+    env.process(push())
+    env.run(until=10.0)
+    got = dict(recorder.requests_frame().set_index("request_id")["first_token_s"])
+    assert got == pytest.approx({0: 0.31, 1: 0.42}, abs=1e-12)
+
+
 def test_every_request_ends_once_on_dp_ranks() -> None:
     """Conservation: 40 requests over four lockstep ranks, each recorded once, finished."""
     env, engine, recorder = replica(4, lockstep=True)

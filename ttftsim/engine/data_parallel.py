@@ -179,7 +179,8 @@ class DataParallelReplica:
                 for rank, plan in zip(ranks, plans, strict=True):
                     if plan is not None:
                         rank._complete(plan, start, duration)
-                yield env.timeout(0)  # requests pushed at this very instant are seen by the next schedule
+                if env.peek() <= env.now:  # requests pushed at this very instant are seen by the next schedule
+                    yield env.timeout(0)  # (when no event is due now, nothing can push first: no wait, engine.py)
         except simpy.Interrupt:
             return
 
