@@ -141,5 +141,7 @@ def test_a_request_pushed_at_the_instant_a_step_ends_is_in_the_next_schedule(clo
 
     env.process(push_b())
     env.run()
+    first = recorder.steps_frame().iloc[0]
+    assert first["time_s"] + first["duration_s"] == 0.110  # B was pushed at the very instant A's prefill ended
     frame = recorder.requests_frame().sort_values("request_id")
     assert [float(x) for x in frame["ttft_s"]] == pytest.approx([0.110, 0.061], abs=1e-12)

@@ -164,6 +164,8 @@ def test_a_request_pushed_at_the_instant_a_lockstep_step_ends_is_in_the_next_ste
 
     env.process(push())
     env.run(until=10.0)
+    first = recorder.steps_frame().iloc[0]
+    assert first["time_s"] + first["duration_s"] == 0.31  # pushed at the very instant rank 0's prefill ended
     got = dict(recorder.requests_frame().set_index("request_id")["first_token_s"])
     assert got == pytest.approx({0: 0.31, 1: 0.42}, abs=1e-12)
 
