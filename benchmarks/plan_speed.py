@@ -19,29 +19,28 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def plan_file(folder: Path) -> tuple[Path, int]:
-    """The large example with weight and KV formats searched too; the number of candidates."""
+def plan_file(folder: Path) -> Path:
+    """The large example with weight and KV formats searched too."""
     plan = yaml.safe_load((ROOT / "examples/plans/large.yaml").read_text(encoding="utf-8"))
     plan["name"] = "plan-speed-1152"
     plan["search"]["quantization"] = [None, "fp8"]
     plan["search"]["kv_cache_dtype"] = ["auto", "fp8"]
-    count = 1
-    for values in plan["search"].values():
-        if isinstance(values, list):
-            count *= len(values)
     path = folder / "plan-speed.yaml"
     path.write_text(yaml.safe_dump(plan, sort_keys=False), encoding="utf-8")
-    return path, count
+    return path
 
 
-def run(path: Path, workers: int, out: Path) -> dict[str, object]:
+def run(path: Path, workers: int, out: Path) -> tuple[float, bytes, dict[str, Any]]:
+    """Whole-process seconds, plan.json's bytes and the --json result of one plan run."""
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "ttftsim", "plan", str(path), "--workers", str(workers), "--out", str(out), "--json"],
@@ -54,19 +53,7 @@ def run(path: Path, workers: int, out: Path) -> dict[str, object]:
     wall = time.perf_counter() - started
     if done.returncode not in (0, 1):  # 1: nothing met the SLOs, a result all the same
         raise SystemExit(f"plan failed ({done.returncode}): {done.stderr.strip()[-400:]}")
-    result = json.loads(done.stdout)
-    return {"wall_s": wall, "plan": (out / "plan.json").read_bytes(), "summary": result}
-
-
-def counts(result: dict[str, object]) -> str:
-    """How many candidates each stage of the search settled (from plan.json's candidate rows)."""
-    rows = result.get("ranked", [])
-    assert isinstance(rows, list)
-    statuses: dict[str, int] = {}
-    for row in rows:
-        status = str(row.get("status", "?")) if isinstance(row, dict) else "?"
-        statuses[status] = statuses.get(status, 0) + 1
-    return ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+    return wall, (out / "plan.json").read_bytes(), json.loads(done.stdout)
 
 
 def main() -> int:
@@ -76,20 +63,17 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        path, candidates = plan_file(folder)
-        pool = run(path, args.workers, folder / "pool")
-        print(f"{candidates} candidates, {args.workers} workers: {pool['wall_s']:.1f} s whole process (target 300 s)")
-        summary = pool["summary"]
-        assert isinstance(summary, dict)
-        print(f"  candidates: {counts(summary)}")
-        print(f"  recommended: {summary.get('recommendation')}")
+        path = plan_file(folder)
+        wall, plan, summary = run(path, args.workers, folder / "pool")
+        print(f"{summary['candidates']} candidates, {args.workers} workers: {wall:.1f} s whole process (target 300 s)")
+        statuses = Counter(str(row["status"]) for row in summary["ranked"])  # how each candidate was settled
+        print(f"  candidates: {', '.join(f'{n} {status}' for status, n in sorted(statuses.items()))}")
+        print(f"  recommended: {summary['recommendation']}")
         if not args.skip_baseline:
-            one = run(path, 1, folder / "one")
-            same = "identical" if one["plan"] == pool["plan"] else "DIFFERENT"
-            ratio = float(one["wall_s"]) / float(pool["wall_s"])  # type: ignore[arg-type]
-            print(f"baseline, 1 worker: {one['wall_s']:.1f} s; {args.workers} workers {ratio:.2f}x faster")
-            print(f"  plan.json of the two: {same}")
-            if one["plan"] != pool["plan"]:
+            one_wall, one_plan, _ = run(path, 1, folder / "one")
+            print(f"baseline, 1 worker: {one_wall:.1f} s; {args.workers} workers {one_wall / wall:.2f}x faster")
+            print(f"  plan.json of the two: {'identical' if one_plan == plan else 'DIFFERENT'}")
+            if one_plan != plan:
                 return 1
     return 0
 
