@@ -141,6 +141,11 @@ FINDINGS = [
     ),
     (("rate: 12", "rate: 60"), ("", ""), "slo", "misses the SLO"),
     (("", ""), ("key: nvidia.com/gpu.product", "key: example.com/zone"), "gpu-affinity", "cannot tell which"),
+    # a label no profile names: without hardware in the deployment file nothing could be predicted, and a gate
+    # that passed would have checked neither memory nor the SLO
+    (("", ""), ("NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBMX"), "gpu-affinity", "SLO go unchecked"),
+    # the finding names the target that was missed (TPOT here; TTFT P99 meets its 0.5 s)
+    (("ttft_p99_s: 0.5", "ttft_p99_s: 0.5\n  tpot_p99_s: 0.001"), ("", ""), "slo", "P99 TPOT"),
 ]
 
 
@@ -155,6 +160,29 @@ def test_inconsistent_deployment_is_a_finding_with_a_fix_exit_1(
     findings = [f for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
     assert any(f["check"] == check and needle in f["message"] for f in findings), findings
     assert all(f["fix"] for f in findings)
+
+
+def test_a_time_sliced_gpu_label_is_predicted_on_its_gpu_with_a_warning(tmp_path: Path) -> None:
+    """GPU Feature Discovery appends -SHARED to a time-sliced GPU's product label: the GPU is still known."""
+    path = _copy(tmp_path, ("", ""), ("NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3-SHARED"))
+    report = json.loads(run("validate", str(path), "--json").stdout)
+    assert report["passed"] and report["deployment"]["hardware"] == "H100-SXM5-80GB" and report["prediction"]
+    shared = [f for f in report["findings"] if f["check"] == "gpu-affinity"]
+    assert [f["severity"] for f in shared] == ["warning"] and "time-sliced" in shared[0]["message"]
+
+
+def test_validate_json_is_strict_json_and_names_every_missed_target(tmp_path: Path) -> None:
+    """No NaN (json.loads would take it; strict parsers do not): a figure without a value is null."""
+    path = _copy(tmp_path, ("ttft_p99_s: 0.5", "ttft_p99_s: 0.001\n  tpot_p99_s: 0.001"))
+    result = run("validate", str(path), "--json")
+
+    def refuse(constant: str) -> None:
+        raise ValueError(constant)
+
+    report = json.loads(result.stdout, parse_constant=refuse)
+    assert report["prediction"]["goodput_share"] is None  # no goodput target: nothing counted
+    slo = next(f for f in report["findings"] if f["check"] == "slo")
+    assert "P99 TTFT" in slo["message"] and "(target 0.001 s), P99 TPOT" in slo["message"]
 
 
 def test_slo_miss_suggests_a_replica_count_that_works(tmp_path: Path) -> None:

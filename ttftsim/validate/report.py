@@ -3,6 +3,7 @@ what was read but not modelled, and the prediction under the declared traffic.""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,7 +27,16 @@ class Prediction:
     figures: SloFigures
 
     def as_json(self) -> dict[str, Any]:
-        return {"replicas": self.replicas, "kernel_costs": self.kernel_costs, **self.figures.as_dict()}
+        """Plain JSON: a figure with no value (NaN: no goodput target to count against; inf: never served) is
+        null, as in plan.json."""
+        return {"replicas": self.replicas, "kernel_costs": self.kernel_costs, **_finite(self.figures.as_dict())}
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or infinity: such a float becomes None, inside dicts too."""
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 @dataclass

@@ -25,7 +25,7 @@ from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, load_hardware
 from ttftsim.inputs.limits import current_limits
-from ttftsim.metrics.slo import slo_figures
+from ttftsim.metrics.slo import SloCheck, judge, slo_figures
 from ttftsim.model.catalog import load_model
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
@@ -39,6 +39,7 @@ from ttftsim.workload.budget import check_workload
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 
 MAX_EXTRA_REPLICAS = 8
+SHARED_SUFFIX = "-SHARED"  # k8s-device-plugin sharing.timeSlicing.renameByDefault
 
 
 @dataclass
@@ -122,7 +123,7 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
         error = exc.errors()[0]
         raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
     label = serving.hardware_label()
-    hardware = deploy.hardware or (hardware_for_label(label) if label else None)
+    hardware = deploy.hardware or (_label_hardware(label) if label else None)
     return Target(model, hardware, engine, serving.replicas, serving, schema_findings)
 
 
@@ -158,10 +159,26 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
             "gpu-affinity",
             f"{where}: no nodeSelector or required node affinity on a GPU type label; in a cluster with several GPU "
             "types the pods land on any of them" + ("" if target.hardware else ", and ttftsim cannot tell which"),
-            "add a required nodeAffinity on nvidia.com/gpu.product (or set hardware in the deployment file)",
+            "add a required nodeAffinity on nvidia.com/gpu.product"
+            + ("" if target.hardware else " (or set hardware in the deployment file)"),
         )
-    elif hardware_for_label(label) is None:
-        report.add("warning", "gpu-affinity", f"{where}: unknown GPU label value {label!r}", "set hardware explicitly")
+    elif label.upper().endswith(SHARED_SUFFIX) and _label_hardware(label):
+        report.add(
+            "warning",
+            "gpu-affinity",
+            f"{where}: GPU label value {label!r} is a time-sliced GPU (NVIDIA GPU Feature Discovery renames shared "
+            "GPUs' product label with -SHARED): other pods share its memory and compute, which the prediction "
+            f"(a whole {_label_hardware(label)}) does not include",
+            "give the vLLM pods whole GPUs (a node pool without time-slicing)",
+        )
+    elif _label_hardware(label) is None:  # no GPU to predict on: a gate that passed here would have checked nothing
+        report.add(
+            "warning" if target.hardware else "error",
+            "gpu-affinity",
+            f"{where}: unknown GPU label value {label!r}"
+            + ("" if target.hardware else ": ttftsim cannot tell the GPU, so memory and the SLO go unchecked"),
+            "" if target.hardware else "set hardware in the deployment file (e.g. hardware: H100-SXM5-80GB)",
+        )
     anti = (serving.pod_spec.get("affinity") or {}).get("podAntiAffinity") or serving.pod_spec.get(
         "topologySpreadConstraints"
     )
@@ -196,6 +213,15 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
             "volume; NCCL falls back or fails with the 64 MB default",
             "mount an emptyDir with medium: Memory at /dev/shm",
         )
+
+
+def _label_hardware(label: str) -> str | None:
+    """The profile a GPU label value names; a time-sliced GPU's label (the product with -SHARED appended, GPU
+    Feature Discovery's `renameByDefault`) names the GPU it shares."""
+    found = hardware_for_label(label)
+    if found is None and label.upper().endswith(SHARED_SUFFIX):
+        found = hardware_for_label(label[: -len(SHARED_SUFFIX)])
+    return found
 
 
 def _not_modelled(serving: ServingWorkload) -> list[str]:
@@ -364,10 +390,10 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     result = simulate(_scenario(deploy, target, replicas, cluster=True), base)
     figures = slo_figures(result.requests, deploy.slo, (result.itl_values, result.itl_weights))
     report.prediction = Prediction(replicas, result.replica.kernel_costs, figures)
-    if figures.meets(deploy.slo):
-        report.add(
-            "info", "slo", f"predicted P99 TTFT {figures.ttft_p99_s:.3f} s with {replicas} replicas meets the SLO"
-        )
+    verdict = judge(deploy.slo, figures)
+    checks = [] if verdict is None else list(verdict.checks)
+    if verdict is None or verdict.met:
+        report.add("info", "slo", f"predicted {_checks_text(checks)} with {replicas} replicas meets the SLO")
         return
     needed = None
     for extra in range(1, MAX_EXTRA_REPLICAS + 1):
@@ -376,15 +402,30 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
         if more.meets(deploy.slo):
             needed = replicas + extra
             break
+    missed = [check for check in checks if not check.is_met]
     report.add(
         "error",
         "slo",
-        f"predicted P99 TTFT {_seconds(figures.ttft_p99_s)} with {replicas} replicas misses the SLO "
-        f"({deploy.slo.ttft_p99_s:g} s)",
+        f"predicted {_checks_text(missed)} with {replicas} replicas misses the SLO",
         f"run {needed} replicas (minReplicas)"
         if needed
         else f"more than {replicas + MAX_EXTRA_REPLICAS} replicas, or a faster configuration (ttftsim plan)",
     )
+
+
+def _checks_text(checks: list[SloCheck]) -> str:
+    """`P99 TTFT 0.122 s (target 0.5 s), P99 TPOT 0.014 s (target 0.001 s)`; a priority class's with its class."""
+    parts = []
+    for check in checks:
+        who = "" if check.priority is None else f"priority {check.priority} "
+        figure = math.inf if check.figure_s is None else check.figure_s
+        if check.target == "goodput_share":
+            share = f"{figure:.1%}" if math.isfinite(figure) else "none"
+            parts.append(f"{who}goodput {share} of arrivals (target {check.target_s:.1%})")
+            continue
+        metric, _, level = check.target.removesuffix("_s").partition("_")
+        parts.append(f"{who}{level.upper()} {metric.upper()} {_seconds(figure)} (target {check.target_s:g} s)")
+    return ", ".join(parts) or "figures"
 
 
 def _seconds(value: float) -> str:
