@@ -15,21 +15,32 @@ from ttftsim.errors import InputError
 
 @app.command()
 def schema(
-    out: Annotated[Path | None, typer.Option(help="Write <input>.schema.json files here")] = None,
-    check: Annotated[bool, typer.Option(help="Exit 1 if docs/config.md or docs/cli.md are out of date")] = False,
-    docs: Annotated[Path, typer.Option(help="Folder of config.md and cli.md")] = Path("docs"),
+    out: Annotated[Path | None, typer.Option(help="Write <input>.schema.json files here (for editors)")] = None,
+    check: Annotated[
+        bool, typer.Option(help="Exit 1 if the docs folder's config.md or cli.md are out of date")
+    ] = False,
+    docs: Annotated[
+        Path | None,
+        typer.Option(help="Folder of config.md and cli.md: write them there (with --check: compare; default docs)"),
+    ] = None,
 ) -> None:
-    """JSON Schemas of every input file, and docs/config.md and docs/cli.md generated from them."""
+    """JSON Schemas of every input file (--out), and the reference docs config.md and cli.md generated from them
+    (--docs: ttftsim's own docs folder; nothing is written where neither is given)."""
     from ttftsim.docs import drift, write
 
     if check:
-        stale = drift(docs, app)
+        folder = docs or Path("docs")
+        stale = drift(folder, app)
         for path in stale:
-            console.print(f"[red]out of date:[/] {path} (run `ttftsim schema`)")
+            console.print(f"[red]out of date:[/] {path} (run `ttftsim schema --docs {folder}`)")
         if stale:
             raise typer.Exit(1)
         console.print("docs match the schemas and the CLI")
         return
+    if out is None and docs is None:
+        raise InputError(
+            "schema", "", "nothing to write: --out DIR for the JSON Schemas, --docs DIR for config.md and cli.md"
+        )
     for written in write(out, docs, app):
         console.print(f"wrote {written}")
 
