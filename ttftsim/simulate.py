@@ -62,6 +62,7 @@ class SimulationResult:
     final_gauges: dict[str, float]
     cluster: ClusterReport | None = None
     external_prefix: tuple[int, int] | None = None  # LMCache's (query, hit) tokens, where it runs
+    stalled_at_s: float | None = None  # the engine stalled then with requests left in flight (Engine._stuck)
 
     def summary(self) -> RunSummary:
         """Summary with the configuration that produced it, and what it read but did not model (warnings).
@@ -106,9 +107,22 @@ class SimulationResult:
             warnings=tuple(
                 version_warnings(self.scenario.engine.vllm_version)
                 + model_warnings(model, engine.max_model_len, engine.weight_dtype, kept)
+                + self._stall_warnings()
             ),
             external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
         )
+
+    def _stall_warnings(self) -> list[str]:
+        if self.stalled_at_s is None:
+            return []
+        stuck = int((self.requests["status"] == "in_flight").sum())
+        return [
+            f"the engine stalled at {self.stalled_at_s:.3f} s and never moved again: {stuck:,} requests waited with "
+            "nothing running or loading, the first in the queue unable to get KV blocks (requests copied back from "
+            "the CPU tier hold theirs while they wait; vLLM's scheduler stops at the first request it cannot "
+            "allocate, vllm-project/vllm issue 45388). They never finished and are not in the latency percentiles: "
+            "give the KV cache more room (kv_offloading_size, num_gpu_blocks, max_num_seqs) or a client timeout"
+        ]
 
     def run_info(self) -> dict[str, Any]:
         """What differs between two runs of the same inputs and seed (ttftsim/run_info.py)."""
@@ -305,7 +319,14 @@ def _run(
         time.perf_counter() - started,
         gauges,
         external_prefix=lmcache_counts([engine]),
+        stalled_at_s=_stalled_at(engine),
     )
+
+
+def _stalled_at(engine: Any) -> float | None:
+    """When a single engine stalled for good (it still was at the end, with requests in flight)."""
+    stalled = engine.stalled_at_s if isinstance(engine, Engine) else None
+    return stalled if stalled is not None and engine.scheduler.has_work() else None
 
 
 def expected_duration(scenario: Scenario) -> float | None:

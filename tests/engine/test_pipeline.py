@@ -73,3 +73,16 @@ def test_a_request_arriving_while_the_engine_waits_on_a_batch_joins_the_next_one
     # at 4.5 ms one batch: request 0's decode (1 token) and request 1's prompt (100): 2.01 ms a stage
     assert rows.loc[1, "first_token_s"] == pytest.approx(0.0045 + 2 * 0.00201 + SEND_S, abs=1e-12)
     assert list(recorder.steps_frame()["num_tokens"]) == [100, 101, 1]
+
+
+def test_a_verify_batch_in_flight_leaves_nothing_to_schedule_for_its_request() -> None:
+    """With drafts, a request with one token left has 1 + k in flight after its verify batch goes out: the
+    next schedule gives it nothing (vLLM: no new tokens), not -k tokens (a negative step that crashed the
+    calibrated attention cost with a log of a negative count)."""
+    spec = {"method": "ngram", "num_speculative_tokens": 1, "acceptance_rate": 0.6}
+    env, engine, recorder = make_engine(cost=TwoStages(), pipeline_parallel_size=2, speculative_config=spec)
+    engine.submit(request(0, 0.0, 100, 10))
+    env.run(until=1.0)
+    assert (recorder.steps_frame()["num_tokens"] > 0).all()
+    row = recorder.requests_frame().iloc[0]
+    assert row["status"] == "finished" and row["generated_tokens"] == 10

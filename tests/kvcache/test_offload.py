@@ -3,13 +3,21 @@ evicted from the GPU copied back instead of recomputed (kvcache/offload.py, engi
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
 from tests.factories import feed, make_engine, request
 from ttftsim.config.engine import EngineArgs
+from ttftsim.config.scenario import Scenario
+from ttftsim.engine.engine import Engine
+from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.offload import CpuTier
 from ttftsim.perf.linear import LinearStepModel
+from ttftsim.simulate import simulate
 
 COST = LinearStepModel(0.01, 0.001)  # 10 ms a step + 1 ms per computed token
 
@@ -72,3 +80,61 @@ def test_a_partial_gpu_hit_then_the_rest_from_the_tier_keeps_its_gpu_blocks() ->
     assert row["first_token_s"] == pytest.approx(2.031, abs=1e-12) and row["cached_tokens"] == 48
     assert engine.kv.pool.free_order() == [7, 6, 5, 4, 3, 2, 1, 0]
     assert (engine.kv.hit_tokens, engine.kv.query_tokens) == (32, 64 + 95 + 64)
+
+
+def _two_prompts_back_from_the_tier(timeout_s: float | None) -> tuple[Engine, pd.DataFrame, list[RequestState]]:
+    """8 GPU blocks of 16 tokens. Prompts A and B (80 tokens, 5 blocks each) run, then a 127-token prompt takes
+    all 8 blocks and evicts them from the GPU. At 3 s A and B come back: each copies its (80 - 1) // 16 = 4 full
+    blocks from the tier (4 x 5 ms), together holding all 8 blocks. At 3.02 s A needs a fifth block for its last
+    16 tokens; none is free, nothing runs, and B waits behind A holding 4: nothing will ever free one."""
+    env, engine, recorder = make_engine(num_blocks=8, cost=COST, kv_offload_blocks=100, kv_load_s_per_block=0.005)
+    engine.client_timeout_s = timeout_s
+    arrivals = [request(0, 0.0, 80, 1, content=7), request(1, 1.0, 80, 1, content=8), request(2, 2.0, 127, 1)]
+    arrivals += [request(3, 3.0, 80, 1, content=7), request(4, 3.0, 80, 1, content=8), request(5, 10.0, 16, 1)]
+    feed(env, engine, arrivals)
+    env.run(until=20.0)
+    return engine, recorder.requests_frame().set_index("request_id"), engine.in_flight()
+
+
+def test_requests_holding_loaded_blocks_in_the_queue_stall_the_engine_and_say_when() -> None:
+    engine, rows, in_flight = _two_prompts_back_from_the_tier(None)
+    assert engine.stalled_at_s == pytest.approx(3.02, abs=1e-12)
+    assert sorted(s.rid for s in in_flight) == [3, 4, 5] and engine.kv.pool.num_free == 0
+    assert list(rows.index) == [0, 1, 2]
+
+
+def test_a_client_timeout_frees_the_blocks_a_waiting_request_loaded() -> None:
+    """The stuck requests are aborted when their clients give up, and their loaded blocks go back to the pool (they
+    stayed held before: request 5 then timed out on an idle engine)."""
+    engine, rows, in_flight = _two_prompts_back_from_the_tier(1.0)
+    assert in_flight == [] and engine.kv.pool.num_free == 8
+    assert list(rows.loc[[3, 4], "status"]) == ["aborted", "aborted"] and rows.loc[5, "status"] == "finished"
+    assert engine.stalled_at_s is None  # it moved again (request 5 ran)
+
+
+def test_a_stalled_run_says_so_in_its_summary(tmp_path: Path) -> None:
+    """The same stall through `simulate` (32 blocks of 128 tokens, a 16 GiB tier): two prompts come back from the
+    tier at 2 s and hold every block; the summary's warnings say when and how many never finished."""
+    lines = [(0, 2100, [1, 2, 3, 4, 5]), (500, 2100, [11, 12, 13, 14, 15]), (1000, 4000, list(range(21, 29)))]
+    lines += [(2000, 2100, [1, 2, 3, 4, 5]), (2000, 2100, [11, 12, 13, 14, 15])]
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(
+        "".join(
+            json.dumps({"timestamp": t, "input_length": n, "output_length": 1, "hash_ids": ids}) + "\n"
+            for t, n, ids in lines
+        )
+    )
+    free = {"per_request_s": 0, "per_prompt_token_s": 0, "per_output_token_s": 0}
+    engine = {"block_size": 128, "num_gpu_blocks_override": 32, "kv_offloading_size": 16, "api_server": free}
+    scenario = Scenario.model_validate(
+        {
+            "model": "Llama-3.1-8B",
+            "hardware": "H100-SXM5-80GB",
+            "engine": engine,
+            "workload": {"type": "trace", "format": "mooncake", "path": str(trace)},
+        }
+    )
+    result = simulate(scenario)
+    stalled = [w for w in result.summary().warnings if w.startswith("the engine stalled at")]
+    assert len(stalled) == 1 and "2 requests waited" in stalled[0]
+    assert (result.requests["status"] == "in_flight").sum() == 2

@@ -103,6 +103,9 @@ class Engine:
         self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
         self.visible = VisibleTokens(first_visible_token)  # the client sees content with this token
         self._last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
+        # when the engine found it could schedule nothing though requests waited, none running or loading (none
+        # will free blocks: a stall); None while it makes progress
+        self.stalled_at_s: float | None = None
         latencies = {"hop_latency_s", "server_ttft_extra_s"}  # fixed delays, not the loop's CPU work
         self.api = ApiServer(ApiServerCostsS(**cfg.api_server.model_dump(exclude=latencies)))
         self._api_on = not self.api.costs.is_free
@@ -242,8 +245,11 @@ class Engine:
                 plan = self._schedule() if self.scheduler.has_work() else None
                 if plan is None or plan.is_empty:
                     self._last_start_s = -1.0  # idle: the next arrival is scheduled at once
+                    if self.stalled_at_s is None and plan is not None and self._stuck():
+                        self.stalled_at_s = self.env.now
                     yield idle_until(self)
                     continue
+                self.stalled_at_s = None
                 run = run_cap(plan, self.scheduler.cohort, self.scheduler.deferred, self.closed_form_decode)
                 if run > 1:
                     yield from self._decode_run(plan, run)
@@ -256,6 +262,16 @@ class Engine:
 
         except simpy.Interrupt:
             return
+
+    def _stuck(self) -> bool:
+        """Nothing was scheduled though the head of the queue has reached the engine, and nothing runs or loads
+        that could free blocks for it (vLLM's scheduler also stops at the first waiting request it cannot
+        allocate; a request copied back from the CPU tier waits holding its blocks: vllm-project/vllm issue
+        45388; later vLLM releases hold new loads back instead, pull request 44560, not modelled). Only a client
+        timeout can end it."""
+        sched = self.scheduler
+        head = sched.next_submitted_s()
+        return head is not None and head <= self.env.now and not sched.running and not sched.loading.states
 
     def _schedule(self) -> StepPlan:
         """The next iteration. Under async scheduling (vLLM v1/engine/core.py step_with_batch_queue, two

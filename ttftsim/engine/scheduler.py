@@ -112,7 +112,11 @@ class Scheduler:
             gone.append(state)
         kept: list[RequestState] = []
         for state in pop_all(self.waiting):
-            (gone if state.req.arrival_s <= cutoff_s else kept).append(state)
+            if state.req.arrival_s <= cutoff_s:
+                self.kv.free(state.rid)  # a request back from the CPU tier waits holding its loaded blocks
+                gone.append(state)
+            else:
+                kept.append(state)
         for state in kept:
             self.waiting.add(state)
         for state in gone:
@@ -278,7 +282,7 @@ class Scheduler:
             state = running[index]
             done = state.num_computed + state.num_inflight  # in flight: scheduled in a pipeline batch
             remaining = state.num_tokens - done
-            if remaining == 0:  # its token is still in flight (vLLM: no new tokens to schedule)
+            if remaining <= 0:  # its token (and any drafts: 1 + k in flight for 1 left) still in flight: nothing new
                 index += 1
                 continue
             if self.spec_tokens and state.num_output and remaining == 1:  # its token and the k drafts
