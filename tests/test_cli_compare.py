@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.test_cli import _assert_one_line_error, run
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "llama31-8b-h100.yaml"
@@ -53,3 +55,20 @@ def test_bad_scenario_is_an_input_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(EXAMPLE.read_text().replace("rate: 8", "rate: fast"))
     _assert_one_line_error(run("compare", str(EXAMPLE), str(bad)), str(bad), "rate")
+
+
+def test_every_part_of_the_mean_ttft_is_a_row_and_a_missed_slo_is_flagged(tmp_path: Path) -> None:
+    """The breakdown's rows add up to the mean TTFT (the frontend and the API server's stream were missing), and
+    a side that misses its own SLO says so under the table."""
+    slow = tmp_path / "b.yaml"
+    text = EXAMPLE.read_text().replace('vllm_version: "0.15.1"', 'vllm_version: "0.15.1"\n  max_num_seqs: 4')
+    slow.write_text(text)
+    compared = json.loads(run("compare", str(EXAMPLE), str(slow), "--json").stdout)
+    rows = _rows(compared)
+    parts = ["gateway: cold start, retries", "queue", "recompute", "prefill", "waiting behind chunks"]
+    parts += ["stream: API server", "frontend: HTTP, hand-offs"]
+    for side in ("a", "b"):
+        total = sum(rows[f"{part} (mean ms)"][side] for part in parts)
+        assert total == pytest.approx(rows["TTFT mean (ms)"][side], rel=1e-9)
+    assert (rows["SLO met (1 yes, 0 no)"]["a"], rows["SLO met (1 yes, 0 no)"]["b"]) == (1.0, 0.0)
+    assert f"B misses its SLO ({slow})" in run("compare", str(EXAMPLE), str(slow)).stdout

@@ -343,6 +343,10 @@ def render_compare(console: Console, result: dict[str, Any]) -> None:
         change = "-" if row["relative"] is None else f"{row['relative']:+.1%}"
         table.add_row(row["metric"], _num(row["a"]), _num(row["b"]), _num(row["delta"]), change)
     console.print(table)
+    slo = next((row for row in result["rows"] if row["metric"].startswith("SLO met")), None)
+    for side in ("a", "b"):
+        if slo is not None and slo[side] == 0.0:  # each file's own SLO block
+            console.print(f"[red]{side.upper()} misses its SLO[/] ({escape(result[side + '_file'])})", soft_wrap=True)
     render_warnings(console, result.get("warnings", []))
 
 

@@ -198,8 +198,8 @@ def test_an_image_of_another_version_is_said() -> None:
     (finding,) = read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml", "vllm/vllm-openai:v0.10.2").findings
     assert (finding.severity, finding.fix) == ("warning", "set vllm_version: 0.10.2 in the deployment file")
     (older,) = read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml", "vllm/vllm-openai:v0.8.5").findings
-    assert older.fix.startswith("use a newer image: 0.8.5 predates every modelled vLLM (0.10, ")  # not a failing fix
-    for image in ("vllm/vllm-openai:v0.15.0", "vllm/vllm-openai:latest", "nginx:1.25"):
+    assert older.fix.startswith("use a newer image: 0.8.5 predates every modelled vLLM (version profiles 0.10, ")
+    for image in ("vllm/vllm-openai:v0.15.0", "vllm/vllm-openai:latest", "nginx:1.25", "opea/vllm-gaudi:1.22.0"):
         assert read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml", image).findings == []
 
 

@@ -18,6 +18,7 @@ microseconds.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,12 +210,17 @@ def check_calibrations(cases: list[Case], base: Path = Path()) -> None:
         load_file(DeploymentCalibration, base / name)
 
 
-def run_all(cases: list[Case], base: Path = Path()) -> tuple[list[StageResult], list[tuple[str, str]]]:
+def run_all(
+    cases: list[Case], base: Path = Path(), progress: Callable[[str, int, int], None] | None = None
+) -> tuple[list[StageResult], list[tuple[str, str]]]:
     """Every case's stages; a case that cannot be simulated (unknown model, does not fit, ...) is listed
-    with its reason instead of stopping the others. A bad calibration file stops them all (check_calibrations)."""
+    with its reason instead of stopping the others. A bad calibration file stops them all (check_calibrations).
+    `progress(phase, done, total)` hears of each case as it starts (the CLI's bar)."""
     check_calibrations(cases, base)
     results, skipped = [], []
-    for case in cases:
+    for done, case in enumerate(cases):
+        if progress is not None:
+            progress("simulating the measured runs", done, len(cases))
         try:
             results += run_case(case, base)
         except (InputError, DoesNotFitError) as exc:

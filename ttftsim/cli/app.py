@@ -47,6 +47,26 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[float], None] | None]:
         yield lambda fraction: bar.update(task, completed=fraction)
 
 
+@contextmanager
+def phase_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress bar per phase on stderr, `update(phase, done, total)` (only on a terminal): a plan's phases, the
+    measured runs `accuracy` simulates."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, object] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)  # type: ignore[arg-type]
+
+        yield update
+
+
 def deployment_from_options(
     model: str, gpu: str, tp: int, weight_dtype: str | None, kv_dtype: str, pp: int = 1
 ) -> Deployment:

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from ttftsim.cli.app import app, console
+from ttftsim.cli.app import app, console, phase_progress
 from ttftsim.config.scenario import KernelCosts
 from ttftsim.data_paths import data_folder
 from ttftsim.errors import InputError
@@ -64,8 +64,8 @@ def accuracy(
     from ttftsim.accuracy.reports import measured_cases
     from ttftsim.accuracy.server_view import server_views, table_lines
 
-    with measured_cases(ground_truth, deployment, before) as (cases, base):
-        results, skipped = run_all(with_kernel_costs(cases, kernel_costs), base)
+    with measured_cases(ground_truth, deployment, before) as (cases, base), phase_progress(True) as progress:
+        results, skipped = run_all(with_kernel_costs(cases, kernel_costs), base, progress)
         views = server_views(with_kernel_costs(cases, kernel_costs), base, server_metrics, server_before)
     summary = summarize(results)
     notes = case_notes(cases)

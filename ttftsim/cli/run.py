@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from ttftsim.cli.app import MaxRequests, app, console, progress_bar, request_limit
+from ttftsim.cli.app import MaxRequests, app, console, phase_progress, progress_bar, request_limit
 from ttftsim.errors import InputError
 from ttftsim.render import render_compare, render_plan, render_summary, render_validation
 
@@ -89,7 +86,7 @@ def plan(
             raise InputError("--backend", "", "ray is not installed (pip install 'ttftsim[dist]')") from None
     folder = out or Path(f"plan-{plan_file.stem}")
     check_target(folder)
-    with plan_progress(enabled=not as_json) as report:
+    with phase_progress(enabled=not as_json) as report:
         result = run_plan(plan_file, folder, workers, backend, resume, report)
     if as_json:
         sys.stdout.write(json.dumps(result.as_json(), indent=1) + "\n")
@@ -97,24 +94,6 @@ def plan(
         render_plan(console, result, folder)
     if result.winner is None:
         raise typer.Exit(1)
-
-
-@contextmanager
-def plan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import Progress
-
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        tasks: dict[str, object] = {}
-
-        def update(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)  # type: ignore[arg-type]
-
-        yield update
 
 
 @app.command()

@@ -32,12 +32,29 @@ class UniformLength(StrictModel):
         return self
 
 
+def _mean_inside_the_clip(mean: float, low: int, high: int) -> None:
+    """A length distribution clipped to [low, high] cannot average a mean outside it (mean 1,000 with high 500
+    gave a mean of 458 without a word)."""
+    if high < low:
+        raise ValueError(f"high ({high}) is below low ({low})")
+    if not low <= mean <= high:
+        raise ValueError(
+            f"mean ({mean:g}) is outside [low, high] = [{low}, {high}]: the lengths are clipped to that range, so "
+            "they cannot have that mean"
+        )
+
+
 class NormalLength(StrictModel):
     type: Literal["normal"] = Field(description="Normal, rounded and clipped to [low, high]")
     mean: float = Field(gt=0, description="Mean tokens")
     std: float = Field(ge=0, description="Standard deviation")
     low: int = Field(default=1, ge=1, description="Lower clip")
     high: int = Field(default=1_000_000, ge=1, description="Upper clip")
+
+    @model_validator(mode="after")
+    def _clip(self) -> NormalLength:
+        _mean_inside_the_clip(self.mean, self.low, self.high)
+        return self
 
 
 class LognormalLength(StrictModel):
@@ -46,6 +63,11 @@ class LognormalLength(StrictModel):
     std: float = Field(gt=0, description="Standard deviation in tokens")
     low: int = Field(default=1, ge=1, description="Lower clip")
     high: int = Field(default=1_000_000, ge=1, description="Upper clip")
+
+    @model_validator(mode="after")
+    def _clip(self) -> LognormalLength:
+        _mean_inside_the_clip(self.mean, self.low, self.high)
+        return self
 
 
 class EmpiricalLength(StrictModel):

@@ -163,6 +163,9 @@ def _mla_widths(data: dict[str, Any]) -> None:
         data["q_lora_rank"] = None
 
 
+SHAPE_FIELDS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "head_dim")
+
+
 def spec_from_hf_config(config: dict[str, Any], name: str, source: str) -> ModelSpec:
     """Build a ModelSpec from a parsed config.json; errors name the source file and field."""
     refused = _unsupported(_text_config(config))
@@ -171,6 +174,11 @@ def spec_from_hf_config(config: dict[str, Any], name: str, source: str) -> Model
         raise InputError(
             source, field, f"{why}: {name} cannot be sized (ttftsim/model/presets/PRESETS.md lists what can)"
         )
+    text = _text_config(config)
+    for field in SHAPE_FIELDS:  # the derived fields (head_dim, ...) would be reported missing instead
+        value = text.get(field)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InputError(source, field, f"must be an integer, got {value!r}")
     try:
         return ModelSpec.model_validate(_with_hf_defaults(config, name))
     except ValidationError as exc:

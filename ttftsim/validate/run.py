@@ -239,7 +239,17 @@ def _has_shm(serving: ServingWorkload) -> bool:
 
 
 def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, source: str) -> Any:
-    model = load_model(resolve_ref(target.model, base), source)
+    try:
+        model = load_model(resolve_ref(target.model, base), source)
+    except InputError as exc:
+        if deploy.model is not None or target.serving is None:
+            raise
+        # the name came from the manifests' vllm command (KServe serves a local path such as /mnt/models)
+        raise InputError(
+            target.serving.source,
+            "vllm serve",
+            f"{exc.message}; name the model in {source} (model: a Hugging Face id or a preset, ttftsim models)",
+        ) from None
     tp = target.engine.tensor_parallel_size
     if model.num_attention_heads % tp:
         report.add(

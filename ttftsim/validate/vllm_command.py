@@ -202,9 +202,18 @@ def _not_modelled(command: VllmCommand, written: str) -> None:
         command.not_modelled.append(written)
 
 
+def _upstream_vllm_image(image: str) -> bool:
+    """vLLM's own image (vllm/vllm-openai, from any registry), whose tags are vLLM versions; other images that
+    run vLLM tag their own releases (opea/vllm-gaudi:1.22.0 is Gaudi software 1.22, lmcache/vllm-openai:v0.3.9
+    LMCache 0.3.9)."""
+    name = image.split("@")[0]
+    repository = name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+    return repository.split("/")[-2:] == ["vllm", "vllm-openai"]
+
+
 def _check_image(image: str, version: str, command: VllmCommand, where: str) -> None:
     """A vLLM image tagged with another version than the one modelled: the flags were read with the wrong list."""
-    match = IMAGE_VERSION.search(image) if "vllm" in image else None
+    match = IMAGE_VERSION.search(image) if _upstream_vllm_image(image) else None
     if match is None or match.group(1).split(".")[:2] == version.split(".")[:2]:
         return
     try:
@@ -215,7 +224,8 @@ def _check_image(image: str, version: str, command: VllmCommand, where: str) -> 
     fix = (
         f"set vllm_version: {match.group(1)} in the deployment file"
         if modelled
-        else f"use a newer image: {match.group(1)} predates every modelled vLLM ({', '.join(version_table())})"
+        else f"use a newer image: {match.group(1)} predates every modelled vLLM (version profiles "
+        f"{', '.join(version_table())}; a version runs on the nearest profile at or below it)"
     )
     command.findings.append(
         CommandFinding(

@@ -1,0 +1,88 @@
+"""One-line errors that name the field the user got wrong: the cause, not a consequence of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_cli import _assert_one_line_error, run
+from ttftsim.config.loading import parse_mapping
+from ttftsim.config.scenario import Scenario
+from ttftsim.errors import InputError
+from ttftsim.model.hf_config import spec_from_hf_config
+from ttftsim.validate.vllm_command import _upstream_vllm_image
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO: dict[str, Any] = {
+    "model": "Llama-3.1-8B",
+    "hardware": "H100-SXM5-80GB",
+    "workload": {
+        "type": "synthetic",
+        "arrivals": {"type": "poisson", "rate": 5},
+        "prompt_tokens": {"type": "fixed", "value": 512},
+        "output_tokens": {"type": "fixed", "value": 64},
+        "num_requests": 10,
+    },
+}
+
+
+def _error(data: dict[str, Any]) -> InputError:
+    with pytest.raises(InputError) as caught:
+        parse_mapping(Scenario, data, "s.yaml")
+    return caught.value
+
+
+def test_a_misspelt_field_is_named_with_the_field_it_meant_not_reported_missing() -> None:
+    data = {k: v for k, v in SCENARIO.items() if k != "workload"} | {"workloda": SCENARIO["workload"]}
+    error = _error(data)
+    assert (error.field, error.message) == ("workloda", "unknown field (did you mean workload?)")
+
+
+def test_a_mean_outside_the_clip_range_is_refused_without_pydantics_prefix() -> None:
+    workload = SCENARIO["workload"] | {"prompt_tokens": {"type": "lognormal", "mean": 1000, "std": 800, "high": 500}}
+    error = _error(SCENARIO | {"workload": workload})
+    assert error.field == "workload.synthetic.prompt_tokens.lognormal"
+    assert error.message.startswith("mean (1000) is outside [low, high] = [1, 500]")  # no "Value error, "
+    normal = SCENARIO["workload"] | {"output_tokens": {"type": "normal", "mean": 5, "std": 1, "low": 10}}
+    assert _error(SCENARIO | {"workload": normal}).message.startswith("mean (5) is outside [low, high] = [10, ")
+
+
+def test_a_config_json_shape_field_of_the_wrong_type_is_named_not_the_field_derived_from_it() -> None:
+    config = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": "32", "num_hidden_layers": 32}
+    config |= {"intermediate_size": 14336, "vocab_size": 128256, "num_key_value_heads": 8}
+    with pytest.raises(InputError) as caught:
+        spec_from_hf_config(config, "m", "m/config.json")
+    assert (caught.value.field, caught.value.message) == ("num_attention_heads", "must be an integer, got '32'")
+
+
+@pytest.mark.parametrize(
+    ("image", "upstream"),
+    [
+        ("vllm/vllm-openai:v0.8.5", True),
+        ("docker.io/vllm/vllm-openai:latest", True),
+        ("localhost:5000/vllm/vllm-openai:v0.9.0", True),
+        ("opea/vllm-gaudi:1.22.0", False),  # Gaudi software 1.22, not vLLM 1.22
+        ("lmcache/vllm-openai:v0.3.9post2", False),  # LMCache's release
+    ],
+)
+def test_only_vllms_own_image_tags_are_read_as_vllm_versions(image: str, upstream: bool) -> None:
+    assert _upstream_vllm_image(image) is upstream
+
+
+def test_a_model_the_manifest_serves_from_a_path_is_an_error_in_the_manifest_saying_where_to_name_it(
+    tmp_path: Path,
+) -> None:
+    """KServe's vLLM serves /mnt/models: the error names the manifest (where the name came from), not the deploy
+    file."""
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(
+        "name: ext\nhardware: H100-SXM5-80GB\ntraffic:\n  type: synthetic\n  arrivals: {type: poisson, rate: 4}\n"
+        "  prompt_tokens: {type: fixed, value: 1000}\n  output_tokens: {type: fixed, value: 100}\n  duration_s: 30\n"
+        "slo:\n  ttft_p99_s: 0.5\n"
+    )
+    manifest = ROOT / "tests" / "data" / "manifests" / "kserve-fluid-isvc.yaml"
+    result = run("validate", str(deploy), "--manifest", str(manifest))
+    _assert_one_line_error(result, "kserve-fluid-isvc.yaml", "/mnt/models", "name the model in")
+    assert f"{deploy}: model:" not in result.stderr
