@@ -172,3 +172,12 @@ def test_calibrated_kernel_times_on_a_gpu_without_a_fit_is_a_one_line_error(tmp_
 def test_a_negative_seed_is_one_line_exit_2() -> None:
     for command in (("simulate", str(EXAMPLE)), ("compare", str(EXAMPLE), str(EXAMPLE))):
         _assert_one_line_error(run(*command, "--seed", "-1"), "--seed", "greater than or equal to 0")
+
+
+def test_an_interval_short_of_95_percent_is_explained_under_the_table(tmp_path: Path) -> None:
+    """20 requests: no order statistics bracket P99 with 95% coverage; the (NN%) beside it is said in words."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(EXAMPLE.read_text().replace("duration_s: 120", "num_requests: 20"))
+    shown = run("simulate", str(scenario)).stdout
+    assert "interval coverage below 95% where too few requests lie beyond the percentile: P90 " in shown
+    assert "P99.9 " in shown.split("interval coverage below 95%")[1]

@@ -87,6 +87,10 @@ def test_plan_json_and_plan_file_are_identical_fresh_or_resumed(tmp_path: Path) 
     assert "tasks" not in json.loads(outputs[0][0])
     tasks = json.loads((tmp_path / "1" / "run.json").read_text())["tasks"]
     assert tasks["computed"] == 0 and tasks["from_checkpoint"] > 0  # the resumed run's, apart from the result
+    marked = json.loads((tmp_path / "1" / "complete.json").read_text())["files"]
+    assert "plan.json" in marked and "run.json" not in marked  # beside the result, not part of it (docs/results.md)
+    shown = run("plan", str(plan), "--workers", "1", "--out", str(tmp_path / "3")).stdout
+    assert f"wrote {tmp_path / '3'}/: plan.json, " + ", ".join(sorted(set(marked) - {"plan.json"})) in shown
 
 
 def test_validate_json_is_identical() -> None:

@@ -86,19 +86,27 @@ def cli_md(app: typer.Typer) -> str:
         "",
     ]
     for name in sorted(group.commands):
-        command = group.commands[name]
-        out += [f"## ttftsim {name}", "", (command.help or "").strip(), ""]
-        rows = ["| argument / option | help | default |", "|---|---|---|"]
-        for param in command.params:
-            if param.name == "help":
-                continue
-            is_option = getattr(param, "param_type_name", "") == "option"
-            names = ", ".join(param.opts) if is_option else str(param.name).upper()
-            help_text = str(getattr(param, "help", "") or "")
-            default = "" if param.required or param.default is None else json.dumps(param.default, default=str)
-            rows.append(f"| `{names}` | {help_text.replace('|', '/')} | {default} |")
-        out += [*rows, ""]
+        out += _command_md(f"ttftsim {name}", group.commands[name])
     return "\n".join(out).rstrip() + "\n"
+
+
+def _command_md(title: str, command: Any) -> list[str]:
+    """A command's section: its help and a table of its arguments and options; a group's subcommands after it
+    (`ttftsim explain kv`, ...)."""
+    out = [f"## {title}", "", (command.help or "").strip(), ""]
+    rows = ["| argument / option | help | default |", "|---|---|---|"]
+    for param in command.params:
+        if param.name == "help":
+            continue
+        is_option = getattr(param, "param_type_name", "") == "option"
+        names = ", ".join(param.opts) if is_option else str(param.name).upper()
+        help_text = str(getattr(param, "help", "") or "")
+        default = "" if param.required or param.default is None else json.dumps(param.default, default=str)
+        rows.append(f"| `{names}` | {help_text.replace('|', '/')} | {default} |")
+    out += [*rows, ""] if len(rows) > 2 else []
+    for name in sorted(getattr(command, "commands", {}) or {}):
+        out += _command_md(f"{title} {name}", command.commands[name])
+    return out
 
 
 def write(out: Path | None, docs_dir: Path | None, app: typer.Typer) -> list[Path]:

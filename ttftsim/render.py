@@ -20,6 +20,14 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1e3:,.1f}"
 
 
+LEVEL_NAMES = {"p50": "P50", "p90": "P90", "p99": "P99", "p999": "P99.9"}
+
+
+def _count(number: int, noun: str) -> str:
+    """`1 replica`, `2 replicas`."""
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
 def _interval_cells(intervals: QuantileIntervals) -> list[str]:
     """The mean column (no interval) and each percentile's lo-hi order-statistic interval, in ms."""
     cells = ["-"]
@@ -58,6 +66,16 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
         if label == "TTFT":
             table.add_row("  95% interval", *_interval_cells(summary.ttft_interval_s))
     console.print(table)
+    short = [
+        f"{LEVEL_NAMES[level]} {interval.coverage:.0%}"
+        for level, interval in summary.ttft_interval_s.by_level().items()
+        if interval.coverage is not None and interval.coverage < summary.ttft_interval_s.confidence
+    ]
+    if short:  # the (NN%) beside an interval
+        console.print(
+            f"[dim]interval coverage below 95% where too few requests lie beyond the percentile: {', '.join(short)} "
+            "(the widest interval the requests allow)[/]"
+        )
     breakdown = asdict(summary.ttft_breakdown_mean_s)
     console.print(
         "TTFT breakdown (mean ms): " + ", ".join(f"{k.removesuffix('_s')} {_ms(v)}" for k, v in breakdown.items())
@@ -213,7 +231,7 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     plan = result.plan
     console.print(
         f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, {wanted(plan.slo)}; "
-        f"{len(result.rows)} candidates, {result.fully_simulated} confirmed by cluster simulation; "
+        f"{_count(len(result.rows), 'candidate')}, {result.fully_simulated} confirmed by cluster simulation; "
         f"tasks computed {result.computed}, from checkpoint {result.reused}"
     )
     if result.winner is not None:
@@ -266,9 +284,9 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     win = result.winner
     spare = f", {win.pods_lost} pod lost in the confirming run" if win.pods_lost else ""
     console.print(
-        f"[green]recommended:[/] {win.candidate.label()} x {win.replicas} replicas "
-        f"({win.gpus} GPUs, {_money(win.cost_per_hour)}/hour), predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms"
-        f"{spare}"
+        f"[green]recommended:[/] {win.candidate.label()} x {_count(win.replicas, 'replica')} "
+        f"({_count(win.gpus, 'GPU')}, {_money(win.cost_per_hour)}/hour), "
+        f"predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms{spare}"
     )
     day = result.day_json()
     if day is not None:
@@ -283,7 +301,18 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
                 highlight=False,
             )
     render_warnings(console, list(result.warnings))
-    console.print(f"wrote {folder}/plan.json, run.json, ranked.csv, vllm-args.txt, manifests.yaml")
+    console.print(f"wrote {folder}/: {', '.join(_result_files(folder))}", soft_wrap=True)
+
+
+def _result_files(folder: Any) -> list[str]:
+    """The result's files as its completion marker lists them (ttftsim/result_folder.py), plan.json first."""
+    from ttftsim.result_folder import MARKER, parse_marker
+
+    try:
+        files = sorted(parse_marker((folder / MARKER).read_text(encoding="utf-8")).files)
+    except (OSError, ValueError):
+        return ["plan.json"]
+    return sorted(files, key=lambda name: name != "plan.json")
 
 
 def _ms_or_dash(value: float) -> str:

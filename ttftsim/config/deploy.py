@@ -12,6 +12,10 @@ from ttftsim.config.workload import Workload
 
 
 class Deploy(StrictModel):
+    """What `ttftsim validate` checks: the deployment, as Kubernetes manifests (the usual case: the vLLM workload,
+    its HPA, KServe or Helm values) or as model, hardware, engine arguments and replicas; the traffic it must
+    carry; and the SLO it must meet there."""
+
     name: str = Field(default="deployment", description="Label used in reports")
     manifests: list[str] = Field(
         default_factory=list, description="Kubernetes manifest files (relative to this file); --manifest adds more"

@@ -234,12 +234,12 @@ def write_outputs(result: PlanResult, out: Path, base: str) -> None:
     the checkpoint already in out stays where it is."""
     with staged(out, "plan") as folder:
         _write_files(result, folder, base)
+    write_run_info(out, result.run_info())  # beside the result, not part of it (as simulate's): facts of this run
 
 
 def _write_files(result: PlanResult, out: Path, base: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps(result.as_json(), indent=1) + "\n", encoding="utf-8")
-    write_run_info(out, result.run_info())
     pd.DataFrame([_csv_row(r) for r in result.rows]).to_csv(out / "ranked.csv", index=False)
     winner = result.winner
     if winner is None:
