@@ -116,12 +116,19 @@ class SimulationResult:
         if self.stalled_at_s is None:
             return []
         stuck = int((self.requests["status"] == "in_flight").sum())
+        why = (
+            "requests copied back from the CPU tier hold their blocks while they wait, vllm-project/vllm issue 45388"
+            if self.replica.engine.kv_offload_blocks
+            else "e.g. a preempted request whose recompute, prompt and output as one prefill, needs more blocks than "
+            "the cache has"
+        )
+        requests = f"{stuck:,} request{'' if stuck == 1 else 's'}"
         return [
-            f"the engine stalled at {self.stalled_at_s:.3f} s and never moved again: {stuck:,} requests waited with "
-            "nothing running or loading, the first in the queue unable to get KV blocks (requests copied back from "
-            "the CPU tier hold theirs while they wait; vLLM's scheduler stops at the first request it cannot "
-            "allocate, vllm-project/vllm issue 45388). They never finished and are not in the latency percentiles: "
-            "give the KV cache more room (kv_offloading_size, num_gpu_blocks, max_num_seqs) or a client timeout"
+            f"the engine stalled at {self.stalled_at_s:.3f} s and never moved again: {requests} waited with nothing "
+            f"running or loading, the first in the queue unable to get the KV blocks it needs ({why}; vLLM's "
+            "scheduler too stops at the first waiting request it cannot allocate). They never finished and are not "
+            "in the latency percentiles: give the KV cache more room (num_gpu_blocks, kv_offloading_size, "
+            "max_num_seqs, chunked prefill) or the clients a timeout"
         ]
 
     def run_info(self) -> dict[str, Any]:

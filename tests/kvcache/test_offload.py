@@ -18,6 +18,7 @@ from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.offload import CpuTier
 from ttftsim.perf.linear import LinearStepModel
 from ttftsim.simulate import simulate
+from ttftsim.workload.request import Request
 
 COST = LinearStepModel(0.01, 0.001)  # 10 ms a step + 1 ms per computed token
 
@@ -138,3 +139,54 @@ def test_a_stalled_run_says_so_in_its_summary(tmp_path: Path) -> None:
     stalled = [w for w in result.summary().warnings if w.startswith("the engine stalled at")]
     assert len(stalled) == 1 and "2 requests waited" in stalled[0]
     assert (result.requests["status"] == "in_flight").sum() == 2
+
+
+def test_a_preempted_request_whose_recompute_cannot_fit_stalls_the_engine_and_says_so(tmp_path: Path) -> None:
+    """No tier: gpt-oss-20b (full and sliding-window groups), 80 blocks, chunked prefill off. The 16-token request
+    is preempted at 786 tokens; recomputing them as one prefill needs blocks in every group, 100 > 80, so it can
+    never be admitted again (vLLM's scheduler would wait for ever too): the warning says so, without the tier."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0.0,16,1000\n0.001,600,300\n")
+    engine = {"num_gpu_blocks_override": 80, "enable_chunked_prefill": False, "max_num_batched_tokens": 4096}
+    scenario = Scenario.model_validate(
+        {
+            "model": "gpt-oss-20b",
+            "hardware": "H100-SXM5-80GB",
+            "engine": engine | {"max_model_len": 4096},
+            "workload": {"type": "trace", "format": "csv", "path": str(trace)},
+        }
+    )
+    result = simulate(scenario)
+    (stalled,) = [w for w in result.summary().warnings if w.startswith("the engine stalled at")]
+    assert "1 request waited" in stalled and "a preempted request whose recompute" in stalled
+    assert list(result.requests["status"]).count("in_flight") == 1
+
+
+def test_a_loaded_request_that_misses_one_schedule_keeps_its_copied_blocks_and_is_not_copied_twice() -> None:
+    """Chunked prefill off, a 320-token budget. Prompts 4 and 5 (96 tokens of cached content + 204 new) both copy
+    their 96 tokens back from the tier (2.000-2.030 s). At 2.030 s request 4 takes 204 of the budget; request 5's
+    204 no longer fit this step, so it waits holding its copied blocks, and is admitted when the step ends
+    (2.030 + 0.010 + 0.204 = 2.244 s): first token at 2.458 s. Before, it copied them a second time (first token
+    2.488 s) and its prefix query was counted twice."""
+    env, engine, recorder = make_engine(
+        num_blocks=40,
+        cost=COST,
+        kv_offload_blocks=1000,
+        kv_load_s_per_block=0.005,
+        enable_chunked_prefill=False,
+        max_model_len=320,
+        max_num_batched_tokens=320,
+    )
+
+    def made(rid: int, arrival: float, segments: list[tuple[int, int]]) -> Request:
+        return Request(rid, arrival, sum(n for _, n in segments), 1, tuple(segments), 0)
+
+    arrivals = [made(0, 0.0, [(7, 96), (100, 204)]), made(1, 0.3, [(8, 96), (101, 204)])]
+    arrivals += [made(2, 0.6, [(102, 310)]), made(3, 0.9, [(103, 310)])]  # evict 0 and 1 from the GPU
+    arrivals += [made(4, 2.0, [(7, 96), (104, 204)]), made(5, 2.0, [(8, 96), (105, 204)])]
+    feed(env, engine, arrivals)
+    env.run()
+    rows = recorder.requests_frame().set_index("request_id")
+    assert rows.loc[5, "first_scheduled_s"] == pytest.approx(2.244, abs=1e-12)
+    assert rows.loc[5, "first_token_s"] == pytest.approx(2.458, abs=1e-12) and rows.loc[5, "cached_tokens"] == 96
+    assert engine.kv.query_tokens == sum(r.prompt_tokens for r in arrivals)  # each prompt queried once

@@ -60,9 +60,8 @@ def admission_start(
     prefix query was already counted); blocks back from the CPU tier or KV sent by a prefill pod count as
     computed. True: it left the queue to load blocks from the CPU tier first (vLLM: WAITING_FOR_REMOTE_KVS;
     the queue goes on without it); False: no room for those blocks."""
-    if state.loaded_tokens:  # its blocks came back from the CPU tier: held, and counted when it left
-        start, state.loaded_tokens = state.loaded_tokens, 0
-        return NO_HIT, start, True
+    if state.loaded_tokens:  # its blocks came back from the CPU tier: held (until the scheduler admits it, which
+        return NO_HIT, state.loaded_tokens, True  # clears this), and counted when it left
     hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
     if kv.lmcache is not None:  # loaded before the forward pass of the step that admits it
         segments, prompt = state.token_segments(), state.req.prompt_tokens

@@ -136,6 +136,8 @@ class Scheduler:
         self.dissolve_cohort()
         lost = [*self.running, *self.loading.take_all(), *pop_all(self.waiting)]
         self.running.clear()
+        for state in lost:  # blocks copied back from the CPU tier stay with the lost replica
+            state.loaded_tokens = 0
         return lost
 
     def _chunk(self, remaining: int, budget: int) -> int:
@@ -378,6 +380,7 @@ class Scheduler:
 
     def _admit(self, state: RequestState, now: float, cached: int) -> None:
         self.running.append(state)
+        state.loaded_tokens = 0  # blocks copied back from the CPU tier are its own now (a failed try kept them)
         if self.use_cohort:
             self.prefilling.append(state)
         state.admit_seq = self._seq
