@@ -73,7 +73,8 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
     ]
     if short:  # the (NN%) beside an interval
         console.print(
-            f"[dim]interval coverage below 95% where too few requests lie beyond the percentile: {', '.join(short)} "
+            f"[dim]interval coverage below {summary.ttft_interval_s.confidence:.0%} where too few requests lie beyond "
+            f"the percentile: {', '.join(short)} "
             "(the widest interval the requests allow)[/]"
         )
     breakdown = asdict(summary.ttft_breakdown_mean_s)
@@ -301,7 +302,9 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
                 highlight=False,
             )
     render_warnings(console, list(result.warnings))
-    console.print(f"wrote {folder}/: {', '.join(_result_files(folder))}", soft_wrap=True)
+    console.print(
+        f"wrote {folder}/: {', '.join(_result_files(folder))}; and run.json (this run's facts)", soft_wrap=True
+    )
 
 
 def _result_files(folder: Any) -> list[str]:

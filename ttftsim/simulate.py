@@ -43,7 +43,7 @@ YOUNG_COLLECTION_OBJECTS = 50_000  # allocations between two young-generation GC
 
 
 # engine fields the summary shows only where they act (the run's seed is shown once, below)
-QUIET_ENGINE_KEYS = ("seed", "windowed_kv", "hybrid_kv_cache_manager", "dp")
+QUIET_ENGINE_KEYS = ("seed", "windowed_kv", "hybrid_kv_cache_manager", "dp", "reserve_for_inflight_prefills")
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,12 @@ class SimulationResult:
             | ({"lmcache": engine.lmcache.model_dump()} if engine.lmcache is not None else {})
             | ({"windowed_kv": asdict(windowed)} if windowed is not None else {})
             | ({} if engine.hybrid_kv_cache_manager else {"hybrid_kv_cache_manager": False})
-            | ({"dp": engine.dp} if engine.dp > 1 else {}),
+            | ({"dp": engine.dp} if engine.dp > 1 else {})
+            | (  # vLLM >= 0.23's hold on CPU-tier loads, where there is a tier
+                {"reserve_for_inflight_prefills": engine.reserve_for_inflight_prefills}
+                if engine.kv_offload_blocks
+                else {}
+            ),
             num_gpu_blocks=self.replica.num_blocks if windowed is None else windowed.num_blocks,  # vLLM's count
             kv_capacity_tokens=self.replica.num_blocks * engine.block_size,
             memory_plan_bytes=asdict(memory) if memory else None,
@@ -127,8 +132,9 @@ class SimulationResult:
             f"the engine stalled at {self.stalled_at_s:.3f} s and never moved again: {requests} waited with nothing "
             f"running or loading, the first in the queue unable to get the KV blocks it needs ({why}; vLLM's "
             "scheduler too stops at the first waiting request it cannot allocate). They never finished and are not "
-            "in the latency percentiles: give the KV cache more room (num_gpu_blocks, kv_offloading_size, "
-            "max_num_seqs, chunked prefill) or the clients a timeout"
+            "in the latency percentiles: give the GPU's KV cache more room (gpu_memory_utilization, "
+            "num_gpu_blocks_override, tensor parallelism), turn chunked prefill on, run vLLM 0.23 or later with a "
+            "CPU tier (its loads wait for room), or give the clients a timeout"
         ]
 
     def run_info(self) -> dict[str, Any]:

@@ -63,6 +63,8 @@ def test_a_config_json_shape_field_of_the_wrong_type_is_named_not_the_field_deri
         ("vllm/vllm-openai:v0.8.5", True),
         ("docker.io/vllm/vllm-openai:latest", True),
         ("localhost:5000/vllm/vllm-openai:v0.9.0", True),
+        ("vllm/vllm-openai-rocm:v0.10.2", True),  # the image ttftsim's plans write for AMD GPUs
+        ("vllm/vllm-openai-cpu:v0.32.0", True),
         ("opea/vllm-gaudi:1.22.0", False),  # Gaudi software 1.22, not vLLM 1.22
         ("lmcache/vllm-openai:v0.3.9post2", False),  # LMCache's release
     ],

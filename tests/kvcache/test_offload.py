@@ -83,12 +83,16 @@ def test_a_partial_gpu_hit_then_the_rest_from_the_tier_keeps_its_gpu_blocks() ->
     assert (engine.kv.hit_tokens, engine.kv.query_tokens) == (32, 64 + 95 + 64)
 
 
-def _two_prompts_back_from_the_tier(timeout_s: float | None) -> tuple[Engine, pd.DataFrame, list[RequestState]]:
+def _two_prompts_back_from_the_tier(
+    timeout_s: float | None, version: str = "0.15.1"
+) -> tuple[Engine, pd.DataFrame, list[RequestState]]:
     """8 GPU blocks of 16 tokens. Prompts A and B (80 tokens, 5 blocks each) run, then a 127-token prompt takes
     all 8 blocks and evicts them from the GPU. At 3 s A and B come back: each copies its (80 - 1) // 16 = 4 full
     blocks from the tier (4 x 5 ms), together holding all 8 blocks. At 3.02 s A needs a fifth block for its last
     16 tokens; none is free, nothing runs, and B waits behind A holding 4: nothing will ever free one."""
-    env, engine, recorder = make_engine(num_blocks=8, cost=COST, kv_offload_blocks=100, kv_load_s_per_block=0.005)
+    env, engine, recorder = make_engine(
+        num_blocks=8, cost=COST, kv_offload_blocks=100, kv_load_s_per_block=0.005, vllm_version=version
+    )
     engine.client_timeout_s = timeout_s
     arrivals = [request(0, 0.0, 80, 1, content=7), request(1, 1.0, 80, 1, content=8), request(2, 2.0, 127, 1)]
     arrivals += [request(3, 3.0, 80, 1, content=7), request(4, 3.0, 80, 1, content=8), request(5, 10.0, 16, 1)]
@@ -190,3 +194,15 @@ def test_a_loaded_request_that_misses_one_schedule_keeps_its_copied_blocks_and_i
     assert rows.loc[5, "first_scheduled_s"] == pytest.approx(2.244, abs=1e-12)
     assert rows.loc[5, "first_token_s"] == pytest.approx(2.458, abs=1e-12) and rows.loc[5, "cached_tokens"] == 96
     assert engine.kv.query_tokens == sum(r.prompt_tokens for r in arrivals)  # each prompt queried once
+
+
+def test_from_vllm_0_23_a_load_waits_for_the_blocks_in_flight_prefills_need_and_nothing_stalls() -> None:
+    """vLLM 0.23 (pull request 44560): at 3 s A copies its 4 blocks and still needs a fifth for its last 16 tokens,
+    so B's 4 do not fit beside that reservation (4 free - 1 reserved < 4): B waits in the queue holding nothing.
+    A lands at 3.02 s, takes its fifth block and runs; B copies its blocks once A is done. Every request finishes,
+    each prompt's 4 blocks come from the tier (cached 64 tokens)."""
+    engine, rows, in_flight = _two_prompts_back_from_the_tier(None, "0.23")
+    assert engine.stalled_at_s is None and in_flight == []
+    assert list(rows["status"]) == ["finished"] * 6 and list(rows.loc[[3, 4], "cached_tokens"]) == [64, 64]
+    assert rows.loc[3, "first_token_s"] == pytest.approx(3.02 + 0.010 + 0.016, abs=1e-12)  # A: 16 tokens computed
+    assert rows.loc[4, "first_scheduled_s"] > rows.loc[3, "finish_s"]  # B's copy began once A freed its blocks

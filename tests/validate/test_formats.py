@@ -198,8 +198,8 @@ def test_kserve_huggingface_runtime_on_s3_with_the_model_named(tmp_path: Path) -
     )
     assert formats[1][1].endswith("with the runtime ClusterServingRuntime/kserve-huggingfaceserver")
     # 1,000 + 100 tokens do not fit --max-model-len=1024: vLLM rejects every request
-    # never served: no finite P99 (null in the JSON, which has no infinity; plan.json writes it the same way)
-    assert _checks(report, "error") == ["slo"] and report["prediction"]["ttft_p99_s"] is None
+    # never served: no finite P99 ("inf", as summary.json writes it: JSON has no infinity)
+    assert _checks(report, "error") == ["slo"] and report["prediction"]["ttft_p99_s"] == "inf"
 
 
 def test_kserve_transformers_backend_is_a_named_unsupported_kind(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def accuracy(
     from ttftsim.accuracy.reports import measured_cases
     from ttftsim.accuracy.server_view import server_views, table_lines
 
-    with measured_cases(ground_truth, deployment, before) as (cases, base), phase_progress(True) as progress:
+    with measured_cases(ground_truth, deployment, before) as (cases, base), phase_progress(not as_json) as progress:
         results, skipped = run_all(with_kernel_costs(cases, kernel_costs), base, progress)
         views = server_views(with_kernel_costs(cases, kernel_costs), base, server_metrics, server_before)
     summary = summarize(results)

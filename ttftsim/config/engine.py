@@ -255,6 +255,7 @@ class ResolvedEngine:
     kv_cache_mode: KvMode
     frontend_overhead_s: float
     reserve_full_prompt: bool
+    reserve_for_inflight_prefills: bool
     api_server: ApiServerCosts
     async_scheduling: bool = False
     iteration_overhead_s: float | None = None
@@ -397,6 +398,7 @@ def resolve_engine(
         frontend_overhead_s=args.frontend_overhead_s,
         api_server=args.api_server or defaults.api_server,
         reserve_full_prompt=defaults.reserve_full_prompt,
+        reserve_for_inflight_prefills=defaults.reserve_for_inflight_prefills,
         async_scheduling=_async_scheduling(args, hardware, defaults),
         iteration_overhead_s=defaults.iteration_overhead_s,
         decode_graph_iteration_s=defaults.decode_graph_iteration_s,

@@ -52,6 +52,9 @@ class VersionDefaults(StrictModel):
     small_gpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on other GPUs")
     cpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on CPU")
     reserve_full_prompt: bool = Field(description="Admission checks that the whole prompt fits in KV")
+    reserve_for_inflight_prefills: bool = Field(
+        description="A CPU-tier load is admitted only into blocks that in-flight prefills and loads do not still need"
+    )
     async_scheduling: bool = Field(description="Async scheduling on unless disabled (vLLM >= 0.14)")
     iteration_overhead_s: float | None = Field(description="Per-iteration host overhead (null: hardware's)")
     decode_graph_iteration_s: float | None = Field(description="Same for CUDA-graph decode steps (null: hardware's)")

@@ -6,6 +6,8 @@ copy (lmcache_tiers builds its tiers; docs/engine-semantics.md 14)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ttftsim.config.engine import ResolvedEngine
 from ttftsim.engine.queues import WaitingQueue
 from ttftsim.engine.state import RequestState
@@ -55,11 +57,13 @@ def admission_start(
     loading: LoadingRequests,
     waiting: WaitingQueue,
     load_s_per_block: float,
+    reserved: Callable[[], int] | None = None,
 ) -> tuple[CacheHit, int, bool] | bool:
     """Where a waiting request's computation starts: (GPU prefix hit, its first token to compute, whether its
     prefix query was already counted); blocks back from the CPU tier or KV sent by a prefill pod count as
     computed. True: it left the queue to load blocks from the CPU tier first (vLLM: WAITING_FOR_REMOTE_KVS;
-    the queue goes on without it); False: no room for those blocks."""
+    the queue goes on without it); False: no room for those blocks, or (with `reserved`, vLLM >= 0.23) not
+    beside the blocks in-flight prefills and loads still need."""
     if state.loaded_tokens:  # its blocks came back from the CPU tier: held (until the scheduler admits it, which
         return NO_HIT, state.loaded_tokens, True  # clears this), and counted when it left
     hit = kv.find_cached(state.rid, state.token_segments(), state.num_tokens) if kv.caching else NO_HIT
@@ -74,6 +78,8 @@ def admission_start(
     offloaded = kv.find_offloaded(state.rid, state.num_tokens, len(hit.blocks)) if kv.tier else 0
     if offloaded:
         loaded = hit.num_tokens + offloaded * kv.block_size
+        if reserved is not None and offloaded > kv.pool.num_free - kv.pool.count_free_among(hit.blocks) - reserved():
+            return False
         if not kv.allocate(state.rid, loaded, hit):
             return False
         waiting.pop()

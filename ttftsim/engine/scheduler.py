@@ -51,6 +51,7 @@ class Scheduler:
         self._seq = 0
         self.deferred = False  # the last schedule left out a request it could see now, for the async cutoff
         self.loading = LoadingRequests()  # waiting for KV blocks copied in from the CPU tier
+        self.landed: dict[int, RequestState] = {}  # copied in, waiting holding those blocks, by request id
         self.lora = (
             LoraSlots(engine.lora_slots, engine.max_cpu_loras, engine.lora_h2d_s, engine.lora_read_s)
             if engine.lora_slots
@@ -121,6 +122,7 @@ class Scheduler:
             self.waiting.add(state)
         for state in gone:
             self.kv.forget(state.rid)
+            self.landed.pop(state.rid, None)
         return gone
 
     def in_flight(self) -> list[RequestState]:
@@ -138,6 +140,7 @@ class Scheduler:
         self.running.clear()
         for state in lost:  # blocks copied back from the CPU tier stay with the lost replica
             state.loaded_tokens = 0
+        self.landed.clear()
         return lost
 
     def _chunk(self, remaining: int, budget: int) -> int:
@@ -162,6 +165,7 @@ class Scheduler:
         if self.loading.states:
             for state in reversed(self.loading.done(now)):  # back to the front, in the order they left it
                 self.waiting.prepend(state)
+                self.landed[state.rid] = state
         if not preempted:
             self._admit_waiting(now, now if admit_before is None else admit_before, budget, scheduled, shape)
         cohort_steps = not per_request and self.cohort.size > 0
@@ -334,6 +338,17 @@ class Scheduler:
         if self.kv.caching and (not state.req.private or self.kv.hashes_private):
             self.kv.cache_full_blocks(state.rid, state.token_segments(), num_tokens_after)
 
+    def inflight_reservation(self) -> int:
+        """Blocks the in-flight prefills still need to hold their whole sequence (vLLM >= 0.23
+        `Scheduler._inflight_prefill_reserved_blocks`: running requests still prefilling, loads from the CPU tier in
+        progress, and loads landed but not yet admitted), which a new load may not take."""
+        kv, limit = self.kv, self.cfg.max_model_len
+        prefilling = [state for state in self.running if not state.is_decoding]
+        return sum(
+            kv.blocks_needed(state.rid, min(state.num_tokens, limit))
+            for state in (*prefilling, *self.loading.states, *self.landed.values())
+        )
+
     def _admit_waiting(
         self,
         now: float,
@@ -354,7 +369,8 @@ class Scheduler:
             if state.submitted_s > admit_before:
                 self.deferred = state.submitted_s <= now  # visible now: the next schedule may admit it
                 break
-            found = admission_start(state, now, kv, self.loading, self.waiting, cfg.kv_load_s_per_block)
+            reserved = self.inflight_reservation if cfg.reserve_for_inflight_prefills else None
+            found = admission_start(state, now, kv, self.loading, self.waiting, cfg.kv_load_s_per_block, reserved)
             if isinstance(found, bool):  # it went to load blocks from the CPU tier, or there was no room to
                 if found:
                     continue
@@ -381,6 +397,7 @@ class Scheduler:
     def _admit(self, state: RequestState, now: float, cached: int) -> None:
         self.running.append(state)
         state.loaded_tokens = 0  # blocks copied back from the CPU tier are its own now (a failed try kept them)
+        self.landed.pop(state.rid, None)
         if self.use_cohort:
             self.prefilling.append(state)
         state.admit_seq = self._seq

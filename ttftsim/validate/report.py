@@ -27,16 +27,18 @@ class Prediction:
     figures: SloFigures
 
     def as_json(self) -> dict[str, Any]:
-        """Plain JSON: a figure with no value (NaN: no goodput target to count against; inf: never served) is
-        null, as in plan.json."""
+        """Plain JSON (_finite): a figure never reached is "inf", one with nothing to count null."""
         return {"replicas": self.replicas, "kernel_costs": self.kernel_costs, **_finite(self.figures.as_dict())}
 
 
 def _finite(value: Any) -> Any:
-    """JSON has no NaN or infinity: such a float becomes None, inside dicts too."""
+    """JSON has no NaN or infinity: infinity (never served) becomes "inf", as in summary.json, and NaN (nothing
+    to count, e.g. goodput without a goodput target) null, inside dicts too."""
     if isinstance(value, dict):
         return {key: _finite(item) for key, item in value.items()}
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if value != value else ("inf" if value > 0 else "-inf")
+    return value
 
 
 @dataclass

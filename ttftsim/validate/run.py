@@ -242,8 +242,8 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
     try:
         model = load_model(resolve_ref(target.model, base), source)
     except InputError as exc:
-        if deploy.model is not None or target.serving is None:
-            raise
+        if deploy.model is not None or target.serving is None or not exc.message.startswith("unknown model"):
+            raise  # a config.json's own error names its file and field
         # the name came from the manifests' vllm command (KServe serves a local path such as /mnt/models)
         raise InputError(
             target.serving.source,
@@ -434,7 +434,9 @@ def _checks_text(checks: list[SloCheck]) -> str:
             parts.append(f"{who}goodput {share} of arrivals (target {check.target_s:.1%})")
             continue
         metric, _, level = check.target.removesuffix("_s").partition("_")
-        parts.append(f"{who}{level.upper()} {metric.upper()} {_seconds(figure)} (target {check.target_s:g} s)")
+        level = "mean" if level == "mean" else level.upper()
+        shown = "none" if check.figure_s is None else _seconds(figure)  # a priority class with no arrivals
+        parts.append(f"{who}{level} {metric.upper()} {shown} (target {check.target_s:g} s)")
     return ", ".join(parts) or "figures"
 
 

@@ -202,13 +202,16 @@ def _not_modelled(command: VllmCommand, written: str) -> None:
         command.not_modelled.append(written)
 
 
+VLLM_IMAGES = (["vllm", "vllm-openai"], ["vllm", "vllm-openai-rocm"], ["vllm", "vllm-openai-cpu"])  # vLLM's own
+
+
 def _upstream_vllm_image(image: str) -> bool:
-    """vLLM's own image (vllm/vllm-openai, from any registry), whose tags are vLLM versions; other images that
-    run vLLM tag their own releases (opea/vllm-gaudi:1.22.0 is Gaudi software 1.22, lmcache/vllm-openai:v0.3.9
-    LMCache 0.3.9)."""
+    """vLLM's own images (vllm/vllm-openai and its -rocm and -cpu builds, from any registry), whose tags are vLLM
+    versions; other images that run vLLM tag their own releases (opea/vllm-gaudi:1.22.0 is Gaudi software 1.22,
+    lmcache/vllm-openai:v0.3.9 LMCache 0.3.9)."""
     name = image.split("@")[0]
     repository = name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
-    return repository.split("/")[-2:] == ["vllm", "vllm-openai"]
+    return repository.split("/")[-2:] in VLLM_IMAGES
 
 
 def _check_image(image: str, version: str, command: VllmCommand, where: str) -> None:
