@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -342,11 +343,16 @@ def render_validation(console: Console, report: Any) -> None:
     if report.prediction is not None:
         p = report.prediction
         console.print(
-            f"prediction with {p.replicas} replicas: TTFT P50 {_ms(p.figures.ttft_p50_s)} ms, "
-            f"P99 {_ms(p.figures.ttft_p99_s)} ms; kernel times: {p.kernel_costs}"
+            f"prediction with {_count(p.replicas, 'replica')}: TTFT P50 {_ms_or_never(p.figures.ttft_p50_s)}, "
+            f"P99 {_ms_or_never(p.figures.ttft_p99_s)}; kernel times: {p.kernel_costs}"
         )
     render_warnings(console, report.warnings)
     console.print("[green]PASS[/]" if report.passed else "[red]FAIL[/]")
+
+
+def _ms_or_never(value: float) -> str:
+    """`121.9 ms`; `never` for a percentile of requests that were never served (infinite)."""
+    return f"{_ms(value)} ms" if math.isfinite(value) else "never (requests unserved)"
 
 
 def _num(value: float | None) -> str:

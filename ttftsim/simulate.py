@@ -62,7 +62,8 @@ class SimulationResult:
     final_gauges: dict[str, float]
     cluster: ClusterReport | None = None
     external_prefix: tuple[int, int] | None = None  # LMCache's (query, hit) tokens, where it runs
-    stalled_at_s: float | None = None  # the engine stalled then with requests left in flight (Engine._stuck)
+    stalled_at_s: float | None = None  # an engine stalled then with requests left in flight (Engine._stuck)
+    stalled_requests: int = 0  # the requests those stalled engines held at the end
 
     def summary(self) -> RunSummary:
         """Summary with the configuration that produced it, and what it read but did not model (warnings).
@@ -112,15 +113,16 @@ class SimulationResult:
             warnings=tuple(
                 version_warnings(self.scenario.engine.vllm_version)
                 + model_warnings(model, engine.max_model_len, engine.weight_dtype, kept)
-                + self._stall_warnings()
+                + self.stall_warnings()
             ),
             external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
         )
 
-    def _stall_warnings(self) -> list[str]:
+    def stall_warnings(self) -> list[str]:
+        """Said in the summary's warnings and by validate: an engine that stopped for good, and why it may have."""
         if self.stalled_at_s is None:
             return []
-        stuck = int((self.requests["status"] == "in_flight").sum())
+        stuck = self.stalled_requests
         why = (
             "requests copied back from the CPU tier hold their blocks while they wait, vllm-project/vllm issue 45388"
             if self.replica.engine.kv_offload_blocks
@@ -318,6 +320,7 @@ def _run(
     for state in engine.in_flight():
         recorder.request(state, 0, "in_flight")
     itl_values, itl_weights = recorder.itl_samples(copy=False)
+    stalled_at, stalled_requests = _stalled([engine])
     return SimulationResult(
         scenario,
         run_seed,
@@ -332,14 +335,20 @@ def _run(
         time.perf_counter() - started,
         gauges,
         external_prefix=lmcache_counts([engine]),
-        stalled_at_s=_stalled_at(engine),
+        stalled_at_s=stalled_at,
+        stalled_requests=stalled_requests,
     )
 
 
-def _stalled_at(engine: Any) -> float | None:
-    """When a single engine stalled for good (it still was at the end, with requests in flight)."""
-    stalled = engine.stalled_at_s if isinstance(engine, Engine) else None
-    return stalled if stalled is not None and engine.scheduler.has_work() else None
+def _stalled(engines: list[Any]) -> tuple[float | None, int]:
+    """When the first engine (a data-parallel replica's rank, a cluster pod's engine) that was still stalled at the
+    end stopped, and how many requests the stalled ones held. A lockstep data-parallel loop or a pipeline-parallel
+    engine does not tell (Engine._stuck is the plain loop's)."""
+    ranks = [rank for engine in engines for rank in getattr(engine, "ranks", [engine]) if isinstance(rank, Engine)]
+    stalled = [rank for rank in ranks if rank.stalled_at_s is not None and rank.scheduler.has_work()]
+    if not stalled:
+        return None, 0
+    return min(rank.stalled_at_s or 0.0 for rank in stalled), sum(rank.scheduler.num_waiting for rank in stalled)
 
 
 def expected_duration(scenario: Scenario) -> float | None:
@@ -382,6 +391,7 @@ def _simulate_cluster(
         "kv_cache_usage_perc": float(np.mean([e.kv.usage() for e in live])) if live else 0.0,
     }
     steps = _time_ordered([recorder.steps, cluster.prefill_recorder.steps])
+    stalled_at, stalled_requests = _stalled([pod.engine for pod in cluster.pods if pod.engine and pod.state == "ready"])
     return SimulationResult(
         scenario,
         run_seed,
@@ -397,6 +407,8 @@ def _simulate_cluster(
         gauges,
         cluster_report(cluster),
         lmcache_counts(engines),
+        stalled_at,
+        stalled_requests,
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.factories import feed, make_engine, request
+from tests.test_cli import run as run_cli
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.scenario import Scenario
 from ttftsim.engine.engine import Engine
@@ -206,3 +207,27 @@ def test_from_vllm_0_23_a_load_waits_for_the_blocks_in_flight_prefills_need_and_
     assert list(rows["status"]) == ["finished"] * 6 and list(rows.loc[[3, 4], "cached_tokens"]) == [64, 64]
     assert rows.loc[3, "first_token_s"] == pytest.approx(3.02 + 0.010 + 0.016, abs=1e-12)  # A: 16 tokens computed
     assert rows.loc[4, "first_scheduled_s"] > rows.loc[3, "finish_s"]  # B's copy began once A freed its blocks
+
+
+def test_validate_explains_requests_left_unserved_by_a_stalled_engine(tmp_path: Path) -> None:
+    """The same stall through validate (which predicts with its cluster model): the SLO is missed because two
+    requests are never served, and a warning finding says the engine stalled and why."""
+    lines = [(0, 2100, [1, 2, 3, 4, 5]), (500, 2100, [11, 12, 13, 14, 15]), (1000, 4000, list(range(21, 29)))]
+    lines += [(2000, 2100, [1, 2, 3, 4, 5]), (2000, 2100, [11, 12, 13, 14, 15])]
+    (tmp_path / "trace.jsonl").write_text(
+        "".join(
+            json.dumps({"timestamp": t, "input_length": n, "output_length": 1, "hash_ids": ids}) + "\n"
+            for t, n, ids in lines
+        )
+    )
+    (tmp_path / "deploy.yaml").write_text(
+        "name: tier\nmodel: Llama-3.1-8B\nhardware: H100-SXM5-80GB\nreplicas: 1\n"
+        "engine: {block_size: 128, num_gpu_blocks_override: 32, kv_offloading_size: 16, api_server: {per_request_s: 0, "
+        "per_prompt_token_s: 0, per_output_token_s: 0}}\n"
+        "traffic: {type: trace, format: mooncake, path: trace.jsonl}\nslo: {ttft_p99_s: 5}\n"
+    )
+    report = json.loads(run_cli("validate", str(tmp_path / "deploy.yaml"), "--json").stdout)
+    stalls = [f for f in report["findings"] if f["check"] == "stall"]
+    assert len(stalls) == 1 and stalls[0]["severity"] == "warning"
+    assert stalls[0]["message"].startswith("the engine stalled at ") and "2 requests waited" in stalls[0]["message"]
+    assert not report["passed"] and report["prediction"]["ttft_p99_s"] == "inf"

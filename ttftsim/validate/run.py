@@ -400,10 +400,12 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     result = simulate(_scenario(deploy, target, replicas, cluster=True), base)
     figures = slo_figures(result.requests, deploy.slo, (result.itl_values, result.itl_weights))
     report.prediction = Prediction(replicas, result.replica.kernel_costs, figures)
+    for stall in result.stall_warnings():  # why requests went unserved, when an engine stopped for good
+        report.add("warning", "stall", stall)
     verdict = judge(deploy.slo, figures)
     checks = [] if verdict is None else list(verdict.checks)
     if verdict is None or verdict.met:
-        report.add("info", "slo", f"predicted {_checks_text(checks)} with {replicas} replicas meets the SLO")
+        report.add("info", "slo", f"predicted {_checks_text(checks)} with {_replicas(replicas)} meets the SLO")
         return
     needed = None
     for extra in range(1, MAX_EXTRA_REPLICAS + 1):
@@ -416,11 +418,15 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     report.add(
         "error",
         "slo",
-        f"predicted {_checks_text(missed)} with {replicas} replicas misses the SLO",
+        f"predicted {_checks_text(missed)} with {_replicas(replicas)} misses the SLO",
         f"run {needed} replicas (minReplicas)"
         if needed
         else f"more than {replicas + MAX_EXTRA_REPLICAS} replicas, or a faster configuration (ttftsim plan)",
     )
+
+
+def _replicas(count: int) -> str:
+    return f"{count} replica" + ("" if count == 1 else "s")
 
 
 def _checks_text(checks: list[SloCheck]) -> str:
