@@ -88,3 +88,24 @@ def test_a_model_the_manifest_serves_from_a_path_is_an_error_in_the_manifest_say
     result = run("validate", str(deploy), "--manifest", str(manifest))
     _assert_one_line_error(result, "kserve-fluid-isvc.yaml", "/mnt/models", "name the model in")
     assert f"{deploy}: model:" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "meant"),
+    [
+        ({"engine": {"max_num_seq": 64}}, "engine.max_num_seq", "max_num_seqs"),
+        ({"sede": 3}, "sede", "seed"),
+        ({"workload": SCENARIO["workload"] | {"duraton_s": 60}}, "workload.synthetic.duraton_s", "duration_s"),
+        (
+            {"workload": SCENARIO["workload"] | {"arrivals": {"type": "poisson", "rat": 5}}},
+            "workload.synthetic.arrivals.poisson.rat",
+            "rate",
+        ),
+    ],
+)
+def test_a_misspelt_optional_field_gets_the_nearest_field_of_its_model(
+    edit: dict[str, Any], field: str, meant: str
+) -> None:
+    """Nothing is missing to suggest from: the schema's own fields at that place (through tagged unions)."""
+    error = _error(SCENARIO | edit)
+    assert (error.field, error.message) == (field, f"unknown field (did you mean {meant}?)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,8 +31,9 @@ def _type_name(value: object) -> str:
     return "nothing (an empty file)" if value is None else type(value).__name__
 
 
-def validation_error(source: str, exc: ValidationError) -> InputError:
-    """The first error of a pydantic ValidationError as an InputError (source, dotted field, message)."""
+def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] | None = None) -> InputError:
+    """The first error of a pydantic ValidationError as an InputError (source, dotted field, message); with the
+    schema, an unknown field is given the nearest field name it may have meant."""
     errors = exc.errors(include_url=False)
     unknown = [e for e in errors if e["type"] == "extra_forbidden"]
     missing = [e for e in errors if e["type"] == "missing"]
@@ -47,6 +48,8 @@ def validation_error(source: str, exc: ValidationError) -> InputError:
         return InputError(source, field, message)
     if first["type"] == "extra_forbidden":
         siblings = [str(e["loc"][-1]) for e in missing if e["loc"][:-1] == first["loc"][:-1]]
+        if not siblings and schema is not None:
+            siblings = _field_names(schema, first["loc"][:-1])
         close = difflib.get_close_matches(str(first["loc"][-1]), siblings, n=1)
         message = "unknown field" + (f" (did you mean {close[0]}?)" if close else "")
     elif "input" in first and first["type"] not in ("missing",) and not isinstance(first["input"], dict):
@@ -54,12 +57,35 @@ def validation_error(source: str, exc: ValidationError) -> InputError:
     return InputError(source, field, message)
 
 
+def _field_names(schema: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
+    """The field names a model has at an error's location: each step is a field (its type's models next) or the
+    tag pydantic puts in the location of a tagged union member (the member whose `type` is that tag)."""
+    models: list[type[BaseModel]] = [schema]
+    for part in path:
+        fields = [m.model_fields[part] for m in models if isinstance(part, str) and part in m.model_fields]
+        if fields:
+            models = [m for f in fields for m in _models_in(f.annotation)]
+        elif isinstance(part, str):  # a tagged union's member
+            models = [
+                m for m in models if "type" in m.model_fields and part in get_args(m.model_fields["type"].annotation)
+            ]
+        # an index into a list or a key of a dict: the same models
+    return sorted({name for m in models for name in m.model_fields})
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The models a field's type holds (through Optional, unions, lists, dicts, Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
 def parse_mapping(schema: type[SchemaT], data: dict[str, Any], source: str) -> SchemaT:
     """Validate an already-read mapping against a schema."""
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
-        raise validation_error(source, exc) from None
+        raise validation_error(source, exc, schema) from None
 
 
 def load_file(schema: type[SchemaT], path: Path) -> SchemaT:
