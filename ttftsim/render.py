@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ttftsim.inputs.files import counted
+
 if TYPE_CHECKING:
     from ttftsim.accuracy.harness import StageResult
     from ttftsim.metrics.run_summary import ClusterFigures, QuantileIntervals, RunSummary
@@ -22,11 +24,6 @@ def _ms(value: float | None) -> str:
 
 
 LEVEL_NAMES = {"p50": "P50", "p90": "P90", "p99": "P99", "p999": "P99.9"}
-
-
-def _count(number: int, noun: str) -> str:
-    """`1 replica`, `2 replicas`."""
-    return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
 def _interval_cells(intervals: QuantileIntervals) -> list[str]:
@@ -233,7 +230,7 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     plan = result.plan
     console.print(
         f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, {wanted(plan.slo)}; "
-        f"{_count(len(result.rows), 'candidate')}, {result.fully_simulated} confirmed by cluster simulation; "
+        f"{counted(len(result.rows), 'candidate')}, {result.fully_simulated} confirmed by cluster simulation; "
         f"tasks computed {result.computed}, from checkpoint {result.reused}"
     )
     if result.winner is not None:
@@ -286,8 +283,8 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     win = result.winner
     spare = f", {win.pods_lost} pod lost in the confirming run" if win.pods_lost else ""
     console.print(
-        f"[green]recommended:[/] {win.candidate.label()} x {_count(win.replicas, 'replica')} "
-        f"({_count(win.gpus, 'GPU')}, {_money(win.cost_per_hour)}/hour), "
+        f"[green]recommended:[/] {win.candidate.label()} x {counted(win.replicas, 'replica')} "
+        f"({counted(win.gpus, 'GPU')}, {_money(win.cost_per_hour)}/hour), "
         f"predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms{spare}"
     )
     day = result.day_json()
@@ -343,7 +340,7 @@ def render_validation(console: Console, report: Any) -> None:
     if report.prediction is not None:
         p = report.prediction
         console.print(
-            f"prediction with {_count(p.replicas, 'replica')}: TTFT P50 {_ms_or_never(p.figures.ttft_p50_s)}, "
+            f"prediction with {counted(p.replicas, 'replica')}: TTFT P50 {_ms_or_never(p.figures.ttft_p50_s)}, "
             f"P99 {_ms_or_never(p.figures.ttft_p99_s)}; kernel times: {p.kernel_costs}"
         )
     render_warnings(console, report.warnings)

@@ -25,6 +25,7 @@ from ttftsim.engine.data_parallel import ServingEngine, lmcache_tiers, serving_e
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Columns, Recorder
 from ttftsim.errors import InputError
+from ttftsim.inputs.files import counted
 from ttftsim.metrics.prometheus import exposition
 from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, PrefixCache, RunConfig, RunSummary, SimulationFacts
 from ttftsim.metrics.summary import summarize
@@ -122,14 +123,13 @@ class SimulationResult:
         """Said in the summary's warnings and by validate: an engine that stopped for good, and why it may have."""
         if self.stalled_at_s is None:
             return []
-        stuck = self.stalled_requests
         why = (
             "requests copied back from the CPU tier hold their blocks while they wait, vllm-project/vllm issue 45388"
             if self.replica.engine.kv_offload_blocks
             else "e.g. a preempted request whose recompute, prompt and output as one prefill, needs more blocks than "
             "the cache has"
         )
-        requests = f"{stuck:,} request{'' if stuck == 1 else 's'}"
+        requests = counted(self.stalled_requests, "request")
         return [
             f"the engine stalled at {self.stalled_at_s:.3f} s and never moved again: {requests} waited with nothing "
             f"running or loading, the first in the queue unable to get the KV blocks it needs ({why}; vLLM's "

@@ -118,18 +118,25 @@ def test_a_client_timeout_frees_the_blocks_a_waiting_request_loaded() -> None:
     assert engine.stalled_at_s is None  # it moved again (request 5 ran)
 
 
-def test_a_stalled_run_says_so_in_its_summary(tmp_path: Path) -> None:
-    """The same stall through `simulate` (32 blocks of 128 tokens, a 16 GiB tier): two prompts come back from the
-    tier at 2 s and hold every block; the summary's warnings say when and how many never finished."""
+def _two_prompts_back_at_2s(folder: Path) -> Path:
+    """A mooncake trace (128-token blocks): two 2,100-token prompts, a 4,000-token one that evicts them from a
+    32-block GPU cache, then the first two again together at 2 s."""
     lines = [(0, 2100, [1, 2, 3, 4, 5]), (500, 2100, [11, 12, 13, 14, 15]), (1000, 4000, list(range(21, 29)))]
     lines += [(2000, 2100, [1, 2, 3, 4, 5]), (2000, 2100, [11, 12, 13, 14, 15])]
-    trace = tmp_path / "trace.jsonl"
+    trace = folder / "trace.jsonl"
     trace.write_text(
         "".join(
             json.dumps({"timestamp": t, "input_length": n, "output_length": 1, "hash_ids": ids}) + "\n"
             for t, n, ids in lines
         )
     )
+    return trace
+
+
+def test_a_stalled_run_says_so_in_its_summary(tmp_path: Path) -> None:
+    """The same stall through `simulate` (32 blocks of 128 tokens, a 16 GiB tier): two prompts come back from the
+    tier at 2 s and hold every block; the summary's warnings say when and how many never finished."""
+    trace = _two_prompts_back_at_2s(tmp_path)
     free = {"per_request_s": 0, "per_prompt_token_s": 0, "per_output_token_s": 0}
     engine = {"block_size": 128, "num_gpu_blocks_override": 32, "kv_offloading_size": 16, "api_server": free}
     scenario = Scenario.model_validate(
@@ -212,14 +219,7 @@ def test_from_vllm_0_23_a_load_waits_for_the_blocks_in_flight_prefills_need_and_
 def test_validate_explains_requests_left_unserved_by_a_stalled_engine(tmp_path: Path) -> None:
     """The same stall through validate (which predicts with its cluster model): the SLO is missed because two
     requests are never served, and a warning finding says the engine stalled and why."""
-    lines = [(0, 2100, [1, 2, 3, 4, 5]), (500, 2100, [11, 12, 13, 14, 15]), (1000, 4000, list(range(21, 29)))]
-    lines += [(2000, 2100, [1, 2, 3, 4, 5]), (2000, 2100, [11, 12, 13, 14, 15])]
-    (tmp_path / "trace.jsonl").write_text(
-        "".join(
-            json.dumps({"timestamp": t, "input_length": n, "output_length": 1, "hash_ids": ids}) + "\n"
-            for t, n, ids in lines
-        )
-    )
+    _two_prompts_back_at_2s(tmp_path)
     (tmp_path / "deploy.yaml").write_text(
         "name: tier\nmodel: Llama-3.1-8B\nhardware: H100-SXM5-80GB\nreplicas: 1\n"
         "engine: {block_size: 128, num_gpu_blocks_override: 32, kv_offloading_size: 16, api_server: {per_request_s: 0, "

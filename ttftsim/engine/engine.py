@@ -267,8 +267,8 @@ class Engine:
         """Nothing was scheduled though the head of the queue has reached the engine, and nothing runs or loads
         that could free blocks for it (vLLM's scheduler also stops at the first waiting request it cannot
         allocate; a request copied back from the CPU tier waits holding its blocks: vllm-project/vllm issue
-        45388; later vLLM releases hold new loads back instead, pull request 44560, not modelled). Only a client
-        timeout can end it."""
+        45388; from 0.23 new loads are held back, Scheduler.inflight_reservation, but a head holding no blocks can
+        still stand in front of loads that hold them). Only a client timeout can end it."""
         sched = self.scheduler
         head = sched.next_submitted_s()
         return head is not None and head <= self.env.now and not sched.running and not sched.loading.states

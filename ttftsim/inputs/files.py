@@ -17,6 +17,11 @@ FileKind = Literal["config", "trace"]  # a trace (or an empirical length file) m
 EXCERPT_CHARS = 40
 
 
+def counted(number: int, noun: str) -> str:
+    """`1 replica`, `2 replicas`, `1,000 requests`: a count and its noun, plural unless one."""
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
 def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     """A short, one-line rendering of an input value for an error message (never the whole input)."""
     if isinstance(value, str):

@@ -24,6 +24,7 @@ from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, load_hardware
+from ttftsim.inputs.files import counted
 from ttftsim.inputs.limits import current_limits
 from ttftsim.metrics.slo import SloCheck, judge, slo_figures
 from ttftsim.model.catalog import load_model
@@ -405,7 +406,7 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     verdict = judge(deploy.slo, figures)
     checks = [] if verdict is None else list(verdict.checks)
     if verdict is None or verdict.met:
-        report.add("info", "slo", f"predicted {_checks_text(checks)} with {_replicas(replicas)} meets the SLO")
+        report.add("info", "slo", f"predicted {_checks_text(checks)} with {counted(replicas, 'replica')} meets the SLO")
         return
     needed = None
     for extra in range(1, MAX_EXTRA_REPLICAS + 1):
@@ -418,15 +419,11 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     report.add(
         "error",
         "slo",
-        f"predicted {_checks_text(missed)} with {_replicas(replicas)} misses the SLO",
+        f"predicted {_checks_text(missed)} with {counted(replicas, 'replica')} misses the SLO",
         f"run {needed} replicas (minReplicas)"
         if needed
         else f"more than {replicas + MAX_EXTRA_REPLICAS} replicas, or a faster configuration (ttftsim plan)",
     )
-
-
-def _replicas(count: int) -> str:
-    return f"{count} replica" + ("" if count == 1 else "s")
 
 
 def _checks_text(checks: list[SloCheck]) -> str:
