@@ -153,13 +153,27 @@ def test_a_stalled_run_says_so_in_its_summary(tmp_path: Path) -> None:
     assert (result.requests["status"] == "in_flight").sum() == 2
 
 
-def test_a_preempted_request_whose_recompute_cannot_fit_stalls_the_engine_and_says_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("parallel", "rows"),
+    [
+        ({}, ""),
+        # an MoE model's data-parallel ranks step in lockstep: the 10-token request goes to rank 1, which goes on
+        # stepping (dummy batches) while rank 0 is stuck
+        ({"data_parallel_size": 2}, "0.0001,16,10\n"),
+        ({"pipeline_parallel_size": 2}, ""),  # the pipeline-parallel loop
+    ],
+)
+def test_a_preempted_request_whose_recompute_cannot_fit_stalls_the_engine_and_says_so(
+    tmp_path: Path, parallel: dict[str, int], rows: str
+) -> None:
     """No tier: gpt-oss-20b (full and sliding-window groups), 80 blocks, chunked prefill off. The 16-token request
     is preempted at 786 tokens; recomputing them as one prefill needs blocks in every group, 100 > 80, so it can
-    never be admitted again (vLLM's scheduler would wait for ever too): the warning says so, without the tier."""
+    never be admitted again (vLLM's scheduler would wait for ever too): the warning says so, without the tier,
+    from each engine loop."""
     trace = tmp_path / "trace.csv"
-    trace.write_text("arrival_s,input_tokens,output_tokens\n0.0,16,1000\n0.001,600,300\n")
+    trace.write_text(f"arrival_s,input_tokens,output_tokens\n0.0,16,1000\n{rows}0.001,600,300\n")
     engine = {"num_gpu_blocks_override": 80, "enable_chunked_prefill": False, "max_num_batched_tokens": 4096}
+    engine |= parallel
     scenario = Scenario.model_validate(
         {
             "model": "gpt-oss-20b",

@@ -185,6 +185,18 @@ def test_validate_json_is_strict_json_and_names_every_missed_target(tmp_path: Pa
     assert "P99 TTFT" in slo["message"] and "(target 0.001 s), P99 TPOT" in slo["message"]
 
 
+def test_a_tpot_target_below_a_lone_requests_decode_step_is_not_sent_to_more_replicas(tmp_path: Path) -> None:
+    """1 ms a token is below what one sequence's decode step takes on the GPU: no replica count meets it, and the fix
+    says so with that floor, which lies below every predicted TPOT (a lower bound), instead of "more than N
+    replicas"."""
+    path = _copy(tmp_path, ("ttft_p99_s: 0.5", "ttft_p99_s: 0.5\n  tpot_p99_s: 0.001"))
+    report = json.loads(run("validate", str(path), "--json").stdout)
+    slo = next(f for f in report["findings"] if f["check"] == "slo")
+    assert "more replicas cannot meet it" in slo["fix"] and "P99 TPOT" in slo["fix"]
+    floor = float(slo["fix"].split(" waits ")[1].split()[0])
+    assert 0.001 < floor <= report["prediction"]["tpot_p50_s"]
+
+
 def test_slo_miss_suggests_a_replica_count_that_works(tmp_path: Path) -> None:
     path = _copy(tmp_path, ("rate: 12", "rate: 80"))
     report = json.loads(run("validate", str(path), "--json").stdout)

@@ -156,15 +156,24 @@ class DataParallelReplica:
             longest = max(longest, time_s)
         return longest
 
+    def _plan(self, rank: Engine) -> StepPlan | None:
+        """A rank's next step (None: nothing to run, the dummy batch while others run). A rank that cannot schedule
+        its queue's head with nothing of its own running or loading has stalled (Engine._stuck): the other ranks'
+        steps free none of its blocks."""
+        rank._expire()
+        plan = rank._schedule() if rank.scheduler.has_work() else None
+        if plan is not None and not plan.is_empty:
+            rank.stalled_at_s = None
+            return plan
+        if plan is not None and rank.stalled_at_s is None and rank._stuck():
+            rank.stalled_at_s = self.env.now
+        return None
+
     def _loop(self) -> Generator[simpy.Event, Any, None]:
         env, ranks = self.env, self.ranks
         try:
             while True:
-                plans: list[StepPlan | None] = []
-                for rank in ranks:
-                    rank._expire()
-                    plan = rank._schedule() if rank.scheduler.has_work() else None
-                    plans.append(plan if plan is not None and not plan.is_empty else None)
+                plans = [self._plan(rank) for rank in ranks]
                 if all(plan is None for plan in plans):
                     for rank in ranks:
                         rank._last_start_s = -1.0  # idle: the next arrival is scheduled at once

@@ -306,6 +306,7 @@ class Engine:
                 room = queue.has_room() and self.scheduler.has_work()
                 plan = self.scheduler.schedule(now) if room else None
                 if plan is not None and not plan.is_empty:
+                    self.stalled_at_s = None
                     queue.start(plan, now)
                     continue
                 if queue.batches:
@@ -313,6 +314,8 @@ class Engine:
                     kept, start, duration = queue.finish_oldest()
                     self._complete(kept, start, duration)
                     continue
+                if plan is not None and self.stalled_at_s is None and self._stuck():
+                    self.stalled_at_s = now  # nothing in flight, nothing scheduled: as the plain loop
                 yield idle_until(self)
         except simpy.Interrupt:
             return

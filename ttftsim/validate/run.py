@@ -408,6 +408,19 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     if verdict is None or verdict.met:
         report.add("info", "slo", f"predicted {_checks_text(checks)} with {counted(replicas, 'replica')} meets the SLO")
         return
+    missed = [check for check in checks if not check.is_met]
+    floor = _lone_decode_s(result) if target.engine.speculative_config is None else 0.0
+    beyond = [check for check in missed if check.target.startswith(("tpot", "itl")) and floor > check.target_s]
+    if beyond:  # a lower bound no replica count moves: every token of a request alone takes a decode step
+        report.add(
+            "error",
+            "slo",
+            f"predicted {_checks_text(missed)} with {counted(replicas, 'replica')} misses the SLO",
+            f"a request alone on a replica waits {floor:.4f} s a token (one sequence's decode step at the median "
+            f"prompt), over the {_checks_text(beyond, figures=False)}: more replicas cannot meet it; a faster GPU, "
+            "more tensor parallelism or quantization might (ttftsim plan)",
+        )
+        return
     needed = None
     for extra in range(1, MAX_EXTRA_REPLICAS + 1):
         run = simulate(_scenario(deploy, target, replicas + extra, cluster=True), base)
@@ -415,7 +428,6 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
         if more.meets(deploy.slo):
             needed = replicas + extra
             break
-    missed = [check for check in checks if not check.is_met]
     report.add(
         "error",
         "slo",
@@ -426,8 +438,18 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     )
 
 
-def _checks_text(checks: list[SloCheck]) -> str:
-    """`P99 TTFT 0.122 s (target 0.5 s), P99 TPOT 0.014 s (target 0.001 s)`; a priority class's with its class."""
+def _lone_decode_s(result: Any) -> float:
+    """The time of one decode step with a single sequence at the median prompt's context: the least a token can
+    take on this configuration (the API server's and the client's time come on top)."""
+    prompts = result.requests["prompt_tokens"]
+    if prompts.empty:
+        return 0.0
+    return float(result.replica.perf.decode_step_s(1)(int(prompts.median()) + 1))
+
+
+def _checks_text(checks: list[SloCheck], figures: bool = True) -> str:
+    """`P99 TTFT 0.122 s (target 0.5 s), P99 TPOT 0.014 s (target 0.001 s)`; a priority class's with its class;
+    without `figures`: `P99 TTFT target 0.5 s, ...`."""
     parts = []
     for check in checks:
         who = "" if check.priority is None else f"priority {check.priority} "
@@ -438,6 +460,9 @@ def _checks_text(checks: list[SloCheck]) -> str:
             continue
         metric, _, level = check.target.removesuffix("_s").partition("_")
         level = "mean" if level == "mean" else level.upper()
+        if not figures:
+            parts.append(f"{who}{level} {metric.upper()} target {check.target_s:g} s")
+            continue
         shown = "none" if check.figure_s is None else _seconds(figure)  # a priority class with no arrivals
         parts.append(f"{who}{level} {metric.upper()} {shown} (target {check.target_s:g} s)")
     return ", ".join(parts) or "figures"
