@@ -329,7 +329,7 @@ def render_validation(console: Console, report: Any) -> None:
     deployment = report.deployment
     console.print(
         f"[bold]{report.name}[/]: {deployment['model']} on {deployment['hardware'] or '?'}, "
-        f"{deployment['replicas']} replicas"
+        f"{counted(deployment['replicas'], 'replica')}"
     )
     colors = {"error": "red", "warning": "yellow", "info": "dim"}
     for finding in sorted(report.findings, key=lambda f: ("error", "warning", "info").index(f.severity)):

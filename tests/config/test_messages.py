@@ -12,7 +12,7 @@ from ttftsim.config.loading import parse_mapping
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
 from ttftsim.model.hf_config import spec_from_hf_config
-from ttftsim.validate.vllm_command import _upstream_vllm_image
+from ttftsim.validate.vllm_command import upstream_vllm_image
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO: dict[str, Any] = {
@@ -70,7 +70,7 @@ def test_a_config_json_shape_field_of_the_wrong_type_is_named_not_the_field_deri
     ],
 )
 def test_only_vllms_own_image_tags_are_read_as_vllm_versions(image: str, upstream: bool) -> None:
-    assert _upstream_vllm_image(image) is upstream
+    assert upstream_vllm_image(image) is upstream
 
 
 def test_a_model_the_manifest_serves_from_a_path_is_an_error_in_the_manifest_saying_where_to_name_it(

@@ -246,3 +246,79 @@ def test_a_second_vllm_workload_is_an_error_naming_both(tmp_path: Path) -> None:
     _assert_one_line_error(both, "2 workloads with a vLLM container", "Deployment/chat-8b (", "chat-8b-canary")
     (tmp_path / "k8s.yaml").write_text(k8s + "\n---\n" + canary)
     _assert_one_line_error(run("validate", str(path)), "Deployment/chat-8b-canary", "validate checks one deployment")
+
+
+def test_a_workload_scaled_to_zero_is_an_error_without_a_prediction_not_a_traceback(tmp_path: Path) -> None:
+    path = _copy(tmp_path, k8s_edit=("name: chat-8b}\n  minReplicas: 2", "name: other}\n  minReplicas: 2"))
+    (tmp_path / "k8s.yaml").write_text((tmp_path / "k8s.yaml").read_text().replace("replicas: 2", "replicas: 0", 1))
+    result = run("validate", str(path), "--json")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["prediction"] is None
+    assert any(f["check"] == "replicas" and "0 replicas and no HPA" in f["message"] for f in report["findings"])
+
+
+def test_an_hpa_scaling_to_zero_predicts_one_replica_with_a_warning(tmp_path: Path) -> None:
+    path = _copy(tmp_path, k8s_edit=("minReplicas: 2", "minReplicas: 0"))
+    report = json.loads(run("validate", str(path), "--json").stdout)
+    assert report["prediction"]["replicas"] == 1
+    assert any(f["severity"] == "warning" and "minReplicas 0" in f["message"] for f in report["findings"])
+
+
+def test_an_hpa_of_another_workload_does_not_set_the_replicas_predicted(tmp_path: Path) -> None:
+    """The Deployment runs 2; another Deployment's HPA (minReplicas 5) is an error and leaves the prediction at 2."""
+    path = _copy(tmp_path, k8s_edit=("name: chat-8b}\n  minReplicas: 2", "name: other}\n  minReplicas: 5"))
+    report = json.loads(run("validate", str(path), "--json").stdout)
+    assert report["prediction"]["replicas"] == 2
+    assert any(f["check"] == "hpa" and "scales Deployment/other" in f["message"] for f in report["findings"])
+
+
+def test_an_hpa_whose_minimum_is_above_its_maximum_is_an_error(tmp_path: Path) -> None:
+    path = _copy(tmp_path, k8s_edit=("minReplicas: 2\n  maxReplicas: 6", "minReplicas: 7\n  maxReplicas: 6"))
+    result = run("validate", str(path), "--json")
+    assert result.returncode == 1
+    assert any("minReplicas 7 is above maxReplicas 6" in f["message"] for f in json.loads(result.stdout)["findings"])
+
+
+@pytest.mark.parametrize("model", ["/etc/hostname", "/models/llama", "./weights"])
+def test_a_model_path_in_the_container_is_not_read_on_this_machine(tmp_path: Path, model: str) -> None:
+    path = _copy(tmp_path, k8s_edit=("serve, meta-llama/Llama-3.1-8B-Instruct]", f"serve, {model}]"))
+    result = run("validate", str(path))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "k8s.yaml#0: vllm serve: the model " in result.stderr and "a path inside the container" in result.stderr
+
+
+@pytest.mark.parametrize(("field", "text"), [("engine", "engine: {max_num_seqs: 64}"), ("replicas", "replicas: 5")])
+def test_engine_or_replicas_beside_manifests_is_refused(tmp_path: Path, field: str, text: str) -> None:
+    path = _copy(tmp_path, ("manifests: [k8s.yaml]", f"manifests: [k8s.yaml]\n{text}"))
+    result = run("validate", str(path))
+    assert result.returncode == 2 and f"deploy.yaml: {field}: the manifests set the" in result.stderr
+
+
+def test_a_model_named_in_the_deploy_file_unlike_the_served_one_is_a_warning(tmp_path: Path) -> None:
+    path = _copy(tmp_path, ("manifests: [k8s.yaml]", "manifests: [k8s.yaml]\nmodel: Qwen2.5-7B"))
+    findings = json.loads(run("validate", str(path), "--json").stdout)["findings"]
+    assert any(
+        f["check"] == "model" and "predicts model Qwen2.5-7B, but Deployment/chat-8b serves meta-llama" in f["message"]
+        for f in findings
+    )
+    same = _copy(tmp_path / "..", ("manifests: [k8s.yaml]", "manifests: [k8s.yaml]\nmodel: Llama-3.1-8B-Instruct"))
+    assert not [f for f in json.loads(run("validate", str(same), "--json").stdout)["findings"] if f["check"] == "model"]
+
+
+def test_a_sidecar_or_router_whose_image_names_vllm_is_not_a_second_server(tmp_path: Path) -> None:
+    """A metrics exporter in the pod (its own command, no GPU) and the production-stack router as a Deployment
+    (lmcache/vllm_router: flags for its entrypoint, no GPU): the one vLLM server is still found."""
+    sidecar = "        - name: exporter\n          image: ghcr.io/acme/vllm-metrics-exporter:1.2\n"
+    sidecar += "          command: [/exporter, --port, '9400']\n        - name: vllm\n"
+    path = _copy(tmp_path, k8s_edit=("        - name: vllm\n", sidecar))
+    router = (
+        "\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: router}\nspec:\n  selector:\n"
+        "    matchLabels: {app: router}\n  template:\n    metadata:\n      labels: {app: router}\n    spec:\n"
+        "      containers:\n        - name: router\n          image: lmcache/vllm_router:latest\n"
+        "          args: [--host, 0.0.0.0, --port, '80', --service-discovery, k8s]\n"
+    )
+    (tmp_path / "k8s.yaml").write_text((tmp_path / "k8s.yaml").read_text() + router)
+    result = run("validate", str(path), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["deployment"]["model"] == "meta-llama/Llama-3.1-8B-Instruct"

@@ -22,8 +22,12 @@ class Deploy(StrictModel):
     )
     model: str | None = Field(default=None, description="Model preset or config.json (default: from vllm serve)")
     hardware: str | None = Field(default=None, description="GPU profile (default: from the pods' GPU node labels)")
-    engine: EngineArgs | None = Field(default=None, description="Engine arguments when there are no manifests")
-    replicas: int | None = Field(default=None, ge=1, description="Replicas when there are no manifests")
+    engine: EngineArgs | None = Field(
+        default=None, description="Engine arguments when there are no manifests (beside manifests: an error)"
+    )
+    replicas: int | None = Field(
+        default=None, ge=1, description="Replicas when there are no manifests (beside manifests: an error)"
+    )
     gpus_per_node: int | None = Field(default=None, ge=1, le=64, description="GPUs per node (default: profile's)")
     traffic: Workload = Field(description="The expected traffic")
     slo: Slo = Field(description="What the deployment must meet (percentiles; ttft_p99_s required)")

@@ -5,7 +5,6 @@ which GPU, is the hardware profiles' (hwprofiles/*.yaml node_labels), never a ta
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,9 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import node_label_keys
 from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
+from ttftsim.validate.container_command import container_words
 from ttftsim.validate.manifest_shapes import check_document
-from ttftsim.validate.vllm_command import CommandFinding, read_vllm_container
+from ttftsim.validate.vllm_command import CommandFinding, read_vllm_container, upstream_vllm_image
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 DEFAULT_VLLM = str(EngineArgs.model_fields["vllm_version"].default)
@@ -45,6 +45,15 @@ class ServingWorkload:
     hpa: dict[str, Any] | None = None
     hpa_source: str = ""
     command_findings: list[CommandFinding] = field(default_factory=list)  # vllm_command.py: refusals, env
+
+    def is_scaled_by(self, hpa: dict[str, Any]) -> bool:
+        """The HPA's scaleTargetRef names this workload."""
+        ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        return bool(ref.get("name") == self.name and ref.get("kind") == self.kind)
+
+    def scaling_hpa(self) -> dict[str, Any] | None:
+        """The HPA that scales this workload (None: none does; another workload's HPA is not this one's)."""
+        return self.hpa if self.hpa is not None and self.is_scaled_by(self.hpa) else None
 
     def gpu_request(self) -> int | None:
         """GPUs per pod: the device plugin's resource, NVIDIA's or AMD's (ROCm k8s-device-plugin)."""
@@ -126,33 +135,29 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
         else:
             template, size = spec.get("template"), 1
         pod_spec = (template or {}).get("spec") or {}
-        for index, container in enumerate(pod_spec.get("containers") or []):
-            try:
-                words = _command(container)
-            except ValueError as exc:  # shlex: an unbalanced quote
-                raise InputError(source, f"containers.{index}.command", f"cannot split the command ({exc})") from None
-            if _is_vllm(container, words):
-                name = str((document.get("metadata") or {}).get("name", ""))
-                where = f"{document['kind']}/{name}"
-                env = container.get("env") if isinstance(container.get("env"), list) else []
-                origin, image = f"{source} container {container.get('name', '')}", str(container.get("image") or "")
-                read = read_vllm_container(words, env, vllm_version, where, origin, image)
-                found.append(
-                    ServingWorkload(
-                        source,
-                        str(document["kind"]),
-                        name,
-                        int(spec.get("replicas", 1)),
-                        size,
-                        container,
-                        pod_spec,
-                        read.model,
-                        read.engine,
-                        read.pipeline_parallel,
-                        read.not_modelled,
-                        command_findings=read.findings,
-                    )
+        for _, container, words in _vllm_containers(source, pod_spec):
+            name = str((document.get("metadata") or {}).get("name", ""))
+            where = f"{document['kind']}/{name}"
+            listed = container.get("env")
+            env = listed if isinstance(listed, list) else []
+            origin, image = f"{source} container {container.get('name', '')}", str(container.get("image") or "")
+            read = read_vllm_container(words, env, vllm_version, where, origin, image)
+            found.append(
+                ServingWorkload(
+                    source,
+                    str(document["kind"]),
+                    name,
+                    int(spec.get("replicas", 1)),
+                    size,
+                    container,
+                    pod_spec,
+                    read.model,
+                    read.engine,
+                    read.pipeline_parallel,
+                    read.not_modelled,
+                    command_findings=read.findings,
                 )
+            )
     if not found:
         raise NoServingWorkloadError(
             ", ".join(sorted({s.split("#")[0] for s, _ in documents})) or "manifests",
@@ -160,29 +165,55 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
             "no Deployment, StatefulSet or LeaderWorkerSet with a vLLM container (vllm serve ...)",
         )
     serving = _the_one(found)
-    for source, document in documents:
-        if document.get("kind") == "HorizontalPodAutoscaler":
-            serving.hpa, serving.hpa_source = document, source
+    hpas = [(source, d) for source, d in documents if d.get("kind") == "HorizontalPodAutoscaler"]
+    for source, document in sorted(hpas, key=lambda item: serving.is_scaled_by(item[1])):  # one that scales it last
+        serving.hpa, serving.hpa_source = document, source
     return serving
 
 
-def _command(container: dict[str, Any]) -> list[str]:
-    words: list[str] = []
-    for part in ("command", "args"):
-        value = container.get(part)
-        if isinstance(value, str):
-            words += shlex.split(value)
-        elif isinstance(value, list):
-            words += [str(w) for w in value]
-    if len(words) >= 3 and words[0] in ("sh", "bash", "/bin/sh", "/bin/bash") and words[1] == "-c":
-        words = shlex.split(" ".join(words[2:]))
-    return words
+def _vllm_containers(source: str, pod_spec: dict[str, Any]) -> list[tuple[int, dict[str, Any], list[str]]]:
+    """The pod's vLLM server container (index, container, the words it runs): one whose command runs vLLM, else
+    one that leaves the command to a vLLM image's entrypoint (see _runs_vllm). Several in one pod are an error
+    naming them."""
+    found = []
+    for index, container in enumerate(pod_spec.get("containers") or []):
+        try:
+            words = container_words(container)
+        except ValueError as exc:  # shlex: an unbalanced quote
+            raise InputError(source, f"containers.{index}.command", f"cannot split the command ({exc})") from None
+        if _runs_vllm(container, words):
+            found.append((index, container, words))
+    if len(found) > 1:
+        names = ", ".join(f"{c.get('name', i)} ({c.get('image', '')})" for i, c, _ in found)
+        raise InputError(
+            source,
+            f"containers.{found[1][0]}",
+            f"{len(found)} containers of one pod run a vLLM server ({names}); validate checks one per deploy file",
+        )
+    return found
 
 
-def _is_vllm(container: dict[str, Any], words: list[str]) -> bool:
-    joined = " ".join(words)
-    return (
-        "vllm serve" in joined
-        or "vllm.entrypoints.openai.api_server" in joined
-        or "vllm" in str(container.get("image", ""))
-    )
+def _runs_vllm(container: dict[str, Any], words: list[str]) -> bool:
+    """The container runs a vLLM server: its command runs `vllm serve` or the OpenAI API-server module; or it sets no
+    command, so that its image's entrypoint runs with its args, and the image is vLLM's own or a GPU container's
+    whose name holds vllm (vendor builds: RHOAI's vllm-cuda-rhel9). A sidecar or a router whose image name holds
+    "vllm" (lmcache/vllm_router, a metrics exporter) requests no GPU and is not one."""
+    if _explicit_vllm(words):
+        return True
+    return not container.get("command") and _entrypoint_image(container)
+
+
+def _explicit_vllm(words: list[str]) -> bool:
+    return any(
+        word == "serve" and i > 0 and words[i - 1].rsplit("/", 1)[-1] == "vllm" for i, word in enumerate(words)
+    ) or any(word == "vllm.entrypoints.openai.api_server" for word in words)
+
+
+def _entrypoint_image(container: dict[str, Any]) -> bool:
+    """No program of its own, and an image whose entrypoint is vLLM's server (see _runs_vllm)."""
+    image = str(container.get("image") or "")
+    if upstream_vllm_image(image):
+        return True
+    limits = ((container.get("resources") or {}).get("limits")) or {}
+    requests = ((container.get("resources") or {}).get("requests")) or {}
+    return "vllm" in image.lower() and any(name in limits or name in requests for name in GPU_RESOURCES)

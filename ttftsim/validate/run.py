@@ -110,6 +110,14 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
         if unsupported is None:
             raise
         raise unsupported from exc
+    if deploy.engine is not None or deploy.replicas is not None:
+        field_name = "engine" if deploy.engine is not None else "replicas"
+        raise InputError(
+            source,
+            field_name,
+            f"the manifests set the {'engine arguments (vllm serve)' if field_name == 'engine' else 'replicas'}; "
+            f"{field_name} is for a deployment without manifests: remove one or the other",
+        )
     model = deploy.model or serving.model
     if model is None:
         raise InputError(
@@ -124,8 +132,47 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
         error = exc.errors()[0]
         raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
     label = serving.hardware_label()
-    hardware = deploy.hardware or (_label_hardware(label) if label else None)
+    pinned = _label_hardware(label) if label else None
+    hardware = deploy.hardware or pinned
+    schema_findings += _overrides(deploy, serving, pinned, source)
     return Target(model, hardware, engine, serving.replicas, serving, schema_findings)
+
+
+def _overrides(deploy: Deploy, serving: ServingWorkload, pinned: str | None, source: str) -> list[SchemaFinding]:
+    """The deployment file's model or hardware where the manifests say otherwise: predicted as the file says, with
+    a warning naming both (a model served from a path is named by the file: no warning)."""
+    notes = []
+    served = serving.model
+    if deploy.model and served and not served.startswith(("/", ".", "~")) and not _same_model(deploy.model, served):
+        notes.append(
+            SchemaFinding(
+                "warning",
+                "model",
+                f"{source} predicts model {deploy.model}, but {serving.kind}/{serving.name} serves {served}",
+                "remove model: from the deployment file, or make the two agree",
+            )
+        )
+    if deploy.hardware and pinned and deploy.hardware != pinned:
+        notes.append(
+            SchemaFinding(
+                "warning",
+                "gpu-affinity",
+                f"{source} predicts on {deploy.hardware}, but {serving.kind}/{serving.name} is pinned to {pinned} "
+                "nodes",
+                "remove hardware: from the deployment file, or make the two agree",
+            )
+        )
+    return notes
+
+
+def _same_model(named: str, served: str) -> bool:
+    """The deployment file's name and the served id name one model (a preset is the id without its organisation;
+    case and a trailing -Instruct aside)."""
+
+    def key(name: str) -> str:
+        return name.rsplit("/", 1)[-1].lower().removesuffix("-instruct")
+
+    return key(named) == key(served)
 
 
 def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -> None:
@@ -240,6 +287,13 @@ def _has_shm(serving: ServingWorkload) -> bool:
 
 
 def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, source: str) -> Any:
+    if deploy.model is None and target.serving is not None and target.model.startswith(("/", ".", "~")):
+        raise InputError(  # a path in the container: the machine running validate has other files there
+            target.serving.source,
+            "vllm serve",
+            f"the model {target.model} is a path inside the container, not read from this machine; name the model "
+            f"in {source} (model: a Hugging Face id or a preset, ttftsim models)",
+        )
     try:
         model = load_model(resolve_ref(target.model, base), source)
     except InputError as exc:
@@ -345,7 +399,16 @@ def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: flo
         return
     spec = hpa.get("spec") or {}
     ref = spec.get("scaleTargetRef") or {}
-    if ref.get("name") != serving.name or ref.get("kind") != serving.kind:
+    low, high = spec.get("minReplicas", 1), spec.get("maxReplicas")
+    if isinstance(low, int) and isinstance(high, int) and low > high:
+        report.add(
+            "error",
+            "hpa",
+            f"HPA {hpa.get('metadata', {}).get('name')}: minReplicas {low} is above maxReplicas {high}; the API server "
+            "refuses it",
+            "set minReplicas <= maxReplicas",
+        )
+    if not serving.is_scaled_by(hpa):
         report.add(
             "error",
             "hpa",
@@ -394,10 +457,9 @@ def _scenario(deploy: Deploy, target: Target, replicas: int, cluster: bool = Fal
 
 
 def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None:
-    serving = target.serving
-    replicas = target.replicas
-    if serving is not None and serving.hpa is not None:
-        replicas = int((serving.hpa.get("spec") or {}).get("minReplicas", 1))
+    replicas = _predicted_replicas(report, target)
+    if replicas == 0:
+        return
     result = simulate(_scenario(deploy, target, replicas, cluster=True), base)
     figures = slo_figures(result.requests, deploy.slo, (result.itl_values, result.itl_weights))
     report.prediction = Prediction(replicas, result.replica.kernel_costs, figures)
@@ -436,6 +498,35 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
         if needed
         else f"more than {replicas + MAX_EXTRA_REPLICAS} replicas, or a faster configuration (ttftsim plan)",
     )
+
+
+def _predicted_replicas(report: Report, target: Target) -> int:
+    """The replicas the prediction runs with: the HPA's minReplicas when one scales the workload, else the workload's
+    own count. Zero: scaled to nothing without an HPA is an error (nothing serves the traffic, no prediction); an
+    HPA's minReplicas 0 (scale to zero, alpha HPAScaleToZero) runs 1 with a warning."""
+    serving = target.serving
+    hpa = serving.scaling_hpa() if serving is not None else None
+    where = f"{serving.kind}/{serving.name}" if serving is not None else report.name
+    if hpa is None:
+        if target.replicas == 0:
+            report.add(
+                "error",
+                "replicas",
+                f"{where}: 0 replicas and no HPA scales it: nothing serves the traffic",
+                "set replicas >= 1, or an HPA with minReplicas >= 1",
+            )
+        return target.replicas
+    low = int((hpa.get("spec") or {}).get("minReplicas", 1))
+    if low == 0:
+        report.add(
+            "warning",
+            "hpa",
+            f"HPA {hpa.get('metadata', {}).get('name')}: minReplicas 0 scales to zero (feature gate HPAScaleToZero): "
+            "predicted with 1 replica; a request after an idle spell waits for a whole cold start",
+            "keep minReplicas >= 1 where the TTFT SLO must hold after idle spells",
+        )
+        return 1
+    return low
 
 
 def _lone_decode_s(result: Any) -> float:

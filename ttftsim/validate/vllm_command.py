@@ -205,7 +205,7 @@ def _not_modelled(command: VllmCommand, written: str) -> None:
 VLLM_IMAGES = (["vllm", "vllm-openai"], ["vllm", "vllm-openai-rocm"], ["vllm", "vllm-openai-cpu"])  # vLLM's own
 
 
-def _upstream_vllm_image(image: str) -> bool:
+def upstream_vllm_image(image: str) -> bool:
     """vLLM's own images (vllm/vllm-openai and its -rocm and -cpu builds, from any registry), whose tags are vLLM
     versions; other images that run vLLM tag their own releases (opea/vllm-gaudi:1.22.0 is Gaudi software 1.22,
     lmcache/vllm-openai:v0.3.9 LMCache 0.3.9)."""
@@ -216,7 +216,7 @@ def _upstream_vllm_image(image: str) -> bool:
 
 def _check_image(image: str, version: str, command: VllmCommand, where: str) -> None:
     """A vLLM image tagged with another version than the one modelled: the flags were read with the wrong list."""
-    match = IMAGE_VERSION.search(image) if _upstream_vllm_image(image) else None
+    match = IMAGE_VERSION.search(image) if upstream_vllm_image(image) else None
     if match is None or match.group(1).split(".")[:2] == version.split(".")[:2]:
         return
     try:

@@ -1,0 +1,110 @@
+"""What a container runs, read as Kubernetes and the shell read it (ttftsim/validate/container_command.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ttftsim.validate.container_command import container_words, kubernetes_expand, shell_script
+
+ENV = [{"name": "TP", "value": "2"}, {"name": "MODEL", "value": "Qwen/Qwen2.5-7B-Instruct"}]
+ENV += [{"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
+
+
+def words(command: list[str] | None = None, args: list[str] | None = None, env: Any = ENV) -> list[str]:
+    container: dict[str, Any] = {"env": env}
+    if command is not None:
+        container["command"] = command
+    if args is not None:
+        container["args"] = args
+    return container_words(container)
+
+
+def test_kubernetes_expands_its_own_references_from_literal_env_values_only() -> None:
+    env = {"TP": "2"}
+    assert kubernetes_expand("$(TP)", env) == "2"
+    assert kubernetes_expand("--tp=$(TP)x$(TP)", env) == "--tp=2x2"
+    assert kubernetes_expand("$$(TP)", env) == "$(TP)"  # escaped
+    assert kubernetes_expand("$(SECRET)", env) == "$(SECRET)"  # not known here: kept as written
+    assert kubernetes_expand("$TP ${TP}", env) == "$TP ${TP}"  # the shell's syntax, not Kubernetes'
+
+
+def test_args_get_kubernetes_expansion() -> None:
+    assert words(["vllm", "serve"], ["$(MODEL)", "--tensor-parallel-size", "$(TP)", "--api-key", "$(SECRET)"]) == [
+        "vllm",
+        "serve",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "--tensor-parallel-size",
+        "2",
+        "--api-key",
+        "$(SECRET)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [["sh", "-c"], ["/bin/sh", "-ec"], ["bash", "-lc"], ["/bin/bash", "-x", "-c"], ["/usr/bin/env", "bash", "-c"]],
+)
+def test_shell_wrappers_run_their_script(wrapper: list[str]) -> None:
+    assert words(wrapper, ["vllm serve m --max-model-len 8192"]) == ["vllm", "serve", "m", "--max-model-len", "8192"]
+
+
+def test_only_the_word_after_the_c_option_is_the_script() -> None:
+    assert shell_script(["sh", "-c", "vllm serve m", "argv0", "--ignored"]) == "vllm serve m"
+    assert shell_script(["sh", "start.sh", "-c"]) is None  # a script file: not read
+    assert shell_script(["bash", "--login", "-c", "x"]) is None
+    assert shell_script(["python3", "-c", "x"]) is None
+
+
+def test_a_script_reads_as_the_shell_reads_it() -> None:
+    """Backslash-newlines join lines, newlines end commands, comments and redirections are the shell's, variables
+    with a literal value expand (not in single quotes), other text stays as written."""
+    script = (
+        "# start the server\n"
+        "pip install hf_transfer && \\\n"
+        "vllm serve ${MODEL} \\\n"
+        "  --tensor-parallel-size $TP --served-model-name '$TP' \\\n"
+        '  --api-key "$SECRET" 2>&1 | tee /tmp/log\n'
+        "echo done > /dev/null\n"
+    )
+    assert words(["/bin/sh", "-c"], [script]) == [
+        ";",
+        "pip",
+        "install",
+        "hf_transfer",
+        "&&",
+        "vllm",
+        "serve",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "--tensor-parallel-size",
+        "2",
+        "--served-model-name",
+        "$TP",
+        "--api-key",
+        "$SECRET",
+        "|",
+        "tee",
+        "/tmp/log",
+        ";",
+        "echo",
+        "done",
+        ";",
+    ]
+
+
+def test_a_number_inside_a_word_or_quotes_is_not_a_file_descriptor() -> None:
+    assert words(["sh", "-c"], ['vllm serve m -tp 2 --x "1>2" &>/dev/null']) == [
+        "vllm",
+        "serve",
+        "m",
+        "-tp",
+        "2",
+        "--x",
+        "1>2",
+    ]
+
+
+def test_an_unbalanced_quote_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="quotation"):
+        words(["sh", "-c"], ["vllm serve 'm"])

@@ -1,0 +1,150 @@
+"""The words a container runs, as Kubernetes and the shell turn its `command` and `args` into a process.
+
+1. Kubernetes expands `$(NAME)` in command and args from the container's environment before the process starts
+   (`$$` is a literal `$`; a reference to a variable it does not define is left as written): kubernetes
+   pkg/kubelet/kuberuntime/kuberuntime_container.go makeRunContainerArgs -> third_party/forked/golang/expansion.
+   Only variables with a literal `value` are known here; `valueFrom` ones (a ConfigMap, a field of the pod) and
+   those a controller injects (LeaderWorkerSet's LWS_GROUP_SIZE) stay as written.
+2. A shell wrapper (`sh -c SCRIPT`, `bash -lc`, `/bin/sh -ec`, `/usr/bin/env bash -c`) runs its script, the one word
+   after the option group holding `c` (later words are the script's $0, $1, ...). In the script, a backslash before
+   a newline joins the lines, an unquoted newline ends a command as `;` does, `#` starts a comment, `$NAME` and
+   `${NAME}` are the environment's literal values (as in 1), and redirections (`2>&1`, `> log`, `&>/dev/null`)
+   are the shell's, not the command's.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
+REDIRECTIONS = (">", ">>", "<", ">&", "<&", "&>", "&>>", ">|", "<>")
+_K8S_REFERENCE = re.compile(r"\$(\$|\(([A-Za-z_][A-Za-z0-9_.-]*)\))")
+_SHELL_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_FD_BEFORE_REDIRECTION = re.compile(r"\d+(?=[<>])")
+
+
+def literal_env(container: dict[str, Any]) -> dict[str, str]:
+    """The container's environment variables that have a literal value (later entries win, as in Kubernetes)."""
+    env = container.get("env")
+    values: dict[str, str] = {}
+    for entry in env if isinstance(env, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "value" in entry:
+            values[entry["name"]] = "" if entry["value"] is None else str(entry["value"])
+    return values
+
+
+def kubernetes_expand(word: str, env: dict[str, str]) -> str:
+    """`$(NAME)` replaced by its value where the environment defines it, `$$` by `$`; anything else kept."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) == "$":
+            return "$"
+        return env.get(match.group(2), match.group(0))
+
+    return _K8S_REFERENCE.sub(replace, word)
+
+
+def container_words(container: dict[str, Any]) -> list[str]:
+    """The program and arguments the container runs: command + args expanded by Kubernetes, and a shell wrapper's
+    script read as the shell reads it (its first command line through the separators `&&`, `;`, `|` kept as
+    words). Raises ValueError for a script shlex cannot split (an unbalanced quote)."""
+    env = literal_env(container)
+    words: list[str] = []
+    for part in ("command", "args"):
+        value = container.get(part)
+        if isinstance(value, str):  # not what Kubernetes accepts (the schema check says so): read it as written
+            words += shlex.split(value)
+        elif isinstance(value, list):
+            words += [kubernetes_expand(str(word), env) for word in value]
+    script = shell_script(words)
+    return words if script is None else script_words(script, env)
+
+
+def shell_script(words: list[str]) -> str | None:
+    """The script a shell wrapper runs (`[env] sh [-options]c SCRIPT ...`); None when the words do not run one."""
+    start = 0
+    if words and words[0].rsplit("/", 1)[-1] == "env":
+        start = 1
+        while start < len(words) and (words[start].startswith("-") or "=" in words[start]):
+            start += 1  # env's own options and VAR=value assignments
+    if start >= len(words) or words[start].rsplit("/", 1)[-1] not in SHELLS:
+        return None
+    for index in range(start + 1, len(words)):
+        word = words[index]
+        if not word.startswith("-") or word.startswith("--"):
+            return None  # `sh script.sh`, or a long option: not a -c script
+        if "c" in word[1:]:
+            return words[index + 1] if index + 1 < len(words) else ""
+    return None
+
+
+def script_words(script: str, env: dict[str, str]) -> list[str]:
+    """The words of a shell script with the separators `&&`, `||`, `;`, `|`, `&` as words, newlines as `;`,
+    redirections and comments left out, and variables with a literal value expanded."""
+    lexer = shlex.shlex(_normalised(script, env), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""  # comments were removed with the quotes in view
+    words = list(lexer)
+    out: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word in REDIRECTIONS:
+            skip = True  # the redirection's target
+            continue
+        out.append(word)
+    return out
+
+
+def _normalised(script: str, env: dict[str, str]) -> str:
+    """The script with line continuations joined, unquoted newlines as ` ; `, comments dropped, `$NAME` and
+    `${NAME}` replaced where the environment has a literal value, and file-descriptor numbers before a
+    redirection dropped (`2>&1` as `>&1`): quotes are followed so that none of this happens inside them
+    (single quotes keep everything; double quotes still expand variables)."""
+    out: list[str] = []
+    quote = ""
+    index = 0
+    while index < len(script):
+        char = script[index]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+            out.append(char)
+            index += 1
+            continue
+        text, after = _special(script, index, env, quoted=bool(quote))
+        if after > index:
+            out.append(text)
+            index = after
+            continue
+        if char in "'\"":
+            quote = "" if quote == char else (quote or char)
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def _special(script: str, index: int, env: dict[str, str], quoted: bool) -> tuple[str, int]:
+    """What the shell makes of the text at `index` outside single quotes, and where it ends (`index` itself when
+    the character is an ordinary one): an escape, a line continuation, a variable; unquoted, a newline, a
+    comment, a file-descriptor number before a redirection."""
+    char = script[index]
+    if char == "\\" and index + 1 < len(script):
+        return ("" if script[index + 1] == "\n" else script[index : index + 2]), index + 2
+    if char == "$" and (match := _SHELL_VARIABLE.match(script, index)):
+        name = match.group(1) or match.group(2)
+        return (env[name], match.end()) if name in env else ("", index)
+    if quoted:
+        return "", index
+    starts_word = index == 0 or script[index - 1].isspace()
+    if char == "\n":
+        return " ; ", index + 1
+    if char == "#" and starts_word:
+        end = script.find("\n", index)
+        return "", len(script) if end < 0 else end
+    if char.isdigit() and starts_word and (match := _FD_BEFORE_REDIRECTION.match(script, index)):
+        return "", match.end()
+    return "", index
