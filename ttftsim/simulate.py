@@ -147,7 +147,7 @@ class SimulationResult:
         spec = self.scenario.cluster
         assert spec is not None
         pods = report.pods
-        cold = pods[(pods["created_s"] > 0) & pods["ready_s"].notna()]
+        cold = pods[pods["ready_s"] > pods["created_s"]]  # started cold (not warm at time 0), ready by the end
         output_tokens = float(self.requests["generated_tokens"].sum())
         target = self.scenario.slo.ttft_p99_s or self.scenario.slo.ttft_s
         return ClusterFigures(

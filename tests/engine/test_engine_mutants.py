@@ -3,19 +3,22 @@ test could tell apart, each worked out by hand: client timeouts (who is aborted,
 freed, who runs next).
 
 Costs are LinearStepModel(0.25): every iteration takes a quarter second, exact in binary, so times below are
-exact. Timeouts are checked every EXPIRY_CHECK_S (1 s of simulated time), at iteration boundaries.
+exact. A client gives up client_timeout_s after sending; the engine aborts its request at the first
+iteration boundary at or after that deadline.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 import simpy
 
 from tests.factories import engine_config, feed, request
 from ttftsim.config.engine import ResolvedEngine
-from ttftsim.engine.engine import EXPIRY_CHECK_S, Engine
+from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import REQUEST_COLUMNS, Recorder
+from ttftsim.engine.state import RequestState
 from ttftsim.perf.linear import LinearStepModel
 from ttftsim.workload.request import Request
 
@@ -39,11 +42,12 @@ def _nan_as_none(rows: list[tuple[int, str, str, float, float, float]]) -> list[
 
 
 def test_timed_out_requests_end_running_first_then_waiting_in_queue_order_and_the_rest_keep_theirs() -> None:
-    # one sequence at a time. t=0: request 0 runs, 1 waits. The check at t=1 aborts every request sent at or
-    # before 1 - 1 = 0: 0 (running) then 1 (waiting); 2 (sent 0.5) is admitted at 1.0 and aborted by the
-    # check at t=2 (cutoff 1.0) while it decodes. 4, 5 and 3 (sent 1.5, 1.6, 1.75) wait behind it, kept in
-    # arrival order: 4 runs from 2.0 (prefill to 2.25, its second and last token at 2.5), 5 from 2.5 to 3.0;
-    # at t=3 (cutoff 2.0) 3 has waited since 1.75 and is aborted before it runs.
+    # one sequence at a time, every deadline 1 s after the send. t=0: request 0 runs, 1 waits. At 1.0 (the run
+    # is cut there) both deadlines pass: 0 (running) then 1 (waiting) are aborted; 2 (sent 0.5) is admitted at
+    # 1.0, its first token at 1.25, aborted at its deadline 1.5 while it decodes. 4 (sent 1.5) runs from 1.5
+    # (tokens at 1.75 and 2.0: finished, 0.5 s), 5 (1.6) from 2.0 to 2.5 (0.9 s); 3 (sent 1.75) is admitted
+    # at 2.5 and aborted at its deadline 2.75, after the step that gave its first token (TTFT 1.0 s, not above
+    # the timeout: the client saw it), before its second.
     env, engine, recorder = _engine(max_num_seqs=1)
     requests: list[Request] = [
         request(0, 0.0, 16, 100),
@@ -60,11 +64,10 @@ def test_timed_out_requests_end_running_first_then_waiting_in_queue_order_and_th
         (0, "aborted", why, 0.0, 0.25, None),
         (1, "aborted", why, None, None, None),
         (2, "aborted", why, 1.0, 1.25, None),
-        (4, "finished", "", 2.0, 2.25, 2.5),
-        (5, "finished", "", 2.5, 2.75, 3.0),
-        (3, "aborted", why, None, None, None),
+        (4, "finished", "", 1.5, 1.75, 2.0),
+        (5, "finished", "", 2.0, 2.25, 2.5),
+        (3, "aborted", why, 2.5, 2.75, None),
     ]
-    assert EXPIRY_CHECK_S == 1.0
     assert engine.kv.pool.num_free == 100 and engine.num_running == 0 and engine.num_waiting == 0
 
 
@@ -83,6 +86,45 @@ def test_a_request_timed_out_in_the_middle_of_its_chunked_prefill_frees_its_bloc
         (1, "finished", "", 1.0, 1.25, 1.25),
     ]
     assert engine.kv.pool.num_free == 100
+
+
+@pytest.mark.parametrize("closed_form", [True, False])
+def test_a_deadline_inside_a_decode_run_aborts_the_request_after_the_iteration_in_progress(closed_form: bool) -> None:
+    # one request, 16-token prompt, 100 tokens, its client gives up 1.1 s after sending: the run of decodes
+    # (0.25 s each) is cut at the deadline, the iteration in progress (1.0 .. 1.25) ends, and the request is
+    # aborted at 1.25 with 5 tokens out (0.25, ..., 1.25) and its blocks freed; the same when stepping
+    env, recorder = simpy.Environment(), Recorder(0.0)
+    cfg = engine_config(max_num_seqs=4, max_num_batched_tokens=8192, block_size=16)
+    engine = Engine(
+        env, cfg, LinearStepModel(0.25), 100, recorder, closed_form_decode=closed_form, client_timeout_s=1.1
+    )
+    feed(env, engine, [request(0, 0.0, 16, 100)])
+    env.run(until=1.2)
+    assert len(recorder.rows) == 0  # not before its deadline's iteration ends
+    env.run(until=20)
+    (row,) = recorder.rows
+    assert (row[STATUS], row[REQUEST_COLUMNS.index("generated_tokens")]) == ("aborted", 5)
+    assert engine.kv.pool.num_free == 100
+
+
+def test_a_request_done_after_its_client_gave_up_is_recorded_as_aborted_without_what_the_client_never_saw() -> None:
+    # the recorder with a 0.3 s timeout: a request finished at 0.4 (sent at 0) is aborted for its client, no e2e;
+    # one whose first token came at 0.35 has no TTFT either; one finished at 0.3 exactly is finished
+    recorder = Recorder(0.0)
+    recorder.client_timeout_s = 0.3
+    for rid, first, finish in ((0, 0.1, 0.4), (1, 0.35, 0.5), (2, 0.1, 0.3)):
+        state = RequestState(request(rid, 0.0, 16, 3))
+        state.first_token_s = state.visible_s = first
+        state.finish_s, state.num_output, state.status = finish, 3, "finished"
+        recorder.request(state, 0)
+    frame = recorder.requests_frame().set_index("request_id")
+    assert list(frame["status"]) == ["aborted", "aborted", "finished"]
+    assert frame.loc[0, "reason"] == "client timeout after 0.3 s" and frame.loc[0, "ttft_s"] == 0.1
+    assert frame["e2e_s"].isna().tolist() == [True, True, False] and frame["ttft_s"].isna().tolist() == [
+        False,
+        True,
+        False,
+    ]
 
 
 def _at_horizon(closed_form: bool, horizon: float, requests: list[Request]) -> list[tuple[int, int, int, int]]:

@@ -167,6 +167,17 @@ def test_the_lws_tp8_pp2_example_is_one_replica_per_16_gpus(tmp_path: Path) -> N
     assert kv[0].endswith("tokens on 16 x H100-SXM5-80GB; max_model_len x max_num_seqs = 134,217,728")
 
 
+def test_one_lws_replica_of_two_nodes_is_placed_on_both_and_serves(tmp_path: Path) -> None:
+    """One replica of TP 8 x PP 2 needs two 8-GPU nodes: the predicting cluster has them (it had one node, the
+    group was never placed and every request went unserved)."""
+    one = tmp_path / "lws-one.yaml"
+    one.write_text((DATA / "lws-vllm-gpu.yaml").read_text().replace("replicas: 2", "replicas: 1", 1))
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(DEPLOY.format(hardware="H100-SXM5-80GB"))
+    report = validate(deploy, [one]).as_json()
+    assert report["prediction"]["replicas"] == 1 and 0.0 < report["prediction"]["ttft_p99_s"] < 1.0
+
+
 def test_how_each_format_was_read_is_said(tmp_path: Path) -> None:
     report = _validate(tmp_path, ["production-stack-values-02-basic-config.yaml"])
     assert [f["message"] for f in report["findings"] if f["check"] == "format"] == [

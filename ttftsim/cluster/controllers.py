@@ -98,8 +98,7 @@ class ControllerLoop:
         if action == "add":
             if len(self.lifecycle.serving()) >= spec.max_replicas:
                 return "at max_replicas"
-            self.lifecycle.scale_to(self.lifecycle.desired + 1)
-            self.started = self.lifecycle.pods[-1]
+            self.started = self.lifecycle.scale_to(self.lifecycle.desired + 1)[-1]  # a promoted warm pod is ready
         elif action == "move":
             victim = busiest_pod(ready)
             if victim is None:

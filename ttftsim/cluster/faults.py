@@ -44,6 +44,7 @@ class Faults:
             victims = live[index : index + 1]
         self.log.append({"time_s": at_s, "kind": kind, "index": index, "pods": [p.index for p in victims]})
         for pod in victims:
-            role = pod.role
+            role, replaced = pod.role, pod.state != "draining"  # a pod being scaled down is not replaced
             self.lifecycle.terminate(pod, f"lost in a {kind} failure", state="failed")
-            self.lifecycle.new_pod(role)  # the ReplicaSet replaces it
+            if replaced:
+                self.lifecycle.new_pod(role)  # the ReplicaSet replaces it

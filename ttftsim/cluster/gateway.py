@@ -67,7 +67,13 @@ class Gateway:
         prefill = self.spec.disaggregation is not None and req.request_id not in self._prefilled
         pods = self._prefill_routable if prefill else self._routable
         if not pods:
-            self._held.append((req, waiter))
+            held = (req, waiter)
+            self._held.append(held)
+            if self.client_timeout_s is not None:  # the client gives up then, if no pod has taken it by then
+                wait = max(0.0, req.arrival_s + self.client_timeout_s - self.env.now)
+                callbacks = self.env.timeout(wait).callbacks
+                assert callbacks is not None
+                callbacks.append(lambda _event: self._give_up(held))
             if not prefill and self.activate is not None:
                 self.activate()
             return
@@ -92,15 +98,27 @@ class Gateway:
         timeout, now = self.client_timeout_s, self.env.now
         held, self._held = self._held, deque()
         for req, waiter in held:
-            if timeout is not None and now - req.arrival_s > timeout:
-                state = RequestState(req)
-                state.waiter = waiter
-                state.status, state.rejected_reason = "aborted", f"client timeout after {timeout:g} s at the gateway"
-                self._original.pop(req.request_id, None)  # disaggregated: its KV came back to no decode pod
-                self._prefilled.discard(req.request_id)
-                self._record(state, -1, "aborted")
+            if timeout is not None and req.arrival_s + timeout <= now:
+                self._abort_held(req, waiter)
                 continue
             self.route(req, waiter)
+
+    def _give_up(self, held: Held) -> None:
+        """A held request's client gave up (client_timeout_s after sending): aborted, unless a pod took it."""
+        try:
+            self._held.remove(held)
+        except ValueError:
+            return  # routed (or ended) before its client's deadline
+        self._abort_held(*held)
+
+    def _abort_held(self, req: Request, waiter: simpy.Event | None) -> None:
+        state = RequestState(req)
+        state.waiter = waiter
+        state.status = "aborted"
+        state.rejected_reason = f"client timeout after {self.client_timeout_s:g} s at the gateway"
+        self._original.pop(req.request_id, None)  # disaggregated: its KV came back to no decode pod
+        self._prefilled.discard(req.request_id)
+        self._record(state, -1, "aborted")
 
     # ---- what the engines report ----
 

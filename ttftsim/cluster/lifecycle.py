@@ -226,12 +226,13 @@ class PodLifecycle:
 
     # ---- scaling and the end of a pod ----
 
-    def scale_to(self, desired: int) -> None:
+    def scale_to(self, desired: int) -> list[Pod]:
         """The ReplicaSet: promote ready warm pods (refilling the pool) or add pods up to `desired`; remove
-        the lowest-ranked pods down to it."""
+        the lowest-ranked pods down to it. Returns the pods added to the serving ones (promoted or new)."""
         self.desired = desired
         current = self.serving()
         each_now = self.members is None  # without a gang scheduler, the new groups' leaders queue first
+        added = []
         for _ in range(desired - len(current)):
             warm = next((p for p in self.pods if p.role == "warm" and p.state == "ready"), None)
             if warm is not None:
@@ -239,13 +240,16 @@ class PodLifecycle:
                 self.gateway.refresh(self.pods)
                 self.gateway.drain()
                 self.new_pod("warm", schedule=each_now)
+                added.append(warm)
             else:
                 self.new_pod("serving", schedule=each_now)
+                added.append(self.pods[-1])
         if not each_now and desired > len(current):
             self.schedule_pending()
         if desired < len(current):
             for pod in self.ranking.order(current, self.env.now)[: len(current) - desired]:
                 self._scale_down(pod)
+        return added
 
     def move_away(self, pod: Pod) -> Pod:
         """Start a new serving pod on any node but `pod`'s (the old one keeps serving until `retire`)."""

@@ -71,12 +71,15 @@ def violating_windows(requests: pd.DataFrame, ttft_p99_s: float, window_s: float
 
 
 def fixed_cluster(
-    hardware: str, replicas: int, tp: int, router: str, warm_pool: int = 0, gpus_per_node: int | None = None
+    hardware: str, replicas: int, gpus: int, router: str, warm_pool: int = 0, gpus_per_node: int | None = None
 ) -> dict[str, Any]:
-    """A `cluster` section for a fixed deployment: `replicas` (+ warm pods) on just enough nodes of one pool,
-    none added or removed (what plan confirms and validate predicts with)."""
+    """A `cluster` section for a fixed deployment: `replicas` (+ warm pods) of `gpus` GPUs each on just enough
+    nodes of one pool, none added or removed (what plan confirms and validate predicts with)."""
     per_node = gpus_per_node or load_hardware(hardware).gpus_per_node
-    nodes = max(1, math.ceil((replicas + warm_pool) * tp / per_node))
+    pods = replicas + warm_pool
+    # a replica larger than a node takes whole nodes (a gang: placement.py PodShape.gang)
+    nodes = pods * math.ceil(gpus / per_node) if gpus > per_node else math.ceil(pods * gpus / per_node)
+    nodes = max(1, nodes)
     pool = {"name": "gpu", "hardware": hardware, "gpus_per_node": per_node}
     pool.update(initial_nodes=nodes, min_nodes=nodes, max_nodes=nodes)
     return {"node_pools": [pool], "replicas": replicas, "warm_pool": warm_pool, "router": {"type": router}}

@@ -142,7 +142,7 @@ class ScalingPolicy(StrictModel):
 class ScalingRules(StrictModel):
     stabilization_window_s: float = Field(ge=0, description="stabilizationWindowSeconds")
     select_policy: Literal["Max", "Min", "Disabled"] = Field(default="Max", description="selectPolicy")
-    policies: list[ScalingPolicy] = Field(description="Rate limits")
+    policies: list[ScalingPolicy] = Field(min_length=1, description="Rate limits (at least one, as Kubernetes asks)")
 
 
 def _scale_up_default() -> ScalingRules:

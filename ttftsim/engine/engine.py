@@ -20,7 +20,9 @@ and the cost model; it stays plain typed Python.
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, cast
@@ -44,7 +46,7 @@ from ttftsim.kvcache.windowed import WindowedKVCacheManager
 from ttftsim.perf.linear import PipelineCostModel, StepCostModel
 from ttftsim.workload.request import Request
 
-EXPIRY_CHECK_S = 1.0  # how often client timeouts are enforced (simulated seconds)
+ENDED = ("finished", "rejected", "aborted", "failed")
 FEED_CHUNK = 4096  # attached open-loop arrivals read at a time
 
 
@@ -99,7 +101,11 @@ class Engine:
         self._feed: deque[Request] = deque()  # open-loop arrivals the engine pulls itself, in time order
         self._feed_rest: Iterator[Request] | None = None  # the later ones, read FEED_CHUNK at a time
         self.client_timeout_s = client_timeout_s
-        self._next_expiry = 0.0
+        if client_timeout_s is not None:
+            recorder.client_timeout_s = client_timeout_s
+        # when the next client gives up (its request sent client_timeout_s ago), and every request's such deadline
+        self._next_expiry = math.inf
+        self._deadlines: list[tuple[float, int, RequestState]] = []
         self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
         self.visible = VisibleTokens(first_visible_token)  # the client sees content with this token
         self._last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
@@ -133,6 +139,10 @@ class Engine:
             return state
         if req.private:
             self.kv.mark_private(req.request_id)
+        if self.client_timeout_s is not None:
+            deadline = req.arrival_s + self.client_timeout_s
+            heapq.heappush(self._deadlines, (deadline, req.request_id, state))
+            self._next_expiry = min(self._next_expiry, deadline)
         self.scheduler.add(state)
         if not self._wakeup.triggered:
             self._wakeup.succeed()
@@ -178,19 +188,24 @@ class Engine:
         load = scheduler.loading.next_done_s() if scheduler.loading.states else None
         if load is not None and load > now:  # apart from the head: a request the engine has may wait behind it
             gaps.append(load - now)
-        if self.client_timeout_s is not None and scheduler.has_work():
+        if self._next_expiry < math.inf and scheduler.has_work():
             gaps.append(max(0.0, self._next_expiry - now))
         return min(gaps) if gaps else None
 
     def _expire(self) -> None:
-        """Abort requests whose client gave up (sent more than client_timeout_s ago), freeing their KV."""
+        """Abort requests whose client gave up (sent client_timeout_s ago or more), freeing their KV: at the first
+        schedule at or after the earliest deadline (vLLM handles a client's abort between steps; an iteration in
+        progress ends first, and a decode run is cut at the deadline as at an arrival)."""
         now, timeout = self.env.now, self.client_timeout_s
         if timeout is None or now < self._next_expiry:
             return
-        self._next_expiry = now + EXPIRY_CHECK_S
-        for state in self.scheduler.expire(now - timeout):
+        for state in self.scheduler.expire(now, timeout):
             state.status, state.rejected_reason = "aborted", f"client timeout after {timeout:g} s"
             self._end(state, "aborted")
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][2].status in ENDED:
+            heapq.heappop(deadlines)
+        self._next_expiry = deadlines[0][0] if deadlines else math.inf
 
     def _end(self, state: RequestState, status: str) -> None:
         self.recorder.request(state, self.replica, status)

@@ -43,10 +43,10 @@ class LoadingRequests:
         taken, self.states = self.states, []
         return taken
 
-    def expire(self, cutoff_s: float) -> list[RequestState]:
-        """Take out the requests that arrived at or before cutoff_s (their client gave up)."""
-        gone = [s for s in self.states if s.req.arrival_s <= cutoff_s]
-        self.states = [s for s in self.states if s.req.arrival_s > cutoff_s]
+    def expire(self, now: float, timeout_s: float) -> list[RequestState]:
+        """Take out the requests sent timeout_s or more before now (their client gave up)."""
+        gone = [s for s in self.states if s.req.arrival_s + timeout_s <= now]
+        self.states = [s for s in self.states if s.req.arrival_s + timeout_s > now]
         return gone
 
 

@@ -157,6 +157,7 @@ class Recorder:
 
     def __init__(self, client_latency_s: float = 0.0) -> None:
         self.client_latency_s = client_latency_s  # fixed latency on every request's tokens (ResolvedEngine's)
+        self.client_timeout_s: float | None = None  # clients give up this long after sending (the engine sets it)
         self.rows = Columns(REQUEST_COLUMNS, _REQUEST_DTYPES)
         self.steps = Columns(STEP_COLUMNS, _STEP_DTYPES)
         # every inter-token gap (8 bytes) and its weight (a count of requests, 4 bytes), in the order recorded
@@ -188,6 +189,14 @@ class Recorder:
         has_token = state.visible_s >= 0  # TTFT as the client sees it
         frontend = state.ingress_s + state.output_delay_s + self.client_latency_s  # API server + fixed extra
         ttft = state.visible_s + state.output_delay_s - req.arrival_s + self.client_latency_s if has_token else np.nan
+        finished = state.finish_s >= 0
+        e2e = state.finish_s - req.arrival_s + state.output_delay_s + self.client_latency_s if finished else np.nan
+        timeout = self.client_timeout_s
+        if timeout is not None and finished and e2e > timeout:  # done after the client gave up: it saw no end
+            status, finished, e2e = "aborted", False, np.nan
+            state.rejected_reason = f"client timeout after {timeout:g} s"
+        if timeout is not None and has_token and ttft > timeout:  # nor the first token
+            has_token, ttft = False, np.nan
         gateway = queue = recompute = prefill = waiting = stream = np.nan
         if has_token:
             gateway = state.submitted_s - state.ingress_s - req.arrival_s  # no ready replica, a retry
@@ -196,7 +205,6 @@ class Recorder:
             prefill = state.prefill_s
             waiting = max(0.0, state.first_token_s - state.last_admit_s - prefill)  # float noise only
             stream = state.visible_s - state.first_token_s
-        finished = state.finish_s >= 0
         tpot = (
             (state.finish_s - state.first_token_s) / (state.num_output - 1)
             if finished and state.num_output > 1
@@ -227,8 +235,7 @@ class Recorder:
                 stream,
                 frontend if has_token else np.nan,
                 tpot,
-                # finish_s already counts the ingress (the engine had the request only after it)
-                state.finish_s - req.arrival_s + state.output_delay_s + self.client_latency_s if finished else np.nan,
+                e2e,  # finish_s already counts the ingress (the engine had the request only after it)
                 req.priority,
                 req.session_id,
             )

@@ -97,10 +97,11 @@ class Scheduler:
         self.kv.free(state.rid)
         self.kv.forget(state.rid)
 
-    def expire(self, cutoff_s: float) -> list[RequestState]:
-        """Take out every request that arrived at or before cutoff_s (its client gave up), freeing its
-        blocks; running ones first, then waiting ones in queue order."""
-        gone = [s for s in self.running if s.req.arrival_s <= cutoff_s]
+    def expire(self, now: float, timeout_s: float) -> list[RequestState]:
+        """Take out every request sent timeout_s or more before now (its client gave up; the sum as the engine's
+        deadline computes it, so that the two agree to the bit), freeing its blocks; running ones first, then
+        waiting ones in queue order."""
+        gone = [s for s in self.running if s.req.arrival_s + timeout_s <= now]
         for state in gone:
             if state.rid in self.cohort.members:
                 self.cohort.leave(state)
@@ -108,12 +109,12 @@ class Scheduler:
                 self.prefilling.remove(state)
             self.running.remove(state)
             self.kv.free(state.rid)
-        for state in self.loading.expire(cutoff_s):
+        for state in self.loading.expire(now, timeout_s):
             self.kv.free(state.rid)
             gone.append(state)
         kept: list[RequestState] = []
         for state in pop_all(self.waiting):
-            if state.req.arrival_s <= cutoff_s:
+            if state.req.arrival_s + timeout_s <= now:
                 self.kv.free(state.rid)  # a request back from the CPU tier waits holding its loaded blocks
                 gone.append(state)
             else:

@@ -451,8 +451,9 @@ def _scenario(deploy: Deploy, target: Target, replicas: int, cluster: bool = Fal
         "workload": deploy.traffic.model_dump(),
     }
     if cluster:  # a Kubernetes Service spreads connections evenly: round robin
-        tp = target.engine.tensor_parallel_size
-        data["cluster"] = fixed_cluster(str(target.hardware), replicas, tp, "round_robin", 0, deploy.gpus_per_node)
+        args = target.engine  # a replica's GPUs: TP x PP x DP (a pipeline over an LWS group spans its nodes)
+        gpus = args.tensor_parallel_size * args.pipeline_parallel_size * args.data_parallel_size
+        data["cluster"] = fixed_cluster(str(target.hardware), replicas, gpus, "round_robin", 0, deploy.gpus_per_node)
     return Scenario.model_validate(data)
 
 

@@ -205,6 +205,9 @@ def _traffic_seconds(scenario: Scenario) -> float | None:
     arrivals = getattr(workload, "arrivals", None)
     if isinstance(arrivals, StagedArrivals):
         return sum(stage.duration_s for stage in arrivals.stages)
+    count, rate = getattr(workload, "num_requests", None), getattr(arrivals, "rate", None)
+    if workload.duration_s is None and count is not None and rate is not None:
+        return float(count / rate)  # the expected span of num_requests sent at the mean rate
     return workload.duration_s
 
 
@@ -222,6 +225,10 @@ def _check_periods(scenario: Scenario, source: str, limits: Limits) -> None:
         if cluster.autoscaling is not None:
             periods["cluster.autoscaling.sync_period_s"] = cluster.autoscaling.sync_period_s
             periods["cluster.autoscaling.scrape_interval_s"] = cluster.autoscaling.scrape_interval_s
+        if cluster.controller is not None:
+            periods["cluster.controller.period_s"] = cluster.controller.period_s
+        if cluster.alerting is not None:
+            periods["cluster.alerting.evaluation_interval_s"] = cluster.alerting.evaluation_interval_s
     for field, period in periods.items():
         steps = seconds / period
         if steps > limits.ticks:
