@@ -322,3 +322,63 @@ def test_a_sidecar_or_router_whose_image_names_vllm_is_not_a_second_server(tmp_p
     result = run("validate", str(path), "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["deployment"]["model"] == "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _edited(tmp_path: Path, *edits: tuple[str, str]) -> Path:
+    path = _copy(tmp_path)
+    k8s = (tmp_path / "k8s.yaml").read_text()
+    for old, new in edits:
+        assert old in k8s, old
+        k8s = k8s.replace(old, new)
+    (tmp_path / "k8s.yaml").write_text(k8s)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edits", "needle"),
+    [
+        # the API server refuses an extended resource's request without an equal limit
+        (
+            (("limits: {nvidia.com/gpu: 1, memory: 64Gi}", "limits: {memory: 64Gi}"),),
+            "request 1 without an equal limit",
+        ),
+        # one pod cannot have more GPUs than an 8-GPU H100 node
+        (
+            (
+                ("nvidia.com/gpu: 1", "nvidia.com/gpu: 16"),
+                ('"8192", --max-num-seqs', '"8192", -tp, "16", --max-num-seqs'),
+            ),
+            "one pod requests 16 GPUs, but a H100-SXM5-80GB node has 8",
+        ),
+        # both must hold: no node is an H100 and an L40S
+        (
+            (
+                (
+                    "    spec:\n      affinity:",
+                    "    spec:\n      nodeSelector: {nvidia.com/gpu.product: NVIDIA-L40S}\n      affinity:",
+                ),
+            ),
+            "admit no node together",
+        ),
+        # AMD's device plugin resource on nodes pinned by NVIDIA's GPU label
+        ((("nvidia.com/gpu: 1", "amd.com/gpu: 1"),), "request amd.com/gpu but are pinned to nodes by nvidia.com"),
+    ],
+)
+def test_pods_that_would_stay_pending_are_an_error(
+    tmp_path: Path, edits: tuple[tuple[str, str], ...], needle: str
+) -> None:
+    result = run("validate", str(_edited(tmp_path, *edits)), "--json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
+    assert any(needle in message for message in errors), errors
+
+
+def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path: Path) -> None:
+    path = _edited(
+        tmp_path, ("values: [NVIDIA-H100-80GB-HBM3]", "values: [NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-80GB]")
+    )
+    report = json.loads(run("validate", str(path), "--json").stdout)
+    warnings = [f["message"] for f in report["findings"] if f["check"] == "gpu-affinity"]
+    assert (
+        len(warnings) == 1 and "may land on H100-SXM5-80GB, A100-SXM4-80GB; predicted on H100-SXM5-80GB" in warnings[0]
+    )

@@ -23,7 +23,7 @@ from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
 from ttftsim.errors import InputError
-from ttftsim.hardware.catalog import hardware_for_label, load_hardware
+from ttftsim.hardware.catalog import hardware_for_label, load_hardware, node_label_keys
 from ttftsim.inputs.files import counted
 from ttftsim.inputs.limits import current_limits
 from ttftsim.metrics.slo import SloCheck, judge, slo_figures
@@ -34,7 +34,13 @@ from ttftsim.replica import build_replica, resolve_ref, window_kept
 from ttftsim.simulate import simulate
 from ttftsim.validate.formats import render_workloads
 from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeploymentError, check_objects, unsupported_deployment
-from ttftsim.validate.manifests import NoServingWorkloadError, ServingWorkload, find_serving, read_documents
+from ttftsim.validate.manifests import (
+    GPU_RESOURCES,
+    NoServingWorkloadError,
+    ServingWorkload,
+    find_serving,
+    read_documents,
+)
 from ttftsim.validate.report import Finding, Prediction, Report
 from ttftsim.workload.budget import check_workload
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
@@ -76,6 +82,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
     if target.serving is not None:
         report.findings += [Finding(f.severity, "vllm-args", f.message, f.fix) for f in target.serving.command_findings]
         _check_manifests(report, target.serving, target)
+        _check_gpu_scheduling(report, target.serving, target, deploy.gpus_per_node)
         report.warnings += _not_modelled(target.serving)
     replica = _check_engine(report, deploy, target, base, str(path))
     if replica is not None:
@@ -173,6 +180,81 @@ def _same_model(named: str, served: str) -> bool:
         return name.rsplit("/", 1)[-1].lower().removesuffix("-instruct")
 
     return key(named) == key(served)
+
+
+def _check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Target, per_node: int | None) -> None:
+    """What keeps the pods Pending for ever, or lets them land on another GPU than the one predicted: a GPU request
+    without an equal limit (the API server refuses the pod), more GPUs in one pod than a node has, a GPU vendor's
+    resource on nodes pinned to the other vendor's GPU label, a nodeSelector and a required affinity naming
+    different GPUs; and an affinity that allows several GPU types (a warning: one is predicted)."""
+    where = f"{serving.kind}/{serving.name}"
+    resources = serving.container.get("resources") or {}
+    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    for name in GPU_RESOURCES:
+        if name in requests and str(requests[name]) != str(limits.get(name)):
+            report.add(
+                "error",
+                "gpu-request",
+                f"{where}: {name} request {requests[name]} without an equal limit ({limits.get(name, 'none')}); the "
+                "API server refuses the pod (an extended resource's request and limit must be equal)",
+                f"set resources.limits {name}: {requests[name]} (or only the limit)",
+            )
+    gpus = serving.gpu_request()
+    per_node = per_node or (load_hardware(target.hardware).gpus_per_node if target.hardware else None)
+    if gpus is not None and per_node is not None and gpus > per_node:
+        report.add(
+            "error",
+            "gpu-request",
+            f"{where}: one pod requests {gpus} GPUs, but a {target.hardware} node has {per_node}: it stays Pending",
+            "split it over nodes with a LeaderWorkerSet (one pod per node, --pipeline-parallel-size), or use fewer "
+            "GPUs per pod",
+        )
+    selector, allowed = _gpu_constraints(serving.pod_spec)
+    for key, value in selector.items():
+        if key in allowed and value.lower() not in {v.lower() for v in allowed[key]}:
+            report.add(
+                "error",
+                "gpu-affinity",
+                f"{where}: nodeSelector {key}={value} and the required node affinity ({key} in "
+                f"{', '.join(allowed[key])}) admit no node together: the pods stay Pending",
+                "keep one of the two, naming the same GPU",
+            )
+    vendors = {key.split("/", 1)[0] for key in [*selector, *allowed] if "/" in key}
+    requested = {name.split("/", 1)[0] for name in GPU_RESOURCES if name in limits or name in requests}
+    if vendors and requested and not requested & vendors:
+        report.add(
+            "error",
+            "gpu-request",
+            f"{where}: the pods request {', '.join(sorted(n for n in GPU_RESOURCES if n in limits or n in requests))} "
+            f"but are pinned to nodes by {', '.join(sorted(vendors))} GPU labels: no such node offers it",
+            "request the GPU resource of the vendor the nodes are pinned to",
+        )
+    for key, values in allowed.items():
+        kinds = list(dict.fromkeys(h for h in (_label_hardware(v) for v in values) if h))
+        if len(kinds) > 1:
+            report.add(
+                "warning",
+                "gpu-affinity",
+                f"{where}: the required node affinity allows {key} in {', '.join(values)}: the pods may land on "
+                f"{', '.join(kinds)}; predicted on {target.hardware}",
+                "pin one GPU type, or validate once per type (hardware: in the deployment file)",
+            )
+
+
+def _gpu_constraints(pod_spec: dict[str, Any]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The pod's nodeSelector values and required node affinity `In` values on the GPU label keys (an affinity's
+    terms are alternatives: their values are pooled)."""
+    keys = node_label_keys()
+    selector = {k: str(v) for k, v in (pod_spec.get("nodeSelector") or {}).items() if k in keys}
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    allowed: dict[str, list[str]] = {}
+    for term in required.get("nodeSelectorTerms") or []:
+        for expression in term.get("matchExpressions") or []:
+            if expression.get("key") in keys and expression.get("operator") == "In":
+                allowed.setdefault(expression["key"], []).extend(str(v) for v in expression.get("values") or [])
+    return selector, allowed
 
 
 def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -> None:
