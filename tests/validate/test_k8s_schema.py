@@ -230,9 +230,13 @@ def test_schema_errors_come_first_and_the_deployment_checks_still_run(tmp_path: 
     assert report.prediction is not None  # the shape checks passed, so the rest of validate ran
 
 
+AMD_NODES = "{key: beta.amd.com/gpu.product-name, operator: In, values: [AMD_Instinct_MI300X_OAM]}"
+
+
 def test_amd_gpus_are_a_gpu_request(tmp_path: Path) -> None:
     text = (EXAMPLE / "k8s.yaml").read_text().replace("nvidia.com/gpu: 1", "amd.com/gpu: 1")
-    assert text.count("amd.com/gpu: 1") == 2
+    text = text.replace("{key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-H100-80GB-HBM3]}", AMD_NODES)
+    assert text.count("amd.com/gpu: 1") == 2 and AMD_NODES in text
     (tmp_path / "k8s.yaml").write_text(text)
     deploy = tmp_path / "deploy.yaml"
     deploy.write_text((EXAMPLE / "deploy.yaml").read_text())

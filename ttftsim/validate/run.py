@@ -219,7 +219,8 @@ def _check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Targ
                 f"{', '.join(allowed[key])}) admit no node together: the pods stay Pending",
                 "keep one of the two, naming the same GPU",
             )
-    vendors = {key.split("/", 1)[0] for key in [*selector, *allowed] if "/" in key}
+    pinned = [(key, [value]) for key, value in selector.items()] + list(allowed.items())
+    vendors = {vendor for key, values in pinned if (vendor := _label_vendor(key, values))}
     requested = {name.split("/", 1)[0] for name in GPU_RESOURCES if name in limits or name in requests}
     if vendors and requested and not requested & vendors:
         report.add(
@@ -239,6 +240,16 @@ def _check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Targ
                 f"{', '.join(kinds)}; predicted on {target.hardware}",
                 "pin one GPU type, or validate once per type (hardware: in the deployment file)",
             )
+
+
+def _label_vendor(key: str, values: list[str]) -> str | None:
+    """Whose GPUs a node label pins (the device plugin's resource domain): amd.com, nvidia.com, or None (a label
+    that does not say, e.g. Karpenter's instance-gpu-name)."""
+    if "amd.com/" in key:
+        return "amd.com"
+    if key.startswith("nvidia.com/") or (values and all(v.lower().startswith("nvidia") for v in values)):
+        return "nvidia.com"
+    return None
 
 
 def _gpu_constraints(pod_spec: dict[str, Any]) -> tuple[dict[str, str], dict[str, list[str]]]:
