@@ -210,7 +210,11 @@ def test_kserve_huggingface_runtime_on_s3_with_the_model_named(tmp_path: Path) -
     assert formats[1][1].endswith("with the runtime ClusterServingRuntime/kserve-huggingfaceserver")
     # 1,000 + 100 tokens do not fit --max-model-len=1024: vLLM rejects every request
     # never served: no finite P99 ("inf", as summary.json writes it: JSON has no infinity)
-    assert _checks(report, "error") == ["slo"] and report["prediction"]["ttft_p99_s"] == "inf"
+    assert _checks(report, "error") == ["rejected", "slo"] and report["prediction"]["ttft_p99_s"] == "inf"
+    (refused,) = [f for f in report["findings"] if f["check"] == "rejected"]
+    assert refused["message"].endswith(
+        "(100.0%) are refused by the engine, e.g. prompt 1000 + output 100 tokens exceed max_model_len 1024"
+    )
 
 
 def test_kserve_transformers_backend_is_a_named_unsupported_kind(tmp_path: Path) -> None:

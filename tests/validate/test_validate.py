@@ -382,3 +382,42 @@ def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path
     assert (
         len(warnings) == 1 and "may land on H100-SXM5-80GB, A100-SXM4-80GB; predicted on H100-SXM5-80GB" in warnings[0]
     )
+
+
+def test_requests_longer_than_max_model_len_are_a_rejected_finding_not_a_replica_count(tmp_path: Path) -> None:
+    """--max-model-len 2048 under lognormal prompts up to 6,000 tokens: the engine refuses the longer requests
+    (HTTP 400); the finding says how many and what length would admit them, and the SLO miss is not sent to more
+    replicas (each refuses them too)."""
+    path = _edited(tmp_path, ('--max-model-len, "8192"', '--max-model-len, "2048"'))
+    report = json.loads(run("validate", str(path), "--json").stdout)
+    (refused,) = [f for f in report["findings"] if f["check"] == "rejected"]
+    assert (
+        "are refused by the engine, e.g. prompt " in refused["message"]
+        and "exceed max_model_len 2048" in refused["message"]
+    )
+    assert refused["fix"].startswith("raise --max-model-len to at least ")
+    assert int(refused["fix"].split()[5].replace(",", "")) > 2048
+    slo = next(f for f in report["findings"] if f["check"] == "slo")
+    assert "more replicas refuse them too" in slo["fix"]
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "says"),
+    [
+        ('args: "--max-model-len 8192"', "containers.0.args", "must be a list of strings"),
+        ('args: ["--max-model-len 8192 --max-num-seqs 128"]', "containers.0.args.0", "holds several words"),
+    ],
+)
+def test_command_lines_kubernetes_would_not_split_are_refused_naming_the_item(
+    tmp_path: Path, args: str, field: str, says: str
+) -> None:
+    path = _edited(tmp_path, ('args: [--max-model-len, "8192", --max-num-seqs, "128", --enable-prefix-caching]', args))
+    result = run("validate", str(path))
+    assert result.returncode == 2 and f"k8s.yaml#0: {field}: " in result.stderr and says in result.stderr
+
+
+def test_a_json_value_with_a_negative_number_is_one_argument() -> None:
+    from ttftsim.validate.manifests import _check_one_argument_each
+
+    container = {"command": ["vllm", "serve", "m"], "args": ["--override-generation-config", '{"temperature": -1}']}
+    _check_one_argument_each("k8s.yaml", 0, container)  # no error

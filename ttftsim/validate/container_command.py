@@ -62,6 +62,12 @@ def container_words(container: dict[str, Any]) -> list[str]:
     return words if script is None else script_words(script, env)
 
 
+def container_words_are_shell(container: dict[str, Any]) -> bool:
+    """The container runs a shell wrapper (its script is one word holding many)."""
+    words = [str(w) for part in ("command", "args") if isinstance(container.get(part), list) for w in container[part]]
+    return shell_script(words) is not None
+
+
 def shell_script(words: list[str]) -> str | None:
     """The script a shell wrapper runs (`[env] sh [-options]c SCRIPT ...`); None when the words do not run one."""
     start = 0

@@ -5,6 +5,7 @@ which GPU, is the hardware profiles' (hwprofiles/*.yaml node_labels), never a ta
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import node_label_keys
 from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
-from ttftsim.validate.container_command import container_words
+from ttftsim.validate.container_command import container_words, container_words_are_shell
 from ttftsim.validate.manifest_shapes import check_document
 from ttftsim.validate.vllm_command import CommandFinding, read_vllm_container, upstream_vllm_image
 
@@ -177,11 +178,13 @@ def _vllm_containers(source: str, pod_spec: dict[str, Any]) -> list[tuple[int, d
     naming them."""
     found = []
     for index, container in enumerate(pod_spec.get("containers") or []):
+        _check_lists(source, index, container)
         try:
             words = container_words(container)
         except ValueError as exc:  # shlex: an unbalanced quote
             raise InputError(source, f"containers.{index}.command", f"cannot split the command ({exc})") from None
         if _runs_vllm(container, words):
+            _check_one_argument_each(source, index, container)
             found.append((index, container, words))
     if len(found) > 1:
         names = ", ".join(f"{c.get('name', i)} ({c.get('image', '')})" for i, c, _ in found)
@@ -191,6 +194,39 @@ def _vllm_containers(source: str, pod_spec: dict[str, Any]) -> list[tuple[int, d
             f"{len(found)} containers of one pod run a vLLM server ({names}); validate checks one per deploy file",
         )
     return found
+
+
+def _check_lists(source: str, index: int, container: dict[str, Any]) -> None:
+    """command and args as Kubernetes takes them: lists of strings (the API server refuses a string)."""
+    for part in ("command", "args"):
+        value = container.get(part)
+        if value is not None and not isinstance(value, list):
+            raise InputError(
+                source,
+                f"containers.{index}.{part}",
+                f"must be a list of strings, one argument each, got {type(value).__name__} (Kubernetes does not split "
+                "a string)",
+            )
+
+
+FLAG_INSIDE = re.compile(r"\s--?[A-Za-z]")
+
+
+def _check_one_argument_each(source: str, index: int, container: dict[str, Any]) -> None:
+    """An item of a vLLM container's command line holding several flags (`"M --max-model-len 8192 -tp 2"`) reaches
+    vLLM as one argument (no shell splits it): refused, naming the item. A shell wrapper's script is one word."""
+    if container_words_are_shell(container):
+        return
+    for part in ("command", "args"):
+        for item_index, item in enumerate(container.get(part) or []):
+            text = str(item).strip()
+            if not text.startswith(("{", "[")) and FLAG_INSIDE.search(text):
+                raise InputError(
+                    source,
+                    f"containers.{index}.{part}.{item_index}",
+                    f"{text!r} holds several words: Kubernetes passes it to vLLM as one argument; write one flag or "
+                    "value per item",
+                )
 
 
 def _runs_vllm(container: dict[str, Any], words: list[str]) -> bool:

@@ -559,12 +559,21 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     report.prediction = Prediction(replicas, result.replica.kernel_costs, figures)
     for stall in result.stall_warnings():  # why requests went unserved, when an engine stopped for good
         report.add("warning", "stall", stall)
+    refused = _refused(report, result.requests)
     verdict = judge(deploy.slo, figures)
     checks = [] if verdict is None else list(verdict.checks)
     if verdict is None or verdict.met:
         report.add("info", "slo", f"predicted {_checks_text(checks)} with {counted(replicas, 'replica')} meets the SLO")
         return
     missed = [check for check in checks if not check.is_met]
+    if refused:  # a refused request is never served, on any number of replicas
+        report.add(
+            "error",
+            "slo",
+            f"predicted {_checks_text(missed)} with {counted(replicas, 'replica')} misses the SLO",
+            "serve the refused requests first (the rejected finding): more replicas refuse them too",
+        )
+        return
     floor = _lone_decode_s(result) if target.engine.speculative_config is None else 0.0
     beyond = [check for check in missed if check.target.startswith(("tpot", "itl")) and floor > check.target_s]
     if beyond:  # a lower bound no replica count moves: every token of a request alone takes a decode step
@@ -592,6 +601,35 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
         if needed
         else f"more than {replicas + MAX_EXTRA_REPLICAS} replicas, or a faster configuration (ttftsim plan)",
     )
+
+
+def _refused(report: Report, requests: Any) -> int:
+    """Requests the engine refuses whatever the load (longer than max_model_len, more KV than the cache): an error
+    finding with the commonest reason and what would admit them; how many."""
+    rejected = requests["status"] == "rejected"
+    count = int(rejected.sum())
+    if not count:
+        return 0
+    reasons = requests.loc[rejected, "reason"].astype(str)
+    kinds = reasons.str.replace(r"\d[\d,]*", "N", regex=True).value_counts()  # one reason, whatever its numbers
+    example = reasons[reasons.str.replace(r"\d[\d,]*", "N", regex=True) == kinds.index[0]].iloc[0]
+    longest = int((requests["prompt_tokens"] + requests["output_tokens"])[rejected].max())
+    others = f" (and {counted(len(kinds) - 1, 'other reason')})" if len(kinds) > 1 else ""
+    fix = (
+        f"raise --max-model-len to at least {longest:,} (the longest prompt + output refused), or bound the "
+        "traffic's lengths"
+        if "max_model_len" in example
+        else "more KV memory (tensor parallelism, an fp8 KV cache, a higher --gpu-memory-utilization), or shorter "
+        "requests"
+    )
+    report.add(
+        "error",
+        "rejected",
+        f"{counted(count, 'request')} of {len(requests):,} ({count / len(requests):.1%}) are refused by the engine, "
+        f"e.g. {example}{others}",
+        fix,
+    )
+    return count
 
 
 def _predicted_replicas(report: Report, target: Target) -> int:
