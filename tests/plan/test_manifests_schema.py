@@ -116,6 +116,22 @@ def test_ttftsim_validate_reads_the_set_without_errors_or_placement_warnings(
     assert report.deployment["replicas"] == 2
 
 
+@pytest.mark.parametrize("alternative", ["kserve-inferenceservice.yaml", "production-stack-values.yaml"])
+def test_ttftsim_validate_reads_each_alternative_without_errors(
+    written: tuple[str, Path, list[str]], alternative: str
+) -> None:
+    """The KServe InferenceService and the production-stack values pin the planned GPU as manifests.yaml does (the
+    InferenceService had no node affinity: validate failed it, gpu-affinity)."""
+    name, folder, files = written
+    if alternative not in files:
+        pytest.skip(f"{name} writes no {alternative} (a multi-node replica or AMD GPUs)")
+    deploy = folder / f"deploy-{alternative}"
+    deploy.write_text(f"name: {name}\nmanifests: [{alternative}]\n{TRAFFIC}")
+    report = validate(deploy, [])
+    assert [f for f in report.findings if f.severity == "error"] == []
+    assert not [f for f in report.findings if f.check == "gpu-affinity"]
+
+
 BROKEN = [
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", {"spec": {"leaderWorkerTemplate": {"size": "2"}}}, "size"),
     (

@@ -105,7 +105,12 @@ def kserve_inference_service(spec: Deployable) -> dict[str, Any] | None:
         ],
         "resources": resources,
     }
-    predictor: dict[str, Any] = {"minReplicas": spec.replicas, "model": model}
+    required = {"nodeSelectorTerms": [{"matchExpressions": [spec.node_selector]}]}  # on the GPU planned for
+    predictor: dict[str, Any] = {
+        "minReplicas": spec.replicas,
+        "model": model,
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}},
+    }
     if spec.options.autoscale:
         predictor["maxReplicas"] = spec.max_replicas
     return {
