@@ -421,3 +421,40 @@ def test_a_json_value_with_a_negative_number_is_one_argument() -> None:
 
     container = {"command": ["vllm", "serve", "m"], "args": ["--override-generation-config", '{"temperature": -1}']}
     _check_one_argument_each("k8s.yaml", 0, container)  # no error
+
+
+def test_an_unversioned_vllm_version_is_refused_naming_the_field(tmp_path: Path) -> None:
+    path = _copy(tmp_path, ("name: chat-8b", "name: chat-8b\nvllm_version: latest"))
+    result = run("validate", str(path))
+    assert (
+        result.returncode == 2 and "deploy.yaml: vllm_version: vLLM version 'latest' is not a version" in result.stderr
+    )
+
+
+def test_an_empty_manifest_file_is_named(tmp_path: Path) -> None:
+    path = _copy(tmp_path)
+    (tmp_path / "k8s.yaml").write_text("# nothing yet\n---\n")
+    result = run("validate", str(path))
+    assert result.returncode == 2 and result.stderr.strip().endswith(
+        "k8s.yaml: no Kubernetes object in it (empty, or only comments and --- separators)"
+    )
+
+
+def test_an_unrendered_helm_template_says_so(tmp_path: Path) -> None:
+    path = _edited(tmp_path, ("limits: {nvidia.com/gpu: 1,", 'limits: {nvidia.com/gpu: "{{ .Values.gpus }}",'))
+    result = run("validate", str(path))
+    assert result.returncode == 2 and "limits.nvidia.com/gpu: Input should be a valid integer" in result.stderr
+    assert "constrained-int" not in result.stderr and "a Helm template left unrendered" in result.stderr
+
+
+def test_an_unpinned_vllm_image_is_a_warning_and_a_replica_fix_names_the_field_to_set(tmp_path: Path) -> None:
+    path = _edited(
+        tmp_path,
+        ("image: vllm/vllm-openai:v0.15.1", "image: vllm/vllm-openai:latest"),
+        ("name: chat-8b}\n  minReplicas", "name: other}\n  minReplicas"),
+    )
+    (tmp_path / "deploy.yaml").write_text((tmp_path / "deploy.yaml").read_text().replace("rate: 12", "rate: 60"))
+    findings = json.loads(run("validate", str(path), "--json").stdout)["findings"]
+    assert any("vllm/vllm-openai:latest is not pinned to a release" in f["message"] for f in findings)
+    slo = next(f for f in findings if f["check"] == "slo")
+    assert slo["fix"].startswith("run ") and slo["fix"].endswith(" replicas (replicas: " + slo["fix"].split()[1] + ")")

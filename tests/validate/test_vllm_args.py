@@ -199,8 +199,11 @@ def test_an_image_of_another_version_is_said() -> None:
     assert (finding.severity, finding.fix) == ("warning", "set vllm_version: 0.10.2 in the deployment file")
     (older,) = read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml", "vllm/vllm-openai:v0.8.5").findings
     assert older.fix.startswith("use a newer image: 0.8.5 predates every modelled vLLM (version profiles 0.10, ")
-    for image in ("vllm/vllm-openai:v0.15.0", "vllm/vllm-openai:latest", "nginx:1.25", "opea/vllm-gaudi:1.22.0"):
+    for image in ("vllm/vllm-openai:v0.15.0", "nginx:1.25", "opea/vllm-gaudi:1.22.0", "vllm/vllm-openai@sha256:ab"):
         assert read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml", image).findings == []
+    for image in ("vllm/vllm-openai:latest", "vllm/vllm-openai", "docker.io/vllm/vllm-openai:nightly"):
+        (unpinned,) = read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml", image).findings
+        assert unpinned.severity == "warning" and "is not pinned to a release" in unpinned.message
 
 
 def test_a_config_file_is_named_not_read() -> None:

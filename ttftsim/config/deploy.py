@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 from ttftsim.config.base import StrictModel
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.slo import Slo, percentile_slo
+from ttftsim.config.versions import version_defaults
 from ttftsim.config.workload import Workload
 
 
@@ -37,6 +38,12 @@ class Deploy(StrictModel):
         description="A calibration file written by `ttftsim fit` (path relative to this file) for a deployment "
         "read from manifests (without manifests: engine.calibration)",
     )
+
+    @field_validator("vllm_version")
+    @classmethod
+    def _a_version(cls, version: str) -> str:
+        version_defaults(version)  # a number, and not older than every modelled release
+        return version
 
     @field_validator("slo")
     @classmethod

@@ -6,6 +6,7 @@ The error names the file and the dotted path of the field (``engine.max_num_seqs
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
@@ -27,6 +28,14 @@ def read_mapping(path: Path, what: str = "file") -> dict[str, Any]:
     return data
 
 
+# the name pydantic gives a union's member in an error's location (`limits.nvidia.com/gpu.constrained-int`):
+# its own, not a field of the input
+PYDANTIC_BRANCH = re.compile(
+    r"^(constrained-)?(int|str|float|bool|bytes|list\[.*\]|dict\[.*\])$|^(function|lax-or-strict|json-or-python)"
+    r"(-(after|before|wrap|plain))?\["
+)
+
+
 def _type_name(value: object) -> str:
     return "nothing (an empty file)" if value is None else type(value).__name__
 
@@ -41,7 +50,7 @@ def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] 
     # (num_attention_heads "32" in a config.json left head_dim missing): the cause first
     present = [e for e in errors if e["type"] != "missing"]
     first = unknown[0] if unknown and missing else (present or errors)[0]
-    field = ".".join(str(part)[:60] for part in first["loc"])
+    field = ".".join(str(part)[:60] for part in first["loc"] if not PYDANTIC_BRANCH.match(str(part)))
     message = str(first["msg"]).removeprefix("Value error, ")[:300]  # pydantic's prefix says nothing to a user
     if first["type"] == WRONG_KIND:  # raised for the whole model: the field is in its context
         field = ".".join(part for part in (field, str(first.get("ctx", {}).get("field", ""))) if part)
@@ -54,6 +63,8 @@ def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] 
         message = "unknown field" + (f" (did you mean {close[0]}?)" if close else "")
     elif "input" in first and first["type"] not in ("missing",) and not isinstance(first["input"], dict):
         message = f"{message} (got {excerpt(first['input'])})"
+        if isinstance(first["input"], str) and "{{" in first["input"]:
+            message += "; a Helm template left unrendered: render it first (helm template)"
     return InputError(source, field, message)
 
 

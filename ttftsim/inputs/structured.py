@@ -139,7 +139,8 @@ def parse_yaml_documents(text: str, source: str, limits: Limits | None = None) -
     try:
         documents = list(yaml.load_all(text, Loader=_StrictLoader))
     except (yaml.YAMLError, ValueError, TypeError, RecursionError, OverflowError) as exc:
-        raise InputError(source, "", f"not valid YAML: {_parse_error(exc)}") from None
+        helm = "; it holds {{ ... }}: a Helm template left unrendered, render it first (helm template)"
+        raise InputError(source, "", f"not valid YAML: {_parse_error(exc)}{helm if '{{' in text else ''}") from None
     for index, document in enumerate(documents):
         check_tree(document, source, limits, root=(f"document {index}",) if len(documents) > 1 else ())
     return documents

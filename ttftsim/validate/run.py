@@ -48,6 +48,8 @@ from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 MAX_EXTRA_REPLICAS = 8
 SHARED_SUFFIX = "-SHARED"  # k8s-device-plugin sharing.timeSlicing.renameByDefault
 
+MAX_GPUS_PER_REPLICA = 64  # a TP the fix may suggest (a 64-GPU NVL domain at most)
+
 
 @dataclass
 class Target:
@@ -106,7 +108,12 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
         if deploy.engine is None or deploy.model is None or deploy.hardware is None:
             raise InputError(source, "manifests", "give Kubernetes manifests, or model, hardware and engine arguments")
         return Target(deploy.model, deploy.hardware, deploy.engine, deploy.replicas or 1, None)
-    documents = [doc for file in files for doc in read_documents(file)]
+    documents = []
+    for file in files:
+        read = read_documents(file)
+        if not read:
+            raise InputError(str(file), "", "no Kubernetes object in it (empty, or only comments and --- separators)")
+        documents += read
     rendered = render_workloads(documents)  # formats.py: KServe resources and chart values as their workloads
     schema_findings = rendered.kept(check_objects(documents)) + rendered.findings  # before the deployment checks
     documents = documents + rendered.documents
@@ -286,10 +293,10 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
             "tp-vs-gpus",
             f"{where}: tensor x pipeline x data parallel = {tp} GPUs, but the pod group requests "
             f"{gpus} x {serving.group_size} = {gpus * serving.group_size}",
-            f"request {tp // serving.group_size} GPUs per pod"
+            f"request {counted(tp // serving.group_size, 'GPU')} per pod"
             + (
                 f", or set --tensor-parallel-size {gpus * serving.group_size // dp}"
-                if gpus * serving.group_size % dp == 0
+                if gpus * serving.group_size % dp == 0 and gpus * serving.group_size <= MAX_GPUS_PER_REPLICA
                 else ""
             ),
         )
@@ -420,6 +427,10 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
         )
         return None
     except InputError as exc:
+        if exc.source == source and exc.field.startswith("engine") and target.serving is not None:
+            # the engine arguments came from the manifests' vllm command line, not from the deployment file
+            flag = "--" + exc.field.split(".")[-1].replace("_", "-") if "." in exc.field else "vllm serve"
+            exc = InputError(target.serving.source, flag, exc.message)
         report.add("error", "engine", exc.one_line())  # names the file and field (a calibration file, ...)
         return None
     engine = replica.engine
@@ -597,10 +608,15 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
         "error",
         "slo",
         f"predicted {_checks_text(missed)} with {counted(replicas, 'replica')} misses the SLO",
-        f"run {needed} replicas (minReplicas)"
+        (f"run {needed} replicas (minReplicas)" if _scaled(target) else f"run {needed} replicas (replicas: {needed})")
         if needed
         else f"more than {replicas + MAX_EXTRA_REPLICAS} replicas, or a faster configuration (ttftsim plan)",
     )
+
+
+def _scaled(target: Target) -> bool:
+    """An HPA scales the workload (its minReplicas is what to raise)."""
+    return target.serving is not None and target.serving.scaling_hpa() is not None
 
 
 def _refused(report: Report, requests: Any) -> int:

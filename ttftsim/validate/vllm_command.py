@@ -167,6 +167,8 @@ def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
             )
         elif dest in MODELLED:
             value = _engine_value(dest, given.value)
+            if dest == "max_model_len" and given.value == -1:
+                continue  # auto / -1: the model's own length, as when unset
             if value is None:
                 _not_modelled(command, f"{given.written} {given.value}")
             else:
@@ -215,7 +217,18 @@ def upstream_vllm_image(image: str) -> bool:
 
 
 def _check_image(image: str, version: str, command: VllmCommand, where: str) -> None:
-    """A vLLM image tagged with another version than the one modelled: the flags were read with the wrong list."""
+    """A vLLM image tagged with another version than the one modelled: the flags were read with the wrong list. An
+    unpinned one (`latest`, no tag) runs whatever release is newest when the pod starts."""
+    repository, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
+    if upstream_vllm_image(image) and tag in ("", "latest", "nightly") and "@sha256" not in image:
+        command.findings.append(
+            CommandFinding(
+                "warning",
+                f"{where}: the image {image} is not pinned to a release: the vLLM it runs changes as releases come "
+                f"out; predicted as vLLM {version}",
+                f"pin the image to a release (e.g. {repository or image}:v{version}) and set vllm_version to it",
+            )
+        )
     match = IMAGE_VERSION.search(image) if upstream_vllm_image(image) else None
     if match is None or match.group(1).split(".")[:2] == version.split(".")[:2]:
         return
