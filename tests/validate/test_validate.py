@@ -458,3 +458,12 @@ def test_an_unpinned_vllm_image_is_a_warning_and_a_replica_fix_names_the_field_t
     assert any("vllm/vllm-openai:latest is not pinned to a release" in f["message"] for f in findings)
     slo = next(f for f in findings if f["check"] == "slo")
     assert slo["fix"].startswith("run ") and slo["fix"].endswith(" replicas (replicas: " + slo["fix"].split()[1] + ")")
+
+
+def test_an_ambiguous_hardware_name_lists_only_what_it_could_mean_naming_the_deploy_file(tmp_path: Path) -> None:
+    path = _copy(tmp_path, ("name: chat-8b", "name: chat-8b\nhardware: H100"))
+    result = run("validate", str(path))
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith(
+        "deploy.yaml: hardware: ambiguous hardware 'H100': one of H100-PCIe-80GB, H100-SXM5-80GB"
+    )

@@ -60,9 +60,11 @@ def load_hardware(ref: str, source: str = "hardware") -> HardwareProfile:
         matches = [stem for stem in matches if stem.startswith(key + "-")] or matches
     if len(matches) == 1:
         return _load_path(paths[matches[0]])
+    if matches:  # the profiles it could mean
+        names = ", ".join(_load_path(paths[stem]).name for stem in matches)
+        raise InputError(source, "hardware", f"ambiguous hardware {ref!r}: one of {names}")
     names = ", ".join(_load_path(p).name for p in paths.values())
-    reason = "ambiguous" if matches else "unknown"
-    raise InputError(source, "hardware", f"{reason} hardware {ref!r} (profiles: {names})")
+    raise InputError(source, "hardware", f"unknown hardware {ref!r} (profiles: {names})")
 
 
 def node_label_keys() -> tuple[str, ...]:

@@ -36,6 +36,7 @@ def _words(text: str) -> frozenset[str]:
 GROUP = "serving.kserve.io"
 BACKEND_FIX = "set --backend=vllm (or leave it auto) to serve with vLLM, which ttftsim models"
 RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
+KSERVE_PORT = 8080  # the predictor's HTTP port (KServe constants.InferenceServiceDefaultHttpPort)
 MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts the model (constants.DefaultModelLocalMountPath)
 # KServe's own runtimes (config/runtimes/kserve-huggingfaceserver.yaml, kserve-vllmserver.yaml), by model format
 BUILTIN_RUNTIMES: dict[str, dict[str, Any]] = {
@@ -153,6 +154,7 @@ def _model_container(
         notes.append(note(source, "huggingfaceserver's own flags taken out, the rest read as vLLM's (backend vllm)"))
     elif hf_id is not None:
         container["args"] = [a.replace(MODEL_DIR, hf_id) for a in container["args"]]
+    container.setdefault("ports", [{"containerPort": KSERVE_PORT}])
     return container, runtime_spec.data, notes
 
 

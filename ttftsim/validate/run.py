@@ -207,7 +207,7 @@ def _check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Targ
                 f"set resources.limits {name}: {requests[name]} (or only the limit)",
             )
     gpus = serving.gpu_request()
-    per_node = per_node or (load_hardware(target.hardware).gpus_per_node if target.hardware else None)
+    per_node = per_node or _profile_gpus_per_node(target.hardware)
     if gpus is not None and per_node is not None and gpus > per_node:
         report.add(
             "error",
@@ -247,6 +247,15 @@ def _check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Targ
                 f"{', '.join(kinds)}; predicted on {target.hardware}",
                 "pin one GPU type, or validate once per type (hardware: in the deployment file)",
             )
+
+
+def _profile_gpus_per_node(hardware: str | None) -> int | None:
+    """The profile's GPUs per node; None without a known profile (an unknown or ambiguous name: the engine check
+    says so, naming the deployment file)."""
+    try:
+        return load_hardware(hardware).gpus_per_node if hardware else None
+    except InputError:
+        return None
 
 
 def _label_vendor(key: str, values: list[str]) -> str | None:
@@ -496,7 +505,7 @@ def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: flo
             "warning",
             "probes",
             f"{where}: no readiness probe; requests reach the pod while it is still loading",
-            "add a readinessProbe on /health (port 8000)",
+            f"add a readinessProbe on /health (port {_server_port(container)})",
         )
     hpa = serving.hpa
     if hpa is None:
@@ -538,6 +547,15 @@ def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: flo
             "replicas it will need again before a new one could be ready",
             f"keep stabilizationWindowSeconds >= {math.ceil(cold)}",
         )
+
+
+def _server_port(container: dict[str, Any]) -> int:
+    """The port the server listens on: the container's first declared port (KServe's runtimes: 8080), else vLLM's
+    default 8000."""
+    for port in container.get("ports") or []:
+        if isinstance(port, dict) and isinstance(port.get("containerPort"), int):
+            return int(port["containerPort"])
+    return 8000
 
 
 def _probe_budget(probe: dict[str, Any]) -> float:
