@@ -76,6 +76,10 @@ def test_dp_beyond_one_node_is_infeasible_and_dp_in_the_plans_engine_is_refused(
     spec["engine"]["data_parallel_size"] = 2
     with pytest.raises(ValidationError, match=r"engine.data_parallel_size in a plan: the search sets it"):
         Plan.model_validate(spec)
+    spec = plan.model_dump()
+    spec["engine"]["tensor_parallel_size"] = 2  # was ignored: the search tried its own list
+    with pytest.raises(ValidationError, match=r"engine.tensor_parallel_size in a plan: the search sets it"):
+        Plan.model_validate(spec)
 
 
 def test_the_example_plan_prices_dp_and_ep_candidates(tmp_path: Path) -> None:

@@ -161,7 +161,8 @@ class Plan(StrictModel):
 
     @model_validator(mode="after")
     def _searched_parallelism(self) -> Plan:
-        for name, default in (("data_parallel_size", 1), ("enable_expert_parallel", False)):
+        searched = (("tensor_parallel_size", 1), ("data_parallel_size", 1), ("enable_expert_parallel", False))
+        for name, default in searched:
             if getattr(self.engine, name) != default:
                 raise ValueError(f"engine.{name} in a plan: the search sets it per candidate (search.{name}: a list)")
         return self
