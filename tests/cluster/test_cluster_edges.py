@@ -116,3 +116,20 @@ def test_an_hpa_rule_without_policies_is_refused(direction: str) -> None:
     cluster = {"node_pools": pools, "autoscaling": hpa | {direction: {"stabilization_window_s": 0, "policies": []}}}
     with pytest.raises(ValidationError, match="policies"):
         Scenario.model_validate(scenario | {"cluster": cluster})
+
+
+def test_a_cluster_with_conversations_and_no_horizon_says_what_to_set() -> None:
+    from ttftsim.errors import InputError
+
+    pools = [{"name": "h100", "hardware": "H100-SXM5-80GB", "gpus_per_node": 4}]
+    workload = {
+        "type": "conversation",
+        "arrivals": {"type": "poisson", "rate": 1},
+        "duration_s": 10,
+        "turns": {"type": "fixed", "value": 2},
+        "user_tokens": {"type": "fixed", "value": 100},
+        "output_tokens": {"type": "fixed", "value": 10},
+    }
+    scenario = {"model": "Llama-3.1-8B", "hardware": "H100-SXM5-80GB", "workload": workload}
+    with pytest.raises(InputError, match=r"horizon_s: a cluster scenario whose requests are sent as the run goes"):
+        simulate(Scenario.model_validate(scenario | {"cluster": {"node_pools": pools}}))

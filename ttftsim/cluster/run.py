@@ -163,7 +163,12 @@ def run_cluster(
         env, scenario.workload, WorkloadContext(workload_rng, base), cluster.route, scenario.client
     )
     if requests is None and scenario.horizon_s is None:
-        raise InputError(source, "horizon_s", "a cluster scenario with a closed-loop workload needs a horizon")
+        raise InputError(
+            source,
+            "horizon_s",
+            "a cluster scenario whose requests are sent as the run goes (closed-loop clients, conversations) needs "
+            "a horizon: set horizon_s (seconds)",
+        )
     feeder = env.process(open_loop_source(env, requests, cluster.route)) if requests is not None else None
     run_until_done(env, cluster, feeder, scenario.horizon_s)
     cluster.close()

@@ -77,7 +77,10 @@ class Scenario(StrictModel):
     engine: EngineArgs = Field(default_factory=EngineArgs, description="vLLM engine arguments")
     workload: Workload = Field(description="Traffic")
     horizon_s: float | None = Field(
-        default=None, gt=0, description="Stop the simulation at this time (default: when every request is done)"
+        default=None,
+        gt=0,
+        description="Stop the simulation at this time (default: when every request is done; a cluster with "
+        "closed-loop clients or conversations needs one)",
     )
     seed: int = Field(default=0, ge=0, description="Random seed; same seed, same numbers")
     first_visible_token: int = Field(
