@@ -13,6 +13,11 @@ from ttftsim.config.scenario import Scenario
 from ttftsim.simulate import SimulationResult, simulate
 
 WORKLOAD = {"type": "synthetic", "prompt_tokens": {"type": "fixed", "value": 200}}
+COMPLETE = WORKLOAD | {
+    "arrivals": {"type": "poisson", "rate": 1},
+    "duration_s": 10,
+    "output_tokens": {"type": "fixed", "value": 5},
+}
 
 
 def run(cluster: dict[str, Any], workload: dict[str, Any], **top: Any) -> SimulationResult:
@@ -112,7 +117,7 @@ def test_the_controller_waits_for_the_pod_it_promoted_not_for_the_warm_pools_ref
 def test_an_hpa_rule_without_policies_is_refused(direction: str) -> None:
     pools = [{"name": "h100", "hardware": "H100-SXM5-80GB", "gpus_per_node": 4}]
     hpa = {"max_replicas": 2, "metrics": [{"name": "num_requests_running", "target": 20}]}
-    scenario = {"model": "Llama-3.1-8B", "hardware": "H100-SXM5-80GB", "workload": WORKLOAD}
+    scenario = {"model": "Llama-3.1-8B", "hardware": "H100-SXM5-80GB", "workload": COMPLETE}
     cluster = {"node_pools": pools, "autoscaling": hpa | {direction: {"stabilization_window_s": 0, "policies": []}}}
     with pytest.raises(ValidationError, match="policies"):
         Scenario.model_validate(scenario | {"cluster": cluster})
@@ -133,3 +138,14 @@ def test_a_cluster_with_conversations_and_no_horizon_says_what_to_set() -> None:
     scenario = {"model": "Llama-3.1-8B", "hardware": "H100-SXM5-80GB", "workload": workload}
     with pytest.raises(InputError, match=r"horizon_s: a cluster scenario whose requests are sent as the run goes"):
         simulate(Scenario.model_validate(scenario | {"cluster": {"node_pools": pools}}))
+
+
+def test_a_ttft_hpa_whose_rate_window_holds_fewer_than_two_scrapes_is_refused() -> None:
+    pools = [{"name": "h100", "hardware": "H100-SXM5-80GB", "gpus_per_node": 4}]
+    hpa = {"max_replicas": 3, "scrape_interval_s": 15, "metrics": [{"name": "ttft_p99_s", "target": 0.5}]}
+    scenario = {"model": "Llama-3.1-8B", "hardware": "H100-SXM5-80GB", "workload": COMPLETE}
+    with pytest.raises(ValidationError, match="rate_window_s 29 holds fewer than two scrapes every 15 s"):
+        Scenario.model_validate(
+            scenario | {"cluster": {"node_pools": pools, "autoscaling": hpa | {"rate_window_s": 29}}}
+        )
+    Scenario.model_validate(scenario | {"cluster": {"node_pools": pools, "autoscaling": hpa | {"rate_window_s": 30}}})

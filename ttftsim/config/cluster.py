@@ -219,6 +219,12 @@ class Autoscaling(StrictModel):
     def _bounds(self) -> Autoscaling:
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas {self.min_replicas} > max_replicas {self.max_replicas}")
+        if any(m.name == "ttft_p99_s" for m in self.metrics) and self.rate_window_s < 2 * self.scrape_interval_s:
+            raise ValueError(  # rate() over fewer than two samples has no value: the HPA would never act on it
+                f"rate_window_s {self.rate_window_s:g} holds fewer than two scrapes every "
+                f"{self.scrape_interval_s:g} s: the TTFT quantile never has a value and the HPA never scales on it "
+                "(use at least twice the scrape interval; Prometheus advises four times)"
+            )
         return self
 
 
