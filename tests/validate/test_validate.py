@@ -467,3 +467,10 @@ def test_an_ambiguous_hardware_name_lists_only_what_it_could_mean_naming_the_dep
     assert result.stderr.strip().endswith(
         "deploy.yaml: hardware: ambiguous hardware 'H100': one of H100-PCIe-80GB, H100-SXM5-80GB"
     )
+
+
+def test_a_mig_slice_is_a_warning_that_the_prediction_is_a_whole_gpus(tmp_path: Path) -> None:
+    path = _edited(tmp_path, ("nvidia.com/gpu: 1", "nvidia.com/mig-3g.40gb: 1"))
+    findings = json.loads(run("validate", str(path), "--json").stdout)["findings"]
+    gpu = [f for f in findings if f["check"] == "gpu-request"]
+    assert [f["severity"] for f in gpu] == ["warning"] and "MIG slice (nvidia.com/mig-3g.40gb)" in gpu[0]["message"]

@@ -48,6 +48,7 @@ from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 MAX_EXTRA_REPLICAS = 8
 SHARED_SUFFIX = "-SHARED"  # k8s-device-plugin sharing.timeSlicing.renameByDefault
 
+MIG = "nvidia.com/mig-"  # MIG slices' resources (nvidia.com/mig-3g.40gb, ...)
 MAX_GPUS_PER_REPLICA = 64  # a TP the fix may suggest (a 64-GPU NVL domain at most)
 
 
@@ -85,6 +86,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
         report.findings += [Finding(f.severity, "vllm-args", f.message, f.fix) for f in target.serving.command_findings]
         _check_manifests(report, target.serving, target)
         _check_gpu_scheduling(report, target.serving, target, deploy.gpus_per_node)
+        _check_mig(report, target.serving)
         report.warnings += _not_modelled(target.serving)
     replica = _check_engine(report, deploy, target, base, str(path))
     if replica is not None:
@@ -284,18 +286,43 @@ def _gpu_constraints(pod_spec: dict[str, Any]) -> tuple[dict[str, str], dict[str
     return selector, allowed
 
 
+def _mig_slices(serving: ServingWorkload) -> list[str]:
+    """The MIG slice resources the vLLM container requests (nvidia.com/mig-3g.40gb, ...)."""
+    resources = serving.container.get("resources") or {}
+    return sorted({k for part in ("limits", "requests") for k in (resources.get(part) or {}) if k.startswith(MIG)})
+
+
+def _check_mig(report: Report, serving: ServingWorkload) -> None:
+    slices = _mig_slices(serving)
+    if slices and not serving.gpu_request():
+        report.add(
+            "warning",
+            "gpu-request",
+            f"{serving.kind}/{serving.name}: the vLLM container requests a MIG slice ({', '.join(slices)}): slices "
+            "are not modelled, the prediction is a whole GPU's (a slice has a fraction of its memory and compute)",
+            "treat the prediction as a bound the slice will not reach",
+        )
+
+
+def _no_gpu_request(report: Report, serving: ServingWorkload, tp: int) -> None:
+    if _mig_slices(serving):  # _check_mig says what a slice means
+        return
+    report.add(
+        "error",
+        "gpu-request",
+        f"{serving.kind}/{serving.name}: the vLLM container requests no nvidia.com/gpu; it may land on a CPU node and "
+        "sees no GPU anyway",
+        f"set resources.limits nvidia.com/gpu: {tp // max(serving.group_size, 1)}",
+    )
+
+
 def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -> None:
     dp = target.engine.data_parallel_size
     tp = target.engine.tensor_parallel_size * serving.pipeline_parallel * dp
     gpus = serving.gpu_request()
     where = f"{serving.kind}/{serving.name}"
-    if gpus is None or gpus == 0:
-        report.add(
-            "error",
-            "gpu-request",
-            f"{where}: the vLLM container requests no nvidia.com/gpu; it may land on a CPU node and sees no GPU anyway",
-            f"set resources.limits nvidia.com/gpu: {tp // max(serving.group_size, 1)}",
-        )
+    if not gpus:
+        _no_gpu_request(report, serving, tp)
     elif gpus * serving.group_size != tp:
         report.add(
             "error",
