@@ -474,3 +474,21 @@ def test_a_mig_slice_is_a_warning_that_the_prediction_is_a_whole_gpus(tmp_path: 
     findings = json.loads(run("validate", str(path), "--json").stdout)["findings"]
     gpu = [f for f in findings if f["check"] == "gpu-request"]
     assert [f["severity"] for f in gpu] == ["warning"] and "MIG slice (nvidia.com/mig-3g.40gb)" in gpu[0]["message"]
+
+
+def test_a_keda_scaled_object_sets_the_replicas_predicted(tmp_path: Path) -> None:
+    """KEDA's ScaledObject (its HPA is KEDA's to make) in place of the HPA: minReplicaCount 3 is predicted; 0 (its
+    default) predicts 1 with a warning."""
+    k8s = (EXAMPLE / "k8s.yaml").read_text().split("---")[0]
+    for low, predicted in (("minReplicaCount: 3\n  ", 3), ("", 1)):
+        keda = (
+            "---\napiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: chat-8b}\nspec:\n"
+            f"  scaleTargetRef: {{name: chat-8b}}\n  {low}maxReplicaCount: 6\n"
+            "  triggers: [{type: prometheus, metadata: {query: x, threshold: '5', serverAddress: http://p:9090}}]\n"
+        )
+        (tmp_path / "k8s.yaml").write_text(k8s + keda)
+        path = _copy(tmp_path) if not (tmp_path / "deploy.yaml").exists() else tmp_path / "deploy.yaml"
+        (tmp_path / "k8s.yaml").write_text(k8s + keda)
+        report = json.loads(run("validate", str(path), "--json").stdout)
+        assert report["prediction"]["replicas"] == predicted
+        assert any("minReplicaCount 0" in f["message"] for f in report["findings"]) == (predicted == 1)

@@ -45,6 +45,7 @@ class ServingWorkload:
     not_modelled: list[str] = field(default_factory=list)
     hpa: dict[str, Any] | None = None
     hpa_source: str = ""
+    keda: dict[str, Any] | None = None  # a KEDA ScaledObject that scales the workload
     command_findings: list[CommandFinding] = field(default_factory=list)  # vllm_command.py: refusals, env
 
     def is_scaled_by(self, hpa: dict[str, Any]) -> bool:
@@ -166,6 +167,9 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
             "no Deployment, StatefulSet or LeaderWorkerSet with a vLLM container (vllm serve ...)",
         )
     serving = _the_one(found)
+    for _, document in documents:  # KEDA makes the HPA of a ScaledObject (keda.sh/v1alpha1)
+        if document.get("kind") == "ScaledObject" and serving.is_scaled_by(_keda_target(document)):
+            serving.keda = document
     hpas = [(source, d) for source, d in documents if d.get("kind") == "HorizontalPodAutoscaler"]
     for source, document in sorted(hpas, key=lambda item: serving.is_scaled_by(item[1])):  # one that scales it last
         serving.hpa, serving.hpa_source = document, source
@@ -194,6 +198,12 @@ def _vllm_containers(source: str, pod_spec: dict[str, Any]) -> list[tuple[int, d
             f"{len(found)} containers of one pod run a vLLM server ({names}); validate checks one per deploy file",
         )
     return found
+
+
+def _keda_target(scaled_object: dict[str, Any]) -> dict[str, Any]:
+    """A ScaledObject's target in an HPA's shape (its scaleTargetRef's kind defaults to Deployment)."""
+    ref = (scaled_object.get("spec") or {}).get("scaleTargetRef") or {}
+    return {"spec": {"scaleTargetRef": {"kind": ref.get("kind", "Deployment"), "name": ref.get("name")}}}
 
 
 def _check_lists(source: str, index: int, container: dict[str, Any]) -> None:

@@ -700,6 +700,19 @@ def _predicted_replicas(report: Report, target: Target) -> int:
     serving = target.serving
     hpa = serving.scaling_hpa() if serving is not None else None
     where = f"{serving.kind}/{serving.name}" if serving is not None else report.name
+    keda = serving.keda if serving is not None and hpa is None else None
+    if keda is not None:  # KEDA's minReplicaCount (default 0: scale to zero, activated by its triggers)
+        low = int((keda.get("spec") or {}).get("minReplicaCount", 0))
+        name = (keda.get("metadata") or {}).get("name")
+        if low == 0:
+            report.add(
+                "warning",
+                "hpa",
+                f"ScaledObject {name}: minReplicaCount 0 scales to zero: predicted with 1 replica; a request after an "
+                "idle spell waits for a whole cold start (KEDA's triggers are not modelled)",
+                "keep minReplicaCount >= 1 where the TTFT SLO must hold after idle spells",
+            )
+        return max(low, 1)
     if hpa is None:
         if target.replicas == 0:
             report.add(
