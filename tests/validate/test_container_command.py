@@ -53,7 +53,9 @@ def test_shell_wrappers_run_their_script(wrapper: list[str]) -> None:
 def test_only_the_word_after_the_c_option_is_the_script() -> None:
     assert shell_script(["sh", "-c", "vllm serve m", "argv0", "--ignored"]) == "vllm serve m"
     assert shell_script(["sh", "start.sh", "-c"]) is None  # a script file: not read
-    assert shell_script(["bash", "--login", "-c", "x"]) is None
+    assert shell_script(["bash", "--login", "-c", "x"]) == "x"  # bash's long options come first
+    assert shell_script(["bash", "-o", "pipefail", "-c", "x"]) == "x"  # -o takes an argument
+    assert shell_script(["bash", "-e", "+x", "-c", "x"]) == "x"
     assert shell_script(["python3", "-c", "x"]) is None
 
 
@@ -108,3 +110,27 @@ def test_a_number_inside_a_word_or_quotes_is_not_a_file_descriptor() -> None:
 def test_an_unbalanced_quote_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="quotation"):
         words(["sh", "-c"], ["vllm serve 'm"])
+
+
+def test_defaults_and_command_substitutions_in_a_script() -> None:
+    """${NAME:-word} is the value when set and not empty, else word (${NAME-word}: when unset); $(...) that
+    Kubernetes did not expand (a valueFrom variable, a command substitution) stays one word."""
+    env = [{"name": "TP", "value": "2"}, {"name": "EMPTY", "value": ""}]
+    script = "vllm serve m -tp ${TP:-1} --max-num-seqs ${SEQS:-128} --a ${EMPTY:-x} --b ${EMPTY-y} "
+    script += '--port $(PORT) --c "$(date)"'  # --b: set but empty, so no word at all (as the shell splits it)
+    assert words(["sh", "-c"], [script], env) == [
+        "vllm",
+        "serve",
+        "m",
+        "-tp",
+        "2",
+        "--max-num-seqs",
+        "128",
+        "--a",
+        "x",
+        "--b",
+        "--port",
+        "$(PORT)",
+        "--c",
+        "$(date)",
+    ]

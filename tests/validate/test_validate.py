@@ -492,3 +492,56 @@ def test_a_keda_scaled_object_sets_the_replicas_predicted(tmp_path: Path) -> Non
         report = json.loads(run("validate", str(path), "--json").stdout)
         assert report["prediction"]["replicas"] == predicted
         assert any("minReplicaCount 0" in f["message"] for f in report["findings"]) == (predicted == 1)
+
+
+def test_the_rejected_fix_follows_the_reason_of_each_refusal() -> None:
+    import pandas as pd
+
+    from ttftsim.validate.report import Report
+    from ttftsim.validate.run import _refused
+
+    rows = pd.DataFrame(
+        {
+            "status": ["rejected", "rejected", "finished"],
+            "reason": [
+                "prompt 250 + output 50 tokens exceed max_model_len 256",
+                "200000 tokens exceed the KV cache (100 blocks of 16)",
+                "",
+            ],
+            "prompt_tokens": [250, 199000, 10],
+            "output_tokens": [50, 1000, 10],
+        }
+    )
+    report = Report("x")
+    assert _refused(report, rows) == 2
+    (finding,) = report.findings
+    assert finding.fix.startswith("raise --max-model-len to at least 300 ")  # not the KV-refused 200,000
+    static = rows.assign(
+        reason=["a static reservation of max_model_len 4096 tokens exceeds the KV cache (9 blocks of 16)"] * 3
+    )
+    report = Report("x")
+    _refused(report, static.iloc[:2])
+    assert not report.findings[0].fix.startswith("raise --max-model-len")
+
+
+def test_another_workloads_hpa_in_the_files_is_not_checked_as_the_servers(tmp_path: Path) -> None:
+    """A router Deployment with its own CPU HPA beside the vLLM Deployment (which has none): no hpa finding."""
+    router = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: router}\nspec:\n  selector:\n"
+        "    matchLabels: {app: router}\n  template:\n    metadata:\n      labels: {app: router}\n    spec:\n"
+        "      containers:\n        - {name: router, image: 'lmcache/vllm_router:latest', args: [--port, '80']}\n---\n"
+    )
+    path = _edited(tmp_path, ("name: chat-8b}\n  minReplicas", "name: router}\n  minReplicas"))
+    k8s = (tmp_path / "k8s.yaml").read_text().replace("    - type: Pods", "    - type: Resource", 1)
+    (tmp_path / "k8s.yaml").write_text(router + k8s)
+    findings = json.loads(run("validate", str(path), "--json").stdout)["findings"]
+    assert [f for f in findings if f["check"] == "hpa"] == []
+
+
+def test_a_fixed_cluster_has_a_node_for_every_replica_that_does_not_share_one() -> None:
+    from ttftsim.cluster.run import fixed_cluster
+
+    def nodes(replicas: int, gpus: int) -> int:
+        return int(fixed_cluster("H100-SXM5-80GB", replicas, gpus, "round_robin")["node_pools"][0]["max_nodes"])
+
+    assert [nodes(4, 6), nodes(5, 3), nodes(4, 2), nodes(1, 16), nodes(3, 12)] == [4, 3, 1, 2, 6]

@@ -98,7 +98,8 @@ class ControllerLoop:
         if action == "add":
             if len(self.lifecycle.serving()) >= spec.max_replicas:
                 return "at max_replicas"
-            self.started = self.lifecycle.scale_to(self.lifecycle.desired + 1)[-1]  # a promoted warm pod is ready
+            added = self.lifecycle.scale_to(self.lifecycle.desired + 1)  # a promoted warm pod is ready at once
+            self.started = added[-1] if added else None  # none: a move left one serving pod more than desired
         elif action == "move":
             victim = busiest_pod(ready)
             if victim is None:

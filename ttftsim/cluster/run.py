@@ -78,7 +78,8 @@ def fixed_cluster(
     per_node = gpus_per_node or load_hardware(hardware).gpus_per_node
     pods = replicas + warm_pool
     # a replica larger than a node takes whole nodes (a gang: placement.py PodShape.gang)
-    nodes = pods * math.ceil(gpus / per_node) if gpus > per_node else math.ceil(pods * gpus / per_node)
+    gpus = max(gpus, 1)
+    nodes = pods * math.ceil(gpus / per_node) if gpus > per_node else math.ceil(pods / (per_node // gpus))
     nodes = max(1, nodes)
     pool = {"name": "gpu", "hardware": hardware, "gpus_per_node": per_node}
     pool.update(initial_nodes=nodes, min_nodes=nodes, max_nodes=nodes)

@@ -192,11 +192,13 @@ class Recorder:
         finished = state.finish_s >= 0
         e2e = state.finish_s - req.arrival_s + state.output_delay_s + self.client_latency_s if finished else np.nan
         timeout = self.client_timeout_s
-        if timeout is not None and finished and e2e > timeout:  # done after the client gave up: it saw no end
-            status, finished, e2e = "aborted", False, np.nan
-            state.rejected_reason = f"client timeout after {timeout:g} s"
-        if timeout is not None and has_token and ttft > timeout:  # nor the first token
-            has_token, ttft = False, np.nan
+        if timeout is not None:  # the client's deadline as the engine computes it (arrival + timeout), to the bit
+            deadline, late = req.arrival_s + timeout, state.output_delay_s + self.client_latency_s
+            if finished and state.finish_s + late > deadline:  # done after the client gave up: it saw no end
+                status, finished, e2e = "aborted", False, np.nan
+                state.rejected_reason = f"client timeout after {timeout:g} s"
+            if has_token and state.visible_s + late > deadline:  # nor the first token
+                has_token, ttft = False, np.nan
         gateway = queue = recompute = prefill = waiting = stream = np.nan
         if has_token:
             gateway = state.submitted_s - state.ingress_s - req.arrival_s  # no ready replica, a retry

@@ -21,7 +21,7 @@ from typing import Any
 SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
 REDIRECTIONS = (">", ">>", "<", ">&", "<&", "&>", "&>>", ">|", "<>")
 _K8S_REFERENCE = re.compile(r"\$(\$|\(([A-Za-z_][A-Za-z0-9_.-]*)\))")
-_SHELL_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_SHELL_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 _FD_BEFORE_REDIRECTION = re.compile(r"\d+(?=[<>])")
 
 
@@ -77,12 +77,20 @@ def shell_script(words: list[str]) -> str | None:
             start += 1  # env's own options and VAR=value assignments
     if start >= len(words) or words[start].rsplit("/", 1)[-1] not in SHELLS:
         return None
-    for index in range(start + 1, len(words)):
+    index = start + 1
+    while index < len(words):
         word = words[index]
-        if not word.startswith("-") or word.startswith("--"):
-            return None  # `sh script.sh`, or a long option: not a -c script
-        if "c" in word[1:]:
+        if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            index += 2  # an option with its argument (set -o pipefail, shopt -O name, bash's rc file)
+            continue
+        if word.startswith("--"):
+            index += 1  # bash's long options: --login, --noprofile, --norc, --posix, ...
+            continue
+        if not word.startswith(("-", "+")):
+            return None  # `sh script.sh`: a script file, not read
+        if word.startswith("-") and "c" in word[1:]:
             return words[index + 1] if index + 1 < len(words) else ""
+        index += 1
     return None
 
 
@@ -141,8 +149,15 @@ def _special(script: str, index: int, env: dict[str, str], quoted: bool) -> tupl
     if char == "\\" and index + 1 < len(script):
         return ("" if script[index + 1] == "\n" else script[index : index + 2]), index + 2
     if char == "$" and (match := _SHELL_VARIABLE.match(script, index)):
-        name = match.group(1) or match.group(2)
-        return (env[name], match.end()) if name in env else ("", index)
+        name, operator, word = match.group(1) or match.group(4), match.group(2), match.group(3)
+        value = env.get(name)
+        if operator is not None and (value is None or (operator.startswith(":") and not value)):
+            value = word  # ${NAME:-word}, ${NAME-word}, ${NAME:=word}: the default when unset (or empty, with :)
+        return (value, match.end()) if value is not None else ("", index)
+    if char == "$" and script.startswith("$(", index) and not quoted:
+        end = _closing_parenthesis(script, index + 1)
+        if end > 0:  # a command substitution or an unexpanded $(VAR): one word, as written
+            return "'" + script[index : end + 1].replace("'", "'\\''") + "'", end + 1
     if quoted:
         return "", index
     starts_word = index == 0 or script[index - 1].isspace()
@@ -154,3 +169,13 @@ def _special(script: str, index: int, env: dict[str, str], quoted: bool) -> tupl
     if char.isdigit() and starts_word and (match := _FD_BEFORE_REDIRECTION.match(script, index)):
         return "", match.end()
     return "", index
+
+
+def _closing_parenthesis(script: str, start: int) -> int:
+    """The index of the `)` that closes the `(` at start (-1: none)."""
+    depth = 0
+    for index in range(start, len(script)):
+        depth += {"(": 1, ")": -1}.get(script[index], 0)
+        if depth == 0:
+            return index
+    return -1

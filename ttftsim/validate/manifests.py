@@ -46,6 +46,7 @@ class ServingWorkload:
     hpa: dict[str, Any] | None = None
     hpa_source: str = ""
     keda: dict[str, Any] | None = None  # a KEDA ScaledObject that scales the workload
+    workloads: set[tuple[str, str]] = field(default_factory=set)  # (kind, name) of every workload in the files
     command_findings: list[CommandFinding] = field(default_factory=list)  # vllm_command.py: refusals, env
 
     def is_scaled_by(self, hpa: dict[str, Any]) -> bool:
@@ -167,6 +168,11 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
             "no Deployment, StatefulSet or LeaderWorkerSet with a vLLM container (vllm serve ...)",
         )
     serving = _the_one(found)
+    serving.workloads = {
+        (str(d["kind"]), str((d.get("metadata") or {}).get("name", "")))
+        for _, d in documents
+        if d.get("kind") in WORKLOAD_KINDS
+    }
     for _, document in documents:  # KEDA makes the HPA of a ScaledObject (keda.sh/v1alpha1)
         if document.get("kind") == "ScaledObject" and serving.is_scaled_by(_keda_target(document)):
             serving.keda = document

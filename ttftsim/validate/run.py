@@ -28,6 +28,7 @@ from ttftsim.inputs.files import counted
 from ttftsim.inputs.limits import current_limits
 from ttftsim.metrics.slo import SloCheck, judge, slo_figures
 from ttftsim.model.catalog import load_model
+from ttftsim.model.hf_ids import name_key, parse_model_id
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref, window_kept
@@ -182,13 +183,10 @@ def _overrides(deploy: Deploy, serving: ServingWorkload, pinned: str | None, sou
 
 
 def _same_model(named: str, served: str) -> bool:
-    """The deployment file's name and the served id name one model (a preset is the id without its organisation;
-    case and a trailing -Instruct aside)."""
+    """The deployment file's name and the served id name one model (organisation, case, post-training tags,
+    quantization suffixes and Meta- before Llama aside: model/hf_ids.py)."""
 
-    def key(name: str) -> str:
-        return name.rsplit("/", 1)[-1].lower().removesuffix("-instruct")
-
-    return key(named) == key(served)
+    return bool(name_key(parse_model_id(named).base) == name_key(parse_model_id(served).base))
 
 
 def _check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Target, per_node: int | None) -> None:
@@ -465,7 +463,8 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
     except InputError as exc:
         if exc.source == source and exc.field.startswith("engine") and target.serving is not None:
             # the engine arguments came from the manifests' vllm command line, not from the deployment file
-            flag = "--" + exc.field.split(".")[-1].replace("_", "-") if "." in exc.field else "vllm serve"
+            parts = exc.field.split(".")  # engine.<dest> is a flag; deeper fields (LMCACHE_* env, JSON keys) are not
+            flag = "--" + parts[1].replace("_", "-") if len(parts) == 2 else "vllm serve"
             exc = InputError(target.serving.source, flag, exc.message)
         report.add("error", "engine", exc.one_line())  # names the file and field (a calibration file, ...)
         return None
@@ -534,11 +533,28 @@ def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: flo
             f"{where}: no readiness probe; requests reach the pod while it is still loading",
             f"add a readinessProbe on /health (port {_server_port(container)})",
         )
+    _check_hpa(report, serving, cold)
+
+
+def _check_hpa(report: Report, serving: ServingWorkload, cold: float) -> None:
+    """The HPA that scales the workload: its bounds, metrics and scale-down window (another workload's HPA is
+    not checked; one naming a workload the files do not hold is an error)."""
+    where = f"{serving.kind}/{serving.name}"
     hpa = serving.hpa
     if hpa is None:
         return
     spec = hpa.get("spec") or {}
     ref = spec.get("scaleTargetRef") or {}
+    if not serving.is_scaled_by(hpa):
+        # an HPA of another workload in the files (a router's) is not this one's; one naming none of them is a mistake
+        if (ref.get("kind"), ref.get("name")) not in serving.workloads:
+            report.add(
+                "error",
+                "hpa",
+                f"HPA {hpa.get('metadata', {}).get('name')} scales {ref.get('kind')}/{ref.get('name')}, not {where}",
+                f"set scaleTargetRef to kind {serving.kind}, name {serving.name}",
+            )
+        return
     low, high = spec.get("minReplicas", 1), spec.get("maxReplicas")
     if isinstance(low, int) and isinstance(high, int) and low > high:
         report.add(
@@ -547,13 +563,6 @@ def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: flo
             f"HPA {hpa.get('metadata', {}).get('name')}: minReplicas {low} is above maxReplicas {high}; the API server "
             "refuses it",
             "set minReplicas <= maxReplicas",
-        )
-    if not serving.is_scaled_by(hpa):
-        report.add(
-            "error",
-            "hpa",
-            f"HPA {hpa.get('metadata', {}).get('name')} scales {ref.get('kind')}/{ref.get('name')}, not {where}",
-            f"set scaleTargetRef to kind {serving.kind}, name {serving.name}",
         )
     resource_metrics = [m for m in spec.get("metrics") or [] if m.get("type") == "Resource"]
     if resource_metrics or not spec.get("metrics"):
@@ -622,7 +631,8 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
         report.add("info", "slo", f"predicted {_checks_text(checks)} with {counted(replicas, 'replica')} meets the SLO")
         return
     missed = [check for check in checks if not check.is_met]
-    if refused:  # a refused request is never served, on any number of replicas
+    if refused and _served(result.requests, deploy.slo, result).meets(deploy.slo):
+        # the refused requests alone miss it: they are refused on any number of replicas
         report.add(
             "error",
             "slo",
@@ -645,7 +655,7 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     needed = None
     for extra in range(1, MAX_EXTRA_REPLICAS + 1):
         run = simulate(_scenario(deploy, target, replicas + extra, cluster=True), base)
-        more = slo_figures(run.requests, deploy.slo, (run.itl_values, run.itl_weights))
+        more = _served(run.requests, deploy.slo, run) if refused else _figures(run.requests, deploy.slo, run)
         if more.meets(deploy.slo):
             needed = replicas + extra
             break
@@ -654,9 +664,19 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
         "slo",
         f"predicted {_checks_text(missed)} with {counted(replicas, 'replica')} misses the SLO",
         (f"run {needed} replicas (minReplicas)" if _scaled(target) else f"run {needed} replicas (replicas: {needed})")
+        + (" and serve the refused requests (the rejected finding)" if refused else "")
         if needed
         else f"more than {replicas + MAX_EXTRA_REPLICAS} replicas, or a faster configuration (ttftsim plan)",
     )
+
+
+def _figures(requests: Any, slo: Any, result: Any) -> Any:
+    return slo_figures(requests, slo, (result.itl_values, result.itl_weights))
+
+
+def _served(requests: Any, slo: Any, result: Any) -> Any:
+    """The SLO figures of the requests the engine did not refuse (what more replicas can change)."""
+    return _figures(requests[requests["status"] != "rejected"], slo, result)
 
 
 def _scaled(target: Target) -> bool:
@@ -672,14 +692,16 @@ def _refused(report: Report, requests: Any) -> int:
     if not count:
         return 0
     reasons = requests.loc[rejected, "reason"].astype(str)
-    kinds = reasons.str.replace(r"\d[\d,]*", "N", regex=True).value_counts()  # one reason, whatever its numbers
-    example = reasons[reasons.str.replace(r"\d[\d,]*", "N", regex=True) == kinds.index[0]].iloc[0]
-    longest = int((requests["prompt_tokens"] + requests["output_tokens"])[rejected].max())
+    shapes = reasons.str.replace(r"\d[\d,]*", "N", regex=True)  # one reason, whatever its numbers
+    kinds = shapes.value_counts()
+    example = reasons[shapes == kinds.index[0]].iloc[0]
+    too_long = reasons.str.contains("tokens exceed max_model_len", regex=False)
+    lengths = (requests["prompt_tokens"] + requests["output_tokens"])[rejected]
     others = f" (and {counted(len(kinds) - 1, 'other reason')})" if len(kinds) > 1 else ""
     fix = (
-        f"raise --max-model-len to at least {longest:,} (the longest prompt + output refused), or bound the "
-        "traffic's lengths"
-        if "max_model_len" in example
+        f"raise --max-model-len to at least {int(lengths[too_long].max()):,} (the longest prompt + output refused "
+        "for it), or bound the traffic's lengths"
+        if "tokens exceed max_model_len" in example
         else "more KV memory (tensor parallelism, an fp8 KV cache, a higher --gpu-memory-utilization), or shorter "
         "requests"
     )
