@@ -17,6 +17,7 @@ from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
 from ttftsim.validate.container_command import container_words, container_words_are_shell
 from ttftsim.validate.manifest_shapes import check_document
+from ttftsim.validate.vllm_args import API_SERVER_MODULE
 from ttftsim.validate.vllm_command import CommandFinding, read_vllm_container, upstream_vllm_image
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
@@ -256,9 +257,10 @@ def _runs_vllm(container: dict[str, Any], words: list[str]) -> bool:
 
 
 def _explicit_vllm(words: list[str]) -> bool:
-    return any(
-        word == "serve" and i > 0 and words[i - 1].rsplit("/", 1)[-1] == "vllm" for i, word in enumerate(words)
-    ) or any(word == "vllm.entrypoints.openai.api_server" for word in words)
+    return (
+        any(word == "serve" and i > 0 and words[i - 1].rsplit("/", 1)[-1] == "vllm" for i, word in enumerate(words))
+        or API_SERVER_MODULE in words
+    )
 
 
 def _entrypoint_image(container: dict[str, Any]) -> bool:

@@ -716,27 +716,26 @@ def _refused(report: Report, requests: Any) -> int:
 
 
 def _predicted_replicas(report: Report, target: Target) -> int:
-    """The replicas the prediction runs with: the HPA's minReplicas when one scales the workload, else the workload's
-    own count. Zero: scaled to nothing without an HPA is an error (nothing serves the traffic, no prediction); an
-    HPA's minReplicas 0 (scale to zero, alpha HPAScaleToZero) runs 1 with a warning."""
+    """The replicas the prediction runs with: the minReplicas of the HPA that scales the workload (or KEDA's
+    minReplicaCount), else the workload's own count. Zero: scaled to nothing without an autoscaler is an error
+    (nothing serves the traffic, no prediction); an autoscaler's minimum of 0 (scale to zero: HPAScaleToZero,
+    KEDA's default) runs 1 with a warning."""
     serving = target.serving
     hpa = serving.scaling_hpa() if serving is not None else None
-    where = f"{serving.kind}/{serving.name}" if serving is not None else report.name
     keda = serving.keda if serving is not None and hpa is None else None
-    if keda is not None:  # KEDA's minReplicaCount (default 0: scale to zero, activated by its triggers)
-        low = int((keda.get("spec") or {}).get("minReplicaCount", 0))
-        name = (keda.get("metadata") or {}).get("name")
-        if low == 0:
-            report.add(
-                "warning",
-                "hpa",
-                f"ScaledObject {name}: minReplicaCount 0 scales to zero: predicted with 1 replica; a request after an "
-                "idle spell waits for a whole cold start (KEDA's triggers are not modelled)",
-                "keep minReplicaCount >= 1 where the TTFT SLO must hold after idle spells",
-            )
-        return max(low, 1)
-    if hpa is None:
+    if hpa is not None:
+        scaler, field, low = (
+            f"HPA {hpa.get('metadata', {}).get('name')}",
+            "minReplicas",
+            _minimum(hpa, "minReplicas", 1),
+        )
+        how = "(feature gate HPAScaleToZero)"
+    elif keda is not None:  # KEDA's minReplicaCount (default 0: scale to zero, activated by its triggers)
+        scaler, field = f"ScaledObject {(keda.get('metadata') or {}).get('name')}", "minReplicaCount"
+        low, how = _minimum(keda, "minReplicaCount", 0), "(KEDA's triggers are not modelled)"
+    else:
         if target.replicas == 0:
+            where = f"{serving.kind}/{serving.name}" if serving is not None else report.name
             report.add(
                 "error",
                 "replicas",
@@ -744,17 +743,19 @@ def _predicted_replicas(report: Report, target: Target) -> int:
                 "set replicas >= 1, or an HPA with minReplicas >= 1",
             )
         return target.replicas
-    low = int((hpa.get("spec") or {}).get("minReplicas", 1))
     if low == 0:
         report.add(
             "warning",
             "hpa",
-            f"HPA {hpa.get('metadata', {}).get('name')}: minReplicas 0 scales to zero (feature gate HPAScaleToZero): "
-            "predicted with 1 replica; a request after an idle spell waits for a whole cold start",
-            "keep minReplicas >= 1 where the TTFT SLO must hold after idle spells",
+            f"{scaler}: {field} 0 scales to zero {how}: predicted with 1 replica; a request after an idle spell waits "
+            "for a whole cold start",
+            f"keep {field} >= 1 where the TTFT SLO must hold after idle spells",
         )
-        return 1
-    return low
+    return max(low, 1)
+
+
+def _minimum(scaler: dict[str, Any], field: str, default: int) -> int:
+    return int((scaler.get("spec") or {}).get(field, default))
 
 
 def _lone_decode_s(result: Any) -> float:

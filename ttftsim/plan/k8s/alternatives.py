@@ -49,7 +49,7 @@ def production_stack_values(spec: Deployable) -> dict[str, Any] | None:
         "pvcAccessMode": ["ReadWriteMany"],  # one claim for every replica of the model, as in our storage.yaml
         "vllmConfig": {**config, "extraArgs": extra},
         "hf_token": {"secretName": spec.options.hf_token_secret, "secretKey": spec.options.hf_token_key},
-        "nodeSelectorTerms": [{"matchExpressions": [spec.node_selector]}],
+        "nodeSelectorTerms": spec.gpu_node_terms,
         "shmSize": f"{spec.shm_gib}Gi",
     }
     if spec.options.storage_class:
@@ -105,7 +105,7 @@ def kserve_inference_service(spec: Deployable) -> dict[str, Any] | None:
         ],
         "resources": resources,
     }
-    required = {"nodeSelectorTerms": [{"matchExpressions": [spec.node_selector]}]}  # on the GPU planned for
+    required = {"nodeSelectorTerms": spec.gpu_node_terms}
     predictor: dict[str, Any] = {
         "minReplicas": spec.replicas,
         "model": model,

@@ -56,9 +56,7 @@ def pod_template(spec: Deployable, command: list[str], probes: bool = True) -> d
     pod: dict[str, Any] = {
         "affinity": {
             "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [spec.node_selector]}]
-                }
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": spec.gpu_node_terms}
             },
             "podAntiAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [

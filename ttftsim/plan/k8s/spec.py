@@ -74,6 +74,11 @@ class Deployable:
         return shm_gib(self.gpus_per_pod)
 
     @property
+    def gpu_node_terms(self) -> list[dict[str, Any]]:
+        """nodeSelectorTerms pinning the pods to nodes of the planned GPU (their required node affinity)."""
+        return [{"matchExpressions": [self.node_selector]}]
+
+    @property
     def routed(self) -> bool:
         """Whether the router is an InferencePool's endpoint picker rather than a Service."""
         return self.router not in SERVICE_ROUTERS
