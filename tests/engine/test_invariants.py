@@ -144,7 +144,34 @@ def test_closed_form_decode_runs_equal_stepping_every_iteration(spec: dict[str, 
     assert fast_engine.kv.hit_tokens == slow_engine.kv.hit_tokens
     assert fast_engine.kv.pool.num_evictions == slow_engine.kv.pool.num_evictions
     assert fast_engine.kv.pool.free_order() == slow_engine.kv.pool.free_order()
+    if spec["engine"]["kv_offload_blocks"]:  # the CPU tier: the same blocks stored, in the same order
+        assert fast_engine.closed_form_decode
+        assert fast_engine.kv.tier.held() == slow_engine.kv.tier.held()
+        assert fast_engine.kv.tier.stored_blocks == slow_engine.kv.tier.stored_blocks
     _same_itl(fast_itl, slow_itl)
+
+
+def test_a_refused_head_leaves_to_load_once_a_decode_evicts_its_gpu_hit_into_the_tier() -> None:
+    """42 blocks of 8 and a 64-block CPU tier. Request 0 (40 tokens, content 0) leaves 5 cached free blocks at the
+    front of the free queue; request 1 (224 + 10) decodes; request 10 (105 tokens of content 0) needs 14 blocks
+    with 13 free and is refused. Request 1's next block evicts request 0's first block: request 10's prefix is now
+    in the tier only, so it leaves to load 5 blocks and request 11 runs meanwhile. A closed-form run over request
+    1's decode would see that only at its end (hypothesis found it, 2026-12-04)."""
+    sizes = {0: (40, 1), 1: (224, 10), 10: (105, 1)}
+    requests = [
+        Request(i, math.pi * 1e-7 * (i + 1), *sizes.get(i, (1, 1)), ((1 if i == 1 else 0, sizes.get(i, (1, 1))[0]),))
+        for i in range(18)
+    ]
+    engine = {"block_size": 8, "max_num_seqs": 2, "enable_chunked_prefill": False, "enable_prefix_caching": True}
+    engine |= {"max_model_len": 512, "kv_offload_blocks": 64, "kv_load_s_per_block": 0.0007 * math.sqrt(11)}
+    spec = {"requests": requests, "num_blocks": 42, "engine": engine, "horizon": None}
+    fast, _, fast_engine, _ = run(spec, closed_form=True)
+    slow, _, _, _ = run(spec, closed_form=False)
+    assert fast_engine.closed_form_decode
+    pd.testing.assert_frame_equal(fast, slow, check_exact=False, rtol=1e-9, atol=1e-12)
+    first = fast.set_index("request_id")["first_scheduled_s"]
+    assert first[11] < first[10]  # request 11 ran while request 10's blocks came back
+    assert fast.set_index("request_id")["cached_tokens"][10] == 40
 
 
 @FAST

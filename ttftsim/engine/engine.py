@@ -86,7 +86,6 @@ class Engine:
         self.closed_form_decode = (
             closed_form_decode
             and cfg.windowed_kv is None  # blocks leave the window as requests decode: stepped request by request
-            and not cfg.kv_offload_blocks  # every block a decode fills goes to the CPU tier then: stepped, in order
             and cfg.kv_cache_mode != "none"
             and cfg.pp == 1
             and cfg.speculative is None
@@ -265,7 +264,8 @@ class Engine:
                     yield idle_until(self)
                     continue
                 self.stalled_at_s = None
-                run = run_cap(plan, self.scheduler.cohort, self.scheduler.deferred, self.closed_form_decode)
+                sched = self.scheduler
+                run = run_cap(plan, sched.cohort, sched.deferred or sched.head_refused, self.closed_form_decode)
                 if run > 1:
                     yield from self._decode_run(plan, run)
                 else:
@@ -443,6 +443,7 @@ class Engine:
         if self.cfg.kv_cache_mode == "paged":
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
+                self.scheduler.register_fills(cohort.clock + step - 1)  # a CPU tier's stores, in stepping order
         self.recorder.itl_run(run.times.durations[:done], cohort.size)
         if self._api_on:
             run.hand_tokens(self.api, done, cohort.size)
@@ -480,6 +481,7 @@ class Engine:
         if 0 < done < len(run.times.ends) and self.cfg.kv_cache_mode == "paged":  # step 1 got its blocks when scheduled
             cohort = self.scheduler.cohort
             self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock)])
+            self.scheduler.register_fills(cohort.clock)
 
 
 def record_step(engine: Engine, start: float, duration: float, tokens: int, steps: int) -> None:

@@ -47,9 +47,17 @@ class Scheduler:
         self.recompute_all = engine.kv_cache_mode == "none"
         self.use_cohort = use_cohort and not self.recompute_all
         self.cohort = DecodeCohort(engine.block_size)
+        # a CPU tier stores every block as it fills, in stepping order (the reference loop registers each scheduled
+        # request's full blocks at once), so the cohort registers its members' decode blocks as they fill too;
+        # without one it leaves them to the finish (no other request can hit a block of generated tokens before)
+        self.registers_decodes = kv.tier is not None and kv.caching
         self.prefilling: list[RequestState] = []  # running requests outside the cohort, in running order
         self._seq = 0
         self.deferred = False  # the last schedule left out a request it could see now, for the async cutoff
+        # the last schedule refused the head of the queue for room while a CPU tier holds blocks: a decode that
+        # takes a free block may evict the head's GPU prefix hit into the tier (and a store may evict its tier
+        # hit), after which it can leave to load what it could not allocate, so each iteration is scheduled
+        self.head_refused = False
         self.loading = LoadingRequests()  # waiting for KV blocks copied in from the CPU tier
         self.landed: dict[int, RequestState] = {}  # copied in, waiting holding those blocks, by request id
         self.lora = (
@@ -155,7 +163,7 @@ class Scheduler:
         """The next iteration's plan; waiting requests the engine got after admit_before (default: now)
         are not yet visible to it."""
         shape = BatchShapeBuilder(self.attention_window)
-        self.deferred = False
+        self.deferred = self.head_refused = False
         scheduled: list[tuple[RequestState, int]] = []
         preempted: list[RequestState] = []
         budget = self._schedule_cohort_step(scheduled, preempted, shape) if self.use_cohort else -1
@@ -211,13 +219,40 @@ class Scheduler:
             else:
                 growth = sorted(growth + [(member.admit_seq, member, 0) for member in due], key=_position)
         gone = self._allocate_or_preempt(growth, preempted)
+        fills = self.cohort.due(self.cohort.clock + 1) if self.registers_decodes else []
+        filled = 0  # fills registered so far: those ahead of the next prefill in running order
         for state, new in asks:
             if new and state.rid not in gone:
+                filled = self._register_fills(fills, filled, state.admit_seq)
                 self._register(state, state.num_computed + new)
                 scheduled.append((state, new))
                 shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
+        self._register_fills(fills, filled, -1)
         shape.add_decodes(self.cohort.size, self.cohort.kv_tokens)
         return budget - self.cohort.size - sum(new for _, new in scheduled)
+
+    def _register_fills(self, fills: list[RequestState], start: int, before_seq: int) -> int:
+        """Register fills[start:] up to the first member at or after running position before_seq (-1: all) for the
+        iteration at the cohort's clock; where the next starts."""
+        end, clock = start, self.cohort.clock
+        while end < len(fills) and (before_seq < 0 or fills[end].admit_seq < before_seq):
+            self._register_fill(fills[end], clock)
+            end += 1
+        return end
+
+    def register_fills(self, clock: int) -> None:
+        """With a CPU tier: the cohort's members whose KV block fills in the iteration at `clock` register it, in
+        running order (a closed-form decode run's iterations after its first, as if each were scheduled)."""
+        if self.registers_decodes:
+            for member in self.cohort.due(clock + 1):
+                self._register_fill(member, clock)
+
+    def _register_fill(self, member: RequestState, clock: int) -> None:
+        """A cohort member's block that its decode at `clock` fills enters the prefix cache and the CPU tier (the
+        reference loop's _register for a decode: the tokens after the step are the prompt and every output)."""
+        output = member.num_output + clock - member.sync_clock
+        segments = [*member.req.segments, (member.req.output_content_id, output)]
+        self.kv.cache_full_blocks(member.rid, segments, member.num_computed + clock - member.sync_clock + 1)
 
     def _allocate_or_preempt(
         self, growth: list[tuple[int, RequestState, int]], preempted: list[RequestState]
@@ -375,6 +410,7 @@ class Scheduler:
             if isinstance(found, bool):  # it went to load blocks from the CPU tier, or there was no room to
                 if found:
                     continue
+                self.head_refused = kv.tier is not None
                 break
             hit, start, counted = found
             new = self._chunk(state.num_tokens - start, budget)
@@ -382,6 +418,7 @@ class Scheduler:
                 break
             reserve = state.num_tokens if cfg.reserve_full_prompt else 0
             if not kv.allocate(state.rid, start + new, hit, reserve):
+                self.head_refused = kv.tier is not None
                 break
             self.waiting.pop()
             if not counted:

@@ -42,8 +42,8 @@ class StepPlan:
 
 def run_cap(plan: StepPlan, cohort: DecodeCohort, deferred: bool, closed_form: bool) -> int:
     """At most how many identical decode-only iterations follow from this plan (1 = just step; also when a
-    waiting request becomes visible at the next schedule (`deferred`), or when the reference path steps
-    every iteration)."""
+    waiting request becomes visible at the next schedule or its admission may change before it (`deferred`: the
+    scheduler's deferred or head_refused), or when the reference path steps every iteration)."""
     if plan.per_request or plan.scheduled or plan.preempted or deferred or not closed_form:
         return 1
     return min(MAX_RUN_STEPS, cohort.steps_to_next_finish())

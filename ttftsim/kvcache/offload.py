@@ -44,6 +44,10 @@ class CpuTier:
             if len(held) > self.capacity_blocks:
                 held.popitem(last=False)
 
+    def held(self) -> list[int]:
+        """The block hashes held, least recently used first."""
+        return list(self._held)
+
     def lookup(self, hashes: Sequence[int], start: int) -> int:
         """How many consecutive blocks from hashes[start] the tier holds (touched as used)."""
         count = 0
