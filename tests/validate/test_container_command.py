@@ -134,3 +134,12 @@ def test_defaults_and_command_substitutions_in_a_script() -> None:
         "--c",
         "$(date)",
     ]
+
+
+def test_env_values_are_built_in_order_as_the_kubelet_builds_them() -> None:
+    """makeEnvironmentVariables: a value expands the variables before it (not after); a later entry of the same
+    name replaces an earlier one, a valueFrom one too (unknown here: references to it stay as written)."""
+    env = [{"name": "A", "value": "x"}, {"name": "B", "value": "$(A)-y"}, {"name": "C", "value": "$(D)"}]
+    env += [{"name": "D", "value": "late"}, {"name": "TP", "value": "2"}, {"name": "E", "value": ""}]
+    env += [{"name": "TP", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "tp"}}}]
+    assert words(["vllm"], ["$(B)", "$(C)", "$(TP)", "[$(E)]"], env) == ["vllm", "x-y", "$(D)", "$(TP)", "[]"]

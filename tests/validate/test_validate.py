@@ -384,6 +384,30 @@ def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path
     )
 
 
+def test_required_node_affinity_terms_are_alternatives_and_their_expressions_all_hold() -> None:
+    """nodeSelectorTerms are ORed, a term's expressions ANDed: a GPU key is constrained only where every term
+    constrains it (a term on another label admits any GPU: a nodeSelector naming another GPU is then no conflict),
+    to the union of what each term allows; a term without expressions matches no node."""
+    from ttftsim.validate.run import _gpu_constraints
+
+    def allowed(*terms: list[tuple[str, list[str]]]) -> dict[str, list[str]]:
+        expressions = [
+            {"matchExpressions": [{"key": k, "operator": "In", "values": v} for k, v in term]} for term in terms
+        ]
+        pod = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}}
+        pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] = [
+            *expressions,
+            {"matchExpressions": []},
+        ]
+        return _gpu_constraints(pod)[1]
+
+    gpu, h100, a100 = "nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"
+    assert allowed([(gpu, [h100])], [(gpu, [a100])]) == {gpu: [h100, a100]}
+    assert allowed([(gpu, [h100])], [("topology.kubernetes.io/zone", ["a"])]) == {}
+    assert allowed([(gpu, [h100, a100]), (gpu, [a100])]) == {gpu: [a100]}
+    assert allowed([(gpu, [h100])]) == {gpu: [h100]}
+
+
 def test_requests_longer_than_max_model_len_are_a_rejected_finding_not_a_replica_count(tmp_path: Path) -> None:
     """--max-model-len 2048 under lognormal prompts up to 6,000 tokens: the engine refuses the longer requests
     (HTTP 400); the finding says how many and what length would admit them, and the SLO miss is not sent to more

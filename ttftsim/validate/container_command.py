@@ -26,12 +26,22 @@ _FD_BEFORE_REDIRECTION = re.compile(r"\d+(?=[<>])")
 
 
 def literal_env(container: dict[str, Any]) -> dict[str, str]:
-    """The container's environment variables that have a literal value (later entries win, as in Kubernetes)."""
+    """The container's environment variables whose value is known here, as the kubelet builds them (kubernetes
+    pkg/kubelet/kubelet_pods.go makeEnvironmentVariables): in order, a non-empty `value` with `$(NAME)` expanded
+    from the variables before it, else a `valueFrom` (unknown here: a later one hides an earlier literal), else
+    the empty string; a later entry of the same name replaces an earlier one."""
     env = container.get("env")
     values: dict[str, str] = {}
     for entry in env if isinstance(env, list) else []:
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "value" in entry:
-            values[entry["name"]] = "" if entry["value"] is None else str(entry["value"])
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        value = "" if entry.get("value") is None else str(entry["value"])
+        if value:
+            values[entry["name"]] = kubernetes_expand(value, values)
+        elif entry.get("valueFrom") is not None:
+            values.pop(entry["name"], None)
+        else:
+            values[entry["name"]] = ""
     return values
 
 

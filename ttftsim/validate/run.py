@@ -269,19 +269,37 @@ def _label_vendor(key: str, values: list[str]) -> str | None:
 
 
 def _gpu_constraints(pod_spec: dict[str, Any]) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The pod's nodeSelector values and required node affinity `In` values on the GPU label keys (an affinity's
-    terms are alternatives: their values are pooled)."""
+    """The pod's nodeSelector values and the values its required node affinity allows on each GPU label key.
+    Kubernetes ORs the nodeSelectorTerms and ANDs the expressions in one (k8s.io/component-helpers
+    scheduling/corev1/nodeaffinity): a key is constrained only where every term constrains it (a term that names
+    another label admits any GPU), to the union over the terms of the `In` values each term allows (the
+    intersection of its own `In` expressions on that key); a term with no expressions matches no node."""
     keys = node_label_keys()
     selector = {k: str(v) for k, v in (pod_spec.get("nodeSelector") or {}).items() if k in keys}
     required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}
+    terms = [_term_values(term, keys) for term in required.get("nodeSelectorTerms") or [] if _matches_some(term)]
     allowed: dict[str, list[str]] = {}
-    for term in required.get("nodeSelectorTerms") or []:
-        for expression in term.get("matchExpressions") or []:
-            if expression.get("key") in keys and expression.get("operator") == "In":
-                allowed.setdefault(expression["key"], []).extend(str(v) for v in expression.get("values") or [])
+    for key in keys:
+        if terms and all(key in term for term in terms):
+            allowed[key] = list(dict.fromkeys(value for term in terms for value in term[key]))
     return selector, allowed
+
+
+def _matches_some(term: Any) -> bool:
+    return isinstance(term, dict) and bool(term.get("matchExpressions") or term.get("matchFields"))
+
+
+def _term_values(term: dict[str, Any], keys: tuple[str, ...]) -> dict[str, list[str]]:
+    """The `In` values one nodeSelectorTerm allows on each GPU label key it constrains (ANDed: their intersection)."""
+    values: dict[str, list[str]] = {}
+    for expression in term.get("matchExpressions") or []:
+        key = expression.get("key")
+        if key in keys and expression.get("operator") == "In":
+            listed = [str(v) for v in expression.get("values") or []]
+            values[key] = [v for v in values[key] if v in listed] if key in values else listed
+    return values
 
 
 def _mig_slices(serving: ServingWorkload) -> list[str]:
