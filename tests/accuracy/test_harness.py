@@ -246,3 +246,15 @@ def test_aiconfigurator_names_are_read_and_unknown_ones_skipped_with_a_reason(tm
     assert [name for name, _ in skipped] == [cases[1].name, cases[2].name]
     assert "no hardware profile for system 'tpu_v6e'" in skipped[0][1]
     assert "quantization suffix 'FP4'" in skipped[1][1]
+
+
+def test_cases_simulated_in_parallel_processes_give_the_serial_results_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "runs.json"
+    second = {**RUN, "run": "tiny-7b-tp2", "engine": {**RUN["engine"], "tensor_parallelism": 2}}
+    unknown = {**RUN, "run": "unknown-model", "engine": {**RUN["engine"], "model": "example/NoSuchModel-7B"}}
+    path.write_text(json.dumps([RUN, unknown, second]))
+    cases = read_ground_truth(path)
+    serial = run_all(cases)
+    assert [r.case for r in serial[0]] == ["tiny-7b"] * 2 + ["tiny-7b-tp2"] * 2
+    assert [name for name, _ in serial[1]] == ["unknown-model"]
+    assert run_all(cases, workers=2) == serial

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,21 +212,57 @@ def check_calibrations(cases: list[Case], base: Path = Path()) -> None:
 
 
 def run_all(
-    cases: list[Case], base: Path = Path(), progress: Callable[[str, int, int], None] | None = None
+    cases: list[Case],
+    base: Path = Path(),
+    progress: Callable[[str, int, int], None] | None = None,
+    workers: int = 1,
 ) -> tuple[list[StageResult], list[tuple[str, str]]]:
-    """Every case's stages; a case that cannot be simulated (unknown model, does not fit, ...) is listed
-    with its reason instead of stopping the others. A bad calibration file stops them all (check_calibrations).
-    `progress(phase, done, total)` hears of each case as it starts (the CLI's bar)."""
+    """Every case's stages, in the cases' order; a case that cannot be simulated (unknown model, does not fit, ...)
+    is listed with its reason instead of stopping the others. A bad calibration file stops them all
+    (check_calibrations). `workers` > 1 simulates cases in that many processes (the same results: each case's
+    seeds are its own). `progress(phase, done, total)` hears of each case as it starts (one process) or ends."""
     check_calibrations(cases, base)
     results, skipped = [], []
-    for done, case in enumerate(cases):
-        if progress is not None:
-            progress("simulating the measured runs", done, len(cases))
-        try:
-            results += run_case(case, base)
-        except (InputError, DoesNotFitError) as exc:
-            skipped.append((case.name, str(exc)))
+    for case, (stages, reason) in zip(cases, _outcomes(cases, base, progress, workers), strict=True):
+        if reason is None:
+            results += stages
+        else:
+            skipped.append((case.name, reason))
     return results, skipped
+
+
+_PHASE = "simulating the measured runs"
+
+
+def _stages_or_reason(case: Case, base: Path) -> tuple[list[StageResult], str | None]:
+    try:
+        return run_case(case, base), None
+    except (InputError, DoesNotFitError) as exc:
+        return [], str(exc)
+
+
+def _outcomes(
+    cases: list[Case], base: Path, progress: Callable[[str, int, int], None] | None, workers: int
+) -> list[tuple[list[StageResult], str | None]]:
+    def tick(done: int) -> None:
+        if progress is not None:
+            progress(_PHASE, done, len(cases))
+
+    if workers <= 1 or len(cases) <= 1:
+        outcomes = []
+        for done, case in enumerate(cases):
+            tick(done)
+            outcomes.append(_stages_or_reason(case, base))
+        return outcomes
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(cases)))
+    try:
+        futures = [pool.submit(_stages_or_reason, case, base) for case in cases]
+        tick(0)
+        for done, _ in enumerate(as_completed(futures), start=1):
+            tick(done)
+        return [future.result() for future in futures]
+    finally:
+        pool.shutdown(cancel_futures=True)  # after Ctrl-C, queued cases are not run
 
 
 def metrics_by_kernel_costs(cases: list[Case], base: Path = Path()) -> dict[str, dict[str, Any]]:

@@ -56,6 +56,7 @@ def accuracy(
         ),
     ] = None,
     server_before: Annotated[Path | None, typer.Option(help="The server's /metrics before the run")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Measured runs simulated in parallel (the same results)")] = 2,
 ) -> None:
     """Simulate measured deployments and compare predicted with measured TTFT (and TPOT)."""
     from ttftsim.accuracy.ground_truth import case_notes, with_kernel_costs
@@ -65,7 +66,7 @@ def accuracy(
     from ttftsim.accuracy.server_view import server_views, table_lines
 
     with measured_cases(ground_truth, deployment, before) as (cases, base), phase_progress(not as_json) as progress:
-        results, skipped = run_all(with_kernel_costs(cases, kernel_costs), base, progress)
+        results, skipped = run_all(with_kernel_costs(cases, kernel_costs), base, progress, workers)
         views = server_views(with_kernel_costs(cases, kernel_costs), base, server_metrics, server_before)
     summary = summarize(results)
     notes = case_notes(cases)
