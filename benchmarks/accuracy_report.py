@@ -196,7 +196,7 @@ def _inference_perf_lines() -> list[str]:
     from ttftsim.accuracy.server_view import server_views, table_lines
 
     with measured_cases(IPERF_RUN, DEVICE_CORE_DEPLOYMENT) as (cases, base):
-        results, _ = run_all(cases, base)
+        results, _ = run_all(cases, base, workers=2)
         (view,) = server_views(cases, base, IPERF_RUN / "metrics-after.txt", IPERF_RUN / "metrics-before.txt")
     run = json.loads((IPERF_RUN / "run.json").read_text())
     gaps = _stream_gaps(IPERF_RUN)
@@ -549,10 +549,10 @@ def main() -> int:
         return 0
     open_cases = read_ground_truth(shared / "validation/h100_vllm_runs.json")
     closed_cases = read_ground_truth(shared / "validation/closed_loop_vllm_h100.csv")
-    open_loop, open_skipped = run_all(open_cases)
-    closed, closed_skipped = run_all(closed_cases)
+    open_loop, open_skipped = run_all(open_cases, workers=2)
+    closed, closed_skipped = run_all(closed_cases, workers=2)
     normal = sum(not r.measured_overloaded for r in open_loop)
-    ideal, _ = run_all([ideal_client(case) for case in closed_cases])
+    ideal, _ = run_all([ideal_client(case) for case in closed_cases], workers=2)
     closed_metrics, ideal_metrics = summarize(closed)["metrics"], summarize(ideal)["metrics"]
     open_metrics = summarize(open_loop)["metrics"]
     open_p = [f"{open_metrics[m]['median_ape']:.1%}" for m in ("ttft_p50", "ttft_p90", "ttft_p99")]
