@@ -143,3 +143,43 @@ def test_env_values_are_built_in_order_as_the_kubelet_builds_them() -> None:
     env += [{"name": "D", "value": "late"}, {"name": "TP", "value": "2"}, {"name": "E", "value": ""}]
     env += [{"name": "TP", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "tp"}}}]
     assert words(["vllm"], ["$(B)", "$(C)", "$(TP)", "[$(E)]"], env) == ["vllm", "x-y", "$(D)", "$(TP)", "[]"]
+
+
+def test_configmap_and_secret_values_in_the_files_are_known_others_stay_as_written() -> None:
+    """valueFrom's configMapKeyRef / secretKeyRef and envFrom (with its prefix) take the values of the ConfigMaps and
+    Secrets given in the files (a Secret's data is base64, its stringData plain); an object not in the files leaves
+    the reference as written."""
+    from ttftsim.validate.container_command import config_data
+
+    stores = config_data(
+        [
+            ("k8s.yaml#0", {"kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"LEN": "16384", "TP": "4"}}),
+            ("k8s.yaml#1", {"kind": "Secret", "metadata": {"name": "sec"}, "data": {"SEQS": "MTI4"}}),
+            ("k8s.yaml#2", {"kind": "Secret", "metadata": {"name": "plain"}, "stringData": {"DTYPE": "half"}}),
+        ]
+    )
+    container = {
+        "envFrom": [{"configMapRef": {"name": "cfg"}, "prefix": "VLLM_"}, {"secretRef": {"name": "plain"}}],
+        "env": [
+            {"name": "LEN", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "LEN"}}},
+            {"name": "SEQS", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "SEQS"}}},
+            {"name": "GONE", "valueFrom": {"configMapKeyRef": {"name": "elsewhere", "key": "LEN"}}},
+        ],
+        "command": ["vllm", "serve"],
+        "args": ["m", "$(LEN)", "$(SEQS)", "$(VLLM_TP)", "$(DTYPE)", "$(GONE)"],
+    }
+    assert container_words(container, stores) == ["vllm", "serve", "m", "16384", "128", "4", "half", "$(GONE)"]
+
+
+def test_a_value_that_is_still_a_variable_is_one_line_naming_the_flag_and_the_variable() -> None:
+    from ttftsim.errors import InputError
+    from ttftsim.validate.vllm_command import read_vllm_container
+
+    for words, field in (
+        (["vllm", "serve", "m", "--max-model-len", "$(MAX_LEN)"], "--max-model-len"),
+        (["vllm", "serve", "${MODEL_ID}"], "model"),
+    ):
+        with pytest.raises(InputError) as caught:
+            read_vllm_container(words, [], "0.15.1", "Deployment/svc", "k8s.yaml#0 container vllm")
+        assert caught.value.field == field
+        assert "environment variable" in caught.value.message and "not known here" in caught.value.message

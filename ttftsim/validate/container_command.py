@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import shlex
 from typing import Any
@@ -25,13 +27,45 @@ _SHELL_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=])([^}]*)
 _FD_BEFORE_REDIRECTION = re.compile(r"\d+(?=[<>])")
 
 
-def literal_env(container: dict[str, Any]) -> dict[str, str]:
+ConfigData = dict[tuple[str, str], dict[str, str]]  # (ConfigMap or Secret, name) -> its keys' values
+
+
+def config_data(documents: list[tuple[str, dict[str, Any]]]) -> ConfigData:
+    """The ConfigMaps' `data` and the Secrets' `data` (base64) and `stringData` in the files, by kind and name."""
+    found: ConfigData = {}
+    for _, document in documents:
+        kind, name = document.get("kind"), str((document.get("metadata") or {}).get("name", ""))
+        if kind == "ConfigMap":
+            found[(kind, name)] = {str(k): str(v) for k, v in (document.get("data") or {}).items()}
+        elif kind == "Secret":
+            values = {str(k): text for k, v in (document.get("data") or {}).items() if (text := _decoded(v))}
+            found[(kind, name)] = values | {str(k): str(v) for k, v in (document.get("stringData") or {}).items()}
+    return found
+
+
+def _decoded(value: Any) -> str | None:
+    try:
+        return base64.b64decode(str(value), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def literal_env(container: dict[str, Any], stores: ConfigData | None = None) -> dict[str, str]:
     """The container's environment variables whose value is known here, as the kubelet builds them (kubernetes
-    pkg/kubelet/kubelet_pods.go makeEnvironmentVariables): in order, a non-empty `value` with `$(NAME)` expanded
-    from the variables before it, else a `valueFrom` (unknown here: a later one hides an earlier literal), else
-    the empty string; a later entry of the same name replaces an earlier one."""
-    env = container.get("env")
+    pkg/kubelet/kubelet_pods.go makeEnvironmentVariables): first `envFrom` (a ConfigMap's or Secret's keys, with
+    its prefix), then `env` in order: a non-empty `value` with `$(NAME)` expanded from the variables before it,
+    else a `valueFrom` (a ConfigMap's or Secret's key, known when that object is in the files; anything else
+    unknown here, hiding an earlier value), else the empty string; a later entry of the same name replaces an
+    earlier one."""
+    stores = stores or {}
     values: dict[str, str] = {}
+    sources = container.get("envFrom")
+    for source in sources if isinstance(sources, list) else []:
+        for kind, ref in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            name = ((source or {}).get(ref) or {}).get("name") if isinstance(source, dict) else None
+            prefix = str(source.get("prefix") or "") if isinstance(source, dict) else ""
+            values |= {prefix + key: value for key, value in stores.get((kind, str(name)), {}).items()}
+    env = container.get("env")
     for entry in env if isinstance(env, list) else []:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             continue
@@ -39,10 +73,23 @@ def literal_env(container: dict[str, Any]) -> dict[str, str]:
         if value:
             values[entry["name"]] = kubernetes_expand(value, values)
         elif entry.get("valueFrom") is not None:
-            values.pop(entry["name"], None)
+            known = _key_value(entry["valueFrom"], stores)
+            if known is None:
+                values.pop(entry["name"], None)
+            else:
+                values[entry["name"]] = known
         else:
             values[entry["name"]] = ""
     return values
+
+
+def _key_value(value_from: Any, stores: ConfigData) -> str | None:
+    """A configMapKeyRef's or secretKeyRef's value when that object is in the files (None: not known here)."""
+    for kind, ref in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
+        selector = value_from.get(ref) if isinstance(value_from, dict) else None
+        if isinstance(selector, dict):
+            return stores.get((kind, str(selector.get("name"))), {}).get(str(selector.get("key")))
+    return None
 
 
 def kubernetes_expand(word: str, env: dict[str, str]) -> str:
@@ -56,11 +103,11 @@ def kubernetes_expand(word: str, env: dict[str, str]) -> str:
     return _K8S_REFERENCE.sub(replace, word)
 
 
-def container_words(container: dict[str, Any]) -> list[str]:
+def container_words(container: dict[str, Any], stores: ConfigData | None = None) -> list[str]:
     """The program and arguments the container runs: command + args expanded by Kubernetes, and a shell wrapper's
     script read as the shell reads it (its first command line through the separators `&&`, `;`, `|` kept as
     words). Raises ValueError for a script shlex cannot split (an unbalanced quote)."""
-    env = literal_env(container)
+    env = literal_env(container, stores)
     words: list[str] = []
     for part in ("command", "args"):
         value = container.get(part)

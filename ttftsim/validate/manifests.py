@@ -15,7 +15,7 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import node_label_keys
 from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
-from ttftsim.validate.container_command import container_words, container_words_are_shell
+from ttftsim.validate.container_command import ConfigData, config_data, container_words, container_words_are_shell
 from ttftsim.validate.manifest_shapes import check_document
 from ttftsim.validate.vllm_args import API_SERVER_MODULE
 from ttftsim.validate.vllm_command import CommandFinding, read_vllm_container, upstream_vllm_image
@@ -126,7 +126,7 @@ def _the_one(found: list[ServingWorkload]) -> ServingWorkload:
 def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str = DEFAULT_VLLM) -> ServingWorkload:
     """The one workload with a vLLM container, its command line read as `vllm_version` parses it (several: an
     error naming them)."""
-    found = []
+    found, stores = [], config_data(documents)
     for source, document in documents:
         if document.get("kind") not in WORKLOAD_KINDS:
             continue
@@ -139,7 +139,7 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
         else:
             template, size = spec.get("template"), 1
         pod_spec = (template or {}).get("spec") or {}
-        for _, container, words in _vllm_containers(source, pod_spec):
+        for _, container, words in _vllm_containers(source, pod_spec, stores):
             name = str((document.get("metadata") or {}).get("name", ""))
             where = f"{document['kind']}/{name}"
             listed = container.get("env")
@@ -183,7 +183,9 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
     return serving
 
 
-def _vllm_containers(source: str, pod_spec: dict[str, Any]) -> list[tuple[int, dict[str, Any], list[str]]]:
+def _vllm_containers(
+    source: str, pod_spec: dict[str, Any], stores: ConfigData
+) -> list[tuple[int, dict[str, Any], list[str]]]:
     """The pod's vLLM server container (index, container, the words it runs): one whose command runs vLLM, else
     one that leaves the command to a vLLM image's entrypoint (see _runs_vllm). Several in one pod are an error
     naming them."""
@@ -191,7 +193,7 @@ def _vllm_containers(source: str, pod_spec: dict[str, Any]) -> list[tuple[int, d
     for index, container in enumerate(pod_spec.get("containers") or []):
         _check_lists(source, index, container)
         try:
-            words = container_words(container)
+            words = container_words(container, stores)
         except ValueError as exc:  # shlex: an unbalanced quote
             raise InputError(source, f"containers.{index}.command", f"cannot split the command ({exc})") from None
         if _runs_vllm(container, words):

@@ -92,6 +92,24 @@ class VllmCommand:
     findings: list[CommandFinding] = field(default_factory=list)
 
 
+_UNEXPANDED = re.compile(
+    r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]*\}|\$([A-Za-z_][A-Za-z0-9_]*)"
+)
+
+
+def unknown_variable(text: str) -> str | None:
+    """What to say when a value is still an environment variable's reference (None: it holds none)."""
+    match = _UNEXPANDED.search(text)
+    if match is None:
+        return None
+    name = next(group for group in match.groups() if group)
+    return (
+        f"its value is the environment variable {name}, whose value is not known here (from a ConfigMap or Secret "
+        "that is not in the files, another valueFrom, or not defined in the container): give that ConfigMap or "
+        "Secret with --manifest, or write the value"
+    )
+
+
 def read_vllm_container(
     words: list[str], env: list[Any], version: str, where: str, source: str, image: str = ""
 ) -> VllmCommand:
@@ -105,9 +123,15 @@ def read_vllm_container(
     parsed = parse_command(arguments, chosen, positional)
     command = VllmCommand(parsed.model, {}, 1)
     note = f" ({chosen.note(version)})" if not chosen.is_exact else ""
+    if parsed.model and (unknown := unknown_variable(parsed.model)):
+        raise InputError(source, "model", unknown)
     for refusal in parsed.refusals:
         if refusal.kind == "value":
-            raise InputError(source, refusal.option, f"vLLM {version} refuses it: {refusal.message}")
+            raise InputError(
+                source,
+                refusal.option,
+                unknown_variable(refusal.message) or f"vLLM {version} refuses it: {refusal.message}",
+            )
         command.findings.append(
             CommandFinding(
                 "error" if chosen.is_exact else "warning",
