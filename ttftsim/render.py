@@ -86,7 +86,7 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
         f"{summary.prefix_cache.hit_rate:.1%}"
     )
     if summary.slo is not None:
-        _render_slo(console, summary.slo)
+        _render_slo(console, summary.slo, summary.requests.arrived - summary.requests.finished)
     if summary.cluster is not None:
         _render_cluster(console, summary.cluster)
     render_warnings(console, summary.warnings or ())
@@ -95,10 +95,16 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
     console.print(f"[dim]simulated {sim.sim_end_s:.1f} s ({sim.iterations:,} iterations){took}[/]")
 
 
-def _render_slo(console: Console, verdict: SloVerdict) -> None:
-    """One line per target: SLO TTFT P99 <= 500 ms: met; a class's with its priority first."""
+def _render_slo(console: Console, verdict: SloVerdict, unserved: int) -> None:
+    """One line per target: SLO TTFT P99 <= 500 ms: met; a class's with its priority first; a target missed says
+    the figure it judged (the requests never served count as never answered, so a percentile they reach has none)."""
     for check in verdict.checks:
         state = "[green]met[/]" if check.is_met else "[red]NOT met[/]"
+        if check.figure_s is not None and math.isinf(check.figure_s):
+            never = "requests" if check.priority is not None else counted(unserved, "request")  # all classes'
+            state += f" (no figure: {never} never served count as never answered)"
+        elif not check.is_met and check.figure_s is not None and check.target != "goodput_share":
+            state += f" (got {check.figure_s * 1e3:,.0f} ms)"
         who = "" if check.priority is None else f"priority {check.priority} "
         if check.target == "goodput_share":
             figure = "-" if check.figure_s is None else f"{check.figure_s:.1%}"

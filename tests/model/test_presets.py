@@ -267,3 +267,20 @@ def test_a_cohere_config_json_reads_model_max_length_tied_embeddings_and_the_win
     r7b = {k: v for k, v in _preset("c4ai-command-r7b-12-2024").items() if k not in drop}
     r7b |= {"max_position_embeddings": 132096, "sliding_window_pattern": 4}
     assert load_model(str(_write(tmp_path, r7b))).num_sliding_window_layers == 24
+
+
+@pytest.mark.parametrize(
+    ("model", "positions"),
+    [
+        ("Qwen/Qwen2.5-7B", 131072),
+        ("Qwen/Qwen2.5-7B-Instruct", 32768),  # its config.json; 131072 only with YaRN rope_scaling added
+        ("Qwen/Qwen2.5-72B-Instruct-AWQ", 32768),
+        ("Qwen/Qwen2.5-14B-Instruct", 32768),
+        ("Qwen/Qwen2.5-3B-Instruct", 32768),  # base and Instruct alike
+        ("meta-llama/Llama-3.1-8B-Instruct", 131072),
+    ],
+)
+def test_an_instruct_checkpoint_with_its_own_context_gets_it(model: str, positions: int) -> None:
+    from ttftsim.model.catalog import load_model
+
+    assert load_model(model).max_position_embeddings == positions

@@ -208,6 +208,8 @@ def test_kserve_huggingface_runtime_on_s3_with_the_model_named(tmp_path: Path) -
         "cold starts aside",
     )
     assert formats[1][1].endswith("with the runtime ClusterServingRuntime/kserve-huggingfaceserver")
+    # the model is named in the deployment file: no warning asking for it
+    assert not [f for f in report["findings"] if "name it with `model:`" in f["message"]]
     # 1,000 + 100 tokens do not fit --max-model-len=1024: vLLM rejects every request
     # never served: no finite P99 ("inf", as summary.json writes it: JSON has no infinity)
     assert _checks(report, "error") == ["rejected", "slo"] and report["prediction"]["ttft_p99_s"] == "inf"
@@ -359,6 +361,23 @@ def test_llm_inference_service_runs_the_template_command_with_its_additional_arg
         "--enable-log-outputs",
     ]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+
+
+def test_production_stack_config_keys_the_chart_does_not_read_are_warnings() -> None:
+    """helm renders a misspelt vllmConfig key into nothing: a warning naming it and the nearest key the chart reads."""
+    from ttftsim.validate.formats import render_workloads
+
+    spec = {"name": "m", "modelURL": "meta-llama/Llama-3.1-8B-Instruct", "repository": "vllm/vllm-openai"}
+    spec |= {"tag": "v0.15.1", "requestCPU": 8, "requestMemory": "32Gi", "requestGPU": 1}
+    spec["vllmConfig"] = {"maxModelLength": 16384, "maxNumSeqs": 64}
+    values = {"servingEngineSpec": {"modelSpec": [spec]}}
+    rendered = render_workloads([("values.yaml#0", values)])
+    warnings = [f.message for f in rendered.findings if f.severity == "warning"]
+    assert warnings == [
+        "values.yaml#0: modelSpec m: vllmConfig.maxModelLength is not a key the chart reads (did you mean "
+        "maxModelLen?): helm ignores it"
+    ]
+    assert "--max-num-seqs" in rendered.documents[0][1]["spec"]["template"]["spec"]["containers"][0]["command"]
 
 
 def test_production_stack_amd_values_request_amd_gpus_with_the_charts_probes() -> None:

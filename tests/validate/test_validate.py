@@ -248,6 +248,15 @@ def test_a_second_vllm_workload_is_an_error_naming_both(tmp_path: Path) -> None:
     _assert_one_line_error(run("validate", str(path)), "Deployment/chat-8b-canary", "validate checks one deployment")
 
 
+def test_a_manifest_named_twice_is_read_once(tmp_path: Path) -> None:
+    """In manifests: (relative to the deploy file) and again by --manifest (another spelling of the same path)."""
+    path = _copy(tmp_path)
+    once = run("validate", str(path), "--json")
+    twice = run("validate", str(path), "--manifest", str(tmp_path / "." / "k8s.yaml"), "--json")
+    assert twice.returncode == once.returncode == 0, twice.stderr
+    assert json.loads(twice.stdout)["prediction"] == json.loads(once.stdout)["prediction"]
+
+
 def test_a_workload_scaled_to_zero_is_an_error_without_a_prediction_not_a_traceback(tmp_path: Path) -> None:
     path = _copy(tmp_path, k8s_edit=("name: chat-8b}\n  minReplicas: 2", "name: other}\n  minReplicas: 2"))
     (tmp_path / "k8s.yaml").write_text((tmp_path / "k8s.yaml").read_text().replace("replicas: 2", "replicas: 0", 1))
@@ -371,6 +380,50 @@ def test_pods_that_would_stay_pending_are_an_error(
     assert result.returncode == 1, result.stdout + result.stderr
     errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
     assert any(needle in message for message in errors), errors
+
+
+def test_more_gpus_than_vllm_uses_is_a_warning_not_an_error(tmp_path: Path) -> None:
+    """TP 1 in a pod of 2 GPUs: vLLM starts on the first device, the other idles (paid for)."""
+    path = _edited(
+        tmp_path,
+        (
+            'requests: {nvidia.com/gpu: 1, cpu: "8", memory: 64Gi}',
+            'requests: {nvidia.com/gpu: 2, cpu: "8", memory: 64Gi}',
+        ),
+        ("limits: {nvidia.com/gpu: 1, memory: 64Gi}", "limits: {nvidia.com/gpu: 2, memory: 64Gi}"),
+    )
+    result = run("validate", str(path), "--json")
+    (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["check"] == "tp-vs-gpus"]
+    assert result.returncode == 0 and finding["severity"] == "warning"
+    assert "requests 2 GPUs but vLLM uses 1" in finding["message"] and "1 GPU idle" in finding["message"]
+    assert finding["fix"] == "request 1 GPU per pod, or set --tensor-parallel-size 2"
+
+
+def test_probes_on_another_port_than_vllm_listens_on_are_errors_named_ports_resolved(tmp_path: Path) -> None:
+    args = '--max-model-len, "8192", --max-num-seqs, "128", --enable-prefix-caching'
+    moved = (args, args + ', --port, "8080"')
+    report = json.loads(run("validate", str(_edited(tmp_path, moved)), "--json").stdout)
+    probes = sorted(f["message"] for f in report["findings"] if f["check"] == "probes" and f["severity"] == "error")
+    assert [m.split(": ", 1)[1].split(",")[0] for m in probes] == [
+        "the readinessProbe checks port 8000",
+        "the startupProbe checks port 8000",
+    ]
+    assert "but vLLM listens on 8080: it fails every time; the pod never becomes Ready" in probes[0]
+    named = _edited(
+        tmp_path,
+        moved,
+        ("ports: [{containerPort: 8000}]", "ports: [{name: http, containerPort: 8080}]"),
+        (
+            "httpGet: {path: /health, port: 8000}\n            periodSeconds: 10",
+            "httpGet: {path: /health, port: http}\n            periodSeconds: 10",
+        ),
+        (
+            "httpGet: {path: /health, port: 8000}\n            periodSeconds: 5",
+            "httpGet: {path: /health, port: 8080}\n            periodSeconds: 5",
+        ),
+    )
+    report = json.loads(run("validate", str(named), "--json").stdout)
+    assert not [f for f in report["findings"] if f["check"] == "probes" and f["severity"] == "error"]
 
 
 def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path: Path) -> None:

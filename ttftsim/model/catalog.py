@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -84,6 +85,9 @@ def _load_config_file(path: Path) -> ModelSpec:
     return spec_from_hf_config(config, name, str(config_path))
 
 
+_INSTRUCT = re.compile(r"[-_]instruct(?=[-_]|$)", re.IGNORECASE)
+
+
 def load_model(ref: str, source: str = "model") -> ModelSpec:
     """A preset (``Llama-3.1-70B``), a Hugging Face id (``meta-llama/Llama-3.1-70B-Instruct``,
     ``RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8-dynamic``: the preset in fp8) or a config.json path."""
@@ -101,7 +105,11 @@ def load_model(ref: str, source: str = "model") -> ModelSpec:
     preset = find_preset(model_id.base)
     if preset is None:
         raise InputError(source, field, _unknown(ref, model_id.base))
-    spec = spec_from_hf_config(json.loads(_preset_text(preset)), preset, f"preset {preset}")
+    config = json.loads(_preset_text(preset))
+    spec = spec_from_hf_config(config, preset, f"preset {preset}")
+    if "instruct_max_position_embeddings" in config and _INSTRUCT.search(model_id.base):
+        # the Instruct checkpoint's config.json declares fewer positions than the base's (Qwen2.5-7B and up)
+        spec = spec.model_copy(update={"max_position_embeddings": config["instruct_max_position_embeddings"]})
     if model_id.dtype is None:
         return spec
     return spec.model_copy(update={"native_dtype": model_id.dtype})

@@ -19,9 +19,11 @@ The release is taken as `vllm` (the charts' tutorials: `helm install vllm ...`).
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from ttftsim.errors import InputError
+from ttftsim.validate.k8s_schema import SchemaFinding
 from ttftsim.validate.rendered import Documents, RenderedWorkload, gpu_resources, merge_resources, note, workload
 from ttftsim.validate.yaml_fields import Fields
 
@@ -119,7 +121,21 @@ def _stack_engine(source: str, engine: Fields, spec: Fields) -> RenderedWorkload
     deployment = f"{RELEASE}-{name}-deployment-vllm"
     made = workload("Deployment", deployment, spec.count("replicaCount", 1), pod)
     message = f"production-stack values, modelSpec {name}, read as the Deployment {deployment} the chart renders"
-    return RenderedWorkload(source, made, (note(source, message),))
+    return RenderedWorkload(source, made, (note(source, message), *_unread_config_keys(source, name, config)))
+
+
+STACK_CONFIG_KEYS = {*STACK_FLAGS, "enableChunkedPrefill", "enablePrefixCaching", "extraArgs", "v0"}
+
+
+def _unread_config_keys(source: str, name: str, config: Fields) -> list[SchemaFinding]:
+    """vllmConfig keys the chart's template does not read: helm renders without them, so they change nothing."""
+    notes = []
+    for key in sorted(set(config.data) - STACK_CONFIG_KEYS):
+        near = difflib.get_close_matches(key, sorted(STACK_CONFIG_KEYS), n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        message = f"modelSpec {name}: vllmConfig.{key} is not a key the chart reads{hint}: helm ignores it"
+        notes.append(note(source, message, "warning"))
+    return notes
 
 
 def _stack_pod(spec: Fields, container: dict[str, Any], has_tp: bool) -> dict[str, Any]:

@@ -37,6 +37,7 @@ GROUP = "serving.kserve.io"
 BACKEND_FIX = "set --backend=vllm (or leave it auto) to serve with vLLM, which ttftsim models"
 RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
 KSERVE_PORT = 8080  # the predictor's HTTP port (KServe constants.InferenceServiceDefaultHttpPort)
+MODEL_SOURCE = "model-source"  # the check of the warning that the model comes from storage: dropped when named
 MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts the model (constants.DefaultModelLocalMountPath)
 # KServe's own runtimes (config/runtimes/kserve-huggingfaceserver.yaml, kserve-vllmserver.yaml), by model format
 BUILTIN_RUNTIMES: dict[str, dict[str, Any]] = {
@@ -142,7 +143,7 @@ def _model_container(
         message = (
             f"InferenceService/{name}: the model comes from {storage}; name it with `model:` in the deployment file"
         )
-        notes.append(note(source, message, "warning"))
+        notes.append(SchemaFinding("warning", MODEL_SOURCE, f"{source}: {message}"))  # validate drops it if named
     if _is_huggingface_server(container) and _backend(container["args"]) == "huggingface":
         message = (
             f"{source}: KServe InferenceService/{name} runs Hugging Face transformers (--backend=huggingface), "

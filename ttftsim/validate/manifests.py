@@ -17,7 +17,7 @@ from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
 from ttftsim.validate.container_command import ConfigData, config_data, container_words, container_words_are_shell
 from ttftsim.validate.manifest_shapes import check_document
-from ttftsim.validate.vllm_args import API_SERVER_MODULE
+from ttftsim.validate.vllm_args import API_SERVER_MODULE, vllm_arguments
 from ttftsim.validate.vllm_command import CommandFinding, read_vllm_container, upstream_vllm_image
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
@@ -49,6 +49,7 @@ class ServingWorkload:
     keda: dict[str, Any] | None = None  # a KEDA ScaledObject that scales the workload
     workloads: set[tuple[str, str]] = field(default_factory=set)  # (kind, name) of every workload in the files
     command_findings: list[CommandFinding] = field(default_factory=list)  # vllm_command.py: refusals, env
+    port: int | None = None  # where vLLM listens (--port, default 8000); None: its command line does not say
 
     def is_scaled_by(self, hpa: dict[str, Any]) -> bool:
         """The HPA's scaleTargetRef names this workload."""
@@ -160,6 +161,7 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
                     read.pipeline_parallel,
                     read.not_modelled,
                     command_findings=read.findings,
+                    port=_listening_port(words),
                 )
             )
     if not found:
@@ -207,6 +209,21 @@ def _vllm_containers(
             f"{len(found)} containers of one pod run a vLLM server ({names}); validate checks one per deploy file",
         )
     return found
+
+
+def _listening_port(words: list[str]) -> int | None:
+    """The port a `vllm serve` (or API-server module) command line listens on: its last --port, else vLLM's 8000;
+    None for an image's entrypoint (its wrapper may choose) or a port that is not a number."""
+    if not _explicit_vllm(words):
+        return None
+    port: str | None = "8000"
+    arguments = (vllm_arguments(words) or ([], True))[0]
+    for index, word in enumerate(arguments):
+        if word == "--port":
+            port = arguments[index + 1] if index + 1 < len(arguments) else None
+        elif word.startswith("--port="):
+            port = word.split("=", 1)[1]
+    return int(port) if port is not None and port.isdigit() else None
 
 
 def _keda_target(scaled_object: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from ttftsim.replica import build_replica, resolve_ref, window_kept
 from ttftsim.simulate import simulate
 from ttftsim.validate.formats import render_workloads
 from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeploymentError, check_objects, unsupported_deployment
+from ttftsim.validate.kserve import MODEL_SOURCE
 from ttftsim.validate.manifests import (
     GPU_RESOURCES,
     NoServingWorkloadError,
@@ -104,21 +105,29 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
     return report
 
 
-def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target:
-    source = str(path)
-    files = [base / m for m in deploy.manifests] + list(extra)
-    if not files:
-        if deploy.engine is None or deploy.model is None or deploy.hardware is None:
-            raise InputError(source, "manifests", "give Kubernetes manifests, or model, hardware and engine arguments")
-        return Target(deploy.model, deploy.hardware, deploy.engine, deploy.replicas or 1, None)
+def _read_manifests(files: list[Path]) -> list[tuple[str, dict[str, Any]]]:
     documents = []
     for file in files:
         read = read_documents(file)
         if not read:
             raise InputError(str(file), "", "no Kubernetes object in it (empty, or only comments and --- separators)")
         documents += read
+    return documents
+
+
+def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target:
+    source = str(path)
+    # a file named twice (in manifests: and by --manifest, one path relative, one not) is read once
+    files = list({file.resolve(): file for file in [base / m for m in deploy.manifests] + list(extra)}.values())
+    if not files:
+        if deploy.engine is None or deploy.model is None or deploy.hardware is None:
+            raise InputError(source, "manifests", "give Kubernetes manifests, or model, hardware and engine arguments")
+        return Target(deploy.model, deploy.hardware, deploy.engine, deploy.replicas or 1, None)
+    documents = _read_manifests(files)
     rendered = render_workloads(documents)  # formats.py: KServe resources and chart values as their workloads
     schema_findings = rendered.kept(check_objects(documents)) + rendered.findings  # before the deployment checks
+    if deploy.model is not None:  # the deployment file names the model that KServe's storage holds
+        schema_findings = [f for f in schema_findings if f.check != MODEL_SOURCE]
     documents = documents + rendered.documents
     try:
         serving = find_serving(documents, deploy.vllm_version)
@@ -320,6 +329,38 @@ def _check_mig(report: Report, serving: ServingWorkload) -> None:
         )
 
 
+def _check_gpu_count(report: Report, serving: ServingWorkload, target: Target) -> None:
+    """The GPUs the pods request against those vLLM uses (tensor x pipeline x data parallel): fewer is an error; more
+    in a single pod a warning (vLLM starts on the first devices it sees, the rest idle)."""
+    other = serving.pipeline_parallel * target.engine.data_parallel_size  # GPUs per tensor-parallel group
+    used, gpus, size = target.engine.tensor_parallel_size * other, serving.gpu_request(), serving.group_size
+    where = f"{serving.kind}/{serving.name}"
+    if not gpus:
+        _no_gpu_request(report, serving, used)
+        return
+    total = gpus * size
+    if total == used:
+        return
+    fitting_tp = f", or set --tensor-parallel-size {total // other}" if total % other == 0 else ""
+    fitting_tp = fitting_tp if total <= MAX_GPUS_PER_REPLICA else ""
+    if size == 1 and gpus > used:
+        report.add(
+            "warning",
+            "tp-vs-gpus",
+            f"{where}: the pod requests {counted(gpus, 'GPU')} but vLLM uses {used} (tensor x pipeline x data "
+            f"parallel): {counted(gpus - used, 'GPU')} idle and paid for; predicted on {used}",
+            f"request {counted(used, 'GPU')} per pod{fitting_tp}",
+        )
+        return
+    report.add(
+        "error",
+        "tp-vs-gpus",
+        f"{where}: tensor x pipeline x data parallel = {used} GPUs, but the pod group requests "
+        f"{gpus} x {size} = {total}",
+        f"request {counted(used // size, 'GPU')} per pod{fitting_tp}",
+    )
+
+
 def _no_gpu_request(report: Report, serving: ServingWorkload, tp: int) -> None:
     if _mig_slices(serving):  # _check_mig says what a slice means
         return
@@ -333,25 +374,9 @@ def _no_gpu_request(report: Report, serving: ServingWorkload, tp: int) -> None:
 
 
 def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -> None:
-    dp = target.engine.data_parallel_size
-    tp = target.engine.tensor_parallel_size * serving.pipeline_parallel * dp
-    gpus = serving.gpu_request()
     where = f"{serving.kind}/{serving.name}"
-    if not gpus:
-        _no_gpu_request(report, serving, tp)
-    elif gpus * serving.group_size != tp:
-        report.add(
-            "error",
-            "tp-vs-gpus",
-            f"{where}: tensor x pipeline x data parallel = {tp} GPUs, but the pod group requests "
-            f"{gpus} x {serving.group_size} = {gpus * serving.group_size}",
-            f"request {counted(tp // serving.group_size, 'GPU')} per pod"
-            + (
-                f", or set --tensor-parallel-size {gpus * serving.group_size // dp}"
-                if gpus * serving.group_size % dp == 0 and gpus * serving.group_size <= MAX_GPUS_PER_REPLICA
-                else ""
-            ),
-        )
+    tp = target.engine.tensor_parallel_size * serving.pipeline_parallel * target.engine.data_parallel_size
+    _check_gpu_count(report, serving, target)
     label = serving.hardware_label()
     if label is None:
         report.add(
@@ -551,7 +576,37 @@ def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: flo
             f"{where}: no readiness probe; requests reach the pod while it is still loading",
             f"add a readinessProbe on /health (port {_server_port(container)})",
         )
+    _check_probe_ports(report, serving)
     _check_hpa(report, serving, cold)
+
+
+PROBE_FAILS = {
+    "readinessProbe": "the pod never becomes Ready (no traffic, a rollout that never ends)",
+    "livenessProbe": "the kubelet restarts the container once the probe's failures run out, over and over",
+    "startupProbe": "the kubelet restarts the container once the probe's failures run out, over and over",
+}
+
+
+def _check_probe_ports(report: Report, serving: ServingWorkload) -> None:
+    """A probe on another port than the one vLLM listens on (--port, default 8000) fails every time. A named port
+    is the container's port of that name; a probe on a port the container does not name is not checked."""
+    if serving.port is None:
+        return
+    container = serving.container
+    named = {p.get("name"): p.get("containerPort") for p in container.get("ports") or [] if isinstance(p, dict)}
+    for kind, consequence in PROBE_FAILS.items():
+        probe = container.get(kind)
+        handler = (probe.get("httpGet") or probe.get("tcpSocket")) if isinstance(probe, dict) else None
+        port = handler.get("port") if isinstance(handler, dict) else None
+        port = named.get(port) if isinstance(port, str) and not port.isdigit() else port
+        if port is not None and str(port).isdigit() and int(port) != serving.port:
+            report.add(
+                "error",
+                "probes",
+                f"{serving.kind}/{serving.name}: the {kind} checks port {port}, but vLLM listens on {serving.port}: "
+                f"it fails every time; {consequence}",
+                f"probe port {serving.port} (or serve on --port {port})",
+            )
 
 
 def _check_hpa(report: Report, serving: ServingWorkload, cold: float) -> None:
