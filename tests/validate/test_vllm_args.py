@@ -255,3 +255,19 @@ def test_the_levers_ttftsim_models_are_read_from_the_command_line() -> None:
     assert read_vllm_container(ngram, [], "0.15.1", "Deployment/x", "k8s.yaml").not_modelled == [
         "--speculative-config {'method': 'ngram', 'num_speculative_tokens': 3}"  # its acceptance: no default
     ]
+
+
+def test_vllm_allow_long_max_model_len_makes_a_longer_context_a_warning(tmp_path: Path) -> None:
+    """vLLM _get_and_verify_max_len: above max_position_embeddings it raises, unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is
+    1 or true (vllm/envs.py), when it warns and starts."""
+    path = _deploy(tmp_path, '--max-model-len, "262144"')
+    refused = validate(path, [])
+    assert any("exceeds the model's max_position_embeddings 131072" in f.message for f in refused.findings)
+    k8s = tmp_path / "k8s.yaml"
+    image = "image: vllm/vllm-openai:v0.15.1\n"
+    allowed = "env: [{name: VLLM_ALLOW_LONG_MAX_MODEL_LEN, value: 'True'}]\n"
+    k8s.write_text(k8s.read_text().replace(image, image + "          " + allowed))
+    report = validate(path, [])
+    assert not [f for f in report.findings if f.severity == "error"], report.findings
+    assert report.deployment["engine"]["max_model_len"] == 262144
+    assert [w for w in report.warnings if "262,144 exceeds Llama-3.1-8B's max_position_embeddings 131,072" in w]

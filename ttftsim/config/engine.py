@@ -99,6 +99,11 @@ class EngineArgs(StrictModel):
     max_num_batched_tokens: int | None = Field(default=None, ge=1, description="Token budget per iteration")
     max_num_seqs: int | None = Field(default=None, ge=1, description="Most sequences running at once")
     max_model_len: int | None = Field(default=None, ge=16, description="Longest prompt + output (default: model's)")
+    allow_long_max_model_len: bool = Field(
+        default=False,
+        description="vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a max_model_len above the model's "
+        "max_position_embeddings is a warning, not an error",
+    )
     block_size: Literal[8, 16, 32, 64, 128] = Field(default=16, description="Tokens per KV-cache block")
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="Fraction of device memory")
     enable_prefix_caching: bool = Field(
@@ -365,7 +370,7 @@ def resolve_engine(
     defaults = version_defaults(args.vllm_version)
     tier_tokens, tier_seqs = _tier(hardware, defaults)
     max_model_len = args.max_model_len or model_max_len
-    if max_model_len > model_max_len:
+    if max_model_len > model_max_len and not args.allow_long_max_model_len:  # vLLM _get_and_verify_max_len
         raise ValueError(f"max_model_len {max_model_len} exceeds the model's max_position_embeddings {model_max_len}")
     batched = args.max_num_batched_tokens or tier_tokens
     if not args.enable_chunked_prefill and args.max_num_batched_tokens is None:

@@ -25,6 +25,12 @@ def model_warnings(spec: ModelSpec, max_model_len: int, weight_dtype: str, windo
     """The warnings for this model served with this max_model_len and weight format (empty: nothing ignored);
     window_kept: the engine keeps the windowed layers' tokens where vLLM frees them (replica.window_kept)."""
     warnings = []
+    if max_model_len > spec.max_position_embeddings:  # only with allow_long_max_model_len (config/engine.py)
+        warnings.append(
+            f"max_model_len {max_model_len:,} exceeds {spec.name}'s max_position_embeddings "
+            f"{spec.max_position_embeddings:,} (VLLM_ALLOW_LONG_MAX_MODEL_LEN): vLLM starts, warning that outputs "
+            f"may be wrong or CUDA errors may follow; predicted at {max_model_len:,} tokens"
+        )
     window = spec.sliding_window
     if window_kept and window is not None and window < max_model_len and spec.num_sliding_window_layers != 0:
         warnings.append(

@@ -323,6 +323,10 @@ def _check_environment(
         name = str(entry.get("name", "")) if isinstance(entry, dict) else ""
         if not name.startswith("VLLM_") or name in NO_EFFECT_ENV:
             continue
+        if name == "VLLM_ALLOW_LONG_MAX_MODEL_LEN" and name in known:  # vllm/envs.py: "1" or "true", any case
+            if str(entry.get("value", "")).strip().lower() in ("1", "true"):
+                command.engine["allow_long_max_model_len"] = True
+            continue
         if name not in known:
             command.findings.append(
                 CommandFinding(
