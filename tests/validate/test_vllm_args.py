@@ -271,3 +271,13 @@ def test_vllm_allow_long_max_model_len_makes_a_longer_context_a_warning(tmp_path
     assert not [f for f in report.findings if f.severity == "error"], report.findings
     assert report.deployment["engine"]["max_model_len"] == 262144
     assert [w for w in report.warnings if "262,144 exceeds Llama-3.1-8B's max_position_embeddings 131,072" in w]
+
+
+def test_float32_is_an_error_finding_not_a_silent_bf16_prediction() -> None:
+    for value in ("float32", "float"):
+        read = read_vllm_container(["vllm", "serve", "m", "--dtype", value], [], "0.15.1", "D/x", "k8s.yaml")
+        (finding,) = read.findings
+        assert finding.severity == "error" and f"--dtype {value}: 32-bit weights" in finding.message
+        assert "dtype" not in read.engine
+    read = read_vllm_container(["vllm", "serve", "m", "--dtype", "half"], [], "0.15.1", "D/x", "k8s.yaml")
+    assert (read.findings, read.engine) == ([], {"dtype": "fp16"})

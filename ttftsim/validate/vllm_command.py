@@ -193,7 +193,17 @@ def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
             value = _engine_value(dest, given.value)
             if dest == "max_model_len" and given.value == -1:
                 continue  # auto / -1: the model's own length, as when unset
-            if value is None:
+            if dest == "dtype" and str(given.value) in ("float32", "float"):
+                command.findings.append(  # a CI gate must not pass what it predicted in half the memory
+                    CommandFinding(
+                        "error",
+                        f"{where}: {given.written} {given.value}: 32-bit weights and activations are not modelled "
+                        "(their weights take twice the memory of bf16's, their steps several times the time); "
+                        "memory fit and TTFT are not predicted for them",
+                        f"serve in bfloat16 or float16 ({given.written} auto), or check this deployment by hand",
+                    )
+                )
+            elif value is None:
                 _not_modelled(command, f"{given.written} {given.value}")
             else:
                 command.engine[dest] = value
