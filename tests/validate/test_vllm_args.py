@@ -281,3 +281,27 @@ def test_float32_is_an_error_finding_not_a_silent_bf16_prediction() -> None:
         assert "dtype" not in read.engine
     read = read_vllm_container(["vllm", "serve", "m", "--dtype", "half"], [], "0.15.1", "D/x", "k8s.yaml")
     assert (read.findings, read.engine) == ([], {"dtype": "fp16"})
+
+
+@pytest.mark.parametrize(
+    ("model", "method", "finding"),
+    [
+        ("meta-llama/Llama-3.1-8B-Instruct", "awq", ("error", "the publisher's unquantized weights")),
+        ("acme/llama-3.1-8b-tuned", "gptq_marlin", ("warning", "whose name carries no quantization suffix")),
+        ("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "fp8", ("error", "an AWQ checkpoint")),
+        ("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "awq_marlin", None),
+        ("meta-llama/Llama-3.1-8B-Instruct", "fp8", None),  # quantized in flight
+    ],
+)
+def test_quantization_against_the_checkpoint_the_id_names(
+    model: str, method: str, finding: tuple[str, str] | None
+) -> None:
+    """vLLM's get_quant_config raises without the checkpoint's AWQ/GPTQ config; _verify_quantization refuses a
+    method other than the checkpoint's."""
+    words = ["vllm", "serve", model, "--quantization", method]
+    found = [(f.severity, f.message) for f in read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml").findings]
+    if finding is None:
+        assert found == []
+    else:
+        ((severity, message),) = found
+        assert severity == finding[0] and finding[1] in message and "exits at start" in message

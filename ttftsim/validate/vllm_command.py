@@ -16,6 +16,8 @@ from typing import Any
 
 from ttftsim.config.versions import version_defaults, version_table
 from ttftsim.errors import InputError
+from ttftsim.model.catalog import find_preset, preset_repository
+from ttftsim.model.hf_ids import parse_model_id
 from ttftsim.validate.lmcache_env import kv_transfer_value, lmcache_environment
 from ttftsim.validate.vllm_arg_list import arg_list_for
 from ttftsim.validate.vllm_args import ParsedCommand, parse_command, vllm_arguments
@@ -140,6 +142,7 @@ def read_vllm_container(
             )
         )
     _interpret(parsed, command, where)
+    _check_quantization(parsed, command, where)
     _check_offloading_start(version, command, where)
     _check_image(image, version, command, where)
     _check_environment(env, parsed, command, chosen.args.environment_variables, version, where)
@@ -209,6 +212,56 @@ def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
                 command.engine[dest] = value
         elif dest not in NO_EFFECT:
             _not_modelled(command, given.written)
+
+
+# methods whose weights must come quantized: vLLM's get_quant_config looks for the checkpoint's quantization config
+# (config.json quantization_config, quant_config.json, quantize_config.json) and raises "Cannot find the config file
+# for awq" without one (vllm/model_executor/model_loader/weight_utils.py); fp8 and bitsandbytes quantize in flight
+CHECKPOINT_METHODS = {"awq": "awq", "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq"}
+
+
+def _check_quantization(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
+    """--quantization against the checkpoint its id names: an AWQ or GPTQ method on weights that are not quantized
+    exits at start; on an AWQ or GPTQ checkpoint, another method is refused (ModelConfig._verify_quantization: the
+    model config's method must match the argument). Unquantized means no quantization suffix: an error for the
+    publisher's own repository (the preset's), a warning for any other (its name may just not say)."""
+    method = str(parsed.value("quantization") or "")
+    model = parsed.model or ""
+    if not method or not model or model.startswith(("/", ".", "~")):
+        return
+    model_id = parse_model_id(model)
+    family = CHECKPOINT_METHODS.get(method)
+    suffix = (model_id.suffix or "").lower()
+    held = next((name for name in ("awq", "gptq") if suffix.startswith(name)), None)
+    if held is not None and family != held:
+        command.findings.append(
+            CommandFinding(
+                "error",
+                f"{where}: --quantization {method} on {model}, {_an(held)} checkpoint: vLLM exits at start (the "
+                f"model config's quantization method {held} does not match the argument)",
+                f"drop --quantization (vLLM reads {held} from the checkpoint), or serve weights quantized with "
+                f"{method}",
+            )
+        )
+    elif family is not None and model_id.suffix is None:
+        preset = find_preset(model_id.base)
+        repository = preset_repository(preset) if preset else None
+        own = repository is not None and model.split("/", 1)[0].lower() == repository.split("/", 1)[0].lower()
+        command.findings.append(
+            CommandFinding(
+                "error" if own else "warning",
+                f"{where}: --quantization {method} on {model}, "
+                + ("the publisher's unquantized weights" if own else "whose name carries no quantization suffix")
+                + f": vLLM finds no {family.upper()} quantization config in an unquantized checkpoint and exits at "
+                f"start ('Cannot find the config file for {method}')",
+                f"serve {_an(family)} checkpoint of the model, or drop --quantization (or use fp8: it quantizes "
+                "in flight)",
+            )
+        )
+
+
+def _an(method: str) -> str:
+    return f"{'an' if method == 'awq' else 'a'} {method.upper()}"
 
 
 def _check_offloading_start(version: str, command: VllmCommand, where: str) -> None:
