@@ -433,8 +433,15 @@ def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path
     report = json.loads(run("validate", str(path), "--json").stdout)
     warnings = [f["message"] for f in report["findings"] if f["check"] == "gpu-affinity"]
     assert (
-        len(warnings) == 1 and "may land on H100-SXM5-80GB, A100-SXM4-80GB; predicted on H100-SXM5-80GB" in warnings[0]
+        len(warnings) == 1
+        and "may land on H100-SXM5-80GB, A100-SXM4-80GB; predicted on A100-SXM4-80GB (the slowest)" in warnings[0]
     )
+    assert report["deployment"]["hardware"] == "A100-SXM4-80GB"
+    reversed_values = "values: [NVIDIA-A100-SXM4-80GB, NVIDIA-H100-80GB-HBM3]"
+    again = json.loads(
+        run("validate", str(_edited(tmp_path, ("values: [NVIDIA-H100-80GB-HBM3]", reversed_values))), "--json").stdout
+    )
+    assert again["prediction"] == report["prediction"]  # the order the values are listed in changes nothing
 
 
 def test_required_node_affinity_terms_are_alternatives_and_their_expressions_all_hold() -> None:

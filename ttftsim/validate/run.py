@@ -157,7 +157,7 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
     except ValidationError as exc:
         error = exc.errors()[0]
         raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
-    label = serving.hardware_label()
+    label = gpu_label(serving)
     pinned = _label_hardware(label) if label else None
     hardware = deploy.hardware or pinned
     schema_findings += _overrides(deploy, serving, pinned, source)
@@ -253,7 +253,8 @@ def _check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Targ
                 "warning",
                 "gpu-affinity",
                 f"{where}: the required node affinity allows {key} in {', '.join(values)}: the pods may land on "
-                f"{', '.join(kinds)}; predicted on {target.hardware}",
+                f"{', '.join(kinds)}; predicted on {target.hardware}"
+                + (" (the slowest)" if target.hardware in kinds else ""),
                 "pin one GPU type, or validate once per type (hardware: in the deployment file)",
             )
 
@@ -377,7 +378,7 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
     where = f"{serving.kind}/{serving.name}"
     tp = target.engine.tensor_parallel_size * serving.pipeline_parallel * target.engine.data_parallel_size
     _check_gpu_count(report, serving, target)
-    label = serving.hardware_label()
+    label = gpu_label(serving)
     if label is None:
         report.add(
             "warning" if target.hardware else "error",
@@ -438,6 +439,26 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
             "volume; NCCL falls back or fails with the 64 MB default",
             "mount an emptyDir with medium: Memory at /dev/shm",
         )
+
+
+def gpu_label(serving: ServingWorkload) -> str | None:
+    """The GPU label value the prediction takes: the nodeSelector's, else, where the required node affinity allows
+    several known GPU types, the slowest of them (least bf16 compute, then least memory: TTFT is a prefill's
+    compute, and the answer no longer follows the order the values are listed in); else the first label value (an
+    unknown one is an error finding)."""
+    selector, allowed = _gpu_constraints(serving.pod_spec)
+    if selector:
+        return next(iter(selector.values()))
+    known = [(value, found) for values in allowed.values() for value in values if (found := _label_hardware(value))]
+    if not known:
+        return serving.hardware_label()
+    profiles = {hardware: load_hardware(hardware) for _, hardware in known}
+
+    def strength(item: tuple[str, str]) -> tuple[float, int, str]:
+        profile = profiles[item[1]]
+        return profile.peak_flops.bf16, profile.memory_bytes, item[1]
+
+    return min(known, key=strength)[0]
 
 
 def _label_hardware(label: str) -> str | None:
