@@ -104,7 +104,11 @@ def plan_digest(plan: Plan) -> str:
 
 
 NEW_SEARCH_DEFAULTS: dict[str, object] = {"data_parallel_size": [1], "enable_expert_parallel": [False]}
-NEW_ENGINE_DEFAULTS: dict[str, object] = {"data_parallel_size": 1, "expert_load_imbalance": None}
+NEW_ENGINE_DEFAULTS: dict[str, object] = {
+    "data_parallel_size": 1,
+    "expert_load_imbalance": None,
+    "allow_long_max_model_len": False,
+}
 
 
 def engine_args(plan: Plan, cand: Candidate) -> dict[str, Any]:
