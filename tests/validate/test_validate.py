@@ -4,6 +4,7 @@ one-line error (exit 2) or a finding with a fix (exit 1), never a traceback."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -424,6 +425,21 @@ def test_probes_on_another_port_than_vllm_listens_on_are_errors_named_ports_reso
     )
     report = json.loads(run("validate", str(named), "--json").stdout)
     assert not [f for f in report["findings"] if f["check"] == "probes" and f["severity"] == "error"]
+
+
+def test_a_kv_cache_short_of_max_num_seqs_warns_only_when_the_prediction_preempts(tmp_path: Path) -> None:
+    args = '--max-model-len, "8192", --max-num-seqs, "128", --enable-prefix-caching'
+    small = json.loads(
+        run("validate", str(_edited(tmp_path, (args, args + ', --gpu-memory-utilization, "0.25"'))), "--json").stdout
+    )
+    (finding,) = [f for f in small["findings"] if f["check"] == "kv-capacity" and f["severity"] == "warning"]
+    assert re.search(
+        r"holds 17 sequences, fewer than max_num_seqs 128: [0-9]+ preemptions? predicted", finding["message"]
+    )
+    assert finding["fix"] == "lower --max-num-seqs to 17, or add KV memory (TP, fp8 KV cache)"
+    lone = json.loads(run("validate", str(_edited(tmp_path, (args, args.replace('"128"', '"1024"')))), "--json").stdout)
+    assert not [f for f in lone["findings"] if f["check"] == "kv-capacity" and f["severity"] == "warning"]
+    assert [f for f in lone["findings"] if "this traffic never fills the batch that far" in f["message"]]
 
 
 def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path: Path) -> None:

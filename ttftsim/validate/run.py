@@ -535,8 +535,6 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
     engine = replica.engine
     capacity = replica.num_blocks * engine.block_size
     worst = engine.max_model_len * engine.max_num_seqs
-    mean_context = _mean_context(scenario, base)
-    fits_seqs = capacity // max(int(mean_context), 1)
     report.add(
         "info",
         "kv-capacity",
@@ -544,15 +542,31 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
         + (f" (each of {engine.dp} data-parallel engines)" if engine.dp > 1 else "")
         + f"; max_model_len x max_num_seqs = {worst:,}",
     )
-    if fits_seqs < engine.max_num_seqs:
+    return replica
+
+
+def _kv_pressure(report: Report, result: Any, scenario: Any, base: Path) -> None:
+    """Fewer sequences of the traffic's mean context fit the KV cache than max_num_seqs: a warning when the
+    prediction preempted requests for it, an info line when the traffic never filled the batch that far."""
+    engine = result.replica.engine
+    mean_context = _mean_context(scenario, base)
+    fits_seqs = result.replica.num_blocks * engine.block_size // max(int(mean_context), 1)
+    if fits_seqs >= engine.max_num_seqs:
+        return
+    preemptions = int(result.requests["num_preemptions"].sum())
+    holds = (
+        f"at the traffic's mean context (~{mean_context:,.0f} tokens) the KV cache holds {fits_seqs} sequences, "
+        f"fewer than max_num_seqs {engine.max_num_seqs}"
+    )
+    if preemptions:
         report.add(
             "warning",
             "kv-capacity",
-            f"at the traffic's mean context (~{mean_context:,.0f} tokens) the KV cache holds {fits_seqs} sequences, "
-            f"fewer than max_num_seqs {engine.max_num_seqs}: expect preemptions at full batch",
+            f"{holds}: {counted(preemptions, 'preemption')} predicted (a preempted request computes its KV again)",
             f"lower --max-num-seqs to {max(fits_seqs, 1)}, or add KV memory (TP, fp8 KV cache)",
         )
-    return replica
+    else:
+        report.add("info", "kv-capacity", f"{holds}; this traffic never fills the batch that far (no preemption)")
 
 
 def _mean_context(scenario: Any, base: Path) -> float:
@@ -713,9 +727,11 @@ def _predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None
     replicas = _predicted_replicas(report, target)
     if replicas == 0:
         return
-    result = simulate(_scenario(deploy, target, replicas, cluster=True), base)
+    scenario = _scenario(deploy, target, replicas, cluster=True)
+    result = simulate(scenario, base)
     figures = slo_figures(result.requests, deploy.slo, (result.itl_values, result.itl_weights))
     report.prediction = Prediction(replicas, result.replica.kernel_costs, figures)
+    _kv_pressure(report, result, scenario, base)
     for stall in result.stall_warnings():  # why requests went unserved, when an engine stopped for good
         report.add("warning", "stall", stall)
     refused = _refused(report, result.requests)
