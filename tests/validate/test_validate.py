@@ -516,6 +516,25 @@ def test_command_lines_kubernetes_would_not_split_are_refused_naming_the_item(
     assert result.returncode == 2 and f"k8s.yaml#0: {field}: " in result.stderr and says in result.stderr
 
 
+def test_a_whole_command_line_in_one_command_item_is_refused_naming_it(tmp_path: Path) -> None:
+    one = (
+        "command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]",
+        'command: ["vllm serve meta-llama/Llama-3.1-8B-Instruct"]',
+    )
+    result = run("validate", str(_edited(tmp_path, one)))
+    assert result.returncode == 2 and "k8s.yaml#0: containers.0.command.0: " in result.stderr
+    assert "Kubernetes runs it as one program name" in result.stderr
+
+
+def test_another_kind_whose_pods_run_vllm_is_named_unsupported(tmp_path: Path) -> None:
+    """An Argo Rollout (the same pod template as a Deployment) was 'no Deployment ... with a vLLM container'."""
+    rollout = ("apiVersion: apps/v1\nkind: Deployment", "apiVersion: argoproj.io/v1alpha1\nkind: Rollout")
+    result = run("validate", str(_edited(tmp_path, rollout)), "--json")
+    assert result.returncode == 1, result.stderr
+    errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
+    assert any("Rollout/chat-8b is not supported" in message for message in errors), errors
+
+
 def test_a_json_value_with_a_negative_number_is_one_argument() -> None:
     from ttftsim.validate.manifests import _check_one_argument_each
 

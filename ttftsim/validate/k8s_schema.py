@@ -109,7 +109,7 @@ def unsupported_findings(documents: list[tuple[str, dict[str, Any]]]) -> list[Sc
             message = f"{source}: {not_an_object(document)}"
             findings.append(SchemaFinding("error", "unsupported-kind", message, HELM_FIX))
             continue
-        known = UNSUPPORTED_KINDS.get(f"{_group(document)} {document.get('kind')}")
+        known = UNSUPPORTED_KINDS.get(f"{_group(document)} {document.get('kind')}") or _other_vllm_pods(document)
         if known is not None:
             message = (
                 f"{source}: {known}/{_name(document)} is not supported: the deployment checks read a Deployment, "
@@ -117,6 +117,25 @@ def unsupported_findings(documents: list[tuple[str, dict[str, Any]]]) -> list[Sc
             )
             findings.append(SchemaFinding("error", "unsupported-kind", message, KIND_FIX))
     return findings
+
+
+def _other_vllm_pods(document: dict[str, Any]) -> str | None:
+    """The kind of a document of another kind whose pods run vLLM (an Argo Rollout, a DaemonSet, a Job, a bare
+    Pod, ...: a container whose image or command names vllm); None for any other."""
+    if document.get("kind") in ("Deployment", "StatefulSet", "LeaderWorkerSet"):
+        return None
+    spec: Any = document.get("spec") if isinstance(document.get("spec"), dict) else {}
+    template: Any = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    pod: Any = template.get("spec") if isinstance(template.get("spec"), dict) else spec
+    containers = pod.get("containers")
+    for container in containers if isinstance(containers, list) else []:
+        if not isinstance(container, dict):
+            continue
+        words = [str(container.get("image", ""))]
+        words += [str(word) for part in ("command", "args") for word in container.get(part) or []]
+        if any("vllm" in word.lower() for word in words):
+            return str(document.get("kind"))
+    return None
 
 
 KIND_FIX = "validate the Deployment the controller creates (kubectl get deployment -o yaml), or its vLLM arguments"

@@ -201,6 +201,8 @@ def _vllm_containers(
         if _runs_vllm(container, words):
             _check_one_argument_each(source, index, container)
             found.append((index, container, words))
+        elif not container_words_are_shell(container):
+            _check_no_command_line_in_one_item(source, index, container)
     if len(found) > 1:
         names = ", ".join(f"{c.get('name', i)} ({c.get('image', '')})" for i, c, _ in found)
         raise InputError(
@@ -262,6 +264,21 @@ def _check_one_argument_each(source: str, index: int, container: dict[str, Any])
                     f"containers.{index}.{part}.{item_index}",
                     f"{text!r} holds several words: Kubernetes passes it to vLLM as one argument; write one flag or "
                     "value per item",
+                )
+
+
+def _check_no_command_line_in_one_item(source: str, index: int, container: dict[str, Any]) -> None:
+    """A whole `vllm serve ...` line in one item of command or args (no shell to split it): Kubernetes runs a
+    program of that whole name, which does not exist. Refused naming the item, as when the args hold it."""
+    for part in ("command", "args"):
+        for item_index, item in enumerate(container.get(part) or []):
+            text = str(item).strip()
+            if _explicit_vllm(text.split()) and len(text.split()) > 1:
+                raise InputError(
+                    source,
+                    f"containers.{index}.{part}.{item_index}",
+                    f"{text!r} holds several words: Kubernetes runs it as one program name (no shell splits it); "
+                    "write one word per item, or run it with [sh, -c, ...]",
                 )
 
 
