@@ -157,7 +157,7 @@ def _deploy(tmp_path: Path, args: str, version: str = "0.15.1") -> Path:
 
 
 def _kv_tokens(report: Any) -> int:
-    (message,) = [f.message for f in report.findings if f.check == "kv-capacity" and f.severity == "info"]
+    (message,) = [f.message for f in report.findings if f.check == "kv-capacity" and f.message.startswith("KV cache")]
     return int(message.split()[2].replace(",", ""))
 
 
@@ -305,3 +305,17 @@ def test_quantization_against_the_checkpoint_the_id_names(
     else:
         ((severity, message),) = found
         assert severity == finding[0] and finding[1] in message and "exits at start" in message
+
+
+@pytest.mark.parametrize("model_flag", [["--model", "m"], ["--model=m"]])
+def test_serve_moves_the_model_flag_to_the_front_so_a_stray_word_is_unrecognized(model_flag: list[str]) -> None:
+    """FlexibleArgumentParser (0.11+): `vllm serve --model M ... --enable-chunked-prefill False` runs as
+    `vllm serve M ...`; 'False' is then an unrecognized argument (it was read as the model)."""
+    words = ["vllm", "serve", *model_flag, "--enable-chunked-prefill", "False"]
+    read = read_vllm_container(words, [], "0.15.1", "D/x", "k8s.yaml")
+    assert read.model == "m"
+    assert [f.message for f in read.findings] == [
+        "D/x: vLLM 0.15.1 refuses this command line and exits at start: unrecognized arguments: False"
+    ]
+    plain = read_vllm_container(["vllm", "serve", *model_flag, "--max-model-len", "4096"], [], "0.15.1", "D/x", "k")
+    assert (plain.model, plain.engine, plain.findings) == ("m", {"max_model_len": 4096}, [])

@@ -69,7 +69,7 @@ class Target:
 def validate(path: Path, extra_manifests: list[Path]) -> Report:
     deploy = load_file(Deploy, path)
     check_workload(deploy.traffic, str(path), "traffic", None, current_limits())  # bounded work, said up front
-    base = path.resolve().parent
+    base = path.parent  # as the user named it: messages and --json hold the same paths wherever the checkout lies
     report = Report(deploy.name)
     try:
         target = _target(deploy, path, base, extra_manifests)

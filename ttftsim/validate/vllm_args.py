@@ -98,12 +98,26 @@ def _until_shell_separator(words: list[str]) -> list[str]:
 def parse_command(arguments: list[str], chosen: ChosenList, positional_model: bool = True) -> ParsedCommand:
     """The model, flags and refusals of vLLM's parser for these arguments (after `vllm serve`)."""
     tokens = _preprocess(arguments, "--optimization-level" in chosen.args.flags)
+    if positional_model and _minor(chosen.args.version) >= SERVE_MODEL_FLAG_SINCE:
+        tokens = _model_to_front(tokens)
     parser = _Parser(chosen, tokens)
     model = parser.run(positional_model)
     if positional_model and _minor(chosen.args.version) < SERVE_MODEL_FLAG_SINCE and parser.model_flag_given():
         message = "with `vllm serve`, give the model as the first positional argument, not --model"
         parser.refusals.append(Refusal("unknown", "--model", message))
     return ParsedCommand(model, tuple(parser.given), tuple(parser.refusals))
+
+
+def _model_to_front(tokens: list[str]) -> list[str]:
+    """`vllm serve ... --model M ...` as FlexibleArgumentParser rewrites it from 0.11: the first --model's value
+    moved to the front as the positional model (so a stray word elsewhere is an unrecognized argument, not the
+    model)."""
+    for index, token in enumerate(tokens):
+        if token == "--model" and index + 1 < len(tokens):
+            return [tokens[index + 1], *tokens[:index], *tokens[index + 2 :]]
+        if token.startswith("--model="):
+            return [token.removeprefix("--model="), *tokens[:index], *tokens[index + 1 :]]
+    return tokens
 
 
 def _minor(version: str) -> tuple[int, int]:
