@@ -442,6 +442,11 @@ def test_a_kv_cache_short_of_max_num_seqs_warns_only_when_the_prediction_preempt
     assert [f for f in lone["findings"] if "this traffic never fills the batch that far" in f["message"]]
 
 
+def test_the_header_says_when_the_autoscaler_sets_the_replicas_predicted(tmp_path: Path) -> None:
+    result = run("validate", str(_edited(tmp_path, ("spec:\n  replicas: 2", "spec:\n  replicas: 1"))))
+    assert result.stdout.splitlines()[0].endswith("1 replica (predicted with 2, as its autoscaler sets)")
+
+
 def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path: Path) -> None:
     path = _edited(
         tmp_path, ("values: [NVIDIA-H100-80GB-HBM3]", "values: [NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-80GB]")
