@@ -447,6 +447,22 @@ def test_the_header_says_when_the_autoscaler_sets_the_replicas_predicted(tmp_pat
     assert result.stdout.splitlines()[0].endswith("1 replica (predicted with 2, as its autoscaler sets)")
 
 
+def test_a_windowed_model_whose_cache_cannot_hold_max_model_len_is_a_warning(tmp_path: Path) -> None:
+    """gemma-2-9b on one L4 at 8,192 tokens: the full-attention and sliding-window groups need 896 blocks for one
+    such request, the cache has 501; vLLM 0.15.1 starts (its check sizes a sequence by the first, windowed group)."""
+    deploy = tmp_path / "deploy.yaml"
+    traffic = "{type: synthetic, arrivals: {type: poisson, rate: 0.5}, prompt_tokens: {type: fixed, value: 200}, "
+    traffic += "output_tokens: {type: fixed, value: 50}, duration_s: 20}"
+    deploy.write_text(
+        f"name: gemma\nmodel: gemma-2-9b\nhardware: L4-24GB\nengine: {{max_model_len: 8192}}\ntraffic: {traffic}\n"
+        "slo: {ttft_p99_s: 2.0}\n"
+    )
+    report = json.loads(run("validate", str(deploy), "--json").stdout)
+    (finding,) = [f for f in report["findings"] if f["check"] == "kv-capacity" and f["severity"] == "warning"]
+    assert finding["message"].startswith("one request of max_model_len 8,192 tokens cannot be held: 8192 tokens need")
+    assert "and such a request is never scheduled" in finding["message"]
+
+
 def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path: Path) -> None:
     path = _edited(
         tmp_path, ("values: [NVIDIA-H100-80GB-HBM3]", "values: [NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-80GB]")

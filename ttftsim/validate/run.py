@@ -22,6 +22,7 @@ from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
+from ttftsim.engine.step_plan import rejection
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, load_hardware, node_label_keys
 from ttftsim.inputs.files import counted
@@ -45,6 +46,7 @@ from ttftsim.validate.manifests import (
 )
 from ttftsim.validate.report import Finding, Prediction, Report
 from ttftsim.workload.budget import check_workload
+from ttftsim.workload.request import Request
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
 
 MAX_EXTRA_REPLICAS = 8
@@ -542,6 +544,16 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
         + (f" (each of {engine.dp} data-parallel engines)" if engine.dp > 1 else "")
         + f"; max_model_len x max_num_seqs = {worst:,}",
     )
+    longest = Request(0, 0.0, engine.max_model_len - 1, 1, ((0, engine.max_model_len - 1),))
+    if engine.windowed_kv is not None and (why := rejection(engine, replica.num_blocks, longest)):
+        # vLLM 0.15.1's start-up check sizes one sequence by the first (sliding-window) group: it starts
+        report.add(
+            "warning",
+            "kv-capacity",
+            f"one request of max_model_len {engine.max_model_len:,} tokens cannot be held: {why}; vLLM starts (its "
+            "check sizes a sequence by the sliding-window layers) and such a request is never scheduled",
+            "lower --max-model-len, or add KV memory (TP, fp8 KV cache)",
+        )
     return replica
 
 
