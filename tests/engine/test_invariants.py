@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import replace
 from typing import Any
 
@@ -172,6 +173,38 @@ def test_a_refused_head_leaves_to_load_once_a_decode_evicts_its_gpu_hit_into_the
     first = fast.set_index("request_id")["first_scheduled_s"]
     assert first[11] < first[10]  # request 11 ran while request 10's blocks came back
     assert fast.set_index("request_id")["cached_tokens"][10] == 40
+
+
+def test_a_head_over_the_budget_leaves_to_load_once_a_decode_evicts_its_gpu_hit_into_the_tier() -> None:
+    """Chunked prefill off, a 128-token budget: the head's uncached 119 tokens do not fit beside the decodes, so it
+    waits; a decode's new block evicts its 8-token GPU hit, its prefix is then in the tier only, and it leaves to
+    load (a load does not count against the budget). A closed-form run saw that at its end (a cold review found
+    it, 2026-12-04). The scenario: the review's generator with seed 197."""
+    rng = random.Random(197)
+    decodes = rng.randint(10, 14)
+    requests = [Request(0, math.pi * 1e-7, 8 * rng.randint(1, 3), 1, ((0, 24),))]
+    for i in range(1, decodes + 1):
+        prompt = rng.randint(1, 8)
+        arrival = 0.001 + i * 1e-5 + math.pi * 1e-7 * (i + 1)
+        requests.append(Request(i, arrival, prompt, rng.randint(20, 60), ((100 + i, prompt),)))
+    head = rng.randint(122, 127)
+    requests.append(
+        Request(decodes + 1, rng.uniform(0.01, 0.1) + math.pi * 1e-7 * (decodes + 2), head, 1, ((0, head),))
+    )
+    for j in range(rng.randint(0, 3)):
+        requests.append(
+            Request(decodes + 2 + j, 0.2 + j * 0.01 + math.pi * 1e-7 * (decodes + 3 + j), 3, 2, ((500 + j, 3),))
+        )
+    requests.sort(key=lambda r: r.arrival_s)
+    engine = {"block_size": 8, "max_num_seqs": decodes + 1, "enable_chunked_prefill": False}
+    engine |= {"enable_prefix_caching": True, "max_model_len": 128, "max_num_batched_tokens": 128}
+    engine |= {"kv_offload_blocks": 256, "kv_load_s_per_block": 0.0007 * math.sqrt(11)}
+    spec = {"requests": requests, "num_blocks": rng.randint(20, 60), "engine": engine, "horizon": None}
+    fast, _, fast_engine, _ = run(spec, closed_form=True)
+    slow, _, slow_engine, _ = run(spec, closed_form=False)
+    assert fast_engine.closed_form_decode
+    pd.testing.assert_frame_equal(fast, slow, check_exact=False, rtol=1e-9, atol=1e-12)
+    assert fast_engine.kv.tier.held() == slow_engine.kv.tier.held()
 
 
 @FAST

@@ -183,3 +183,26 @@ def test_a_value_that_is_still_a_variable_is_one_line_naming_the_flag_and_the_va
             read_vllm_container(words, [], "0.15.1", "Deployment/svc", "k8s.yaml#0 container vllm")
         assert caught.value.field == field
         assert "environment variable" in caught.value.message and "not known here" in caught.value.message
+
+
+@pytest.mark.parametrize("init", [["tini", "--"], ["/usr/bin/dumb-init"], ["tini", "-s", "-g", "--"]])
+def test_an_init_before_the_shell_wrapper_runs_its_script(init: list[str]) -> None:
+    assert words([*init, "/bin/sh", "-c"], ["vllm serve m --max-model-len 8192"]) == [
+        "vllm",
+        "serve",
+        "m",
+        "--max-model-len",
+        "8192",
+    ]
+
+
+def test_an_optional_key_the_configmap_lacks_is_skipped_keeping_the_earlier_value() -> None:
+    """kubelet makeEnvironmentVariables: an optional configMapKeyRef whose key is missing is skipped (`continue`)."""
+    from ttftsim.validate.container_command import config_data
+
+    stores = config_data([("k.yaml#0", {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"EMPTY": ""}})])
+    ref = {"configMapKeyRef": {"name": "c", "key": "LEN", "optional": True}}
+    env = [{"name": "LEN", "value": "8192"}, {"name": "LEN", "valueFrom": ref}]
+    env += [{"name": "E", "value": "x"}, {"name": "E", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "EMPTY"}}}]
+    container = {"env": env, "command": ["vllm", "serve"], "args": ["m", "$(LEN)", "[$(E)]"]}
+    assert container_words(container, stores) == ["vllm", "serve", "m", "8192", "[]"]

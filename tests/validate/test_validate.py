@@ -463,6 +463,21 @@ def test_a_windowed_model_whose_cache_cannot_hold_max_model_len_is_a_warning(tmp
     assert "and such a request is never scheduled" in finding["message"]
 
 
+def test_an_affinity_term_without_a_gpu_label_admits_any_gpu(tmp_path: Path) -> None:
+    """Terms are alternatives: [gpu.product In H100] OR [zone In a] lands on any GPU in zone a; the prediction was
+    on H100 (the first value), on L4 with the terms swapped."""
+    gpu = "                  - {key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-H100-80GB-HBM3]}\n"
+    zone = "              - matchExpressions:\n"
+    zone += "                  - {key: topology.kubernetes.io/zone, operator: In, values: [a]}\n"
+    report = json.loads(run("validate", str(_edited(tmp_path, (gpu, gpu + zone))), "--json").stdout)
+    (finding,) = [f for f in report["findings"] if f["check"] == "gpu-affinity"]
+    assert (
+        finding["severity"] == "error"
+        and "a term of the required node affinity names no GPU type label" in finding["message"]
+    )
+    assert report["deployment"]["hardware"] is None
+
+
 def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path: Path) -> None:
     path = _edited(
         tmp_path, ("values: [NVIDIA-H100-80GB-HBM3]", "values: [NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-80GB]")

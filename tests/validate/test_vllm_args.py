@@ -271,6 +271,14 @@ def test_vllm_allow_long_max_model_len_makes_a_longer_context_a_warning(tmp_path
     assert not [f for f in report.findings if f.severity == "error"], report.findings
     assert report.deployment["engine"]["max_model_len"] == 262144
     assert [w for w in report.warnings if "262,144 exceeds Llama-3.1-8B's max_position_embeddings 131,072" in w]
+    # the same from a ConfigMap in the files; then a later literal "0" turns it off again
+    from_map = "env: [{name: VLLM_ALLOW_LONG_MAX_MODEL_LEN, valueFrom: {configMapKeyRef: {name: c, key: long}}}]"
+    configmap = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {long: '1'}\n"
+    k8s.write_text(k8s.read_text().replace(allowed.strip(), from_map) + configmap)
+    assert not [f for f in validate(path, []).findings if f.severity == "error"]
+    off = from_map.replace("}}}]", "}}}, {name: VLLM_ALLOW_LONG_MAX_MODEL_LEN, value: '0'}]")
+    k8s.write_text(k8s.read_text().replace(from_map, off))
+    assert any("exceeds the model's max_position_embeddings" in f.message for f in validate(path, []).findings)
 
 
 def test_float32_is_an_error_finding_not_a_silent_bf16_prediction() -> None:
@@ -290,6 +298,9 @@ def test_float32_is_an_error_finding_not_a_silent_bf16_prediction() -> None:
         ("acme/llama-3.1-8b-tuned", "gptq_marlin", ("warning", "whose name carries no quantization suffix")),
         ("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "fp8", ("error", "an AWQ checkpoint")),
         ("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "awq_marlin", None),
+        ("Qwen/Qwen2.5-72B-Instruct-AWQ", "marlin", None),  # AWQMarlinConfig.override_quantization_method claims it
+        ("Qwen/Qwen3-30B-A3B-GPTQ-Int4", "moe_wna16", None),  # MoeWNA16Config's override claims a GPTQ MoE
+        ("Qwen/Qwen3-30B-A3B-GPTQ-Int4", "awq", ("error", "a GPTQ checkpoint")),
         ("meta-llama/Llama-3.1-8B-Instruct", "fp8", None),  # quantized in flight
     ],
 )

@@ -54,9 +54,9 @@ class Scheduler:
         self.prefilling: list[RequestState] = []  # running requests outside the cohort, in running order
         self._seq = 0
         self.deferred = False  # the last schedule left out a request it could see now, for the async cutoff
-        # the last schedule refused the head of the queue for room while a CPU tier holds blocks: a decode that
-        # takes a free block may evict the head's GPU prefix hit into the tier (and a store may evict its tier
-        # hit), after which it can leave to load what it could not allocate, so each iteration is scheduled
+        # the last schedule refused the head of the queue for room or budget while a CPU tier holds blocks: a decode
+        # that takes a free block may evict the head's GPU prefix hit into the tier (and a store may evict its tier
+        # hit), after which it can leave to load what it could not allocate or fit, so each iteration is scheduled
         self.head_refused = False
         self.loading = LoadingRequests()  # waiting for KV blocks copied in from the CPU tier
         self.landed: dict[int, RequestState] = {}  # copied in, waiting holding those blocks, by request id
@@ -414,7 +414,8 @@ class Scheduler:
                 break
             hit, start, counted = found
             new = self._chunk(state.num_tokens - start, budget)
-            if new == 0:
+            if new == 0:  # over the budget: once its GPU hit is evicted into the tier it may leave to load (no budget)
+                self.head_refused = kv.tier is not None
                 break
             reserve = state.num_tokens if cfg.reserve_full_prompt else 0
             if not kv.allocate(state.rid, start + new, hit, reserve):

@@ -21,6 +21,7 @@ import shlex
 from typing import Any
 
 SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
+INIT_WRAPPERS = ("tini", "tini-static", "dumb-init", "catatonit")  # a container's init: runs the rest as given
 REDIRECTIONS = (">", ">>", "<", ">&", "<&", "&>", "&>>", ">|", "<>")
 _K8S_REFERENCE = re.compile(r"\$(\$|\(([A-Za-z_][A-Za-z0-9_.-]*)\))")
 _SHELL_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -38,7 +39,8 @@ def config_data(documents: list[tuple[str, dict[str, Any]]]) -> ConfigData:
         if kind == "ConfigMap":
             found[(kind, name)] = {str(k): str(v) for k, v in (document.get("data") or {}).items()}
         elif kind == "Secret":
-            values = {str(k): text for k, v in (document.get("data") or {}).items() if (text := _decoded(v))}
+            data = (document.get("data") or {}).items()
+            values = {str(k): text for k, v in data if (text := _decoded(v)) is not None}
             found[(kind, name)] = values | {str(k): str(v) for k, v in (document.get("stringData") or {}).items()}
     return found
 
@@ -74,21 +76,29 @@ def literal_env(container: dict[str, Any], stores: ConfigData | None = None) -> 
             values[entry["name"]] = kubernetes_expand(value, values)
         elif entry.get("valueFrom") is not None:
             known = _key_value(entry["valueFrom"], stores)
-            if known is None:
-                values.pop(entry["name"], None)
-            else:
+            if isinstance(known, str):
                 values[entry["name"]] = known
+            elif known is not _SKIPPED:
+                values.pop(entry["name"], None)
         else:
             values[entry["name"]] = ""
     return values
 
 
-def _key_value(value_from: Any, stores: ConfigData) -> str | None:
-    """A configMapKeyRef's or secretKeyRef's value when that object is in the files (None: not known here)."""
+_SKIPPED = object()  # an optional key its object lacks: the kubelet skips the entry (an earlier value stays)
+
+
+def _key_value(value_from: Any, stores: ConfigData) -> str | object | None:
+    """A configMapKeyRef's or secretKeyRef's value when that object is in the files (None: not known here;
+    _SKIPPED: an optional key the object in the files lacks, which the kubelet skips)."""
     for kind, ref in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
         selector = value_from.get(ref) if isinstance(value_from, dict) else None
         if isinstance(selector, dict):
-            return stores.get((kind, str(selector.get("name"))), {}).get(str(selector.get("key")))
+            store = stores.get((kind, str(selector.get("name"))))
+            value = store.get(str(selector.get("key"))) if store is not None else None
+            if value is None and store is not None and selector.get("optional") is True:
+                return _SKIPPED
+            return value
     return None
 
 
@@ -125,13 +135,24 @@ def container_words_are_shell(container: dict[str, Any]) -> bool:
     return shell_script(words) is not None
 
 
-def shell_script(words: list[str]) -> str | None:
-    """The script a shell wrapper runs (`[env] sh [-options]c SCRIPT ...`); None when the words do not run one."""
+def _after_launchers(words: list[str]) -> int:
+    """Where the program starts after an init (`tini --`, `dumb-init`) and `env [VAR=value ...]`."""
     start = 0
-    if words and words[0].rsplit("/", 1)[-1] == "env":
-        start = 1
+    while start < len(words) and words[start].rsplit("/", 1)[-1] in INIT_WRAPPERS:  # tini -- sh -c ..., dumb-init
+        start += 1
+        while start < len(words) and words[start].startswith("-"):
+            start += 1  # their switches (-s, -g, --single-child) and the `--` that ends them
+    if start < len(words) and words[start].rsplit("/", 1)[-1] == "env":
+        start += 1
         while start < len(words) and (words[start].startswith("-") or "=" in words[start]):
             start += 1  # env's own options and VAR=value assignments
+    return start
+
+
+def shell_script(words: list[str]) -> str | None:
+    """The script a shell wrapper runs (`[tini --] [env] sh [-options]c SCRIPT ...`); None when the words do not run
+    one."""
+    start = _after_launchers(words)
     if start >= len(words) or words[start].rsplit("/", 1)[-1] not in SHELLS:
         return None
     index = start + 1

@@ -15,7 +15,13 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import node_label_keys
 from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
-from ttftsim.validate.container_command import ConfigData, config_data, container_words, container_words_are_shell
+from ttftsim.validate.container_command import (
+    ConfigData,
+    config_data,
+    container_words,
+    container_words_are_shell,
+    literal_env,
+)
 from ttftsim.validate.manifest_shapes import check_document
 from ttftsim.validate.vllm_args import API_SERVER_MODULE, vllm_arguments
 from ttftsim.validate.vllm_command import CommandFinding, read_vllm_container, upstream_vllm_image
@@ -146,7 +152,8 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
             listed = container.get("env")
             env = listed if isinstance(listed, list) else []
             origin, image = f"{source} container {container.get('name', '')}", str(container.get("image") or "")
-            read = read_vllm_container(words, env, vllm_version, where, origin, image)
+            values = literal_env(container, stores)  # as the kubelet builds it: ConfigMaps, Secrets, order
+            read = read_vllm_container(words, env, vllm_version, where, origin, image, values)
             found.append(
                 ServingWorkload(
                     source,

@@ -385,8 +385,14 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
         report.add(
             "warning" if target.hardware else "error",
             "gpu-affinity",
-            f"{where}: no nodeSelector or required node affinity on a GPU type label; in a cluster with several GPU "
-            "types the pods land on any of them" + ("" if target.hardware else ", and ttftsim cannot tell which"),
+            (
+                f"{where}: a term of the required node affinity names no GPU type label (terms are alternatives: it "
+                "admits any GPU)"
+                if serving.hardware_label() is not None  # some term names one
+                else f"{where}: no nodeSelector or required node affinity on a GPU type label"
+            )
+            + "; in a cluster with several GPU types the pods land on any of them"
+            + ("" if target.hardware else ", and ttftsim cannot tell which"),
             "add a required nodeAffinity on nvidia.com/gpu.product"
             + ("" if target.hardware else " (or set hardware in the deployment file)"),
         )
@@ -446,14 +452,14 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
 def gpu_label(serving: ServingWorkload) -> str | None:
     """The GPU label value the prediction takes: the nodeSelector's, else, where the required node affinity allows
     several known GPU types, the slowest of them (least bf16 compute, then least memory: TTFT is a prefill's
-    compute, and the answer no longer follows the order the values are listed in); else the first label value (an
-    unknown one is an error finding)."""
+    compute, and the answer no longer follows the order the values are listed in); else an unknown value (an error
+    finding); None where no GPU label is constrained by every term (a term on another label admits any GPU)."""
     selector, allowed = _gpu_constraints(serving.pod_spec)
     if selector:
         return next(iter(selector.values()))
     known = [(value, found) for values in allowed.values() for value in values if (found := _label_hardware(value))]
-    if not known:
-        return serving.hardware_label()
+    if not known:  # no GPU constrained by every term (one admits any GPU): None; else the unknown value, named
+        return next((value for values in allowed.values() for value in values), None)
     profiles = {hardware: load_hardware(hardware) for _, hardware in known}
 
     def strength(item: tuple[str, str]) -> tuple[float, int, str]:

@@ -113,7 +113,13 @@ def unknown_variable(text: str) -> str | None:
 
 
 def read_vllm_container(
-    words: list[str], env: list[Any], version: str, where: str, source: str, image: str = ""
+    words: list[str],
+    env: list[Any],
+    version: str,
+    where: str,
+    source: str,
+    image: str = "",
+    values: dict[str, str] | None = None,
 ) -> VllmCommand:
     """The model, engine arguments, pipeline-parallel size and findings of a vLLM container's command line
     (`words`: command + args, shell already split) and `env` (the container's env list), for vLLM `version`.
@@ -145,7 +151,11 @@ def read_vllm_container(
     _check_quantization(parsed, command, where)
     _check_offloading_start(version, command, where)
     _check_image(image, version, command, where)
-    _check_environment(env, parsed, command, chosen.args.environment_variables, version, where)
+    known = chosen.args.environment_variables
+    _check_environment(env, parsed, command, known, version, where)
+    allow_long = (values if values is not None else {}).get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "")
+    if "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in known and allow_long.strip().lower() in ("1", "true"):  # vllm/envs.py
+        command.engine["allow_long_max_model_len"] = True
     if "kv_transfer_config" in command.engine:
         _lmcache_settings(env, command, where)
     return command
@@ -218,6 +228,13 @@ def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
 # (config.json quantization_config, quant_config.json, quantize_config.json) and raises "Cannot find the config file
 # for awq" without one (vllm/model_executor/model_loader/weight_utils.py); fp8 and bitsandbytes quantize in flight
 CHECKPOINT_METHODS = {"awq": "awq", "awq_marlin": "awq", "gptq": "gptq", "gptq_marlin": "gptq"}
+# on an AWQ or GPTQ checkpoint, the methods whose config claims it (ModelConfig._verify_quantization tries each
+# method's override_quantization_method first: the Marlin kernels, MoeWNA16 for MoE models) and those it refuses
+ACCEPTS = {
+    "awq": {"awq", "awq_marlin", "marlin", "moe_wna16"},
+    "gptq": {"gptq", "gptq_marlin", "gptq_marlin_24", "gptq_bitblas", "marlin", "moe_wna16"},
+}
+REFUSED_ON_CHECKPOINT = {*CHECKPOINT_METHODS, "fp8", "bitsandbytes", "compressed-tensors", "modelopt", "gguf"}
 
 
 def _check_quantization(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
@@ -233,7 +250,7 @@ def _check_quantization(parsed: ParsedCommand, command: VllmCommand, where: str)
     family = CHECKPOINT_METHODS.get(method)
     suffix = (model_id.suffix or "").lower()
     held = next((name for name in ("awq", "gptq") if suffix.startswith(name)), None)
-    if held is not None and family != held:
+    if held is not None and method in REFUSED_ON_CHECKPOINT - ACCEPTS[held]:
         command.findings.append(
             CommandFinding(
                 "error",
@@ -386,9 +403,7 @@ def _check_environment(
         name = str(entry.get("name", "")) if isinstance(entry, dict) else ""
         if not name.startswith("VLLM_") or name in NO_EFFECT_ENV:
             continue
-        if name == "VLLM_ALLOW_LONG_MAX_MODEL_LEN" and name in known:  # vllm/envs.py: "1" or "true", any case
-            if str(entry.get("value", "")).strip().lower() in ("1", "true"):
-                command.engine["allow_long_max_model_len"] = True
+        if name == "VLLM_ALLOW_LONG_MAX_MODEL_LEN" and name in known:  # read from the built environment: above
             continue
         if name not in known:
             command.findings.append(
