@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -248,7 +249,19 @@ def test_aiconfigurator_names_are_read_and_unknown_ones_skipped_with_a_reason(tm
     assert "quantization suffix 'FP4'" in skipped[1][1]
 
 
-def test_cases_simulated_in_parallel_processes_give_the_serial_results_in_order(tmp_path: Path) -> None:
+def test_cases_simulated_in_parallel_processes_give_the_serial_results_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ttftsim.accuracy.harness as harness
+
+    submitted: list[str] = []
+
+    class Spy(harness.ProcessPoolExecutor):  # type: ignore[misc]
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            submitted.append(args[0].name)
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(harness, "ProcessPoolExecutor", Spy)
     path = tmp_path / "runs.json"
     second = {**RUN, "run": "tiny-7b-tp2", "engine": {**RUN["engine"], "tensor_parallelism": 2}}
     unknown = {**RUN, "run": "unknown-model", "engine": {**RUN["engine"], "model": "example/NoSuchModel-7B"}}
@@ -257,4 +270,6 @@ def test_cases_simulated_in_parallel_processes_give_the_serial_results_in_order(
     serial = run_all(cases)
     assert [r.case for r in serial[0]] == ["tiny-7b"] * 2 + ["tiny-7b-tp2"] * 2
     assert [name for name, _ in serial[1]] == ["unknown-model"]
+    assert submitted == []  # one worker: in this process
     assert run_all(cases, workers=2) == serial
+    assert submitted == ["tiny-7b", "unknown-model", "tiny-7b-tp2"]  # every case went to the pool, in order
