@@ -478,6 +478,20 @@ def test_an_affinity_term_without_a_gpu_label_admits_any_gpu(tmp_path: Path) -> 
     assert report["deployment"]["hardware"] is None
 
 
+def test_a_configmap_key_the_configmap_in_the_files_lacks_stops_the_container(tmp_path: Path) -> None:
+    image = "image: vllm/vllm-openai:v0.15.1\n"
+    env = "          env: [{name: HF_HOME, valueFrom: {configMapKeyRef: {name: c, key: home}}}]\n"
+    path = _edited(tmp_path, (image, image + env))
+    (tmp_path / "k8s.yaml").write_text(
+        (tmp_path / "k8s.yaml").read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {}\n"
+    )
+    result = run("validate", str(path), "--json")
+    errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
+    assert result.returncode == 1 and any(
+        "env HF_HOME: ConfigMap c has no key home: the kubelet does not start the container" in m for m in errors
+    ), errors
+
+
 def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path: Path) -> None:
     path = _edited(
         tmp_path, ("values: [NVIDIA-H100-80GB-HBM3]", "values: [NVIDIA-H100-80GB-HBM3, NVIDIA-A100-SXM4-80GB]")

@@ -102,6 +102,23 @@ def _key_value(value_from: Any, stores: ConfigData) -> str | object | None:
     return None
 
 
+def missing_keys(container: dict[str, Any], stores: ConfigData) -> list[str]:
+    """The env entries whose (non-optional) configMapKeyRef or secretKeyRef names a key that object in the files lacks:
+    the kubelet does not start the container (CreateContainerConfigError: couldn't find key)."""
+    missing = []
+    env = container.get("env")
+    for entry in env if isinstance(env, list) else []:
+        value_from = entry.get("valueFrom") if isinstance(entry, dict) else None
+        for kind, ref in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
+            selector = value_from.get(ref) if isinstance(value_from, dict) else None
+            if not isinstance(selector, dict) or selector.get("optional") is True:
+                continue
+            store = stores.get((kind, str(selector.get("name"))))
+            if store is not None and str(selector.get("key")) not in store:
+                missing.append(f"{entry.get('name')}: {kind} {selector.get('name')} has no key {selector.get('key')}")
+    return missing
+
+
 def kubernetes_expand(word: str, env: dict[str, str]) -> str:
     """`$(NAME)` replaced by its value where the environment defines it, `$$` by `$`; anything else kept."""
 

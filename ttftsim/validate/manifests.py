@@ -21,6 +21,7 @@ from ttftsim.validate.container_command import (
     container_words,
     container_words_are_shell,
     literal_env,
+    missing_keys,
 )
 from ttftsim.validate.manifest_shapes import check_document
 from ttftsim.validate.vllm_args import API_SERVER_MODULE, vllm_arguments
@@ -154,6 +155,14 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
             origin, image = f"{source} container {container.get('name', '')}", str(container.get("image") or "")
             values = literal_env(container, stores)  # as the kubelet builds it: ConfigMaps, Secrets, order
             read = read_vllm_container(words, env, vllm_version, where, origin, image, values)
+            read.findings += [
+                CommandFinding(
+                    "error",
+                    f"{where}: env {missing}: the kubelet does not start the container (CreateContainerConfigError)",
+                    "add the key, or mark the reference optional: true",
+                )
+                for missing in missing_keys(container, stores)
+            ]
             found.append(
                 ServingWorkload(
                     source,
