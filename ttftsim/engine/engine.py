@@ -441,9 +441,11 @@ class Engine:
         self._last_start_s = start + (float(ends[done - 2]) if done > 1 else 0.0)
         record_step(self, start, float(ends[done - 1]), cohort.size * done, done)
         if self.cfg.kv_cache_mode == "paged":
+            registers = self.scheduler.registers_decodes  # a CPU tier's stores, in stepping order
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
-                self.scheduler.register_fills(cohort.clock + step - 1)  # a CPU tier's stores, in stepping order
+                if registers:
+                    self.scheduler.register_fills(cohort.clock + step - 1)
         self.recorder.itl_run(run.times.durations[:done], cohort.size)
         if self._api_on:
             run.hand_tokens(self.api, done, cohort.size)
@@ -481,7 +483,8 @@ class Engine:
         if 0 < done < len(run.times.ends) and self.cfg.kv_cache_mode == "paged":  # step 1 got its blocks when scheduled
             cohort = self.scheduler.cohort
             self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock)])
-            self.scheduler.register_fills(cohort.clock)
+            if self.scheduler.registers_decodes:
+                self.scheduler.register_fills(cohort.clock)
 
 
 def record_step(engine: Engine, start: float, duration: float, tokens: int, steps: int) -> None:

@@ -219,33 +219,33 @@ class Scheduler:
             else:
                 growth = sorted(growth + [(member.admit_seq, member, 0) for member in due], key=_position)
         gone = self._allocate_or_preempt(growth, preempted)
-        fills = self.cohort.due(self.cohort.clock + 1) if self.registers_decodes else []
+        clock = self.cohort.clock
+        fills = self.cohort.due(clock + 1) if self.registers_decodes else []
         filled = 0  # fills registered so far: those ahead of the next prefill in running order
         for state, new in asks:
             if new and state.rid not in gone:
-                filled = self._register_fills(fills, filled, state.admit_seq)
+                filled = self._register_fills(fills, filled, state.admit_seq, clock)
                 self._register(state, state.num_computed + new)
                 scheduled.append((state, new))
                 shape.add(new, state.num_computed, state.num_computed + new >= state.num_tokens)
-        self._register_fills(fills, filled, -1)
+        self._register_fills(fills, filled, -1, clock)
         shape.add_decodes(self.cohort.size, self.cohort.kv_tokens)
         return budget - self.cohort.size - sum(new for _, new in scheduled)
 
-    def _register_fills(self, fills: list[RequestState], start: int, before_seq: int) -> int:
+    def _register_fills(self, fills: list[RequestState], start: int, before_seq: int, clock: int) -> int:
         """Register fills[start:] up to the first member at or after running position before_seq (-1: all) for the
-        iteration at the cohort's clock; where the next starts."""
-        end, clock = start, self.cohort.clock
+        iteration at `clock`; where the next starts."""
+        end = start
         while end < len(fills) and (before_seq < 0 or fills[end].admit_seq < before_seq):
             self._register_fill(fills[end], clock)
             end += 1
         return end
 
     def register_fills(self, clock: int) -> None:
-        """With a CPU tier: the cohort's members whose KV block fills in the iteration at `clock` register it, in
-        running order (a closed-form decode run's iterations after its first, as if each were scheduled)."""
-        if self.registers_decodes:
-            for member in self.cohort.due(clock + 1):
-                self._register_fill(member, clock)
+        """With a CPU tier (the caller checks registers_decodes): the cohort's members whose KV block fills in the
+        iteration at `clock` register it, in running order (a closed-form decode run's iterations after its
+        first, as if each were scheduled)."""
+        self._register_fills(self.cohort.due(clock + 1), 0, -1, clock)
 
     def _register_fill(self, member: RequestState, clock: int) -> None:
         """A cohort member's block that its decode at `clock` fills enters the prefix cache and the CPU tier (the

@@ -86,20 +86,31 @@ def literal_env(container: dict[str, Any], stores: ConfigData | None = None) -> 
 
 
 _SKIPPED = object()  # an optional key its object lacks: the kubelet skips the entry (an earlier value stays)
+KEY_REFS = (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef"))
+
+
+def _key_ref(value_from: Any) -> tuple[str, dict[str, Any]] | None:
+    """The kind and selector (name, key, optional) of a valueFrom's configMapKeyRef or secretKeyRef; None for any
+    other source (a field or resource of the pod)."""
+    for kind, ref in KEY_REFS:
+        selector = value_from.get(ref) if isinstance(value_from, dict) else None
+        if isinstance(selector, dict):
+            return kind, selector
+    return None
 
 
 def _key_value(value_from: Any, stores: ConfigData) -> str | object | None:
     """A configMapKeyRef's or secretKeyRef's value when that object is in the files (None: not known here;
     _SKIPPED: an optional key the object in the files lacks, which the kubelet skips)."""
-    for kind, ref in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
-        selector = value_from.get(ref) if isinstance(value_from, dict) else None
-        if isinstance(selector, dict):
-            store = stores.get((kind, str(selector.get("name"))))
-            value = store.get(str(selector.get("key"))) if store is not None else None
-            if value is None and store is not None and selector.get("optional") is True:
-                return _SKIPPED
-            return value
-    return None
+    found = _key_ref(value_from)
+    if found is None:
+        return None
+    kind, selector = found
+    store = stores.get((kind, str(selector.get("name"))))
+    value = store.get(str(selector.get("key"))) if store is not None else None
+    if value is None and store is not None and selector.get("optional") is True:
+        return _SKIPPED
+    return value
 
 
 def missing_keys(container: dict[str, Any], stores: ConfigData) -> list[str]:
@@ -108,14 +119,13 @@ def missing_keys(container: dict[str, Any], stores: ConfigData) -> list[str]:
     missing = []
     env = container.get("env")
     for entry in env if isinstance(env, list) else []:
-        value_from = entry.get("valueFrom") if isinstance(entry, dict) else None
-        for kind, ref in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
-            selector = value_from.get(ref) if isinstance(value_from, dict) else None
-            if not isinstance(selector, dict) or selector.get("optional") is True:
-                continue
-            store = stores.get((kind, str(selector.get("name"))))
-            if store is not None and str(selector.get("key")) not in store:
-                missing.append(f"{entry.get('name')}: {kind} {selector.get('name')} has no key {selector.get('key')}")
+        found = _key_ref(entry.get("valueFrom")) if isinstance(entry, dict) else None
+        if found is None or found[1].get("optional") is True:
+            continue
+        kind, selector = found
+        store = stores.get((kind, str(selector.get("name"))))
+        if store is not None and str(selector.get("key")) not in store:
+            missing.append(f"{entry.get('name')}: {kind} {selector.get('name')} has no key {selector.get('key')}")
     return missing
 
 

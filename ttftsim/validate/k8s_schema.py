@@ -27,6 +27,7 @@ import jsonschema
 from referencing import Registry, Resource
 
 from ttftsim.validate.crd_schemas import crd_schema
+from ttftsim.validate.manifests import WORKLOAD_KINDS
 
 # the releases kubernetes-validate 1.37 ships schemas for, from the oldest still on the clouds' extended support
 KUBERNETES_VERSIONS = ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
@@ -122,7 +123,7 @@ def unsupported_findings(documents: list[tuple[str, dict[str, Any]]]) -> list[Sc
 def _other_vllm_pods(document: dict[str, Any]) -> str | None:
     """The kind of a document of another kind whose pods run vLLM (an Argo Rollout, a DaemonSet, a Job, a bare
     Pod, ...: a container whose image or command names vllm); None for any other."""
-    if document.get("kind") in ("Deployment", "StatefulSet", "LeaderWorkerSet"):
+    if document.get("kind") in WORKLOAD_KINDS:
         return None
     spec: Any = document.get("spec") if isinstance(document.get("spec"), dict) else {}
     template: Any = spec.get("template") if isinstance(spec.get("template"), dict) else {}
