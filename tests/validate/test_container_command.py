@@ -171,6 +171,28 @@ def test_configmap_and_secret_values_in_the_files_are_known_others_stay_as_writt
     assert container_words(container, stores) == ["vllm", "serve", "m", "16384", "128", "4", "half", "$(GONE)"]
 
 
+def test_a_pod_reads_the_configmap_of_its_own_namespace() -> None:
+    """The kubelet looks a configMapKeyRef up in the pod's namespace: of two ConfigMaps of one name in two
+    namespaces the pod's is read, one in another namespace is not known here, one that names none is (applied to
+    the same namespace as the pod)."""
+    from ttftsim.validate.container_command import config_data
+
+    def configmap(namespace: str | None, length: str) -> tuple[str, dict[str, object]]:
+        metadata = {"name": "cfg"} | ({"namespace": namespace} if namespace else {})
+        return ("k8s.yaml", {"kind": "ConfigMap", "metadata": metadata, "data": {"LEN": length}})
+
+    container = {
+        "env": [{"name": "LEN", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "LEN"}}}],
+        "command": ["vllm", "serve", "m", "$(LEN)"],
+    }
+    both = [configmap("prod", "8192"), configmap("staging", "4096")]
+    assert container_words(container, config_data(both, "prod"))[-1] == "8192"
+    assert container_words(container, config_data(both, "staging"))[-1] == "4096"
+    assert container_words(container, config_data([configmap("staging", "4096")], "prod"))[-1] == "$(LEN)"
+    assert container_words(container, config_data([configmap(None, "2048")], "prod"))[-1] == "2048"
+    assert container_words(container, config_data([configmap("prod", "8192")], None))[-1] == "8192"
+
+
 def test_a_value_that_is_still_a_variable_is_one_line_naming_the_flag_and_the_variable() -> None:
     from ttftsim.errors import InputError
     from ttftsim.validate.vllm_command import read_vllm_container

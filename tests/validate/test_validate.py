@@ -478,18 +478,26 @@ def test_an_affinity_term_without_a_gpu_label_admits_any_gpu(tmp_path: Path) -> 
     assert report["deployment"]["hardware"] is None
 
 
-def test_a_configmap_key_the_configmap_in_the_files_lacks_stops_the_container(tmp_path: Path) -> None:
+@pytest.mark.parametrize("namespace", [None, "prod", "staging"])
+def test_a_configmap_key_the_configmap_in_the_files_lacks_stops_the_container(
+    tmp_path: Path, namespace: str | None
+) -> None:
+    """The Deployment runs in namespace prod: a ConfigMap placed in no namespace or in prod is the one its pods
+    read; one in staging is another object (the pods' own is not in the files, so nothing is known of it)."""
     image = "image: vllm/vllm-openai:v0.15.1\n"
     env = "          env: [{name: HF_HOME, valueFrom: {configMapKeyRef: {name: c, key: home}}}]\n"
-    path = _edited(tmp_path, (image, image + env))
+    path = _edited(tmp_path, (image, image + env), ("metadata:\n  name: ", "metadata:\n  namespace: prod\n  name: "))
+    placed = f", namespace: {namespace}" if namespace else ""
     (tmp_path / "k8s.yaml").write_text(
-        (tmp_path / "k8s.yaml").read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {}\n"
+        (tmp_path / "k8s.yaml").read_text()
+        + f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{placed}}}\ndata: {{}}\n"
     )
     result = run("validate", str(path), "--json")
     errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
-    assert result.returncode == 1 and any(
-        "env HF_HOME: ConfigMap c has no key home: the kubelet does not start the container" in m for m in errors
-    ), errors
+    needle = "env HF_HOME: ConfigMap c has no key home: the kubelet does not start the container"
+    missing = any(needle in message for message in errors)
+    assert missing == (namespace != "staging"), errors
+    assert result.returncode == (1 if missing else 0), errors
 
 
 def test_an_affinity_that_allows_two_gpu_types_is_a_warning_naming_both(tmp_path: Path) -> None:
@@ -583,6 +591,27 @@ def test_another_kind_whose_pods_run_vllm_is_named_unsupported(tmp_path: Path) -
     assert result.returncode == 1, result.stderr
     errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
     assert any("Rollout/chat-8b is not supported" in message for message in errors), errors
+
+
+def test_which_other_kinds_run_a_vllm_server() -> None:
+    """A bare Pod, a Job and a CronJob's Jobs that run `vllm serve` are servers of an unsupported kind; a Job that runs
+    `vllm bench serve` against the service, or an exporter whose image name holds vllm, is not a server."""
+    from ttftsim.validate.k8s_schema import _other_vllm_pods
+
+    server = {"name": "s", "image": "vllm/vllm-openai:v0.15.1", "args": ["--model", "m"]}
+    bench = {"name": "b", "image": "vllm/vllm-openai:v0.15.1", "command": ["vllm", "bench", "serve", "--model", "m"]}
+    exporter = {"name": "e", "image": "example/vllm-exporter:1", "command": ["/exporter"]}
+
+    def pod(*containers: dict[str, object]) -> dict[str, object]:
+        return {"containers": list(containers)}
+
+    job_spec = {"template": {"spec": pod(server)}}
+    assert _other_vllm_pods({"kind": "Pod", "spec": pod(server)}) == "Pod"
+    assert _other_vllm_pods({"kind": "Job", "spec": job_spec}) == "Job"
+    assert _other_vllm_pods({"kind": "CronJob", "spec": {"jobTemplate": {"spec": job_spec}}}) == "CronJob"
+    assert _other_vllm_pods({"kind": "Job", "spec": {"template": {"spec": pod(bench, exporter)}}}) is None
+    bench_job = {"template": {"spec": pod(bench)}}
+    assert _other_vllm_pods({"kind": "CronJob", "spec": {"jobTemplate": {"spec": bench_job}}}) is None
 
 
 def test_a_json_value_with_a_negative_number_is_one_argument() -> None:

@@ -31,11 +31,18 @@ _FD_BEFORE_REDIRECTION = re.compile(r"\d+(?=[<>])")
 ConfigData = dict[tuple[str, str], dict[str, str]]  # (ConfigMap or Secret, name) -> its keys' values
 
 
-def config_data(documents: list[tuple[str, dict[str, Any]]]) -> ConfigData:
-    """The ConfigMaps' `data` and the Secrets' `data` (base64) and `stringData` in the files, by kind and name."""
+def config_data(documents: list[tuple[str, dict[str, Any]]], namespace: str | None = None) -> ConfigData:
+    """The ConfigMaps' `data` and the Secrets' `data` (base64) and `stringData` in the files, by kind and name, that
+    a pod in `namespace` reads: the kubelet looks a reference up in the pod's own namespace, so an object that names
+    another namespace than the pod's is not the one it reads (an object or a pod that names none is applied to the
+    namespace kubectl is given, the same for both)."""
     found: ConfigData = {}
     for _, document in documents:
-        kind, name = document.get("kind"), str((document.get("metadata") or {}).get("name", ""))
+        metadata = document.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        kind, name, placed = document.get("kind"), str(metadata.get("name", "")), metadata.get("namespace")
+        if namespace is not None and placed is not None and str(placed) != namespace:
+            continue
         if kind == "ConfigMap":
             found[(kind, name)] = {str(k): str(v) for k, v in (document.get("data") or {}).items()}
         elif kind == "Secret":

@@ -27,7 +27,7 @@ import jsonschema
 from referencing import Registry, Resource
 
 from ttftsim.validate.crd_schemas import crd_schema
-from ttftsim.validate.manifests import WORKLOAD_KINDS
+from ttftsim.validate.manifests import WORKLOAD_KINDS, runs_vllm_server
 
 # the releases kubernetes-validate 1.37 ships schemas for, from the oldest still on the clouds' extended support
 KUBERNETES_VERSIONS = ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
@@ -121,22 +121,24 @@ def unsupported_findings(documents: list[tuple[str, dict[str, Any]]]) -> list[Sc
 
 
 def _other_vllm_pods(document: dict[str, Any]) -> str | None:
-    """The kind of a document of another kind whose pods run vLLM (an Argo Rollout, a DaemonSet, a Job, a bare
-    Pod, ...: a container whose image or command names vllm); None for any other."""
+    """The kind of a document of another kind whose pods run a vLLM server (an Argo Rollout, a DaemonSet, a Job, a
+    CronJob, a bare Pod, ...: a container that runs `vllm serve`, or a vLLM image's entrypoint, as the deployment
+    checks decide); None for any other (a Job that runs `vllm bench serve` against the service is a client)."""
     if document.get("kind") in WORKLOAD_KINDS:
         return None
-    spec: Any = document.get("spec") if isinstance(document.get("spec"), dict) else {}
-    template: Any = spec.get("template") if isinstance(spec.get("template"), dict) else {}
-    pod: Any = template.get("spec") if isinstance(template.get("spec"), dict) else spec
+    spec = _mapping(document, "spec")
+    if "jobTemplate" in spec:  # a CronJob: its Jobs' spec
+        spec = _mapping(_mapping(spec, "jobTemplate"), "spec")
+    pod = _mapping(_mapping(spec, "template"), "spec") if "template" in spec else spec  # a bare Pod: its own spec
     containers = pod.get("containers")
-    for container in containers if isinstance(containers, list) else []:
-        if not isinstance(container, dict):
-            continue
-        words = [str(container.get("image", ""))]
-        words += [str(word) for part in ("command", "args") for word in container.get(part) or []]
-        if any("vllm" in word.lower() for word in words):
-            return str(document.get("kind"))
+    if isinstance(containers, list) and any(runs_vllm_server(container) for container in containers):
+        return str(document.get("kind"))
     return None
+
+
+def _mapping(document: dict[str, Any], key: str) -> dict[str, Any]:
+    value = document.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 KIND_FIX = "validate the Deployment the controller creates (kubectl get deployment -o yaml), or its vLLM arguments"

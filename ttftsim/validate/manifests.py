@@ -134,10 +134,12 @@ def _the_one(found: list[ServingWorkload]) -> ServingWorkload:
 def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str = DEFAULT_VLLM) -> ServingWorkload:
     """The one workload with a vLLM container, its command line read as `vllm_version` parses it (several: an
     error naming them)."""
-    found, stores = [], config_data(documents)
+    found = []
     for source, document in documents:
         if document.get("kind") not in WORKLOAD_KINDS:
             continue
+        placed = (document.get("metadata") or {}).get("namespace")
+        stores = config_data(documents, None if placed is None else str(placed))
         spec = document.get("spec") or {}
         if document["kind"] == "LeaderWorkerSet":
             template = ((spec.get("leaderWorkerTemplate") or {}).get("leaderTemplate")) or (
@@ -306,6 +308,17 @@ def _runs_vllm(container: dict[str, Any], words: list[str]) -> bool:
     if _explicit_vllm(words):
         return True
     return not container.get("command") and _entrypoint_image(container)
+
+
+def runs_vllm_server(container: Any) -> bool:
+    """Whether a container (of any pod) runs a vLLM server, as _runs_vllm decides; a command that cannot be split
+    runs none."""
+    if not isinstance(container, dict):
+        return False
+    try:
+        return _runs_vllm(container, container_words(container))
+    except ValueError:  # shlex: an unbalanced quote
+        return False
 
 
 def _explicit_vllm(words: list[str]) -> bool:
