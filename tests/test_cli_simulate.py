@@ -50,21 +50,21 @@ def test_a_sliding_window_kept_in_the_kv_cache_warns_without_failing_the_run(tmp
     assert len(warnings) == 1 and warnings[0].startswith("sliding_window=4096 (Mistral-7B-v0.1) is modelled")
 
 
-@pytest.mark.parametrize(("version", "warned"), [("0.99", True), ("1.0.2", True), ("0.33.4", False), ("0.20", False)])
+@pytest.mark.parametrize(("version", "warned"), [("0.99", True), ("1.0.2", True), ("0.34.4", False), ("0.20", False)])
 def test_a_version_newer_than_every_profile_is_said_to_use_the_newest(
     tmp_path: Path, version: str, warned: bool
 ) -> None:
-    # engine_versions.yaml's newest profile is 0.33: a later release gets its defaults, said in a warning;
-    # a patch release of 0.33, or 0.20 (between the 0.14 and 0.32 profiles: 0.14's), is modelled as documented
+    # engine_versions.yaml's newest profile is 0.34: a later release gets its defaults, said in a warning;
+    # a patch release of 0.34, or 0.20 (a profile of its own), is modelled as documented
     scenario = tmp_path / "new.yaml"
     text = EXAMPLE.read_text().replace('vllm_version: "0.15.1"', f'vllm_version: "{version}"')
     scenario.write_text(text.replace("duration_s: 120", "duration_s: 5"))
     result = run("simulate", str(scenario), "--json")
     assert result.returncode == 0, result.stderr
     expected = (
-        f"vLLM {version} is newer than every modelled version (0.10, 0.14, 0.23, 0.32, 0.33): predicted with 0.33's "
-        "defaults (gpu_memory_utilization, batch limits, async scheduling, API-server costs); check that "
-        "release's notes for changed defaults"
+        f"vLLM {version} is newer than every modelled version (0.10, 0.14, 0.19, 0.20, 0.23, 0.28, 0.32, 0.33, "
+        "0.34): predicted with 0.34's defaults (gpu_memory_utilization, batch limits, async scheduling, API-server "
+        "costs); check that release's notes for changed defaults"
     )
     assert json.loads(result.stdout)["warnings"] == ([expected] if warned else [])
 

@@ -85,6 +85,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         engine.max_model_len,
         engine.enforce_eager,
         hybrid_kv_cache(engine, disaggregated),
+        engine.measured_kv_sizing,
     )
     memory = plan_memory(deployment, settings)
     blocks = engine.num_gpu_blocks_override or memory.num_blocks

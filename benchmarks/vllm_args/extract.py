@@ -33,6 +33,9 @@ def _value_kind(action: argparse.Action) -> str:
     if action.nargs == 0:
         return "none"
     kind = getattr(action.type, "__name__", "") or ""
+    if kind == "_optional_type":  # vllm's optional_type(int) / optional_type(float): the type it wraps
+        wrapped = [c.cell_contents for c in getattr(action.type, "__closure__", None) or ()]
+        kind = next((t.__name__ for t in wrapped if t in (int, float)), kind)
     if kind in ("parse_dataclass", "union_dict_and_str") or _wraps_json(action.type):
         return "json"
     if kind in ("int", "human_readable_int", "human_readable_int_or_auto"):

@@ -51,3 +51,23 @@ def test_max_model_len_that_cannot_fit_one_sequence_is_refused() -> None:
     settings = MemorySettings(max_model_len=131_072, gpu_memory_utilization=0.95)
     with pytest.raises(DoesNotFitError, match="max_model_len 131072 needs"):
         plan_memory(_deployment("Llama-3.1-70B", "A100-SXM4-80GB", 2), settings)
+
+
+def test_the_extensible_kv_cache_keeps_a_margin_below_the_whole_device() -> None:
+    """vLLM 0.34 measure_kv_cache_bytes with gpu_memory_utilization unset (1.0): the device less
+    max(1 GiB, 0.75 x the activation peak) caps the budget; with 0.9 asked for, the budget is the request, as
+    the estimate-based sizing has it."""
+    deployment = _deployment("Llama-3.1-8B", "H100-SXM5-80GB", 1)
+    measured = plan_memory(deployment, MemorySettings(gpu_memory_utilization=1.0, measured_kv_sizing=True))
+    margin = max(2**30, int(0.75 * measured.activation_bytes))
+    used = measured.weight_bytes + measured.non_torch_bytes + measured.cudagraph_bytes + measured.activation_bytes
+    assert measured.kv_cache_bytes == deployment.hardware.memory_bytes - margin - used
+    assert measured.num_blocks == measured.kv_cache_bytes // (16 * 131_072)
+    asked = MemorySettings(gpu_memory_utilization=0.9, measured_kv_sizing=True)
+    assert plan_memory(deployment, asked).kv_cache_bytes == plan_memory(deployment, MemorySettings()).kv_cache_bytes
+    amd = _deployment("Llama-3.1-8B", "MI300X-192GB", 1)  # ROCm keeps a 3 GiB floor
+    on_amd = plan_memory(amd, MemorySettings(gpu_memory_utilization=1.0, measured_kv_sizing=True))
+    used = on_amd.weight_bytes + on_amd.non_torch_bytes + on_amd.cudagraph_bytes + on_amd.activation_bytes
+    assert (
+        on_amd.kv_cache_bytes == amd.hardware.memory_bytes - max(3 * 2**30, int(0.75 * on_amd.activation_bytes)) - used
+    )

@@ -743,3 +743,25 @@ def test_a_fixed_cluster_has_a_node_for_every_replica_that_does_not_share_one() 
         return int(fixed_cluster("H100-SXM5-80GB", replicas, gpus, "round_robin")["node_pools"][0]["max_nodes"])
 
     assert [nodes(4, 6), nodes(5, 3), nodes(4, 2), nodes(1, 16), nodes(3, 12)] == [4, 3, 1, 2, 6]
+
+
+def _kv_tokens(tmp_path: Path, version: str, extra: str = "") -> int:
+    tmp_path.mkdir()
+    image = "image: vllm/vllm-openai:v0.15.1"
+    flags = 'args: [--max-model-len, "8192", --max-num-seqs, "128", --enable-prefix-caching'
+    path = _edited(tmp_path, (image, f"image: vllm/vllm-openai:v{version}"), (flags, flags + extra))
+    path.write_text(path.read_text() + f'vllm_version: "{version}"\n')
+    result = run("validate", str(path), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (line,) = [f["message"] for f in json.loads(result.stdout)["findings"] if f["message"].startswith("KV cache ")]
+    return int(line.split()[2].replace(",", ""))
+
+
+def test_vllm_034_sizes_the_kv_cache_from_measured_memory_in_64_token_blocks(tmp_path: Path) -> None:
+    """vLLM 0.34: 64-token blocks by default, and the extensible KV cache (gpu_memory_utilization 1.0 less a
+    margin) unless --no-enable-extensible-kv-cache, which sizes it as 0.33 does (0.92 of the device) with
+    64-token blocks."""
+    measured = _kv_tokens(tmp_path / "a", "0.34.0")
+    estimated = _kv_tokens(tmp_path / "b", "0.34.0", ", --no-enable-extensible-kv-cache")
+    as_033 = _kv_tokens(tmp_path / "c", "0.33.0", ', --block-size, "64"')
+    assert measured % 64 == 0 and estimated == as_033 and measured > estimated

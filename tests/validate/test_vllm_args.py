@@ -23,7 +23,7 @@ from ttftsim.validate.vllm_command import read_vllm_container
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EXAMPLE = EXAMPLES / "validate"
-VERSIONS = ["0.10", "0.14", "0.15", "0.32", "0.33"]
+VERSIONS = ["0.10", "0.14", "0.15", "0.32", "0.33", "0.34"]
 
 
 def _oracle_cases() -> list[tuple[str, dict[str, Any]]]:

@@ -1,9 +1,10 @@
 """Engine arguments with vLLM's own names, and the defaults each modelled vLLM version applies.
 
 Unset arguments (None) take the version's default for the hardware (serving-semantics.md 3.1): batch
-tiers by device memory (>= 70 GiB and not A100: 8192 tokens / 1024 seqs in recent versions; otherwise
-2048 / 256; CPU 2048 / 128), gpu_memory_utilization 0.9 (0.92 from 0.33), block 16, prefix caching and
-chunked prefill on, FCFS, preemption by recompute of the last running request.
+tiers by device memory (>= 70 GiB and not A100: 8192 tokens / 1024 seqs in recent versions; >= 160 GiB from
+0.28: 16384 / 1024; otherwise 2048 / 256; CPU 2048 / 128), gpu_memory_utilization 0.9 (0.92 from 0.20; from 0.34
+1.0 on GPUs, the KV cache sized from measured memory: perf/memory.py), block 16 (64 on NVIDIA GPUs from 0.34),
+prefix caching and chunked prefill on, FCFS, preemption by recompute of the last running request.
 """
 
 from __future__ import annotations
@@ -104,8 +105,15 @@ class EngineArgs(StrictModel):
         description="vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a max_model_len above the model's "
         "max_position_embeddings is a warning, not an error",
     )
-    block_size: Literal[8, 16, 32, 64, 128] = Field(default=16, description="Tokens per KV-cache block")
+    block_size: Literal[8, 16, 32, 64, 128] | None = Field(
+        default=None, description="Tokens per KV-cache block (None: the version's default for the GPU; 16 on CPUs)"
+    )
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="Fraction of device memory")
+    enable_extensible_kv_cache: bool | None = Field(
+        default=None,
+        description="vLLM >= 0.34 --[no-]enable-extensible-kv-cache: size the KV cache from the memory measured "
+        "after warm-up (None: on for GPUs from 0.34, where the version has it)",
+    )
     enable_prefix_caching: bool = Field(
         default=True,
         description="Reuse KV blocks of identical prefixes (paged mode only: off with kv_cache_mode static or "
@@ -219,7 +227,7 @@ class EngineArgs(StrictModel):
                 "by block prefix hashes)"
             )
         chunk = (self.lmcache or LMCacheConfig()).chunk_size
-        if chunk % self.block_size:
+        if self.block_size is not None and chunk % self.block_size:  # a default block size: resolve_engine
             raise ValueError(
                 f"lmcache chunk_size {chunk} is not a multiple of block_size {self.block_size} (ttftsim keys a chunk "
                 "by its last block's prefix hash)"
@@ -249,6 +257,7 @@ class ResolvedEngine:
     max_model_len: int
     block_size: int
     gpu_memory_utilization: float
+    measured_kv_sizing: bool  # vLLM >= 0.34's extensible KV cache (perf/memory.py)
     enable_prefix_caching: bool
     enable_chunked_prefill: bool
     long_prefill_token_threshold: int
@@ -314,8 +323,29 @@ def default_limits(hardware: HardwareProfile, version: str) -> tuple[int, int]:
 def _tier(hardware: HardwareProfile, defaults: VersionDefaults) -> tuple[int, int]:
     if hardware.kind == "cpu":
         return defaults.cpu_tier
-    big = hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.device_name.lower()  # vLLM's own test
+    if defaults.huge_gpu_tier is not None and hardware.memory_bytes >= 160 * 2**30:  # vLLM's own tests
+        return defaults.huge_gpu_tier
+    big = hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.device_name.lower()
     return defaults.big_gpu_tier if big else defaults.small_gpu_tier
+
+
+def _block_size(args: EngineArgs, hardware: HardwareProfile, defaults: VersionDefaults) -> int:
+    """--block-size, else the version's default on an NVIDIA GPU (vLLM CacheConfig.DEFAULT_BLOCK_SIZE, which
+    FlashAttention and FlashInfer keep: Platform._preferred_block_size_for_backends), else 16: ROCm's default
+    attention backend asks for 16 (v1/attention/backends/rocm_attn.py get_preferred_block_size, 0.34), and CPUs
+    keep ttftsim's 16."""
+    if args.block_size is not None:
+        return args.block_size
+    return defaults.block_size if hardware.kind == "gpu" and hardware.cuda_compute_capability is not None else 16
+
+
+def _measured_kv_sizing(args: EngineArgs, hardware: HardwareProfile, defaults: VersionDefaults) -> bool:
+    """vLLM >= 0.34's extensible KV cache: on by default on CUDA and ROCm (config/cache.py
+    enable_extensible_kv_cache None), never on a CPU; asking for it on a version without it is an error."""
+    if args.enable_extensible_kv_cache and not defaults.measured_kv_sizing:
+        raise ValueError(f"enable_extensible_kv_cache: vLLM {args.vllm_version} has no extensible KV cache (0.34+)")
+    wanted = defaults.measured_kv_sizing if args.enable_extensible_kv_cache is None else args.enable_extensible_kv_cache
+    return wanted and hardware.kind == "gpu"
 
 
 def _async_scheduling(args: EngineArgs, hardware: HardwareProfile, defaults: VersionDefaults) -> bool:
@@ -380,17 +410,24 @@ def resolve_engine(
             f"with chunked prefill off, max_num_batched_tokens ({batched}) must be >= max_model_len ({max_model_len})"
         )
     weight = args.quantization or (native_dtype if args.dtype == "auto" else args.dtype)
+    block_size = _block_size(args, hardware, defaults)
+    chunk = (args.lmcache or LMCacheConfig()).chunk_size
+    if args.kv_transfer_config is not None and chunk % block_size:
+        raise ValueError(
+            f"lmcache chunk_size {chunk} is not a multiple of block_size {block_size} (the default of "
+            f"vLLM {args.vllm_version} here; ttftsim keys a chunk by its last block's prefix hash)"
+        )
+    measured = _measured_kv_sizing(args, hardware, defaults)
     return ResolvedEngine(
         tp=args.tensor_parallel_size,
         max_num_batched_tokens=batched,
         max_num_seqs=args.max_num_seqs or tier_seqs,
         max_model_len=max_model_len,
         block_size=(
-            args.block_size
-            if mla_qk_nope_head_dim is None
-            else mla_block_size(args.block_size, hardware, mla_qk_nope_head_dim)
+            block_size if mla_qk_nope_head_dim is None else mla_block_size(block_size, hardware, mla_qk_nope_head_dim)
         ),
-        gpu_memory_utilization=args.gpu_memory_utilization or defaults.gpu_memory_utilization,
+        gpu_memory_utilization=args.gpu_memory_utilization or (1.0 if measured else defaults.gpu_memory_utilization),
+        measured_kv_sizing=measured,
         enable_prefix_caching=args.enable_prefix_caching and args.kv_cache_mode == "paged",
         enable_chunked_prefill=args.enable_chunked_prefill,
         long_prefill_token_threshold=args.long_prefill_token_threshold,

@@ -38,8 +38,8 @@ class ApiServerCosts(StrictModel):
         description="vLLM's own TTFT (vllm:time_to_first_token_seconds: from the request's arrival_time, set once "
         "it is parsed and tokenized, to the output handler's processing of its first token) beyond the engine's "
         "arrival-to-first-token, at idle: the ZMQ hand-offs to and from the engine core and the output handler. "
-        "Added to the engine's window in the predicted vLLM TTFT histogram (simulate --prometheus, the server "
-        "view, the HPA's ttft_p99_s); no request waits for it (0 unless set)",
+        "Added to the engine's window in the predicted vLLM TTFT histogram (simulate --out DIR: metrics.prom, the "
+        "server view, the HPA's ttft_p99_s); no request waits for it (0 unless set)",
     )
 
 
@@ -50,12 +50,25 @@ class VersionDefaults(StrictModel):
     api_server: ApiServerCosts = Field(description="API-server costs (measured, see engine_versions.yaml)")
     big_gpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on >= 70 GiB GPUs except A100")
     small_gpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on other GPUs")
+    huge_gpu_tier: tuple[int, int] | None = Field(
+        default=None, description="(tokens, seqs) defaults on GPUs of >= 160 GiB (vLLM >= 0.28; None: none)"
+    )
     cpu_tier: tuple[int, int] = Field(description="(tokens, seqs) defaults on CPU")
     reserve_full_prompt: bool = Field(description="Admission checks that the whole prompt fits in KV")
     reserve_for_inflight_prefills: bool = Field(
         description="A CPU-tier load is admitted only into blocks that in-flight prefills and loads do not still need"
     )
     async_scheduling: bool = Field(description="Async scheduling on unless disabled (vLLM >= 0.14)")
+    block_size: int = Field(
+        ge=1,
+        description="KV block size when --block-size is not given, on an NVIDIA GPU (vLLM CacheConfig."
+        "DEFAULT_BLOCK_SIZE, which FlashAttention and FlashInfer keep; ROCm's default backend asks for 16)",
+    )
+    measured_kv_sizing: bool = Field(
+        description="The extensible KV cache (vLLM >= 0.34, on by default on GPUs): with gpu_memory_utilization "
+        "unset (1.0) the cache is sized from the memory free after warm-up and CUDA-graph capture, less a margin "
+        "of max(1 GiB, 0.75 x the activation peak) and the peak itself (perf/memory.py)"
+    )
     iteration_overhead_s: float | None = Field(description="Per-iteration host overhead (null: hardware's)")
     decode_graph_iteration_s: float | None = Field(description="Same for CUDA-graph decode steps (null: hardware's)")
 

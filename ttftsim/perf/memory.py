@@ -2,7 +2,12 @@
 
 requested = ceil(device memory x gpu_memory_utilization); KV cache = requested - weights - peak
 activation of a profiling forward pass at max_num_batched_tokens - non-torch memory (CUDA context, NCCL
-buffers: the hardware profile's nccl_reserve_bytes_by_tp) - the CUDA-graph estimate;
+buffers: the hardware profile's nccl_reserve_bytes_by_tp) - the CUDA-graph estimate. vLLM 0.34's extensible
+KV cache (its default on GPUs, `measured_kv_sizing`) measures what the engine holds after warm-up and CUDA-graph
+capture instead of estimating it, and keeps free a margin besides the peak (vllm/v1/worker/extensible_kv_cache.py
+measure_kv_cache_bytes: min(requested - used, device - used - margin) - peak, margin = max(1 GiB (3 on ROCm),
+0.75 x peak); gpu_memory_utilization unset means 1.0 there); with the same estimates for what it measures:
+KV cache = min(requested, device memory - margin) - weights - non-torch - CUDA graphs - peak;
 blocks = KV cache // (block_size x KV bytes per token on one GPU). KV bytes per token on one GPU are its
 share of the KV heads, or for multi-head latent attention (DeepSeek V2/V3, Kimi K2) the whole latent of
 kv_lora_rank + qk_rope_head_dim per layer: vLLM's MLA backends cache one latent per token that every TP rank
@@ -43,6 +48,8 @@ GIB = 2**30
 CUDA_CONTEXT_BYTES = int(0.5 * GIB)  # torch/CUDA context and allocator slack, seen in vLLM start-up logs
 CUDAGRAPH_BYTES = int(0.75 * GIB)  # vLLM logs "Graph capturing ... took 0.3-1.5 GiB" for 7B-70B models
 SAMPLER_LOGIT_BYTES = 4  # the profiling run materialises fp32 logits for max_num_seqs sequences
+# vLLM 0.34 KV_CACHE_MARGIN_FLOOR_BYTES: 1 GiB on CUDA, 3 GiB on ROCm (kernel scratch mapped outside the allocator)
+EXTENSIBLE_MARGIN_FLOOR_BYTES = {"cuda": GIB, "rocm": 3 * GIB}
 
 
 class DoesNotFitError(ValueError):
@@ -60,6 +67,7 @@ class MemorySettings:
     max_model_len: int = 4096
     enforce_eager: bool = False
     hybrid_kv_cache: bool = True  # vLLM's hybrid KV-cache manager (off: --disable-hybrid-kv-cache-manager, connectors)
+    measured_kv_sizing: bool = False  # vLLM >= 0.34's extensible KV cache (module docstring)
 
 
 @dataclass(frozen=True)
@@ -213,9 +221,13 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
     last = len(per_stage) - 1
     per_stage = [stage + (draft_weights if i == last else 0) for i, stage in enumerate(per_stage)]
     groups = KvCacheGroups.of(spec, settings.hybrid_kv_cache)
+    budget = requested  # what the KV cache and everything else share
+    if settings.measured_kv_sizing:  # vLLM 0.34 measure_kv_cache_bytes: the device less a margin caps the budget
+        floor = EXTENSIBLE_MARGIN_FLOOR_BYTES["cuda" if hw.cuda_compute_capability is not None else "rocm"]
+        budget = min(requested, hw.memory_bytes - max(floor, int(0.75 * activation)))
     stages = [
         (
-            requested - stage - activation - non_torch - graphs,
+            budget - stage - activation - non_torch - graphs,
             stage_kv_bytes_per_token(deployment, layers, groups) + (draft_kv if i == last else 0),
         )
         for i, (stage, layers) in enumerate(zip(per_stage, deployment.stage_layers, strict=True))

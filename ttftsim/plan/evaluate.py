@@ -28,6 +28,7 @@ import numpy as np
 from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.plan import Plan
 from ttftsim.config.scenario import Scenario
+from ttftsim.config.versions import version_defaults
 from ttftsim.config.workload import ConversationWorkload, TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
@@ -99,6 +100,9 @@ def plan_digest(plan: Plan) -> str:
     first written are left out while they hold their defaults, so an older checkpoint still resumes."""
     search = {name for name, default in NEW_SEARCH_DEFAULTS.items() if getattr(plan.search, name) == default}
     engine = {name for name, default in NEW_ENGINE_DEFAULTS.items() if getattr(plan.engine, name) == default}
+    if plan.engine.block_size is None and version_defaults(plan.engine.vllm_version).block_size == 16:
+        # block_size's default was 16 before it followed the version: the same plan as it was written then
+        plan = plan.model_copy(update={"engine": plan.engine.model_copy(update={"block_size": 16})})
     dump = plan.model_dump_json(exclude={"search": search, "engine": engine})
     return hashlib.sha256(dump.encode()).hexdigest()[:16]
 
@@ -108,6 +112,7 @@ NEW_ENGINE_DEFAULTS: dict[str, object] = {
     "data_parallel_size": 1,
     "expert_load_imbalance": None,
     "allow_long_max_model_len": False,
+    "enable_extensible_kv_cache": None,
 }
 
 
