@@ -20,6 +20,7 @@ from ttftsim.errors import InputError
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 DEPLOYMENT = REPORTS / "cpu-server.yaml"
 VLLM = REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json"
+VLLM_SUMMARY = REPORTS / "vllm-bench-0.32.0" / "concurrency-4-summary.json"
 GUIDELLM = REPORTS / "guidellm-0.8.1" / "benchmarks.json"
 AIPERF = REPORTS / "aiperf-0.13.0" / "profile_export_aiperf.json"
 RECORDS = REPORTS / "aiperf-0.13.0" / "profile_export.jsonl"
@@ -63,7 +64,20 @@ def test_truncated_json_says_where(tmp_path: Path) -> None:
     [
         (VLLM, lambda d: d.update(ttfts="fast"), "ttfts", "expected a list"),
         (VLLM, lambda d: d.pop("request_rate"), "request_rate", "missing"),
-        (VLLM, lambda d: d["ttfts"].pop(), "start_times", "expected 29 items"),
+        (VLLM, lambda d: d["ttfts"].pop(), "ttfts", "expected 30 items"),  # num_prompts names the length
+        # impossible values: a negative latency, a first token after the end, no output, falling percentiles
+        (VLLM, lambda d: d["ttfts"].__setitem__(3, -0.05), "ttfts[3]", "cannot be negative"),
+        (VLLM, lambda d: d["ttfts"].__setitem__(3, d["latencies"][3] + 1), "ttfts[3]", "after the end"),
+        (VLLM, lambda d: d["output_lens"].__setitem__(2, 0), "output_lens[2]", "no output token"),
+        (VLLM, lambda d: d.update(completed=5), "completed", "30 requests have no error"),
+        (VLLM_SUMMARY, lambda d: d.update(p99_ttft_ms=1.0), "p99_ttft_ms", "cannot be lower"),
+        (
+            GUIDELLM,
+            lambda d: d["benchmarks"][1]["requests"]["successful"][3].update(time_to_first_token_ms=-70),
+            "benchmarks[1].requests.successful[3].time_to_first_token_ms",
+            "cannot be negative",
+        ),
+        (AIPERF, lambda d: d["time_to_first_token"].update(avg=-5), "time_to_first_token.avg", "cannot be negative"),
         (VLLM, lambda d: d["input_lens"].__setitem__(2, 12.5), "input_lens[2]", "whole number"),
         (VLLM, lambda d: d.update(request_rate=-1), "request_rate", "positive"),
         (GUIDELLM, lambda d: d["benchmarks"][0]["config"]["strategy"].update(type_="chaos"), "strategy.type_", "chaos"),

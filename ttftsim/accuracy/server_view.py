@@ -13,8 +13,8 @@ network, the client's own parsing). So client - server is the frontend and netwo
 
 The predicted distribution is the simulated requests' TTFT as vLLM's histogram holds it (metrics/prometheus.py
 server_ttft_s: the engine's arrival to first token plus the API server's server_ttft_extra_s), the same values
-`ttftsim simulate --prometheus` writes, in its buckets (TTFT_BUCKETS), so the histograms compare bucket for
-bucket: the share of requests at or below each bound, measured (server, client) and predicted. The predicted
+`ttftsim simulate --out DIR` writes (metrics.prom), in its buckets (TTFT_BUCKETS), so the histograms compare
+bucket for bucket: the share of requests at or below each bound, measured (server, client) and predicted. The predicted
 mean and percentiles beside the client's and the server's are of the same values.
 """
 
@@ -140,7 +140,7 @@ def server_view(case: Case, base: Path, server: Histogram) -> ServerView:
 
 
 def same_buckets(server: Histogram) -> bool:
-    """Whether the server's bucket bounds are those `simulate --prometheus` writes."""
+    """Whether the server's bucket bounds are those `simulate --out DIR` (its metrics.prom) writes."""
     return tuple(server.bounds) == tuple(float(b) for b in TTFT_BUCKETS)
 
 

@@ -22,6 +22,8 @@ from ttftsim.accuracy.reports.measured import (
     Load,
     MeasuredRun,
     Sent,
+    check_request,
+    check_rising,
     mean_or_zero,
     replay_load,
     reported_truth,
@@ -56,15 +58,18 @@ def read_summary(data: object, source: str, name: str) -> list[MeasuredRun]:
     ttft = summary.child("time_to_first_token")
     scale = _scale(ttft)
     levels = {level: value * scale for level, value in reported_levels(ttft.data).items()}
-    measured = {"ttft_mean": ttft.number("avg") * scale}
-    measured |= {f"ttft_{key}": ttft.number(key) * scale for key in ("p50", "p90", "p99") if ttft.has(key)}
+    if ttft.has("count") and ttft.count("count") == 0:
+        raise ttft.error("count", "no request was measured")
+    measured = {"ttft_mean": ttft.time("avg") * scale}
+    measured |= {f"ttft_{key}": ttft.time(key) * scale for key in ("p50", "p90", "p99") if ttft.has(key)}
+    check_rising(ttft, {key: ttft.time(key) for key in ("min", "p50", "p90", "p99", "max") if ttft.has(key)})
     if summary.has("inter_token_latency"):
         itl = summary.child("inter_token_latency")
-        measured |= {"tpot_mean": itl.number("avg") * _scale(itl)}
-        measured |= {"tpot_p50": itl.number("p50") * _scale(itl)} if itl.has("p50") else {}
+        measured |= {"tpot_mean": itl.time("avg") * _scale(itl)}
+        measured |= {"tpot_p50": itl.time("p50") * _scale(itl)} if itl.has("p50") else {}
     if summary.has("request_latency") and summary.child("request_latency").has("p50"):
         latency = summary.child("request_latency")
-        measured["e2e_p50"] = latency.number("p50") * _scale(latency)
+        measured["e2e_p50"] = latency.time("p50") * _scale(latency)
     failed = round(summary.child("error_request_count").number("avg")) if summary.has("error_request_count") else 0
     truth = reported_truth(load.label(), measured, levels, ttft.count("count") if ttft.has("count") else 0, failed)
     lengths = [summary.child(k).number("avg") for k in ("input_sequence_length", "output_sequence_length")]
@@ -84,11 +89,16 @@ def read_records(rows: list[Fields], source: Path, name: str) -> list[MeasuredRu
         load, model = None, ""
         notes = (f"no {SUMMARY_NAME} beside the records: their send times are replayed as an open loop",)
     measured = [r for r in rows if _phase(r) == "profiling"]
+    if not measured:
+        raise InputError(str(source), "metadata.benchmark_phase", "no record of the profiling phase (warm-up only)")
     warmup = len(rows) - len(measured)
     ok = [r for r in measured if r.data.get("error") is None]
     ttft = [_metric(r, "time_to_first_token") for r in ok]
     e2e = [_metric(r, "request_latency") for r in ok]
     outputs = [round(_metric(r, "output_sequence_length", tokens=True)) for r in ok]
+    for r, t, e, n in zip(ok, ttft, e2e, outputs, strict=True):
+        keys = ("time_to_first_token.value", "request_latency.value", "output_sequence_length.value")
+        check_request(r.child("metrics"), keys, t, e, n)
     prompts = [round(_metric(r, "input_sequence_length", tokens=True)) for r in measured]
     sent_outputs = [round(_metric(r, "output_sequence_length", tokens=True, default=0.0)) for r in measured]
     starts = [r.child("metadata").number("request_start_ns") / 1e9 for r in measured]
@@ -118,7 +128,7 @@ def _metric(record: Fields, key: str, tokens: bool = False, default: float | Non
     if default is not None and not metrics.has(key):
         return default
     value = metrics.child(key)
-    number = value.number("value")
+    number = value.time("value")  # a latency or a token count: neither is negative
     return number if tokens else number * _scale(value)
 
 

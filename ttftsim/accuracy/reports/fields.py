@@ -1,7 +1,8 @@
 """Typed access to a parsed report's fields: every read names the file and the field's dotted path when the
 field is missing or of the wrong type, so a truncated or edited report is one line, never a KeyError.
 
-Numbers are finite ints or floats (bool is not a number); counts are whole and not negative."""
+Numbers are finite ints or floats (bool is not a number); counts are whole and not negative; times (latencies,
+their means and percentiles) are numbers that are not negative."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ class Fields:
     def optional_number(self, key: str) -> float | None:
         return None if not self.has(key) else self.number(key)
 
+    def time(self, key: str) -> float:
+        """A latency, or a statistic of latencies: a number that is not negative."""
+        return as_time(self.raw(key), self, key)
+
     def count(self, key: str) -> int:
         return as_count(self.raw(key), self, key)
 
@@ -72,6 +77,14 @@ class Fields:
             raise self.error(key, f"expected {length} items (one per request), got {len(values)}")
         return [as_number(v, self, f"{key}[{i}]") for i, v in enumerate(values)]
 
+    def times(self, key: str, length: int | None = None) -> list[float]:
+        """A list of latencies (numbers that are not negative), of `length` items when given."""
+        values = self.numbers(key, length)
+        for i, value in enumerate(values):
+            if value < 0:
+                raise self.error(f"{key}[{i}]", f"a latency cannot be negative, got {value:g}")
+        return values
+
     def counts(self, key: str, length: int | None = None) -> list[int]:
         return [round(v) for v in self._whole(key, length)]
 
@@ -89,6 +102,13 @@ def as_number(value: object, fields: Fields, key: str) -> float:
     if not math.isfinite(value):
         raise fields.error(key, f"expected a finite number, got {value!r}")
     return float(value)
+
+
+def as_time(value: object, fields: Fields, key: str) -> float:
+    number = as_number(value, fields, key)
+    if number < 0:
+        raise fields.error(key, f"a latency cannot be negative, got {number:g}")
+    return number
 
 
 def as_count(value: object, fields: Fields, key: str) -> int:

@@ -18,6 +18,8 @@ from ttftsim.accuracy.reports.measured import (
     Load,
     MeasuredRun,
     Sent,
+    check_request,
+    check_rising,
     mean_or_zero,
     replay_load,
     reported_truth,
@@ -94,9 +96,11 @@ def _benchmark(bench: Fields, name: str, model: str) -> MeasuredRun:
     if logged < expected:
         return _from_metrics(bench, name, model, load, (*notes, f"the report samples {logged} of {expected} requests"))
     ok = lists["successful"]
-    ttft = [r.number("time_to_first_token_ms") / 1e3 for r in ok]
-    e2e = [r.number("request_latency") for r in ok]
+    ttft = [r.time("time_to_first_token_ms") / 1e3 for r in ok]
+    e2e = [r.time("request_latency") for r in ok]
     outputs = [r.count("output_tokens") for r in ok]
+    for r, t, e, n in zip(ok, ttft, e2e, outputs, strict=True):
+        check_request(r, ("time_to_first_token_ms", "request_latency", "output_tokens"), t, e, n)
     sent = _sent(lists, open_loop=load is None or load.rate_per_s is not None)
     problem = "a trace replay whose send times are not all in the report" if load is None and not sent.send_s else None
     load = replay_load(sent.send_s) if load is None else load
@@ -133,12 +137,13 @@ def _from_metrics(bench: Fields, name: str, model: str, load: Load | None, notes
     metrics = bench.child("metrics")
     ttft = metrics.child("time_to_first_token_ms").child("successful")
     percentiles = ttft.child("percentiles")
-    levels = {level: percentiles.number(key) / 1e3 for key, level in _LEVELS.items() if percentiles.has(key)}
-    measured = {"ttft_mean": ttft.number("mean") / 1e3, "ttft_p50": ttft.number("median") / 1e3}
+    levels = {level: percentiles.time(key) / 1e3 for key, level in _LEVELS.items() if percentiles.has(key)}
+    check_rising(percentiles, {key: levels[level] for key, level in _LEVELS.items() if level in levels})
+    measured = {"ttft_mean": ttft.time("mean") / 1e3, "ttft_p50": ttft.time("median") / 1e3}
     measured |= {f"ttft_p{round(q * 100)}": levels[q] for q in (0.9, 0.99) if q in levels}
     itl = metrics.child("inter_token_latency_ms").child("successful")
-    measured |= {"tpot_p50": itl.number("median") / 1e3, "tpot_mean": itl.number("mean") / 1e3}
-    measured["e2e_p50"] = metrics.child("request_latency").child("successful").number("median")
+    measured |= {"tpot_p50": itl.time("median") / 1e3, "tpot_mean": itl.time("mean") / 1e3}
+    measured["e2e_p50"] = metrics.child("request_latency").child("successful").time("median")
     totals = metrics.child("request_totals")
     tokens = (
         metrics.child("prompt_token_count").child("successful"),

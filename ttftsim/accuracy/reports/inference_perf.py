@@ -44,6 +44,8 @@ from ttftsim.accuracy.reports.measured import (
     Load,
     MeasuredRun,
     Sent,
+    check_request,
+    check_rising,
     mean_or_zero,
     reported_truth,
     truth_from_requests,
@@ -197,9 +199,10 @@ def _truths(
             if request.has("error") or metrics is None or not metrics.has("time_to_first_token"):
                 failed += 1  # failed, or no streamed token: nothing to measure
                 continue
-            ttft.append(metrics.number("time_to_first_token"))
-            e2e.append(metrics.number("request_latency"))
+            ttft.append(metrics.time("time_to_first_token"))
+            e2e.append(metrics.time("request_latency"))
             out.append(output or 0)
+            check_request(metrics, ("time_to_first_token", "request_latency", None), ttft[-1], e2e[-1], 1)
         position += count
         stage = truth_from_requests(labels[i], ttft, e2e, out, failed)
         truths.append(replace(stage, start_s=float(windows[i]), end_s=float(windows[i + 1])))
@@ -237,12 +240,13 @@ def _reported_stage(report: Fields, label: str, start: float, end: float, output
     ttft = latency.child("time_to_first_token")
     e2e = latency.child("request_latency")
     measured = {
-        "ttft_mean": ttft.number("mean"),
-        "ttft_p50": ttft.number("median"),
-        "ttft_p90": ttft.number("p90"),
-        "ttft_p99": ttft.number("p99"),
-        "e2e_p50": e2e.number("median"),
+        "ttft_mean": ttft.time("mean"),
+        "ttft_p50": ttft.time("median"),
+        "ttft_p90": ttft.time("p90"),
+        "ttft_p99": ttft.time("p99"),
+        "e2e_p50": e2e.time("median"),
     }
+    check_rising(ttft, {"median": measured["ttft_p50"], "p90": measured["ttft_p90"], "p99": measured["ttft_p99"]})
     if output_len is not None and output_len > 1:
         measured["tpot_p50"] = (measured["e2e_p50"] - measured["ttft_p50"]) / (output_len - 1)
     stage = reported_truth(label, measured, reported_levels(ttft.data), succeeded, failed)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Literal
 
 import numpy as np
 
 from ttftsim.accuracy.ground_truth import StageTruth
+from ttftsim.accuracy.reports.fields import Fields
 from ttftsim.config.scenario import ClientTool
 
 Process = Literal["poisson", "constant", "gamma"]
@@ -120,3 +122,23 @@ def reported_truth(
 
 def mean_or_zero(values: Sequence[int]) -> float:
     return float(np.mean(values)) if values else 0.0
+
+
+def check_request(fields: Fields, keys: tuple[str, str, str | None], ttft_s: float, e2e_s: float, output: int) -> None:
+    """A successful request's values that cannot all be true: a first token after the response ended, or no
+    output token at all. keys name the TTFT, latency and output-token fields (None: the report has no such field
+    of its own)."""
+    ttft_key, e2e_key, output_key = keys
+    if ttft_s > e2e_s:
+        raise fields.error(
+            ttft_key, f"time to first token {ttft_s:g} s is after the end of the request ({e2e_key} {e2e_s:g} s)"
+        )
+    if output < 1:
+        raise fields.error(output_key or e2e_key, "a successful request with no output token")
+
+
+def check_rising(fields: Fields, levels: dict[str, float]) -> None:
+    """Reported percentiles (field -> value, in rising level) cannot fall."""
+    for (low_key, low), (high_key, high) in pairwise(levels.items()):
+        if high < low:
+            raise fields.error(high_key, f"{high:g} is below {low_key} ({low:g}): a higher percentile cannot be lower")

@@ -18,6 +18,8 @@ from ttftsim.accuracy.reports.measured import (
     Load,
     MeasuredRun,
     Sent,
+    check_request,
+    check_rising,
     mean_or_zero,
     reported_truth,
     truth_from_requests,
@@ -43,9 +45,9 @@ def read(data: object, source: str, name: str) -> list[MeasuredRun]:
     model = fields.text("model_id") if fields.has("model_id") else ""
     if fields.has("ttfts"):
         return [_detailed(fields, name, model, load, notes)]
-    fields.number("mean_ttft_ms")  # the one statistic every TTFT summary has
+    fields.time("mean_ttft_ms")  # the one statistic every TTFT summary has
     completed = fields.count("completed")
-    measured = {key: fields.number(field) / 1e3 for key, field in _SUMMARY.items() if fields.has(field)}
+    measured = {key: fields.time(field) / 1e3 for key, field in _SUMMARY.items() if fields.has(field)}
     truth = reported_truth(load.label(), measured, _ttft_levels(fields), completed, _failed(fields))
     per_request = completed or 1
     return [
@@ -92,7 +94,7 @@ def _load(fields: Fields) -> tuple[Load, tuple[str, ...]]:
 
 def _ttft_levels(fields: Fields) -> dict[float, float]:
     """Reported TTFT percentiles (pNN_ttft_ms, median_ttft_ms) as level -> seconds."""
-    levels = {0.5: fields.number("median_ttft_ms") / 1e3} if fields.has("median_ttft_ms") else {}
+    named = {0.5: "median_ttft_ms"} if fields.has("median_ttft_ms") else {}
     for key in fields.data:
         if key.startswith("p") and key.endswith("_ttft_ms") and key != "p_ttft_ms":
             try:
@@ -100,19 +102,27 @@ def _ttft_levels(fields: Fields) -> dict[float, float]:
             except ValueError:
                 continue
             if 0.0 <= level <= 1.0:
-                levels[level] = fields.number(key) / 1e3
+                named[level] = key
+    levels = {level: fields.time(key) / 1e3 for level, key in sorted(named.items())}
+    check_rising(fields, {named[level]: value for level, value in levels.items()})
     return levels
 
 
 def _detailed(fields: Fields, name: str, model: str, load: Load, notes: tuple[str, ...]) -> MeasuredRun:
     """Per-request lists: a request failed when its error is not empty."""
-    count = len(fields.items("ttfts"))
-    starts, ttfts, latencies = (fields.numbers(key, count) for key in ("start_times", "ttfts", "latencies"))
+    count = fields.count("num_prompts")  # one item per request in every list
+    starts = fields.numbers("start_times", count)
+    ttfts, latencies = fields.times("ttfts", count), fields.times("latencies", count)
     prompts, outputs = fields.counts("input_lens", count), fields.counts("output_lens", count)
     errors = fields.items("errors")
     if len(errors) != count:
         raise fields.error("errors", f"expected {count} items (one per request), got {len(errors)}")
     ok = [i for i in range(count) if not errors[i]]
+    if fields.has("completed") and fields.count("completed") != len(ok):
+        raise fields.error("completed", f"{fields.count('completed')}, but {len(ok)} requests have no error")
+    for i in ok:
+        keys = (f"ttfts[{i}]", f"latencies[{i}]", f"output_lens[{i}]")
+        check_request(fields, keys, ttfts[i], latencies[i], outputs[i])
     truth = truth_from_requests(
         load.label(), [ttfts[i] for i in ok], [latencies[i] for i in ok], [outputs[i] for i in ok], count - len(ok)
     )
