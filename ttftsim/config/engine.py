@@ -227,9 +227,10 @@ class EngineArgs(StrictModel):
                 "by block prefix hashes)"
             )
         chunk = (self.lmcache or LMCacheConfig()).chunk_size
-        if self.block_size is not None and chunk % self.block_size:  # a default block size: resolve_engine
+        block = self.block_size or 16  # every default is a multiple of 16 (resolve_engine checks the version's)
+        if chunk % block:
             raise ValueError(
-                f"lmcache chunk_size {chunk} is not a multiple of block_size {self.block_size} (ttftsim keys a chunk "
+                f"lmcache chunk_size {chunk} is not a multiple of block_size {block} (ttftsim keys a chunk "
                 "by its last block's prefix hash)"
             )
         if self.pipeline_parallel_size > 1:
