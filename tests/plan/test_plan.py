@@ -26,7 +26,7 @@ QUICKSTART = ROOT / "examples" / "plans" / "quickstart.yaml"
 
 def _plan(out: Path, *extra: str, path: Path = QUICKSTART) -> tuple[int, dict[str, object]]:
     result = run("plan", str(path), "--out", str(out), "--json", *extra)
-    assert result.returncode in (0, 1), result.stderr
+    assert result.returncode in (0, 1) and result.stdout.startswith("{"), result.stderr
     return result.returncode, json.loads(result.stdout)
 
 
@@ -171,9 +171,15 @@ def test_unknown_hardware_and_backend_are_input_errors(tmp_path: Path) -> None:
 def test_ray_backend_gives_the_same_result(quickstart: tuple[Path, dict[str, object]], tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the Ray backend needs ray (pip install 'ttftsim[dist]')")
     _, local = quickstart
-    code, on_ray = _plan(tmp_path, "--backend", "ray", "--workers", "2")
-    assert code == 0
-    assert on_ray == local
+    args = ("plan", str(QUICKSTART), "--out", str(tmp_path), "--json", "--backend", "ray", "--workers", "2")
+    first = run(*args)
+    if first.returncode == 2:  # Ray itself failed (a loaded machine): our line last (Ray's own logs may precede it)
+        assert "Traceback" not in first.stderr
+        last = first.stderr.strip().splitlines()[-1]
+        assert "--backend ray" in last and "rerun with --resume" in last, first.stderr
+        first = run(*args, "--resume")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == local
 
 
 def test_a_trace_is_planned_at_its_own_rate_keeping_its_shape(shared: Path, tmp_path: Path) -> None:

@@ -58,3 +58,54 @@ def test_a_plan_on_an_existing_ray_cluster_equals_the_local_one(tmp_path: Path) 
     finally:
         subprocess.run([ray, "stop", "--force"], capture_output=True, env=env, check=False, timeout=120)
     assert on_ray == local
+
+
+def test_ray_failing_is_one_line_naming_the_backend_and_resume(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray not starting, or a worker dying under a task, is an InputError naming --backend ray (and RAY_ADDRESS
+    when set) and the remedy; an error of the plan raised in a task reaches the CLI as itself."""
+    ray = pytest.importorskip("ray", reason="the Ray backend needs ray (pip install 'ttftsim[dist]')")
+    from ray.exceptions import WorkerCrashedError
+
+    from ttftsim.config.plan import Plan
+    from ttftsim.errors import InputError
+    from ttftsim.plan.evaluate import Candidate
+    from ttftsim.plan.search import Runner
+
+    plan = Plan.model_validate(yaml.safe_load(QUICKSTART.read_text()))
+    runner = Runner(plan=plan, base=".", store=None)  # type: ignore[arg-type]  # _execute_ray stores nothing
+    cand = Candidate("H100-SXM5-80GB", 1, None, None, True, True, None, "auto", "round_robin", 0)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+
+    def refuse(**_: object) -> None:
+        raise ConnectionError("Could not find any running Ray instance.\nmore lines")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.9:6379")
+    with pytest.raises(InputError) as caught:
+        list(runner._execute_ray("{}", [(0, ("bound", cand, 0.0))]))
+    assert caught.value.one_line() == (
+        "--backend ray (RAY_ADDRESS=10.0.0.9:6379): Ray did not start (ConnectionError: Could not find any running "
+        "Ray instance.); finished tasks are kept: rerun with --resume"
+    )
+
+    class Remote:
+        def remote(self, *_: object) -> str:
+            return "ref"
+
+    def crashed(_: object) -> None:
+        raise WorkerCrashedError()
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray, "remote", lambda _: Remote())
+    monkeypatch.setattr(ray, "wait", lambda refs, num_returns: (refs[:num_returns], refs[num_returns:]))
+    monkeypatch.setattr(ray, "get", crashed)
+    monkeypatch.delenv("RAY_ADDRESS")
+    with pytest.raises(InputError, match=r"^--backend ray: Ray failed \(WorkerCrashedError: .*rerun with --resume$"):
+        list(runner._execute_ray("{}", [(0, ("bound", cand, 0.0))]))
+
+    def plan_error(_: object) -> None:
+        raise InputError("plan.yaml", "slo", "no such percentile")
+
+    monkeypatch.setattr(ray, "get", plan_error)  # ray.get raises a task's own exception as its class
+    with pytest.raises(InputError, match=r"^plan\.yaml: slo: no such percentile$"):
+        list(runner._execute_ray("{}", [(0, ("bound", cand, 0.0))]))

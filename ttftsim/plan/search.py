@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ttftsim.config.plan import Plan
+from ttftsim.errors import InputError
 from ttftsim.metrics.slo import SloFigures, judge
 from ttftsim.plan import day, evaluate
 from ttftsim.plan.evaluate import Candidate
@@ -111,16 +112,25 @@ class Runner:
             yield futures[future], future.result()
 
     def _execute_ray(self, plan_json: str, todo: list[tuple[int, tuple[str, Candidate, float]]]) -> Any:
+        """The tasks as Ray tasks. Ray itself failing (it cannot start or reach its cluster, a worker or
+        node dies, the object store or the disk is full) is one line naming the backend: the tasks already
+        finished are in the checkpoint, and `--resume` recomputes only the others. An error of the plan in
+        a task is that error; any other exception a task raises is ours and keeps its traceback."""
         import ray
+        from ray.exceptions import RayError, RayTaskError
 
+        address = os.environ.get("RAY_ADDRESS")  # an existing cluster (`ray start --head`, KubeRay, ...)
+        where = f"--backend ray (RAY_ADDRESS={address})" if address else "--backend ray"
         if not ray.is_initialized():
-            address = os.environ.get("RAY_ADDRESS")  # an existing cluster (`ray start --head`, KubeRay, ...)
-            if address:
-                ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
-            else:  # a local one of `workers` processes for this run
-                ray.init(
-                    num_cpus=self.workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR
-                )
+            try:
+                if address:
+                    ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+                else:  # a local one of `workers` processes for this run
+                    ray.init(
+                        num_cpus=self.workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR
+                    )
+            except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... as it starts
+                raise _ray_failed(where, "did not start", exc) from exc
         remote = ray.remote(run_task)
         pending = {
             remote.remote(plan_json, self.base, kind, asdict(cand), arg): index for index, (kind, cand, arg) in todo
@@ -128,11 +138,24 @@ class Runner:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                yield pending.pop(ref), ray.get(ref)
+                try:
+                    value = ray.get(ref)
+                except RayTaskError:  # the task's own exception, as an instance of its class (InputError...)
+                    raise
+                except RayError as exc:
+                    raise _ray_failed(where, "failed", exc) from exc
+                yield pending.pop(ref), value
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)  # after Ctrl-C, queued tasks are not run
+
+
+def _ray_failed(where: str, what: str, exc: BaseException) -> InputError:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return InputError(
+        where, "", f"Ray {what} ({type(exc).__name__}: {first}); finished tasks are kept: rerun with --resume"
+    )
 
 
 @dataclass
