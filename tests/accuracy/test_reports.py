@@ -200,6 +200,31 @@ def test_metrics_keep_the_deployments_workload(tmp_path: Path) -> None:
         assert cases[0].scenario.workload.arrivals.rate == 2  # type: ignore[union-attr]
 
 
+def test_a_servers_own_ttft_is_compared_with_the_simulated_server_view(tmp_path: Path) -> None:
+    """vLLM's histogram times from the engine's arrival (no HTTP, tokenization or SSE): a /metrics or Prometheus
+    report is compared with the simulated requests' server_ttft_s, a client's report with their ttft_s."""
+    from ttftsim.accuracy.harness import run_case, simulated_requests
+    from ttftsim.metrics.percentiles import percentile
+
+    deployment = tmp_path / "deploy.yaml"
+    workload = "workload: {type: synthetic, arrivals: {type: poisson, rate: 2}, num_requests: 30,\n"
+    workload += "  prompt_tokens: {type: uniform, low: 32, high: 128}, output_tokens: {type: fixed, value: 16}}\n"
+    model = REPORTS / "cpu-server-model" / "config.json"
+    deployment.write_text(DEPLOYMENT.read_text().replace("cpu-server-model/config.json", str(model)) + workload)
+    with measured_cases(REPORTS / "prometheus-2.42" / "query_range.json", deployment) as (cases, base):
+        (case,) = cases
+        assert case.server_ttft
+        (result,) = run_case(case, base)
+        requests = simulated_requests(case, base)
+    done = requests[requests["status"] == "finished"]
+    server, client = done["server_ttft_s"].to_numpy(), done["ttft_s"].to_numpy()
+    assert (client - server).min() > 1e-4  # the frontend's share is in the client's TTFT only
+    assert result.predicted["ttft_p50"] == percentile(server, 0.5)
+    assert result.predicted["ttft_mean"] == pytest.approx(server.mean(), rel=1e-12)
+    with measured_cases(REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json", DEPLOYMENT) as (cases, _):
+        assert not cases[0].server_ttft
+
+
 def test_accuracy_command_on_a_report() -> None:
     report = REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json"
     result = run("accuracy", str(report), "--deployment", str(DEPLOYMENT), "--json")

@@ -42,6 +42,7 @@ from ttftsim.metrics.intervals import (
     sample_quantile_interval,
 )
 from ttftsim.metrics.percentiles import percentile
+from ttftsim.metrics.prometheus import server_ttft_s
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.simulate import simulate
 
@@ -90,7 +91,7 @@ def _stage_window(requests: pd.DataFrame, stage: StageTruth) -> pd.DataFrame:
     return requests[(requests["arrival_s"] >= stage.start_s) & (requests["arrival_s"] < stage.end_s)]
 
 
-def _predicted_open_loop(window: pd.DataFrame) -> dict[str, float]:
+def _predicted_open_loop(window: pd.DataFrame, column: str) -> dict[str, float]:
     done = window[window["status"] == "finished"]
     if len(done) == 0:
         return {
@@ -100,7 +101,7 @@ def _predicted_open_loop(window: pd.DataFrame) -> dict[str, float]:
             "ttft_p99": float("inf"),
             "aborted_fraction": 1.0,
         }
-    ttft = done["ttft_s"].to_numpy()
+    ttft = done[column].to_numpy()
     return {
         "ttft_mean": float(ttft.mean()),
         "ttft_p50": percentile(ttft, 0.5),
@@ -112,11 +113,11 @@ def _predicted_open_loop(window: pd.DataFrame) -> dict[str, float]:
     }
 
 
-def open_loop_intervals(window: pd.DataFrame, stage: StageTruth) -> dict[str, MetricInterval]:
-    """Per TTFT percentile: the reported percentiles around the measured rank interval, and the simulated
-    requests' order-statistic interval; the mean: the predicted standard-error interval; the median TPOT: the
-    simulated requests' order-statistic interval (the measured side has none)."""
-    ttft = window.loc[window["status"] == "finished", "ttft_s"].to_numpy(dtype=np.float64)
+def open_loop_intervals(window: pd.DataFrame, stage: StageTruth, column: str = "ttft_s") -> dict[str, MetricInterval]:
+    """Per TTFT percentile (of `column`): the reported percentiles around the measured rank interval, and the
+    simulated requests' order-statistic interval; the mean: the predicted standard-error interval; the median
+    TPOT: the simulated requests' order-statistic interval (the measured side has none)."""
+    ttft = window.loc[window["status"] == "finished", column].to_numpy(dtype=np.float64)
     intervals = {}
     for metric, q in PERCENTILES.items():
         if stage.ttft_levels_s and stage.num_succeeded >= 2:
@@ -169,12 +170,19 @@ def is_random(scenario: Scenario) -> bool:
 
 def simulated_requests(case: Case, base: Path = Path(), max_seeds: int = NUM_SEEDS_RANDOM) -> pd.DataFrame:
     """The case's simulated requests, pooled over NUM_SEEDS_RANDOM seeds (at most max_seeds) when its workload
-    is random. A seed whose TTFTs repeat an earlier seed's exactly is left out: copies would narrow the
+    is random, with vLLM's own TTFT of each as server_ttft_s (NaN without a first token; metrics/prometheus.py
+    server_ttft_s). A seed whose TTFTs repeat an earlier seed's exactly is left out: copies would narrow the
     intervals falsely."""
     num_seeds = min(max_seeds, NUM_SEEDS_RANDOM) if is_random(case.scenario) else 1
     runs: list[pd.DataFrame] = []
     for seed in range(case.scenario.seed, case.scenario.seed + num_seeds):
-        requests = simulate(case.scenario, base, seed=seed, source=case.name).requests
+        result = simulate(case.scenario, base, seed=seed, source=case.name)
+        requests = result.requests
+        server = np.full(len(requests), np.nan)
+        server[requests["ttft_s"].notna().to_numpy()] = server_ttft_s(
+            requests, result.replica.engine.api_server.server_ttft_extra_s
+        )
+        requests = requests.assign(server_ttft_s=server)
         ttft = requests["ttft_s"].to_numpy(dtype=np.float64)
         if not any(np.array_equal(ttft, run["ttft_s"].to_numpy(dtype=np.float64), equal_nan=True) for run in runs):
             runs.append(requests)
@@ -192,7 +200,8 @@ def run_case(case: Case, base: Path = Path(), max_seeds: int = NUM_SEEDS_RANDOM)
             predicted, intervals = _predicted_closed_loop(steady), closed_loop_intervals(steady, stage)
         else:
             window = _stage_window(requests, stage)
-            predicted, intervals = _predicted_open_loop(window), open_loop_intervals(window, stage)
+            column = "server_ttft_s" if case.server_ttft else "ttft_s"  # the view the measurement took
+            predicted, intervals = _predicted_open_loop(window, column), open_loop_intervals(window, stage, column)
         typical = stage.measured.get("ttft_p50", stage.measured.get("ttft_mean", 0.0))
         measured_over = stage.num_failed > 0 or typical > OVERLOAD_TTFT_S
         predicted_over = predicted.get("aborted_fraction", 0.0) > 0 or predicted["ttft_mean"] > OVERLOAD_TTFT_S

@@ -31,8 +31,7 @@ from ttftsim.accuracy.reports.histograms import Histogram, histogram
 from ttftsim.accuracy.reports.prometheus import difference, parse_exposition
 from ttftsim.errors import InputError
 from ttftsim.inputs.files import read_text
-from ttftsim.metrics.prometheus import TTFT_BUCKETS, server_ttft_s
-from ttftsim.replica import build_replica
+from ttftsim.metrics.prometheus import TTFT_BUCKETS
 
 TTFT_METRIC = "vllm:time_to_first_token_seconds"
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
@@ -119,8 +118,7 @@ def server_view(case: Case, base: Path, server: Histogram) -> ServerView:
     """The run's client, server and predicted TTFT, and the three histograms in the server's buckets (where
     the server's bounds are the ones ttftsim writes, else the server's own)."""
     requests = simulated_requests(case, base)
-    extra = build_replica(case.scenario, base, case.name).engine.api_server.server_ttft_extra_s
-    ttft = server_ttft_s(requests, extra)  # vLLM's own TTFT, as the server's histogram holds it
+    ttft = requests["server_ttft_s"].dropna().to_numpy()  # vLLM's own TTFT, as the server's histogram holds it
     predicted = _statistics(ttft)
     client = client_ttfts(case)
     rows = []

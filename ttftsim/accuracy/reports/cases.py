@@ -78,7 +78,8 @@ def to_case(run: MeasuredRun, deployment: Deployment, folder: Path, index: int) 
     if closed:
         stage = replace(stage, measured={k: v for k, v in stage.measured.items() if k in CLOSED_LOOP_MEANS})
     warmup = run.load.warmup_requests if run.load is not None else 0
-    return Case(run.name, scenario, list(run.stages) or [stage], closed, warmup, problem, run.notes)
+    stages = list(run.stages) or [stage]
+    return Case(run.name, scenario, stages, closed, warmup, problem, run.notes, server_ttft=run.server_ttft)
 
 
 def _workload(run: MeasuredRun, load: Load, folder: Path, index: int) -> dict[str, Any]:

@@ -73,6 +73,9 @@ class MeasuredRun:
     stages: tuple[StageTruth, ...] = ()
     arrivals: dict[str, Any] | None = None
     shared_prefix: dict[str, Any] | None = None
+    # The measured TTFT is vLLM's own histogram (engine arrival to first token, plus the hand-offs to the output
+    # handler), not a client's: compared with the simulated server view (metrics/prometheus.py server_ttft_s).
+    server_ttft: bool = False
 
 
 def replay_load(send_s: Sequence[float]) -> Load:

@@ -204,4 +204,5 @@ def server_run(
         output.mean() if output is not None else math.nan,
         truth,
         notes=notes,
+        server_ttft=True,
     )
