@@ -272,6 +272,31 @@ def test_fit_with_one_report_of_one_run_is_refused_on_one_line(tmp_path: Path) -
     assert not (tmp_path / "c.json").exists()
 
 
+def test_the_same_run_twice_is_refused_before_the_fit(tmp_path: Path) -> None:
+    """A report given twice, or a copy of it: a fold would hold the run it is tested on."""
+    report = REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json"
+    copy = tmp_path / "copy.json"
+    copy.write_text(report.read_text())
+    deployment = ("--deployment", str(REPORTS / "cpu-server.yaml"))
+    for second in (report, copy):
+        result = run("fit", str(report), str(second), *deployment, "-o", str(tmp_path / "c.json"))
+        _assert_one_line_error(
+            result, str(second), f"run {second.stem} is the same measurement as run poisson-2rps-detailed of {report}"
+        )
+
+
+def test_each_before_goes_with_a_metrics_report_in_order(tmp_path: Path) -> None:
+    from ttftsim.accuracy.fit_run import _pair_snapshots
+
+    metrics = REPORTS / "prometheus-2.42"
+    after, before, bench = metrics / "metrics-after.txt", metrics / "metrics-before.txt", REPORTS / "vllm-bench-0.32.0"
+    reports = [bench / "poisson-2rps-detailed.json", after, bench / "concurrency-4-summary.json", after]
+    assert _pair_snapshots(reports, []) == [None] * 4
+    assert _pair_snapshots(reports, [before, after]) == [None, before, None, after]
+    result = run("fit", *map(str, reports), "--before", str(before), "-o", str(tmp_path / "c.json"))
+    _assert_one_line_error(result, "--before", "1 snapshot(s) for 2 /metrics report(s)")
+
+
 def test_problem_holds_its_runs() -> None:
     problem = Problem([], Path(), Path(), "CPU-host", ("step_overhead_s",), 0.006)
     assert Evaluator(problem).problem is problem
@@ -282,9 +307,16 @@ def test_fit_command_writes_a_calibration_that_simulations_accept(tmp_path: Path
         REPORTS / "vllm-bench-0.32.0" / name for name in ("poisson-2rps-detailed.json", "concurrency-4-summary.json")
     ]
     out = tmp_path / "my-cluster.json"
-    deployment = ["--deployment", str(REPORTS / "cpu-server.yaml")]
+    # a deployment that already names a calibration: the fit starts from the uncalibrated model, and says so
+    calibration_file(tmp_path, api_server_cost_scale=3.0)
+    deploy = tmp_path / "deploy.yaml"
+    text = (REPORTS / "cpu-server.yaml").read_text().replace("cpu-server-model/config.json", MODEL)
+    deploy.write_text(text.replace("engine:\n", "engine:\n  calibration: cal.json\n"))
+    deployment = ["--deployment", str(deploy)]
     result = run("fit", *map(str, reports), *deployment, "--factors", "api_server_cost_scale", "-o", str(out))
     assert result.returncode == 0, result.stderr
+    note = f"note: {deploy} names engine.calibration {tmp_path / 'cal.json'}: not applied while fitting (the factors"
+    assert note in result.stdout.splitlines()[-3]  # one line, unwrapped
     calibration = DeploymentCalibration.model_validate_json(out.read_text())
     assert calibration.hardware == "CPU-host" and calibration.fitted == ["api_server_cost_scale"]
     assert calibration.provenance is not None and calibration.provenance.folds == 2  # leave-one-out

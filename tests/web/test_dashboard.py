@@ -345,7 +345,7 @@ def test_fit_view_draws_a_calibration_per_run_and_says_what_is_wrong_with_a_bad_
     page.wait_for_function("document.querySelectorAll('#fit-table tr').length > 19", timeout=30_000)
     assert _traces(page, "fit-figure", 20) == 20  # 5 metrics x measured, in-sample, held out, without the fit
     assert page.inner_text("#fit-note").startswith("fitted on 4 runs on tests/data/reports/cpu-server.yaml")
-    assert "api_server_cost_scale\t9.273\t8.295 .. 12.183\tyes" in page.inner_text("#fit-factors")
+    assert "api_server_cost_scale\t10.870\t9.390 .. 12.788\tyes" in page.inner_text("#fit-factors")
     first = page.locator("#fit-table tr").nth(1).all_inner_texts()[0]
     assert "39.9 [31.5, 80.0]" in first and "fold 1" in first
     assert page.inner_text("#fit-error") == ""

@@ -16,6 +16,7 @@ from ttftsim.accuracy.fit_select import select
 from ttftsim.accuracy.ground_truth import Case
 from ttftsim.accuracy.harness import OVERLOAD_TTFT_S
 from ttftsim.accuracy.reports import measured_cases
+from ttftsim.accuracy.reports.detect import is_metrics_snapshot
 from ttftsim.config.deployment_calibration import (
     FACTOR_NAMES,
     DeploymentCalibration,
@@ -55,19 +56,70 @@ def fit_reports(
     names: tuple[FactorName, ...],
     progress: Callable[[str], None] = lambda _: None,
     select_factors: bool = False,
+    before: Sequence[Path] = (),
 ) -> tuple[DeploymentCalibration, FitResult, list[str]]:
     """Fit the factors to every run of the reports (a tool's report on the deployment file; a measured-run
-    file of ../shared/validation names its own); the calibration, the fit, and notes (runs left out).
+    file of ../shared/validation names its own); the calibration, the fit, and notes (the runs left out, what
+    each run's reader noted, a calibration the deployment names that the fit does not start from).
+    before: a snapshot per /metrics report, in their order (the run is the difference).
     select_factors: fit only the factors that selection by cross-validation keeps (fit_select.select)."""
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="ttftsim-fit-") as folder:
         cases: list[Case] = []
+        sources: dict[tuple[object, ...], tuple[Path, str]] = {}
         base = Path() if deployment is None else deployment.parent
-        for report in reports:
-            report_cases, base = stack.enter_context(measured_cases(report, deployment))
+        for report, earlier in zip(reports, _pair_snapshots(reports, before), strict=True):
+            report_cases, base = stack.enter_context(measured_cases(report, deployment, earlier))
+            for case in report_cases:
+                _refuse_repeated(case, report, sources)
             cases += report_cases
         where = "(the reports' own)" if deployment is None else str(deployment)
         paths = [str(path) for path in reports]
-        return fit_cases(cases, base, Path(folder), names, paths, where, progress, select_factors=select_factors)
+        calibration, result, notes = fit_cases(
+            cases, base, Path(folder), names, paths, where, progress, select_factors=select_factors
+        )
+        notes += [f"{case.name}: {note}" for case in cases if case.skip_reason is None for note in case.notes]
+        named = sorted(
+            {str(base / case.scenario.engine.calibration) for case in cases if case.scenario.engine.calibration}
+        )
+        if named:
+            notes.append(
+                f"{where} names engine.calibration {', '.join(named)}: not applied while fitting (the factors are "
+                "fitted to the uncalibrated model); use the file written instead of it, not on top of it"
+            )
+        return calibration, result, notes
+
+
+def _pair_snapshots(reports: Sequence[Path], before: Sequence[Path]) -> list[Path | None]:
+    """Each report's --before: the n-th snapshot goes with the n-th /metrics report; none without --before."""
+    if not before:
+        return [None] * len(reports)
+    snapshots = [index for index, report in enumerate(reports) if is_metrics_snapshot(report)]
+    if len(snapshots) != len(before):
+        raise InputError(
+            "--before", "", f"{len(before)} snapshot(s) for {len(snapshots)} /metrics report(s): give one --before "
+            "per /metrics report, in the reports' order",
+        )  # fmt: skip
+    paired: list[Path | None] = [None] * len(reports)
+    for index, earlier in zip(snapshots, before, strict=True):
+        paired[index] = earlier
+    return paired
+
+
+def _refuse_repeated(case: Case, report: Path, sources: dict[tuple[object, ...], tuple[Path, str]]) -> None:
+    """The same measurement twice (a report given twice, or a copy) is refused: cross-validation would test a
+    run on a fold that holds its copy, and the fit would weigh it double."""
+    key = tuple(
+        (stage.start_s, stage.end_s, tuple(sorted(stage.measured.items())), stage.num_succeeded, stage.num_failed,
+         stage.ttft_values_s)
+        for stage in case.stages
+    )  # fmt: skip
+    if key in sources:
+        first, name = sources[key]
+        raise InputError(
+            str(report), "", f"run {case.name} is the same measurement as run {name} of {first}: each run once "
+            "(a run and its copy would cross-validate on themselves)",
+        )  # fmt: skip
+    sources[key] = (report, case.name)
 
 
 def fitted_cases(cases: list[Case], base: Path) -> tuple[list[Case], list[str], str, float]:

@@ -49,6 +49,13 @@ def fit(
             "subset, slower",
         ),
     ] = False,
+    before: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A /metrics snapshot taken before a /metrics report's run: that run is the difference (repeatable: "
+            "the n-th goes with the n-th /metrics report)"
+        ),
+    ] = None,
 ) -> None:
     """Fit deployment factors (GEMM and attention efficiency, per-step host overhead, API-server cost) to
     measured runs, with cross-validation over runs, and write a calibration file (engine.calibration)."""
@@ -61,7 +68,9 @@ def fit(
     def progress(line: str) -> None:
         sys.stderr.write(f"{line}\n")
 
-    calibration, result, notes = fit_reports(reports, deployment, names, progress, select_factors=select)
+    calibration, result, notes = fit_reports(
+        reports, deployment, names, progress, select_factors=select, before=list(before or [])
+    )
     write_calibration(calibration, out)
     record = write_record(result, calibration, out)
     if result.selection:
@@ -100,7 +109,7 @@ def fit(
             highlight=False,
         )
     for note in notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)  # paths unbroken
     console.print(
         f"wrote {out} ({len(calibration.provenance.runs) if calibration.provenance else 0} runs, "
         f"{len(result.fold_factors)} folds); use it with engine: calibration: {out.name}",

@@ -107,6 +107,11 @@ def _parses(line: str, source: str) -> bool:
     return True
 
 
+def is_metrics_snapshot(path: Path) -> bool:
+    """Whether the report is a /metrics snapshot (the report a --before goes with)."""
+    return not inference_perf.is_folder(path) and _is_exposition(read_text(path, what="report file"))
+
+
 def _is_exposition(text: str) -> bool:
     """The first non-empty lines are exposition comments or samples (name{labels} value)."""
     lines = [line for line in text.splitlines()[:50] if line.strip()][:5]
