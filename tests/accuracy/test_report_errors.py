@@ -175,6 +175,29 @@ def test_deployment_that_is_not_a_scenario(tmp_path: Path) -> None:
     assert caught.value.source == str(deployment) and "engine.max_num_seqs" in caught.value.field
 
 
+@pytest.mark.parametrize(
+    ("edit", "field", "needle"),
+    [
+        (("hardware: CPU-host", "hardware: TPU-v9"), "hardware", "unknown hardware 'TPU-v9'"),
+        (("model: cpu-server-model/config.json", "model: nosuch/Model-99B"), "model", "unknown model"),
+    ],
+    ids=["hardware", "model"],
+)
+def test_what_the_deployment_sets_wrong_names_the_deployment(
+    tmp_path: Path, edit: tuple[str, str], field: str, needle: str
+) -> None:
+    """Not a skipped run (exit 1 on stdout): one line naming the deployment file, exit 2, for accuracy and fit."""
+    model = str(REPORTS / "cpu-server-model" / "config.json")
+    deployment = tmp_path / "deploy.yaml"
+    deployment.write_text(DEPLOYMENT.read_text().replace(*edit).replace("cpu-server-model/config.json", model))
+    with pytest.raises(InputError) as caught, measured_cases(VLLM, deployment):
+        pass
+    assert (caught.value.source, caught.value.field) == (str(deployment), field) and needle in caught.value.message
+    _assert_one_line_error(run("accuracy", str(VLLM), "--deployment", str(deployment)), str(deployment), needle)
+    fit = run("fit", str(VLLM), str(VLLM_SUMMARY), "--deployment", str(deployment), "-o", str(tmp_path / "c.json"))
+    _assert_one_line_error(fit, str(deployment), needle)
+
+
 _WRONG = (None, "x", -1, 1e300, [], {}, True)
 
 

@@ -19,6 +19,8 @@ from ttftsim.accuracy.ground_truth import Case, read_ground_truth
 from ttftsim.accuracy.reports.cases import load_deployment, to_case
 from ttftsim.accuracy.reports.detect import read_report
 from ttftsim.errors import InputError
+from ttftsim.perf.memory import DoesNotFitError
+from ttftsim.replica import build_replica
 
 
 @contextmanager
@@ -40,4 +42,20 @@ def measured_cases(
         )  # fmt: skip
     spec = load_deployment(deployment)
     with tempfile.TemporaryDirectory(prefix="ttftsim-report-") as folder:
-        yield [to_case(run, spec, Path(folder), i) for i, run in enumerate(report.runs)], spec.base
+        cases = [to_case(run, spec, Path(folder), i) for i, run in enumerate(report.runs)]
+        _check_deployment(cases, spec.source, spec.base)
+        yield cases, spec.base
+
+
+def _check_deployment(cases: list[Case], source: str, base: Path) -> None:
+    """What the deployment file sets wrong (an unknown hardware profile, a model that does not fit, an engine
+    argument its version refuses) is one error naming that file, as `simulate` gives it, not a skipped run:
+    the first run that can be simulated is built once on it (a model taken from the report that is unknown
+    stays that run's skip)."""
+    case = next((case for case in cases if case.skip_reason is None), None)
+    if case is None:
+        return
+    try:
+        build_replica(case.scenario, base, source)
+    except DoesNotFitError as exc:
+        raise InputError(source, "model, hardware, engine", f"does not fit: {exc}") from None
