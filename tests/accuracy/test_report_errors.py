@@ -120,6 +120,36 @@ def test_metrics_sample_that_is_not_a_number(tmp_path: Path) -> None:
     assert error.field == f"line {len(text.splitlines()) + 1} vllm:num_requests_running" and "zero" in error.message
 
 
+def test_bucket_counts_that_fall_are_refused_in_a_snapshot_and_levelled_in_a_range_query(tmp_path: Path) -> None:
+    """A server's cumulative counts never fall (nor their sums over label sets, nor a difference of two snapshots
+    of one server): a snapshot where they do was edited or damaged. A range query's increases come from points
+    sampled apart: a fall there is levelled, as histogram_quantile does, and said in the run's notes."""
+    bad = tmp_path / "metrics.txt"
+    line = 'vllm:time_to_first_token_seconds_bucket{engine="0",le="0.06",'
+    edited_lines = [
+        row.replace("} 20.0", "} 9.0") if row.startswith(line) else row for row in METRICS.read_text().splitlines()
+    ]
+    bad.write_text("\n".join(edited_lines) + "\n")
+    error = error_of(bad)
+    assert (error.source, error.field) == (str(bad), "vllm:time_to_first_token_seconds_bucket")
+    assert "falls from 16 at le=0.04 to 9 at le=0.06" in error.message
+    data = json.loads(RANGE.read_text())
+    for series in data["data"]["result"]:
+        if (
+            series["metric"]["__name__"] == "vllm:time_to_first_token_seconds_bucket"
+            and series["metric"]["le"] == "0.06"
+        ):
+            series["values"][-1][1] = "9"
+    levelled = tmp_path / "query_range.json"
+    levelled.write_text(json.dumps(data))
+    (run_,) = read_report(levelled).runs
+    assert run_.truth.ttft_levels_s[16 / 30] == 0.04 and 9 / 30 not in run_.truth.ttft_levels_s
+    assert run_.truth.measured["ttft_p50"] == pytest.approx(0.02 + 0.02 * (15 - 3) / (16 - 3))  # as unedited
+    assert any(note.startswith("ttft: bucket counts that fell between bounds") for note in run_.notes)
+    (unedited,) = read_report(RANGE).runs
+    assert unedited.notes == ()
+
+
 def test_snapshots_in_the_wrong_order(tmp_path: Path) -> None:
     after = REPORTS / "prometheus-2.42" / "metrics-after.txt"
     error = error_of(REPORTS / "prometheus-2.42" / "metrics-before.txt", after)

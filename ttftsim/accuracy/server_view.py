@@ -76,7 +76,7 @@ def server_histogram(after: Path, before: Path | None) -> Histogram:
         values = difference(
             values, parse_exposition(read_text(before, what="metrics snapshot"), str(before)), str(after)
         )
-    found = histogram(values, TTFT_METRIC)
+    found = histogram(values, TTFT_METRIC, str(after))
     if found is None or found.count <= 0:
         raise InputError(str(after), TTFT_METRIC, "no requests in the server's TTFT histogram over the run")
     return found

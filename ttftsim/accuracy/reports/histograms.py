@@ -14,8 +14,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ttftsim.errors import InputError
+
 Labels = tuple[tuple[str, str], ...]
 SeriesKey = tuple[str, Labels]  # metric name and its labels, sorted
+_TOLERANCE = 1e-9  # of a count: rounding in sums of float samples, not a fall
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class Histogram:
     cumulative: tuple[float, ...]
     count: float
     total: float
+    repaired: bool = False  # a fall between bounds was levelled (a range query's series sampled apart)
 
     def mean(self) -> float:
         return self.total / self.count if self.count > 0 else math.nan
@@ -53,9 +57,15 @@ class Histogram:
         return levels
 
 
-def histogram(values: Mapping[SeriesKey, float], name: str) -> Histogram | None:
+def histogram(values: Mapping[SeriesKey, float], name: str, source: str, repair: bool = False) -> Histogram | None:
     """The histogram `name` (its _bucket, _count and _sum series) summed over label sets; None without
-    buckets. Bucket bounds that do not parse as numbers are left out."""
+    buckets. Bucket bounds that do not parse as numbers are left out.
+
+    A server writes cumulative bucket counts that never fall (prometheus_client sums its buckets as it writes
+    them), and sums over label sets and differences of two snapshots of one server keep that: a fall in a
+    snapshot is an edited or damaged file, an error naming the series (source). repair=True (a range query,
+    whose series' increases come from points sampled apart) levels a fall as Prometheus's histogram_quantile
+    does, and says so (repaired)."""
     buckets: dict[float, float] = {}
     count = total = 0.0
     found = False
@@ -73,10 +83,19 @@ def histogram(values: Mapping[SeriesKey, float], name: str) -> Histogram | None:
         return None
     finite = sorted(b for b in buckets if math.isfinite(b))
     cumulative = [buckets[b] for b in finite]
-    for i in range(1, len(cumulative)):  # a series scraped mid-update may lag its neighbour: keep it monotone
+    repaired = False
+    for i in range(1, len(cumulative)):
+        if cumulative[i] < cumulative[i - 1] - _TOLERANCE * max(1.0, cumulative[i - 1]):
+            if not repair:
+                raise InputError(
+                    source, f"{name}_bucket", f"the cumulative count falls from {cumulative[i - 1]:g} at "
+                    f"le={finite[i - 1]:g} to {cumulative[i]:g} at le={finite[i]:g}: not what a server writes (an "
+                    "edited or damaged snapshot)",
+                )  # fmt: skip
+            repaired = True
         cumulative[i] = max(cumulative[i], cumulative[i - 1])
     count = max(count, buckets.get(math.inf, 0.0), cumulative[-1] if cumulative else 0.0)
-    return Histogram(tuple(finite), tuple(cumulative), count, total)
+    return Histogram(tuple(finite), tuple(cumulative), count, total, repaired)
 
 
 def _bound(text: str) -> float | None:

@@ -140,7 +140,7 @@ def read_range(data: object, source: str, name: str) -> list[MeasuredRun]:
         if metric in gauges:
             extras[f"{short}_mean"] = sum(gauges[metric].values()) / len(gauges[metric])
             extras[f"{short}_max"] = max(gauges[metric].values())
-    return [server_run(increases, extras, source, name, ())]
+    return [server_run(increases, extras, source, name, (), repair=True)]
 
 
 def _points(series: Fields) -> list[tuple[float, float]]:
@@ -167,16 +167,26 @@ def _increase(values: list[float]) -> float:
 
 
 def server_run(
-    values: Mapping[SeriesKey, float], extras: dict[str, float], source: str, name: str, notes: tuple[str, ...]
+    values: Mapping[SeriesKey, float],
+    extras: dict[str, float],
+    source: str,
+    name: str,
+    notes: tuple[str, ...],
+    repair: bool = False,
 ) -> MeasuredRun:
-    """The run's measured distributions from the series' values over it."""
+    """The run's measured distributions from the series' values over it (repair: histograms.histogram)."""
     measured: dict[str, float] = {}
     ttft_levels: dict[float, float] = {}
     num_succeeded = 0
     for short, names in _DISTRIBUTIONS.items():
-        found = next((h for h in (histogram(values, n) for n in names) if h is not None), None)
+        found = next((h for h in (histogram(values, n, source, repair) for n in names) if h is not None), None)
         if found is None or found.count <= 0:
             continue
+        if found.repaired:
+            notes += (
+                f"{short}: bucket counts that fell between bounds (series sampled apart) were levelled, as "
+                "histogram_quantile does",
+            )
         measured[f"{short}_mean"] = found.mean()
         measured |= {f"{short}_p{round(q * 100)}": found.quantile(q) for q in (0.5, 0.9, 0.99)}
         if short == "ttft":
@@ -191,8 +201,8 @@ def server_run(
     model = next((dict(labels).get("model_name", "") for (_, labels) in values), "")
     truth = reported_truth("server", measured | extras, ttft_levels, num_succeeded, round(failed))
     prompt, output = (
-        histogram(values, "vllm:request_prompt_tokens"),
-        histogram(values, "vllm:request_generation_tokens"),
+        histogram(values, "vllm:request_prompt_tokens", source, repair),
+        histogram(values, "vllm:request_generation_tokens", source, repair),
     )
     return MeasuredRun(
         name,
