@@ -368,3 +368,14 @@ def test_inference_perf_stages_without_their_requests_cannot_pool_against_the_se
     ]
     result = run("accuracy", str(folder), "--deployment", str(DEPLOYMENT), *server)
     _assert_one_line_error(result, "--server-metrics", "need each request's TTFT")
+
+
+def test_a_kernel_cost_choice_that_a_measured_step_cost_overrides_is_said() -> None:
+    from ttftsim.accuracy.ground_truth import case_notes
+
+    with measured_cases(REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json", DEPLOYMENT) as (cases, _):
+        assert case_notes(cases) == []
+        assert case_notes(cases, "roofline") == [
+            "--kernel-costs roofline changes nothing on poisson-2rps-detailed: the deployment gives "
+            "measured_step_cost, which replaces the kernel costs"
+        ]

@@ -271,6 +271,14 @@ def with_kernel_costs(cases: list[Case], kernel_costs: KernelCosts) -> list[Case
     return [replace(case, scenario=case.scenario.model_copy(update=update)) for case in cases]
 
 
-def case_notes(cases: list[Case]) -> list[str]:
-    """Each distinct note of the cases, once, in order."""
-    return list(dict.fromkeys(note for case in cases for note in case.notes))
+def case_notes(cases: list[Case], kernel_costs: KernelCosts = "auto") -> list[str]:
+    """Each distinct note of the cases, once, in order; and the runs that a --kernel-costs choice leaves
+    unchanged (a measured step cost replaces the kernel costs)."""
+    notes = list(dict.fromkeys(note for case in cases for note in case.notes))
+    measured = [case.name for case in cases if case.scenario.measured_step_cost is not None]
+    if kernel_costs != "auto" and measured:
+        notes.append(
+            f"--kernel-costs {kernel_costs} changes nothing on {', '.join(measured)}: the deployment gives "
+            "measured_step_cost, which replaces the kernel costs"
+        )
+    return notes

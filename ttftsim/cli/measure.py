@@ -69,7 +69,7 @@ def accuracy(
         results, skipped = run_all(with_kernel_costs(cases, kernel_costs), base, progress, workers)
         views = server_views(with_kernel_costs(cases, kernel_costs), base, server_metrics, server_before)
     summary = summarize(results)
-    notes = case_notes(cases)
+    notes = case_notes(cases, kernel_costs)
     if as_json:
         payload = to_json(results, summary, skipped) | {"notes": notes}
         if views:
