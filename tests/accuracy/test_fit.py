@@ -4,6 +4,7 @@ was run with, cross-validation folds, and the refusals (one line)."""
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -86,7 +87,13 @@ def test_scaled_linear_divides_token_terms_and_adds_overhead() -> None:
 
 
 def test_overhead_never_takes_the_fixed_term_below_zero() -> None:
-    assert scaled_linear(LinearStepModel(0.006), Factors(step_overhead_s=-0.01)).fixed_s == 0.0
+    with pytest.warns(
+        UserWarning, match=r"step_overhead_s -10.00 ms takes the measured step cost's fixed_s \(6.00 ms\)"
+    ):
+        assert scaled_linear(LinearStepModel(0.006), Factors(step_overhead_s=-0.01)).fixed_s == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # at the bound fit uses, no warning
+        assert scaled_linear(LinearStepModel(0.006), Factors(step_overhead_s=-0.006)).fixed_s == 0.0
 
 
 def test_scaled_kernel_costs_scale_gemm_and_attention_only() -> None:

@@ -14,6 +14,8 @@ mechanism of the iteration-time model and of the API-server model, and this modu
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -71,7 +73,7 @@ def scaled_linear(model: LinearStepModel, factors: Factors) -> LinearStepModel:
     gemm, attention = factors.gemm_efficiency_scale, factors.attention_efficiency_scale
     decode = model.per_decode_token_s
     return LinearStepModel(
-        max(0.0, model.fixed_s + factors.step_overhead_s),
+        with_overhead(model.fixed_s, factors, "the measured step cost's fixed_s"),
         model.per_token_s / gemm,
         model.per_kv_token_s / attention,
         model.per_attn_pair_s / attention,
@@ -79,9 +81,17 @@ def scaled_linear(model: LinearStepModel, factors: Factors) -> LinearStepModel:
     )
 
 
-def with_overhead(host_s: float, factors: Factors) -> float:
-    """A host time per step plus the fitted overhead, kept >= 0."""
-    return max(0.0, host_s + factors.step_overhead_s)
+def with_overhead(host_s: float, factors: Factors, what: str = "the host time per step") -> float:
+    """A host time per step plus the fitted overhead, kept >= 0, with a warning where it had to be (a
+    hand-written overhead below the deployment's host time; `fit` bounds its own by it)."""
+    total = host_s + factors.step_overhead_s
+    if total < -1e-12:  # not a rounding at fit's bound (the overhead = -host time)
+        warnings.warn(
+            f"deployment factors: step_overhead_s {factors.step_overhead_s * 1e3:+.2f} ms takes {what} "
+            f"({host_s * 1e3:.2f} ms) below zero: kept at 0",
+            stacklevel=2,
+        )
+    return max(0.0, total)
 
 
 def scaled_api_server(costs: ApiServerCosts, factors: Factors) -> ApiServerCosts:
