@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ttftsim.inputs.files import counted
+from ttftsim.metrics.intervals import CONFIDENCE
 
 if TYPE_CHECKING:
     from ttftsim.accuracy.harness import StageResult
@@ -159,7 +160,10 @@ def _interval(interval: Any) -> str:
         return "-"
     if lo == hi and interval.coverage is None:
         return f"{_ms(lo)} (point)"
-    return f"{_ms(lo) if lo is not None else '?'}-{_ms(hi) if hi is not None else '?'}"
+    text = f"{_ms(lo) if lo is not None else '?'}-{_ms(hi) if hi is not None else '?'}"
+    if interval.coverage is not None and interval.coverage < CONFIDENCE - 1e-9:  # too few requests for 95%
+        text += f" ({interval.coverage:.0%})"
+    return text
 
 
 def _interval_cell(result: StageResult, key: str) -> str:
@@ -186,7 +190,8 @@ def _render_interval_table(console: Console, results: list[StageResult]) -> None
         title="95% intervals, measured / predicted (ms), overlap",
         caption="measured percentiles: the order-statistic interval read outward from the reported percentiles "
         "(conservative); measured means have no interval (a point); predicted: order statistics of the simulated "
-        "requests, means +/- 1.96 standard errors",
+        "requests, means +/- 1.96 standard errors; (26%): the interval's coverage where the requests are too few "
+        "for 95% (a P99 of 30 requests: at most 26%)",
     )
     for r in results:
         table.add_row(r.case, r.stage, *(_interval_cell(r, k) for k in keys))

@@ -273,3 +273,16 @@ def test_cases_simulated_in_parallel_processes_give_the_serial_results_in_order(
     assert submitted == []  # one worker: in this process
     assert run_all(cases, workers=2) == serial
     assert submitted == ["tiny-7b", "unknown-model", "tiny-7b-tp2"]  # every case went to the pool, in order
+
+
+def test_an_interval_below_95_percent_shows_its_coverage() -> None:
+    """A P99 of 30 requests cannot have 95% coverage (at most 1 - 0.99^30 = 26%): the table says so."""
+    from ttftsim.metrics.intervals import Interval, sample_quantile_interval
+    from ttftsim.render import _interval
+
+    p99 = sample_quantile_interval(np.arange(30.0) / 1e3, 0.99)
+    # X(28)..X(30): 28 or 29 of the 30 requests below the true P99, B ~ Binomial(30, 0.99)
+    assert p99.coverage == pytest.approx(435 * 0.99**28 * 0.01**2 + 30 * 0.99**29 * 0.01, abs=1e-12)
+    assert _interval(p99) == "27.0-29.0 (26%)"
+    assert "%" not in _interval(sample_quantile_interval(np.arange(3000.0) / 1e3, 0.5))  # 95% reached
+    assert _interval(Interval(0.0606, 0.0606, None, "reported mean")) == "60.6 (point)"
