@@ -31,10 +31,15 @@ def _interval_cells(intervals: QuantileIntervals) -> list[str]:
     """The mean column (no interval) and each percentile's lo-hi order-statistic interval, in ms."""
     cells = ["-"]
     for interval in intervals.by_level().values():
-        short = interval.coverage is not None and interval.coverage < intervals.confidence
         text = f"{_ms(interval.lo)}-{_ms(interval.hi)}" if interval.lo is not None else "-"
-        cells.append(text + (f" ({interval.coverage:.0%})" if short else ""))
+        cells.append(text + _short_coverage(interval, intervals.confidence))
     return cells
+
+
+def _short_coverage(interval: Any, confidence: float = CONFIDENCE) -> str:
+    """' (26%)' when too few requests give the interval less than its confidence, else nothing."""
+    short = interval.coverage is not None and interval.coverage < confidence - 1e-9
+    return f" ({interval.coverage:.0%})" if short else ""
 
 
 def render_warnings(console: Console, warnings: Sequence[str]) -> None:
@@ -160,10 +165,7 @@ def _interval(interval: Any) -> str:
         return "-"
     if lo == hi and interval.coverage is None:
         return f"{_ms(lo)} (point)"
-    text = f"{_ms(lo) if lo is not None else '?'}-{_ms(hi) if hi is not None else '?'}"
-    if interval.coverage is not None and interval.coverage < CONFIDENCE - 1e-9:  # too few requests for 95%
-        text += f" ({interval.coverage:.0%})"
-    return text
+    return f"{_ms(lo) if lo is not None else '?'}-{_ms(hi) if hi is not None else '?'}" + _short_coverage(interval)
 
 
 def _interval_cell(result: StageResult, key: str) -> str:

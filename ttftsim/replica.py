@@ -57,6 +57,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         )
         engine = replace(engine, api_server=scaled_api_server(engine.api_server, factors), seed=scenario.seed)
         eager_s, graph_s = engine.iteration_overhead_s, engine.decode_graph_iteration_s
+        host_used = scenario.measured_step_cost is None  # a measured step cost holds its own host time
         deployment = Deployment(
             model,
             hardware,
@@ -64,8 +65,10 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             engine.weight_dtype,
             engine.kv_dtype,
             min(engine.cudagraph_max_seqs, engine.max_num_batched_tokens),  # vLLM caps captures at the budget
-            with_overhead(hardware.overhead.iteration_s if eager_s is None else eager_s, factors),
-            with_overhead(hardware.overhead.decode_graph_iteration_s if graph_s is None else graph_s, factors),
+            with_overhead(hardware.overhead.iteration_s if eager_s is None else eager_s, factors, used=host_used),
+            with_overhead(
+                hardware.overhead.decode_graph_iteration_s if graph_s is None else graph_s, factors, used=host_used
+            ),
             engine.max_num_seqs,
             engine.async_scheduling,
             engine.pp,

@@ -67,6 +67,37 @@ def test_async_is_off_on_cpu_hosts_and_follows_the_version() -> None:
     assert not resolved("0.32.0", "CPU-host")
 
 
+def test_async_with_pipeline_parallelism_speculation_and_nodes_follows_each_release() -> None:
+    """vLLM's VllmConfig.__post_init__ as read in each release's wheel: 0.14 refuses async scheduling with
+    PP (off by default), 0.15 on has no such gate; speculative methods that keep it: EAGLE/MTP, draft models
+    from 0.28, every method from 0.33 (the V2 runner); an engine larger than a node (the Ray executor, which
+    does not support it) has it off unless asked for."""
+    import re
+
+    from ttftsim.config.engine import EngineArgs, resolve_engine
+    from ttftsim.hardware.catalog import load_hardware
+
+    h100 = load_hardware("H100-SXM5-80GB")
+
+    def resolved(version: str, flag: bool | None = None, **args: object) -> bool:
+        engine = EngineArgs(vllm_version=version, async_scheduling=flag, **args)  # type: ignore[arg-type]
+        return resolve_engine(engine, h100, 4096, "bf16").async_scheduling
+
+    assert not resolved("0.14.1", pipeline_parallel_size=2)
+    with pytest.raises(ValueError, match="not compatible with pipeline_parallel_size > 1"):
+        resolved("0.14.1", True, pipeline_parallel_size=2)
+    assert resolved("0.15.0", pipeline_parallel_size=2) and resolved("0.34.0", True, pipeline_parallel_size=2)
+    draft = {"method": "draft_model", "num_speculative_tokens": 3, "model": "Llama-3.2-1B", "acceptance_rate": 0.6}
+    ngram = {"method": "ngram", "num_speculative_tokens": 3, "acceptance_rate": 0.3}
+    assert not resolved("0.27.0", speculative_config=draft) and resolved("0.28.0", speculative_config=draft)
+    assert not resolved("0.32.0", speculative_config=ngram) and resolved("0.33.0", speculative_config=ngram)
+    with pytest.raises(ValueError, match=re.escape("not supported with speculative method draft_model")):
+        resolved("0.27.0", True, speculative_config=draft)
+    assert not resolved("0.15.1", tensor_parallel_size=8, pipeline_parallel_size=2)  # 16 GPUs, 8 per node
+    assert resolved("0.15.1", True, tensor_parallel_size=8, pipeline_parallel_size=2)
+    assert resolved("0.15.1", tensor_parallel_size=8)
+
+
 def test_blocks_being_computed_are_hit_by_a_request_admitted_in_the_same_step() -> None:
     # Two identical 64-token prompts at once, block 16, empty cache: the first allocates and registers its
     # 4 full blocks while being scheduled; the second, admitted in the same step, hits 3 of them (a hit

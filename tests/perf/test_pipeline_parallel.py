@@ -65,12 +65,14 @@ def test_stages_on_different_nodes_send_over_the_network() -> None:
     assert Deployment(LLAMA_70B, H100, tp=2, pp=8).stage_link(3) == H100.inter_node_link  # GPUs 6-7 -> 8-9
 
 
-def test_async_scheduling_is_refused_with_pipeline_parallelism_and_off_by_default() -> None:
-    args = EngineArgs(tensor_parallel_size=4, pipeline_parallel_size=2)
+def test_async_scheduling_with_pipeline_parallelism_is_refused_by_014_and_on_from_015() -> None:
+    args = EngineArgs(vllm_version="0.14.1", tensor_parallel_size=4, pipeline_parallel_size=2)
     resolved = resolve_engine(args, H100, 131072, "bf16")
     assert (resolved.async_scheduling, resolved.pp, resolved.gpus) == (False, 2, 8)
     with pytest.raises(ValueError, match="async_scheduling is not compatible with pipeline_parallel_size > 1"):
         resolve_engine(args.model_copy(update={"async_scheduling": True}), H100, 131072, "bf16")
+    later = resolve_engine(args.model_copy(update={"vllm_version": "0.15.1"}), H100, 131072, "bf16")
+    assert later.async_scheduling  # no pipeline gate in 0.15's VllmConfig: the batch queue is PP deep either way
 
 
 def test_more_stages_than_layers_is_refused() -> None:

@@ -64,7 +64,7 @@ def test_ray_failing_is_one_line_naming_the_backend_and_resume(monkeypatch: pyte
     """Ray not starting, or a worker dying under a task, is an InputError naming --backend ray (and RAY_ADDRESS
     when set) and the remedy; an error of the plan raised in a task reaches the CLI as itself."""
     ray = pytest.importorskip("ray", reason="the Ray backend needs ray (pip install 'ttftsim[dist]')")
-    from ray.exceptions import WorkerCrashedError
+    from ray.exceptions import RayTaskError, WorkerCrashedError
 
     from ttftsim.config.plan import Plan
     from ttftsim.errors import InputError
@@ -85,12 +85,12 @@ def test_ray_failing_is_one_line_naming_the_backend_and_resume(monkeypatch: pyte
         list(runner._execute_ray("{}", [(0, ("bound", cand, 0.0))]))
     assert caught.value.one_line() == (
         "--backend ray (RAY_ADDRESS=10.0.0.9:6379): Ray did not start (ConnectionError: Could not find any running "
-        "Ray instance.); finished tasks are kept: rerun with --resume"
+        "Ray instance.); check the Ray cluster or use --backend local (finished tasks are kept)"
     )
 
     class Remote:
-        def remote(self, *_: object) -> str:
-            return "ref"
+        def remote(self, *args: object) -> str:
+            return f"ref{args[4]}"  # one object ref per task (its arg)
 
     def crashed(_: object) -> None:
         raise WorkerCrashedError()
@@ -100,12 +100,27 @@ def test_ray_failing_is_one_line_naming_the_backend_and_resume(monkeypatch: pyte
     monkeypatch.setattr(ray, "wait", lambda refs, num_returns: (refs[:num_returns], refs[num_returns:]))
     monkeypatch.setattr(ray, "get", crashed)
     monkeypatch.delenv("RAY_ADDRESS")
-    with pytest.raises(InputError, match=r"^--backend ray: Ray failed \(WorkerCrashedError: .*rerun with --resume$"):
+    cancelled: list[object] = []
+    monkeypatch.setattr(ray, "cancel", cancelled.append)
+    failed = r"^--backend ray: Ray failed \(WorkerCrashedError: .*rerun with --resume \(finished tasks are kept\)$"
+    with pytest.raises(InputError, match=failed):
+        list(runner._execute_ray("{}", [(0, ("bound", cand, 0.0)), (1, ("bound", cand, 1.0))]))
+    assert cancelled == ["ref1.0"]  # the task not yet returned when the first one's worker crashed
+
+    def lost(*_: object, **__: object) -> None:
+        raise ConnectionError("Ray Client lost its connection")
+
+    monkeypatch.setattr(ray, "wait", lost)
+    with pytest.raises(InputError, match=r"Ray failed \(ConnectionError: Ray Client lost its connection\)"):
         list(runner._execute_ray("{}", [(0, ("bound", cand, 0.0))]))
 
-    def plan_error(_: object) -> None:
-        raise InputError("plan.yaml", "slo", "no such percentile")
+    def plan_error(_: object) -> None:  # what ray.get raises for a task's InputError: RayTaskError(InputError)
+        from ray.exceptions import RayTaskError
 
-    monkeypatch.setattr(ray, "get", plan_error)  # ray.get raises a task's own exception as its class
-    with pytest.raises(InputError, match=r"^plan\.yaml: slo: no such percentile$"):
+        raise RayTaskError("run_task", "Traceback ...", InputError("plan.yaml", "slo", "no such percentile"))
+
+    monkeypatch.setattr(ray, "wait", lambda refs, num_returns: (refs[:num_returns], refs[num_returns:]))
+    monkeypatch.setattr(ray, "get", plan_error)
+    with pytest.raises(RayTaskError) as task:  # not made a Ray failure: the task's own error, passed on
         list(runner._execute_ray("{}", [(0, ("bound", cand, 0.0))]))
+    assert isinstance(task.value.cause, InputError)

@@ -41,8 +41,10 @@ def parse_factors(text: str) -> tuple[FactorName, ...]:
 
 
 def min_host_overhead_s(case: Case, base: Path) -> tuple[str, float]:
-    """The hardware's name and the smallest host time per step of the deployment (the overhead's bound)."""
-    replica = build_replica(case.scenario, base, case.name)
+    """The hardware's name and the smallest host time per step of the deployment (the overhead's bound),
+    without a calibration the deployment names (each trial of the fit replaces it)."""
+    engine = case.scenario.engine.model_copy(update={"calibration": None})
+    replica = build_replica(case.scenario.model_copy(update={"engine": engine}), base, case.name)
     deployment = replica.perf.deployment
     if isinstance(replica.cost, LinearStepModel):
         return deployment.hardware.name, replica.cost.fixed_s
@@ -108,11 +110,13 @@ def _pair_snapshots(reports: Sequence[Path], before: Sequence[Path]) -> list[Pat
 def _refuse_repeated(case: Case, report: Path, sources: dict[tuple[object, ...], tuple[Path, str]]) -> None:
     """The same measurement twice (a report given twice, or a copy) is refused: cross-validation would test a
     run on a fold that holds its copy, and the fit would weigh it double."""
-    key = tuple(
+    arrivals = getattr(case.scenario.workload, "arrivals", None)
+    load = (case.closed_loop, case.warmup_requests, getattr(arrivals, "clients", None), getattr(arrivals, "rate", None))
+    key = (load, *(
         (stage.start_s, stage.end_s, tuple(sorted(stage.measured.items())), stage.num_succeeded, stage.num_failed,
          stage.ttft_values_s)
         for stage in case.stages
-    )  # fmt: skip
+    ))  # fmt: skip
     if key in sources:
         first, name = sources[key]
         raise InputError(

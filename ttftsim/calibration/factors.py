@@ -81,11 +81,12 @@ def scaled_linear(model: LinearStepModel, factors: Factors) -> LinearStepModel:
     )
 
 
-def with_overhead(host_s: float, factors: Factors, what: str = "the host time per step") -> float:
+def with_overhead(host_s: float, factors: Factors, what: str = "the host time per step", used: bool = True) -> float:
     """A host time per step plus the fitted overhead, kept >= 0, with a warning where it had to be (a
-    hand-written overhead below the deployment's host time; `fit` bounds its own by it)."""
+    hand-written overhead below the deployment's host time; `fit` bounds its own by it) and the time is used
+    (a measured step cost replaces the hardware's host times)."""
     total = host_s + factors.step_overhead_s
-    if total < -1e-12:  # not a rounding at fit's bound (the overhead = -host time)
+    if used and total < -1e-12:  # not a rounding at fit's bound (the overhead = -host time)
         warnings.warn(
             f"deployment factors: step_overhead_s {factors.step_overhead_s * 1e3:+.2f} ms takes {what} "
             f"({host_s * 1e3:.2f} ms) below zero: kept at 0",

@@ -39,7 +39,10 @@ class Factors(StrictModel):
         default=1.0, ge=0.01, le=100, description="Prefill and decode attention times are divided by this"
     )
     step_overhead_s: float = Field(
-        default=0.0, ge=-1, le=1, description="Seconds added to every iteration's host time (the sum is kept >= 0)"
+        default=0.0,
+        ge=-1,
+        le=1,
+        description="Seconds added to every iteration's host time (the sum is kept >= 0, with a warning)",
     )
     api_server_cost_scale: float = Field(
         default=1.0, ge=0, le=100, description="Multiplies every API-server cost (request, prompt/output token, step)"

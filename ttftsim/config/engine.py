@@ -353,17 +353,24 @@ def _async_scheduling(args: EngineArgs, hardware: HardwareProfile, defaults: Ver
     """Whether step k+1 is scheduled while step k still runs on the device. vLLM's engine core
     (v1/engine/core.py step_with_batch_queue) only keeps a second batch in flight while the first one's
     future is not done; on a CPU build the forward pass returns finished, so the loop behaves as a
-    synchronous engine there whatever the flag says."""
+    synchronous engine there whatever the flag says. VllmConfig.__post_init__ turns it off by default, and
+    refuses it when asked, with a speculative method the version cannot overlap and (0.14) with pipeline
+    parallelism; an engine of more GPUs than a node holds runs on the Ray executor by default, which does not
+    support it (supports_async_scheduling False, 0.15-0.34): off by default there, as vLLM warns (asked for, it
+    is on: the multiprocessing executor spans nodes when told to)."""
     spec = args.speculative_config
-    if spec is not None and spec.method not in ("eagle", "eagle3", "mtp"):  # vLLM: async scheduling only
-        if args.async_scheduling:  # with EAGLE/MTP proposers (VllmConfig.__post_init__)
+    asked = args.async_scheduling
+    if spec is not None and spec.method not in defaults.async_spec_methods:
+        if asked:
             raise ValueError(f"async_scheduling is not supported with speculative method {spec.method}")
         return False
-    if args.pipeline_parallel_size > 1:  # vLLM config: "Async scheduling is not yet compatible with
-        if args.async_scheduling:  # pipeline_parallel_size > 1": an error when asked for, off by default
+    if args.pipeline_parallel_size > 1 and not defaults.async_with_pipeline_parallel:
+        if asked:  # 0.14: "Async scheduling is not yet compatible with pipeline_parallel_size > 1"
             raise ValueError("async_scheduling is not compatible with pipeline_parallel_size > 1 (vLLM refuses it)")
         return False
-    wanted = defaults.async_scheduling if args.async_scheduling is None else args.async_scheduling
+    if asked is None and args.tensor_parallel_size * args.pipeline_parallel_size > hardware.gpus_per_node:
+        return False
+    wanted = defaults.async_scheduling if asked is None else asked
     return wanted and hardware.kind != "cpu"
 
 

@@ -59,6 +59,17 @@ class VersionDefaults(StrictModel):
         description="A CPU-tier load is admitted only into blocks that in-flight prefills and loads do not still need"
     )
     async_scheduling: bool = Field(description="Async scheduling on unless disabled (vLLM >= 0.14)")
+    async_with_pipeline_parallel: bool = Field(
+        default=False,
+        description="Async scheduling allowed, and on by default, with pipeline_parallel_size > 1 (vLLM >= 0.15: "
+        "VllmConfig has no pipeline gate; 0.14 refuses it)",
+    )
+    async_spec_methods: tuple[str, ...] = Field(
+        default=("eagle", "eagle3", "mtp"),
+        description="Speculative methods that keep async scheduling (any other turns it off by default and is "
+        "refused with --async-scheduling): EAGLE/MTP; draft_model from vLLM 0.28; every method from 0.33 (the V2 "
+        "model runner, the default, runs ngram and draft models)",
+    )
     block_size: int = Field(
         ge=1,
         description="KV block size when --block-size is not given, on an NVIDIA GPU (vLLM CacheConfig."

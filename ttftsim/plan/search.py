@@ -10,6 +10,7 @@ process pool, Ray, one worker or many, fresh or resumed from the checkpoint give
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
@@ -132,19 +133,21 @@ class Runner:
             except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... as it starts
                 raise _ray_failed(where, "did not start", exc) from exc
         remote = ray.remote(run_task)
-        pending = {
-            remote.remote(plan_json, self.base, kind, asdict(cand), arg): index for index, (kind, cand, arg) in todo
-        }
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                try:
-                    value = ray.get(ref)
-                except RayTaskError:  # the task's own exception, as an instance of its class (InputError...)
-                    raise
-                except RayError as exc:
-                    raise _ray_failed(where, "failed", exc) from exc
-                yield pending.pop(ref), value
+        pending: dict[Any, int] = {}
+        try:
+            for index, (kind, cand, arg) in todo:
+                pending[remote.remote(plan_json, self.base, kind, asdict(cand), arg)] = index
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    yield pending.pop(ref), ray.get(ref)
+        except RayTaskError:  # the task's own exception, as an instance of its class (InputError...)
+            raise
+        except (RayError, ConnectionError) as exc:  # a Ray Client losing its cluster raises ConnectionError
+            with contextlib.suppress(Exception):  # the cluster may be gone: nothing left to cancel
+                for ref in pending:
+                    ray.cancel(ref)
+            raise _ray_failed(where, "failed", exc) from exc
 
     def close(self) -> None:
         if self._pool is not None:
@@ -152,10 +155,10 @@ class Runner:
 
 
 def _ray_failed(where: str, what: str, exc: BaseException) -> InputError:
+    """Ray's failure on one line; the tasks that finished before it are in the checkpoint either way."""
     first = (str(exc).strip().splitlines() or [""])[0]
-    return InputError(
-        where, "", f"Ray {what} ({type(exc).__name__}: {first}); finished tasks are kept: rerun with --resume"
-    )
+    remedy = "check the Ray cluster or use --backend local" if what == "did not start" else "rerun with --resume"
+    return InputError(where, "", f"Ray {what} ({type(exc).__name__}: {first}); {remedy} (finished tasks are kept)")
 
 
 @dataclass

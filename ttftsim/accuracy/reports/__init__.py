@@ -43,19 +43,23 @@ def measured_cases(
     spec = load_deployment(deployment)
     with tempfile.TemporaryDirectory(prefix="ttftsim-report-") as folder:
         cases = [to_case(run, spec, Path(folder), i) for i, run in enumerate(report.runs)]
-        _check_deployment(cases, spec.source, spec.base)
+        _check_deployment(cases, spec.source, spec.base, names_model="model" in spec.spec)
         yield cases, spec.base
 
 
-def _check_deployment(cases: list[Case], source: str, base: Path) -> None:
-    """What the deployment file sets wrong (an unknown hardware profile, a model that does not fit, an engine
-    argument its version refuses) is one error naming that file, as `simulate` gives it, not a skipped run:
-    the first run that can be simulated is built once on it (a model taken from the report that is unknown
-    stays that run's skip)."""
+def _check_deployment(cases: list[Case], source: str, base: Path, names_model: bool) -> None:
+    """What the deployment file sets wrong (an unknown hardware profile or model, a model that does not fit,
+    an engine argument its version refuses) is one error naming that file, as `simulate` gives it, not a
+    skipped run: the first run that can be simulated is built once on it. Where the model comes from the
+    report (names_model False), a model that is unknown or does not fit stays that run's skip."""
     case = next((case for case in cases if case.skip_reason is None), None)
     if case is None:
         return
     try:
         build_replica(case.scenario, base, source)
     except DoesNotFitError as exc:
-        raise InputError(source, "model, hardware, engine", f"does not fit: {exc}") from None
+        if names_model:
+            raise InputError(source, "model, hardware, engine", f"does not fit: {exc}") from None
+    except InputError as exc:
+        if names_model or exc.field != "model":
+            raise
