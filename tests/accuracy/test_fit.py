@@ -352,6 +352,25 @@ def test_overloaded_runs_are_left_out_with_a_note(tmp_path: Path) -> None:
     assert min_overhead == STEP["fixed_s"]
 
 
+def test_the_overheads_bound_is_the_uncalibrated_host_time(tmp_path: Path) -> None:
+    """Each trial of the fit replaces a calibration the deployment names, so the overhead's lower bound is the
+    host time without it (6 ms, not 6 + 4): a trial near the bound takes no host time below zero (no warning)."""
+    from ttftsim.accuracy.fit_run import min_host_overhead_s
+
+    path = calibration_file(tmp_path, step_overhead_s=0.004)
+    case = Case("calibrated", scenario(2.0, str(path)), [StageTruth("2 req/s", 0.0, float("inf"), {})])
+    assert min_host_overhead_s(case, tmp_path) == ("CPU-host", STEP["fixed_s"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bound = Factors(step_overhead_s=-STEP["fixed_s"])
+        assert scaled_linear(LinearStepModel(STEP["fixed_s"]), bound).fixed_s == 0.0
+        # an H100's host times (1.2 ms with graphs) are not used with a measured step cost (6 ms, of which -3 ms
+        # leaves 3): an overhead below them does not warn
+        gpu = calibration_file(tmp_path, hardware="H100-SXM5-80GB", step_overhead_s=-0.003)
+        replica = build_replica(scenario(2.0, str(gpu)).model_copy(update={"hardware": "H100-SXM5-80GB"}), tmp_path)
+        assert isinstance(replica.cost, LinearStepModel) and replica.cost.fixed_s == pytest.approx(0.003)
+
+
 def test_an_output_that_cannot_be_written_is_said_before_the_fit(tmp_path: Path) -> None:
     reports = Path(__file__).resolve().parents[1] / "data" / "reports" / "vllm-bench-0.32.0"
     files = [str(p) for p in sorted(reports.glob("*.json"))]
