@@ -424,3 +424,13 @@ def test_an_improvement_must_exceed_its_standard_error() -> None:
     assert not clear_improvement(before, {"a": 0.05, "b": 0.35, "c": 0.11})
     assert clear_improvement({"a": 0.2}, {"a": 0.19}) and not clear_improvement({"a": 0.2}, {"a": 0.2})
     assert not clear_improvement(before, {})  # nothing in common: nothing shown
+
+
+def test_the_readers_notes_are_said_once_with_their_runs() -> None:
+    from ttftsim.accuracy.fit_run import _reader_notes
+
+    base = scenario(2.0)
+    cases = [Case(f"r{i}", base, [], notes=("offload",) if i else ("offload", "own")) for i in range(5)]
+    skipped = Case("s", base, [], skip_reason="unknown model", notes=("hidden",))
+    assert _reader_notes([*cases, skipped]) == ["5 runs: offload", "r0: own"]
+    assert _reader_notes(cases[:3]) == ["r0, r1, r2: offload", "r0: own"]

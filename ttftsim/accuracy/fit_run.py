@@ -79,7 +79,7 @@ def fit_reports(
         calibration, result, notes = fit_cases(
             cases, base, Path(folder), names, paths, where, progress, select_factors=select_factors
         )
-        notes += [f"{case.name}: {note}" for case in cases if case.skip_reason is None for note in case.notes]
+        notes += _reader_notes(cases)
         named = sorted(
             {str(base / case.scenario.engine.calibration) for case in cases if case.scenario.engine.calibration}
         )
@@ -89,6 +89,15 @@ def fit_reports(
                 "fitted to the uncalibrated model); use the file written instead of it, not on top of it"
             )
         return calibration, result, notes
+
+
+def _reader_notes(cases: list[Case]) -> list[str]:
+    """What the readers noted on the runs fitted, each note once with the runs it is about."""
+    runs: dict[str, list[str]] = {}
+    for case in cases:
+        for note in case.notes if case.skip_reason is None else ():
+            runs.setdefault(note, []).append(case.name)
+    return [f"{', '.join(names) if len(names) <= 3 else f'{len(names)} runs'}: {note}" for note, names in runs.items()]
 
 
 def _pair_snapshots(reports: Sequence[Path], before: Sequence[Path]) -> list[Path | None]:
