@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.accuracy.test_report_errors import with_workload
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.accuracy.reports import measured_cases
 from ttftsim.accuracy.reports.detect import read_report
@@ -191,11 +192,7 @@ def test_summary_without_lengths_uses_the_mean_lengths() -> None:
 
 
 def test_metrics_keep_the_deployments_workload(tmp_path: Path) -> None:
-    deployment = tmp_path / "deploy.yaml"
-    workload = "workload: {type: synthetic, arrivals: {type: poisson, rate: 2}, num_requests: 30,\n"
-    workload += "  prompt_tokens: {type: uniform, low: 32, high: 128}, output_tokens: {type: fixed, value: 16}}\n"
-    model = REPORTS / "cpu-server-model" / "config.json"
-    deployment.write_text(DEPLOYMENT.read_text().replace("cpu-server-model/config.json", str(model)) + workload)
+    deployment = with_workload(tmp_path)
     with measured_cases(REPORTS / "prometheus-2.42" / "query_range.json", deployment) as (cases, _):
         assert cases[0].scenario.workload.arrivals.rate == 2  # type: ignore[union-attr]
 
@@ -206,11 +203,7 @@ def test_a_servers_own_ttft_is_compared_with_the_simulated_server_view(tmp_path:
     from ttftsim.accuracy.harness import run_case, simulated_requests
     from ttftsim.metrics.percentiles import percentile
 
-    deployment = tmp_path / "deploy.yaml"
-    workload = "workload: {type: synthetic, arrivals: {type: poisson, rate: 2}, num_requests: 30,\n"
-    workload += "  prompt_tokens: {type: uniform, low: 32, high: 128}, output_tokens: {type: fixed, value: 16}}\n"
-    model = REPORTS / "cpu-server-model" / "config.json"
-    deployment.write_text(DEPLOYMENT.read_text().replace("cpu-server-model/config.json", str(model)) + workload)
+    deployment = with_workload(tmp_path)
     with measured_cases(REPORTS / "prometheus-2.42" / "query_range.json", deployment) as (cases, base):
         (case,) = cases
         assert case.server_ttft
