@@ -62,9 +62,9 @@ def test_a_version_newer_than_every_profile_is_said_to_use_the_newest(
     result = run("simulate", str(scenario), "--json")
     assert result.returncode == 0, result.stderr
     expected = (
-        f"vLLM {version} is newer than every modelled version (0.10, 0.14, 0.19, 0.20, 0.23, 0.28, 0.32, 0.33, "
-        "0.34): predicted with 0.34's defaults (gpu_memory_utilization, batch limits, async scheduling, API-server "
-        "costs); check that release's notes for changed defaults"
+        f"vLLM {version} is newer than every modelled version (0.10, 0.14, 0.15, 0.19, 0.20, 0.23, 0.28, 0.32, "
+        "0.33, 0.34): predicted with 0.34's defaults (gpu_memory_utilization, batch limits, async scheduling, "
+        "API-server costs); check that release's notes for changed defaults"
     )
     assert json.loads(result.stdout)["warnings"] == ([expected] if warned else [])
 
