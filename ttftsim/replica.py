@@ -116,11 +116,13 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             raise InputError(source, f"engine.lmcache.{problem[0]}", problem[1])
         host_bw, layers = hardware.host_to_device_bw_bytes_per_s, model.num_hidden_layers
         engine = replace(engine, lmcache_chunk_bytes=chunk, lmcache_h2d_bytes_per_s=host_bw, lmcache_num_layers=layers)
-    kernel_costs, kernel_note = kernel_costs_for(scenario.kernel_costs, hardware, source)
+    measured = scenario.measured_step_cost
+    # measured step costs replace the kernel costs: asking for a calibration that does not exist refuses nothing
+    choice = "auto" if measured is not None and scenario.kernel_costs == "calibrated" else scenario.kernel_costs
+    kernel_costs, kernel_note = kernel_costs_for(choice, hardware, source)
     perf = IterationModel(
         deployment, scaled_kernel_costs(RooflineCosts(hardware) if kernel_costs is None else kernel_costs, factors)
     )
-    measured = scenario.measured_step_cost
     if measured is not None and engine.pp > 1:
         raise InputError(
             source, "engine.pipeline_parallel_size", "pipeline parallelism needs per-stage times: use kernel costs, "

@@ -150,6 +150,36 @@ def test_bucket_counts_that_fall_are_refused_in_a_snapshot_and_levelled_in_a_ran
     assert unedited.notes == ()
 
 
+def test_an_inf_bucket_below_the_last_finite_one_is_refused_in_a_snapshot(tmp_path: Path) -> None:
+    bad = tmp_path / "metrics.txt"
+    line = 'vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",'
+    rows = METRICS.read_text().splitlines()
+    edited = [row.replace("} 30.0", "} 29.0") if row.startswith(line) else row for row in rows]
+    assert edited != rows
+    bad.write_text("\n".join(edited) + "\n")
+    error = error_of(bad)
+    assert (error.source, error.field) == (str(bad), "vllm:time_to_first_token_seconds_bucket")
+    assert "+Inf bucket's count 29 is below the count 30 at le=2560" in error.message
+
+
+def test_levelled_token_histograms_are_noted_in_a_range_query(tmp_path: Path) -> None:
+    """The prompt and output token histograms give the runs' mean lengths: a fall levelled there is said too."""
+    data = json.loads(RANGE.read_text())
+    name = "vllm:time_to_first_token_seconds_bucket"
+    ttft = next(s for s in data["data"]["result"] if s["metric"]["__name__"] == name)
+    start, end = ttft["values"][0][0], ttft["values"][-1][0]
+    for le, grown in (("50", "20"), ("100", "12"), ("+Inf", "30")):
+        metric = ttft["metric"] | {"__name__": "vllm:request_prompt_tokens_bucket", "le": le}
+        data["data"]["result"].append({"metric": metric, "values": [[start, "0"], [end, grown]]})
+    levelled = tmp_path / "query_range.json"
+    levelled.write_text(json.dumps(data))
+    (run_,) = read_report(levelled).runs
+    assert [note for note in run_.notes if "levelled" in note] == [
+        "prompt tokens: bucket counts that fell between bounds (series sampled apart) were levelled, as "
+        "histogram_quantile does"
+    ]
+
+
 def test_snapshots_in_the_wrong_order(tmp_path: Path) -> None:
     after = REPORTS / "prometheus-2.42" / "metrics-after.txt"
     error = error_of(REPORTS / "prometheus-2.42" / "metrics-before.txt", after)

@@ -8,6 +8,7 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.accuracy.test_report_errors import with_workload
@@ -197,7 +198,7 @@ def test_metrics_keep_the_deployments_workload(tmp_path: Path) -> None:
         assert cases[0].scenario.workload.arrivals.rate == 2  # type: ignore[union-attr]
 
 
-def test_a_servers_own_ttft_is_compared_with_the_simulated_server_view(tmp_path: Path) -> None:
+def test_a_servers_own_ttft_and_e2e_are_compared_with_the_simulated_server_view(tmp_path: Path) -> None:
     """vLLM's histogram times from the engine's arrival (no HTTP, tokenization or SSE): a /metrics or Prometheus
     report is compared with the simulated requests' server_ttft_s, a client's report with their ttft_s."""
     from ttftsim.accuracy.harness import run_case, simulated_requests
@@ -206,7 +207,7 @@ def test_a_servers_own_ttft_is_compared_with_the_simulated_server_view(tmp_path:
     deployment = with_workload(tmp_path)
     with measured_cases(REPORTS / "prometheus-2.42" / "query_range.json", deployment) as (cases, base):
         (case,) = cases
-        assert case.server_ttft
+        assert case.server_side
         (result,) = run_case(case, base)
         requests = simulated_requests(case, base)
     done = requests[requests["status"] == "finished"]
@@ -214,8 +215,13 @@ def test_a_servers_own_ttft_is_compared_with_the_simulated_server_view(tmp_path:
     assert (client - server).min() > 1e-4  # the frontend's share is in the client's TTFT only
     assert result.predicted["ttft_p50"] == percentile(server, 0.5)
     assert result.predicted["ttft_mean"] == pytest.approx(server.mean(), rel=1e-12)
+    # vLLM's end-to-end latency too: its TTFT plus the engine's first token to its last, not the client's
+    server_e2e, client_e2e = done["server_e2e_s"].to_numpy(), done["e2e_s"].to_numpy()
+    assert np.allclose(server_e2e, server + done["finish_s"].to_numpy() - done["first_token_s"].to_numpy(), rtol=1e-12)
+    assert (client_e2e - server_e2e).min() > 1e-4
+    assert result.predicted["e2e_p50"] == float(np.median(server_e2e))
     with measured_cases(REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json", DEPLOYMENT) as (cases, _):
-        assert not cases[0].server_ttft
+        assert not cases[0].server_side
 
 
 def test_accuracy_command_on_a_report() -> None:
@@ -364,11 +370,17 @@ def test_inference_perf_stages_without_their_requests_cannot_pool_against_the_se
 
 
 def test_a_kernel_cost_choice_that_a_measured_step_cost_overrides_is_said() -> None:
-    from ttftsim.accuracy.ground_truth import case_notes
+    """And it changes nothing indeed: `calibrated` on hardware without a kernel fit (the CPU server's) is not
+    refused where measured step costs replace the kernel costs."""
+    from ttftsim.accuracy.ground_truth import case_notes, with_kernel_costs
+    from ttftsim.accuracy.harness import run_case
 
-    with measured_cases(REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json", DEPLOYMENT) as (cases, _):
+    with measured_cases(REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json", DEPLOYMENT) as (cases, base):
         assert case_notes(cases) == []
         assert case_notes(cases, "roofline") == [
             "--kernel-costs roofline changes nothing on poisson-2rps-detailed: the deployment gives "
             "measured_step_cost, which replaces the kernel costs"
         ]
+        (auto,) = run_case(cases[0], base, max_seeds=1)
+        (calibrated,) = run_case(with_kernel_costs(cases, "calibrated")[0], base, max_seeds=1)
+        assert calibrated.predicted == auto.predicted

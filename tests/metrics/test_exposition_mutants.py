@@ -46,7 +46,9 @@ def _requests() -> pd.DataFrame:
             "request_id": [0, 1, 2, 3],
             "status": ["finished", "finished", "in_flight", "rejected"],
             "ttft_s": [0.045, 0.8, 0.012, nan],  # the client's: not what vLLM's histogram holds
-            "e2e_s": [1.2, 2.0, nan, nan],
+            "e2e_s": [1.2, 2.0, nan, nan],  # the client's too
+            "first_token_s": [0.5, 1.5, 0.25, nan],
+            "finish_s": [1.5, 3.0, nan, nan],
             # binary fractions (2^-n s), so that every sum below is exact in any order
             "queue_s": [2**-7, 0.375, 0.0, nan],
             "recompute_s": [0.0, 0.125, 0.0, nan],
@@ -77,15 +79,17 @@ TTFT_COUNTS = [0, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3] + [3] * 11
 SERVER_TTFT = [2**-7 + 2**-6 + 2**-8 + EXTRA_S, 0.375 + 0.125 + 2**-4 + 2**-7 + EXTRA_S, 2**-10 + EXTRA_S]
 # gaps: 3 x 20 ms, 2 x 100 ms (on the 0.1 bound)
 ITL_COUNTS = [0, 3, 3, 3, 5] + [5] * 14
-# end-to-end of the two finished requests: 1.2 s and 2.0 s (on the 2 bound)
-E2E_COUNTS = [0, 0, 0, 0, 1, 2] + [2] * 15
+# vLLM's own end-to-end latency of the two finished requests: their server TTFT plus first token to finish (1 s
+# and 1.5 s): 1.029 s and 2.072 s. Their client end-to-end (1.2 s, 2.0 s on the 2 bound) would fill other buckets.
+SERVER_E2E = [SERVER_TTFT[0] + 1.0, SERVER_TTFT[1] + 1.5]
+E2E_COUNTS = [0, 0, 0, 0, 1, 1, 2] + [2] * 14
 # queue time of the three served requests: 0, 7.8 ms, 375 ms
 QUEUE_COUNTS = [2, 3] + [3] * 19
 
 EXPECTED = [
     *_bucket_lines("vllm:time_to_first_token_seconds", TTFT_BUCKETS, TTFT_COUNTS, 3, "0.6044921875"),
     *_bucket_lines("vllm:inter_token_latency_seconds", ITL_BUCKETS, ITL_COUNTS, 5, "0.26"),
-    *_bucket_lines("vllm:e2e_request_latency_seconds", REQUEST_BUCKETS, E2E_COUNTS, 2, "3.2"),
+    *_bucket_lines("vllm:e2e_request_latency_seconds", REQUEST_BUCKETS, E2E_COUNTS, 2, "3.1015625"),
     *_bucket_lines("vllm:request_queue_time_seconds", REQUEST_BUCKETS, QUEUE_COUNTS, 3, "0.3828125"),
     "# TYPE vllm:num_requests_running gauge",
     f"vllm:num_requests_running{{{LABELS}}} 1.0",
@@ -143,11 +147,10 @@ def _reference_text() -> str:
     names = ["model_name", "engine"]
     requests = _requests()
     served = requests[requests["ttft_s"].notna()]
-    finished = requests[requests["status"] == "finished"]
     histograms = [
         ("vllm:time_to_first_token_seconds", TTFT_BUCKETS, SERVER_TTFT),
         ("vllm:inter_token_latency_seconds", ITL_BUCKETS, [0.02] * 3 + [0.1] * 2),
-        ("vllm:e2e_request_latency_seconds", REQUEST_BUCKETS, list(finished["e2e_s"])),
+        ("vllm:e2e_request_latency_seconds", REQUEST_BUCKETS, SERVER_E2E),
         ("vllm:request_queue_time_seconds", REQUEST_BUCKETS, list(served["queue_s"])),
     ]
     for name, buckets, values in histograms:
@@ -235,9 +238,9 @@ def test_write_results_stages_every_file_and_marks_the_folder_complete(tmp_path:
     assert pq.read_schema(out / "requests.parquet").names == list(requests.columns)
     assert pq.read_schema(out / "steps.parquet").names == ["time_s", "duration_s"]
     assert (out / "requests.csv").read_text().splitlines()[:2] == [
-        "request_id,status,ttft_s,e2e_s,queue_s,recompute_s,prefill_s,waiting_s,prompt_tokens,generated_tokens,"
-        "num_preemptions",
-        "0,finished,0.045,1.2,0.0078125,0.0,0.015625,0.00390625,100,10,0",
+        "request_id,status,ttft_s,e2e_s,first_token_s,finish_s,queue_s,recompute_s,prefill_s,waiting_s,prompt_tokens,"
+        "generated_tokens,num_preemptions",
+        "0,finished,0.045,1.2,0.5,1.5,0.0078125,0.0,0.015625,0.00390625,100,10,0",
     ]
     assert (out / "timeseries.csv").read_text() == "window_start_s,arrival_rate\n0.0,4.0\n"
 

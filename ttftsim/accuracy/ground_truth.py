@@ -115,7 +115,7 @@ class Case:
     warmup_requests: int = 0
     skip_reason: str | None = None  # a model, system or precision that maps to no preset / profile / dtype
     notes: tuple[str, ...] = ()  # what the measurement had that the simulation leaves out
-    server_ttft: bool = False  # the measured TTFT is vLLM's own (its /metrics histogram), not a client's
+    server_side: bool = False  # the measured TTFT and e2e are vLLM's own (its /metrics histograms), not a client's
 
 
 def _model_name(hf_id: str) -> str:

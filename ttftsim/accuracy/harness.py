@@ -42,7 +42,7 @@ from ttftsim.metrics.intervals import (
     sample_quantile_interval,
 )
 from ttftsim.metrics.percentiles import percentile
-from ttftsim.metrics.prometheus import server_ttft_s
+from ttftsim.metrics.prometheus import server_e2e_s, server_ttft_s
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.simulate import simulate
 
@@ -91,7 +91,9 @@ def _stage_window(requests: pd.DataFrame, stage: StageTruth) -> pd.DataFrame:
     return requests[(requests["arrival_s"] >= stage.start_s) & (requests["arrival_s"] < stage.end_s)]
 
 
-def _predicted_open_loop(window: pd.DataFrame, column: str) -> dict[str, float]:
+def _predicted_open_loop(window: pd.DataFrame, server_side: bool) -> dict[str, float]:
+    """The window's predicted metrics in the measurement's view: the client's, or vLLM's own (server_side)."""
+    column, e2e_column = ("server_ttft_s", "server_e2e_s") if server_side else ("ttft_s", "e2e_s")
     done = window[window["status"] == "finished"]
     if len(done) == 0:
         return {
@@ -108,7 +110,7 @@ def _predicted_open_loop(window: pd.DataFrame, column: str) -> dict[str, float]:
         "ttft_p90": percentile(ttft, 0.9),
         "ttft_p99": percentile(ttft, 0.99),
         "tpot_p50": float(done["tpot_s"].median()),
-        "e2e_p50": float(done["e2e_s"].median()),
+        "e2e_p50": float(done[e2e_column].median()),
         "aborted_fraction": float((window["status"] == "aborted").mean()),
     }
 
@@ -170,19 +172,20 @@ def is_random(scenario: Scenario) -> bool:
 
 def simulated_requests(case: Case, base: Path = Path(), max_seeds: int = NUM_SEEDS_RANDOM) -> pd.DataFrame:
     """The case's simulated requests, pooled over NUM_SEEDS_RANDOM seeds (at most max_seeds) when its workload
-    is random, with vLLM's own TTFT of each as server_ttft_s (NaN without a first token; metrics/prometheus.py
-    server_ttft_s). A seed whose TTFTs repeat an earlier seed's exactly is left out: copies would narrow the
-    intervals falsely."""
+    is random, with vLLM's own TTFT and end-to-end latency of each as server_ttft_s and server_e2e_s (NaN without
+    a first token / unfinished; metrics/prometheus.py server_ttft_s, server_e2e_s). A seed whose TTFTs repeat an
+    earlier seed's exactly is left out: copies would narrow the intervals falsely."""
     num_seeds = min(max_seeds, NUM_SEEDS_RANDOM) if is_random(case.scenario) else 1
     runs: list[pd.DataFrame] = []
     for seed in range(case.scenario.seed, case.scenario.seed + num_seeds):
         result = simulate(case.scenario, base, seed=seed, source=case.name)
         requests = result.requests
-        server = np.full(len(requests), np.nan)
-        server[requests["ttft_s"].notna().to_numpy()] = server_ttft_s(
-            requests, result.replica.engine.api_server.server_ttft_extra_s
-        )
-        requests = requests.assign(server_ttft_s=server)
+        extra = result.replica.engine.api_server.server_ttft_extra_s
+        server, server_e2e = np.full(len(requests), np.nan), np.full(len(requests), np.nan)
+        server[requests["ttft_s"].notna().to_numpy()] = server_ttft_s(requests, extra)
+        done = ((requests["status"] == "finished") & requests["ttft_s"].notna()).to_numpy()
+        server_e2e[done] = server_e2e_s(requests, extra)
+        requests = requests.assign(server_ttft_s=server, server_e2e_s=server_e2e)
         ttft = requests["ttft_s"].to_numpy(dtype=np.float64)
         if not any(np.array_equal(ttft, run["ttft_s"].to_numpy(dtype=np.float64), equal_nan=True) for run in runs):
             runs.append(requests)
@@ -200,8 +203,9 @@ def run_case(case: Case, base: Path = Path(), max_seeds: int = NUM_SEEDS_RANDOM)
             predicted, intervals = _predicted_closed_loop(steady), closed_loop_intervals(steady, stage)
         else:
             window = _stage_window(requests, stage)
-            column = "server_ttft_s" if case.server_ttft else "ttft_s"  # the view the measurement took
-            predicted, intervals = _predicted_open_loop(window, column), open_loop_intervals(window, stage, column)
+            column = "server_ttft_s" if case.server_side else "ttft_s"  # the view the measurement took
+            predicted = _predicted_open_loop(window, case.server_side)
+            intervals = open_loop_intervals(window, stage, column)
         typical = stage.measured.get("ttft_p50", stage.measured.get("ttft_mean", 0.0))
         measured_over = stage.num_failed > 0 or typical > OVERLOAD_TTFT_S
         predicted_over = predicted.get("aborted_fraction", 0.0) > 0 or predicted["ttft_mean"] > OVERLOAD_TTFT_S

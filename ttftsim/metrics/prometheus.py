@@ -7,7 +7,10 @@ handler's processing of the step output with its first token (vllm/v1/metrics/st
 IterationStats.update_from_output). `server_ttft_s` is the engine's arrival-to-first-token plus the API
 server's measured server_ttft_extra_s (the hand-offs to and from the engine core and the output handler);
 the client's TTFT adds the API server's ingress (its queue, parsing, tokenizing), the HTTP hand-offs and the
-wait for a visible token."""
+wait for a visible token. vllm:e2e_request_latency_seconds is the server's too: from the same arrival_time to
+the output handler's processing of the step output that finishes the request (stats.py
+IterationStats.update_from_finished_request, read in vLLM 0.15.1): `server_e2e_s`, the server TTFT plus the
+engine's first token to its last."""
 
 from __future__ import annotations
 
@@ -110,6 +113,14 @@ def server_ttft_s(requests: pd.DataFrame, extra_s: float) -> NDArray[np.float64]
     return window + extra_s
 
 
+def server_e2e_s(requests: pd.DataFrame, extra_s: float) -> NDArray[np.float64]:
+    """vLLM's own end-to-end latency of each finished request (module docstring): its server TTFT plus the
+    engine's first token to its last (finish_s - first_token_s), with the same hand-offs extra_s."""
+    finished = requests[(requests["status"] == "finished") & requests["ttft_s"].notna()]
+    decode: NDArray[np.float64] = (finished["finish_s"] - finished["first_token_s"]).to_numpy(dtype=np.float64)
+    return server_ttft_s(finished, extra_s) + decode
+
+
 def exposition(
     requests: pd.DataFrame,
     itl: tuple[NDArray[np.float64], NDArray[Any]],  # gap values, integer weights
@@ -127,7 +138,8 @@ def exposition(
     ttft = server_ttft_s(requests, server_ttft_extra_s)
     lines += histogram_lines("vllm:time_to_first_token_seconds", labels, ttft, TTFT_BUCKETS)
     lines += histogram_lines("vllm:inter_token_latency_seconds", labels, itl[0], ITL_BUCKETS, itl[1])
-    lines += histogram_lines("vllm:e2e_request_latency_seconds", labels, finished["e2e_s"].to_numpy(), REQUEST_BUCKETS)
+    e2e = server_e2e_s(requests, server_ttft_extra_s)
+    lines += histogram_lines("vllm:e2e_request_latency_seconds", labels, e2e, REQUEST_BUCKETS)
     lines += histogram_lines("vllm:request_queue_time_seconds", labels, served["queue_s"].to_numpy(), REQUEST_BUCKETS)
     for name, value in gauges.items():
         lines += [f"# TYPE vllm:{name} gauge", f"vllm:{name}{{{labels}}} {go_float(value)}"]

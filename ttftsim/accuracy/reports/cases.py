@@ -79,7 +79,7 @@ def to_case(run: MeasuredRun, deployment: Deployment, folder: Path, index: int) 
         stage = replace(stage, measured={k: v for k, v in stage.measured.items() if k in CLOSED_LOOP_MEANS})
     warmup = run.load.warmup_requests if run.load is not None else 0
     stages = list(run.stages) or [stage]
-    return Case(run.name, scenario, stages, closed, warmup, problem, run.notes, server_ttft=run.server_ttft)
+    return Case(run.name, scenario, stages, closed, warmup, problem, run.notes, server_side=run.server_side)
 
 
 def _workload(run: MeasuredRun, load: Load, folder: Path, index: int) -> dict[str, Any]:

@@ -63,7 +63,8 @@ def histogram(values: Mapping[SeriesKey, float], name: str, source: str, repair:
 
     A server writes cumulative bucket counts that never fall (prometheus_client sums its buckets as it writes
     them), and sums over label sets and differences of two snapshots of one server keep that: a fall in a
-    snapshot is an edited or damaged file, an error naming the series (source). repair=True (a range query,
+    snapshot is an edited or damaged file, an error naming the series (source), and so is a +Inf bucket below
+    the last finite one. repair=True (a range query,
     whose series' increases come from points sampled apart) levels a fall as Prometheus's histogram_quantile
     does, and says so (repaired)."""
     buckets: dict[float, float] = {}
@@ -82,20 +83,33 @@ def histogram(values: Mapping[SeriesKey, float], name: str, source: str, repair:
     if not found:
         return None
     finite = sorted(b for b in buckets if math.isfinite(b))
-    cumulative = [buckets[b] for b in finite]
+    cumulative, repaired = _levelled([buckets[b] for b in finite], finite, name, source, repair)
+    last = cumulative[-1] if cumulative else 0.0
+    if math.inf in buckets and buckets[math.inf] < last - _TOLERANCE * max(1.0, last) and not repair:
+        raise InputError(
+            source, f"{name}_bucket", f"the +Inf bucket's count {buckets[math.inf]:g} is below the count "
+            f"{last:g} at le={finite[-1]:g}: not what a server writes (an edited or damaged snapshot)",
+        )  # fmt: skip
+    count = max(count, buckets.get(math.inf, 0.0), last)
+    return Histogram(tuple(finite), tuple(cumulative), count, total, repaired)
+
+
+def _levelled(
+    cumulative: list[float], bounds: list[float], name: str, source: str, repair: bool
+) -> tuple[list[float], bool]:
+    """The cumulative counts, each at least the one before, and whether any was raised (an error unless repair)."""
     repaired = False
     for i in range(1, len(cumulative)):
         if cumulative[i] < cumulative[i - 1] - _TOLERANCE * max(1.0, cumulative[i - 1]):
             if not repair:
                 raise InputError(
                     source, f"{name}_bucket", f"the cumulative count falls from {cumulative[i - 1]:g} at "
-                    f"le={finite[i - 1]:g} to {cumulative[i]:g} at le={finite[i]:g}: not what a server writes (an "
+                    f"le={bounds[i - 1]:g} to {cumulative[i]:g} at le={bounds[i]:g}: not what a server writes (an "
                     "edited or damaged snapshot)",
                 )  # fmt: skip
             repaired = True
         cumulative[i] = max(cumulative[i], cumulative[i - 1])
-    count = max(count, buckets.get(math.inf, 0.0), cumulative[-1] if cumulative else 0.0)
-    return Histogram(tuple(finite), tuple(cumulative), count, total, repaired)
+    return cumulative, repaired
 
 
 def _bound(text: str) -> float | None:

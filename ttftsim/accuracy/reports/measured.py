@@ -73,9 +73,10 @@ class MeasuredRun:
     stages: tuple[StageTruth, ...] = ()
     arrivals: dict[str, Any] | None = None
     shared_prefix: dict[str, Any] | None = None
-    # The measured TTFT is vLLM's own histogram (engine arrival to first token, plus the hand-offs to the output
-    # handler), not a client's: compared with the simulated server view (metrics/prometheus.py server_ttft_s).
-    server_ttft: bool = False
+    # The measured TTFT and end-to-end latency are vLLM's own histograms (from the engine's arrival to the output
+    # handler's first and last token), not a client's: compared with the simulated server view
+    # (metrics/prometheus.py server_ttft_s, server_e2e_s).
+    server_side: bool = False
 
 
 def replay_load(send_s: Sequence[float]) -> Load:

@@ -166,6 +166,13 @@ def _increase(values: list[float]) -> float:
     return total if math.isfinite(total) else 0.0
 
 
+def _levelled(short: str) -> str:
+    return (
+        f"{short}: bucket counts that fell between bounds (series sampled apart) were levelled, as histogram_quantile"
+        " does"
+    )
+
+
 def server_run(
     values: Mapping[SeriesKey, float],
     extras: dict[str, float],
@@ -183,10 +190,7 @@ def server_run(
         if found is None or found.count <= 0:
             continue
         if found.repaired:
-            notes += (
-                f"{short}: bucket counts that fell between bounds (series sampled apart) were levelled, as "
-                "histogram_quantile does",
-            )
+            notes += (_levelled(short),)
         measured[f"{short}_mean"] = found.mean()
         measured |= {f"{short}_p{round(q * 100)}": found.quantile(q) for q in (0.5, 0.9, 0.99)}
         if short == "ttft":
@@ -204,6 +208,9 @@ def server_run(
         histogram(values, "vllm:request_prompt_tokens", source, repair),
         histogram(values, "vllm:request_generation_tokens", source, repair),
     )
+    for short, found in (("prompt tokens", prompt), ("output tokens", output)):
+        if found is not None and found.repaired:
+            notes += (_levelled(short),)
     return MeasuredRun(
         name,
         "ideal",
@@ -214,5 +221,5 @@ def server_run(
         output.mean() if output is not None else math.nan,
         truth,
         notes=notes,
-        server_ttft=True,
+        server_side=True,
     )
