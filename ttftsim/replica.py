@@ -64,7 +64,8 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             engine.tp,
             engine.weight_dtype,
             engine.kv_dtype,
-            min(engine.cudagraph_max_seqs, engine.max_num_batched_tokens),  # vLLM caps captures at the budget
+            engine.capture_sizes,
+            engine.cudagraph_mode,
             with_overhead(hardware.overhead.iteration_s if eager_s is None else eager_s, factors, used=host_used),
             with_overhead(
                 hardware.overhead.decode_graph_iteration_s if graph_s is None else graph_s, factors, used=host_used
@@ -86,7 +87,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         engine.max_num_seqs,
         engine.block_size,
         engine.max_model_len,
-        engine.enforce_eager,
+        engine.cudagraph_mode == "NONE",
         hybrid_kv_cache(engine, disaggregated),
         engine.measured_kv_sizing,
     )

@@ -17,6 +17,7 @@ import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
+from ttftsim.config.engine import EngineArgs, ResolvedEngine
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import version_warnings
@@ -44,7 +45,27 @@ YOUNG_COLLECTION_OBJECTS = 50_000  # allocations between two young-generation GC
 
 
 # engine fields the summary shows only where they act (the run's seed is shown once, below)
-QUIET_ENGINE_KEYS = ("seed", "windowed_kv", "hybrid_kv_cache_manager", "dp", "reserve_for_inflight_prefills")
+QUIET_ENGINE_KEYS = (
+    "seed",
+    "windowed_kv",
+    "hybrid_kv_cache_manager",
+    "dp",
+    "reserve_for_inflight_prefills",
+    "compiled",
+    "cudagraph_mode",
+    "capture_sizes",
+)
+
+
+def _graph_settings(engine: ResolvedEngine, args: EngineArgs) -> dict[str, Any]:
+    """What vLLM compiles and captures (config/graphs.py), shown where it is not the default path (-O2's
+    FULL_AND_PIECEWISE over the default grid) or where the scenario set the sizes."""
+    default = engine.compiled and engine.cudagraph_mode == "FULL_AND_PIECEWISE"
+    sizes_set = args.cudagraph_capture_sizes is not None or args.max_cudagraph_capture_size is not None
+    if default and not sizes_set and args.performance_mode != "interactivity":
+        return {}
+    graphs = {"compiled": engine.compiled, "mode": engine.cudagraph_mode, "capture_sizes": list(engine.capture_sizes)}
+    return {"cudagraphs": graphs}
 
 
 @dataclass(frozen=True)
@@ -95,6 +116,7 @@ class SimulationResult:
             | ({"windowed_kv": asdict(windowed)} if windowed is not None else {})
             | ({} if engine.hybrid_kv_cache_manager else {"hybrid_kv_cache_manager": False})
             | ({"dp": engine.dp} if engine.dp > 1 else {})
+            | _graph_settings(engine, self.scenario.engine)
             | (  # vLLM >= 0.23's hold on CPU-tier loads, where there is a tier
                 {"reserve_for_inflight_prefills": engine.reserve_for_inflight_prefills}
                 if engine.kv_offload_blocks

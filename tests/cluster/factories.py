@@ -31,12 +31,12 @@ def builds(hardware: str) -> ReplicaBuild:
     def make(env: simpy.Environment, recorder: Recorder, index: int, wrap: Wrap | None) -> Engine:
         return Engine(env, cfg, COST if wrap is None else wrap(COST), NUM_BLOCKS, recorder, replica=index)
 
-    return ReplicaBuild(make, WEIGHT_BYTES, 1, False, "", KV_BYTES_PER_TOKEN)
+    return ReplicaBuild(make, WEIGHT_BYTES, 1, True, True, "", KV_BYTES_PER_TOKEN)
 
 
 def crashing_builds(hardware: str) -> ReplicaBuild:
     """A replica that does not start on any hardware (the model does not fit)."""
-    return ReplicaBuild(None, WEIGHT_BYTES, 1, False, f"engine does not start on {hardware}: too big")
+    return ReplicaBuild(None, WEIGHT_BYTES, 1, True, True, f"engine does not start on {hardware}: too big")
 
 
 def cluster_spec(**fields: Any) -> Cluster:

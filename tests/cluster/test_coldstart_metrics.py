@@ -24,10 +24,12 @@ def test_cold_start_phases_on_a_bare_node_and_a_warm_one() -> None:
         "graph_capture": 10.0,
         "warmup": 2.0,
     }
-    warm = dict(cold_start_phases(pod, 16e9, 1, NodeCaches(True, True, True), enforce_eager=True))
+    warm = dict(cold_start_phases(pod, 16e9, 1, NodeCaches(True, True, True), graphs=False))
     assert warm["image_pull"] == 0.0 and warm["distributed_init"] == 0.0 and warm["graph_capture"] == 0.0
     assert warm["weight_load"] == pytest.approx(2.2857, abs=1e-4)  # 16 GB from the node's page cache at 7 GB/s
     assert warm["compile"] == 6.0
+    eager = dict(cold_start_phases(pod, 16e9, 1, NodeCaches(False, False, False), compiled=False, graphs=False))
+    assert eager["compile"] == eager["graph_capture"] == 0.0  # --enforce-eager, -O0: nothing compiled or captured
 
 
 def test_histogram_quantile_interpolates_like_prometheus() -> None:

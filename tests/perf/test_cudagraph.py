@@ -14,7 +14,7 @@ from ttftsim.perf.iteration import PIECEWISE_HOST_SHARE, Deployment, IterationMo
 def _model(tp: int = 4, capture: int = 256, seqs: int | None = 128, is_async: bool = False) -> IterationModel:
     spec, hw = load_model("Llama-3.1-70B"), load_hardware("H100-SXM5-80GB")
     return IterationModel(
-        Deployment(spec, hw, tp, cudagraph_max_seqs=capture, max_num_seqs=seqs, async_scheduling=is_async)
+        Deployment(spec, hw, tp, cudagraph_sizes=capture_sizes(capture), max_num_seqs=seqs, async_scheduling=is_async)
     )
 
 
@@ -94,3 +94,39 @@ def test_cpu_hosts_have_no_cuda_graphs() -> None:
     model = IterationModel(Deployment(load_model("Llama-3.1-8B"), load_hardware("cpu-host")))
     assert model.graph_mode(_decode(3)) == "eager"
     assert model.timing(_decode(3)).num_padded_tokens == 3
+
+
+def test_dispatch_in_each_cudagraph_mode() -> None:
+    """CudagraphDispatcher.dispatch by mode, over the sizes up to 64 with max_num_seqs 16: FULL decode graphs of
+    their own up to 16 in FULL_DECODE_ONLY and FULL_AND_PIECEWISE; FULL replays a FULL graph for every batch;
+    a batch that replays nothing is not padded."""
+    sizes = capture_sizes(64)
+    decode_only = GraphDispatch.of_sizes(sizes, "FULL_DECODE_ONLY", max_num_seqs=16)
+    assert decode_only.mode(13, is_uniform_decode=True) == "full" and decode_only.padded_tokens(13, True) == 16
+    assert decode_only.mode(13, is_uniform_decode=False) == "eager" and decode_only.padded_tokens(13, False) == 13
+    assert decode_only.mode(17, is_uniform_decode=True) == "eager" and decode_only.padded_tokens(17, True) == 17
+    piecewise = GraphDispatch.of_sizes(sizes, "PIECEWISE", max_num_seqs=16)
+    assert piecewise.mode(13, is_uniform_decode=True) == "piecewise" and piecewise.padded_tokens(13, True) == 16
+    assert piecewise.mode(65, is_uniform_decode=False) == "eager"
+    full = GraphDispatch.of_sizes(sizes, "FULL", max_num_seqs=16)
+    assert full.mode(13, is_uniform_decode=False) == "full" and full.mode(40, is_uniform_decode=True) == "full"
+    assert full.padded_tokens(33, False) == 40
+    none = GraphDispatch.of_sizes(sizes, "NONE", max_num_seqs=16)
+    assert none.mode(1, is_uniform_decode=True) == "eager" and none.padded_tokens(13, True) == 13
+    both = GraphDispatch.of_sizes(sizes, "FULL_AND_PIECEWISE", max_num_seqs=16)
+    assert both == GraphDispatch.of(64, max_num_seqs=16)
+
+
+def test_a_mixed_step_without_piecewise_graphs_runs_eagerly_and_unpadded() -> None:
+    """FULL_DECODE_ONLY: a 26-token mixed batch pays the eager host time on its own 26 tokens; the uniform decode
+    batch still replays its FULL graph, as in FULL_AND_PIECEWISE."""
+    spec, hw = load_model("Llama-3.1-70B"), load_hardware("H100-SXM5-80GB")
+    both = IterationModel(Deployment(spec, hw, 4, max_num_seqs=128, cudagraph_sizes=capture_sizes(256)))
+    decode_only = IterationModel(
+        Deployment(spec, hw, 4, max_num_seqs=128, cudagraph_sizes=capture_sizes(256), cudagraph_mode="FULL_DECODE_ONLY")
+    )
+    mixed = BatchShape.from_sequences([16] + [1] * 10, [0] + [500] * 10)
+    timing = decode_only.timing(mixed)
+    assert (timing.num_padded_tokens, timing.graph_mode) == (26, "eager")
+    assert decode_only.overhead_s(mixed) == 0.003 and both.overhead_s(mixed) == pytest.approx(0.00165)
+    assert decode_only.timing(_decode(37)) == both.timing(_decode(37))

@@ -231,6 +231,13 @@ def test_what_plan_writes_every_modelled_vllm_reads_back(version: str) -> None:
         expected |= {"enable_prefix_caching": cached, "enable_chunked_prefill": chunked}
         expected |= {"quantization": "fp8", "kv_cache_dtype": "fp8"} if quant else {}
         assert command.engine == expected
+    graphs = {"optimization_level": 1, "cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": [1, 8, 64]}
+    graphs |= {"performance_mode": "throughput"} if version >= "0.17" else {}
+    tuned = plan.model_copy(update={"engine": plan.engine.model_copy(update={"vllm_version": version, **graphs})})
+    cand = Candidate("H100-SXM5-80GB", 1, None, None, True, True, None, "auto", "least_outstanding", 0)
+    command = read_vllm_container(plan_vllm_args(tuned, cand, "m", "bf16"), [], version, "D/x", "k8s.yaml")
+    assert command.findings == [] and command.not_modelled == []
+    assert {k: command.engine[k] for k in graphs} == graphs
 
 
 def test_the_levers_ttftsim_models_are_read_from_the_command_line() -> None:
@@ -255,6 +262,26 @@ def test_the_levers_ttftsim_models_are_read_from_the_command_line() -> None:
     assert read_vllm_container(ngram, [], "0.15.1", "Deployment/x", "k8s.yaml").not_modelled == [
         "--speculative-config {'method': 'ngram', 'num_speculative_tokens': 3}"  # its acceptance: no default
     ]
+
+
+def test_compilation_and_graph_levers_are_read_from_the_command_line() -> None:
+    """-O, --compilation-config's graph keys and --performance-mode are engine arguments (config/graphs.py); another
+    key of the compilation config is named as not modelled; -cc and -O are the flags' own spellings, not
+    abbreviations."""
+    words = ["vllm", "serve", "m", "-O1", "-cc", '{"cudagraph_mode": "full_decode_only", "pass_config": {"x": 1}}']
+    words += ["--compilation-config.cudagraph_capture_sizes", "[1, 2, 4, 8]", "--performance-mode", "interactivity"]
+    command = read_vllm_container(words, [], "0.34.0", "Deployment/x", "k8s.yaml")
+    assert {k: v for k, v in command.engine.items() if k != "model"} == {
+        "optimization_level": 1,
+        "cudagraph_mode": "FULL_DECODE_ONLY",
+        "cudagraph_capture_sizes": [1, 2, 4, 8],
+        "performance_mode": "interactivity",
+    }
+    assert command.not_modelled == ["-cc.pass_config {'x': 1}"] and command.findings == []
+    old = read_vllm_container(["vllm", "serve", "m", "-O2"], [], "0.10.2", "Deployment/x", "k8s.yaml")
+    assert old.engine == {"optimization_level": 2} and old.findings == []  # 0.10: the compilation level
+    newer = read_vllm_container(["vllm", "serve", "m", "-cc", '{"level": 0}'], [], "0.15.1", "D/x", "k8s.yaml")
+    assert newer.not_modelled == ["-cc.level 0"]  # from 0.13 the deprecated compilation mode, not -O
 
 
 def test_vllm_allow_long_max_model_len_makes_a_longer_context_a_warning(tmp_path: Path) -> None:

@@ -3,8 +3,9 @@
 image pull (image size / registry throughput; 0 when the node has the image) -> container start and
 imports -> weight load (weight bytes / TP, each rank streaming its shard at the source's bandwidth; a
 node whose page cache already holds the weights serves them at page-cache speed) -> distributed init
-(TP > 1) -> torch.compile (cold, or from the node's warm cache) -> CUDA-graph capture (skipped with
-enforce_eager) -> warm-up -> Ready. Node provisioning, when the pod waited for a new node, comes before.
+(TP > 1) -> torch.compile (cold, or from the node's warm cache; skipped without compilation: --enforce-eager,
+-O0) -> CUDA-graph capture (skipped with cudagraph_mode NONE: config/graphs.py) -> warm-up -> Ready. Node
+provisioning, when the pod waited for a new node, comes before.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class NodeCaches:
 
 
 def cold_start_phases(
-    pod: PodSpec, weight_bytes: float, tp: int, caches: NodeCaches, enforce_eager: bool = False
+    pod: PodSpec, weight_bytes: float, tp: int, caches: NodeCaches, compiled: bool = True, graphs: bool = True
 ) -> list[tuple[str, float]]:
     """(phase, seconds) in order, from the pod's binding to a node until it is Ready."""
     source_bw = (
@@ -35,8 +36,8 @@ def cold_start_phases(
         ("container_start", pod.container_start_s),
         ("weight_load", weight_bytes / max(tp, 1) / source_bw),
         ("distributed_init", pod.distributed_init_s if tp > 1 else 0.0),
-        ("compile", pod.compile_cached_s if caches.compile else pod.compile_s),
-        ("graph_capture", 0.0 if enforce_eager else pod.graph_capture_s),
+        ("compile", (pod.compile_cached_s if caches.compile else pod.compile_s) if compiled else 0.0),
+        ("graph_capture", pod.graph_capture_s if graphs else 0.0),
         ("warmup", pod.warmup_s),
     ]
     return phases

@@ -170,7 +170,7 @@ class PodLifecycle:
         assert node is not None
         build = self.builds(self._hardware_for(node))
         caches = NodeCaches(node.image_cached, node.weights_cached, node.compile_cached)
-        phases = cold_start_phases(self.spec.pod, build.weight_bytes, build.tp, caches, build.enforce_eager)
+        phases = cold_start_phases(self.spec.pod, build.weight_bytes, build.tp, caches, build.compiled, build.graphs)
         try:
             for name, seconds in phases:
                 start = self.env.now

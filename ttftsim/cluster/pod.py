@@ -67,7 +67,8 @@ class ReplicaBuild:
     make: Callable[[simpy.Environment, Recorder, int, Wrap | None], ServingEngine] | None
     weight_bytes: float
     tp: int
-    enforce_eager: bool
+    compiled: bool  # torch.compile runs at start (config/graphs.py)
+    graphs: bool  # CUDA graphs are captured at start
     error: str = ""
     kv_bytes_per_token: float = 0.0  # the whole model's (all TP shards), for KV transfers
     server_ttft_extra_s: float = 0.0  # the API server's hand-offs inside vLLM's TTFT window (api_server costs)

@@ -103,7 +103,7 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
             args = scenario.engine
             gpus = args.tensor_parallel_size * args.pipeline_parallel_size * args.data_parallel_size
             cache[hardware] = ReplicaBuild(
-                None, weight_bytes, gpus, True, f"engine does not start on {hardware}: {exc}"
+                None, weight_bytes, gpus, False, False, f"engine does not start on {hardware}: {exc}"
             )
             return cache[hardware]
         engine_cfg = replica.engine
@@ -129,7 +129,8 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
         # a request's KV lives on one engine's TP x PP GPUs (one data-parallel rank of the replica's)
         kv_per_token = float(memory.kv_bytes_per_token * engine_cfg.rank_gpus) if memory else 0.0
         extra = engine_cfg.api_server.server_ttft_extra_s
-        cache[hardware] = ReplicaBuild(make, weight_bytes, gpus, engine_cfg.enforce_eager, "", kv_per_token, extra)
+        graphs = engine_cfg.cudagraph_mode != "NONE"
+        cache[hardware] = ReplicaBuild(make, weight_bytes, gpus, engine_cfg.compiled, graphs, "", kv_per_token, extra)
         return cache[hardware]
 
     return build

@@ -16,9 +16,10 @@ from pydantic import Field, model_validator
 
 from ttftsim.config.base import StrictModel
 from ttftsim.config.dtypes import KvDtype, WeightDtype
+from ttftsim.config.graphs import CudagraphMode, PerformanceMode, compile_and_mode, graph_sizes
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.kv_transfer import KvTransferConfig, LMCacheConfig
-from ttftsim.config.versions import ApiServerCosts, VersionDefaults, version_defaults
+from ttftsim.config.versions import ApiServerCosts, VersionDefaults, at_least, version_defaults
 
 KvMode = Literal["paged", "static", "none"]
 
@@ -125,7 +126,40 @@ class EngineArgs(StrictModel):
     dtype: Literal["bf16", "fp16", "auto"] = Field(default="auto", description="Activation dtype")
     quantization: WeightDtype | None = Field(default=None, description="Weight format (None: checkpoint dtype)")
     kv_cache_dtype: KvDtype | Literal["auto"] = Field(default="auto", description="KV-cache element format")
-    enforce_eager: bool = Field(default=False, description="Disable CUDA graphs")
+    enforce_eager: bool = Field(
+        default=False, description="Disable CUDA graphs and torch.compile (vLLM: -O0 from 0.13; no compilation before)"
+    )
+    optimization_level: int | None = Field(
+        default=None,
+        ge=0,
+        le=3,
+        description="vLLM -O (from 0.13): 0 no torch.compile and no CUDA graphs, 1 piecewise graphs, 2 (the "
+        "default) and 3 FULL decode graphs beside piecewise ones. Before 0.13, the compilation level: 3 (the default) "
+        "vLLM's piecewise compile with graphs, 1 and 2 torch.compile without graphs, 0 neither",
+    )
+    cudagraph_mode: CudagraphMode | None = Field(
+        default=None,
+        description="vLLM compilation_config.cudagraph_mode (None: the optimization level's). PIECEWISE and "
+        "FULL_AND_PIECEWISE need the piecewise compile (NONE without it); FULL runs mixed batches in FULL graphs "
+        "only where the attention backend can (FlashAttention 3, Hopper), else FULL_AND_PIECEWISE (compiled) or "
+        "FULL_DECODE_ONLY",
+    )
+    cudagraph_capture_sizes: list[int] | None = Field(
+        default=None,
+        min_length=1,
+        description="vLLM compilation_config.cudagraph_capture_sizes (None: the default grid)",
+    )
+    max_cudagraph_capture_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="vLLM compilation_config.max_cudagraph_capture_size (None: min(2 x max_num_seqs, 512)), capped "
+        "at max_num_batched_tokens",
+    )
+    performance_mode: PerformanceMode = Field(
+        default="balanced",
+        description="vLLM --performance-mode (0.17+): throughput doubles the default max_num_batched_tokens and "
+        "max_num_seqs (those left unset), interactivity captures every batch size up to 32",
+    )
     async_scheduling: bool | None = Field(
         default=None,
         description="Schedule step k+1 while step k runs (vLLM --async-scheduling; None: the version's default)",
@@ -208,6 +242,10 @@ class EngineArgs(StrictModel):
             raise ValueError("expert_load_imbalance without enable_expert_parallel (it is the load of an EP GPU)")
         if self.data_parallel_size > 1 and self.pipeline_parallel_size > 1:
             raise ValueError("data_parallel_size > 1 with pipeline_parallel_size > 1 is not modelled")
+        if self.performance_mode != "balanced" and not at_least(self.vllm_version, (0, 17)):
+            raise ValueError(f"performance_mode: vLLM {self.vllm_version} has none (0.17+)")
+        if self.cudagraph_capture_sizes is not None and min(self.cudagraph_capture_sizes) < 1:
+            raise ValueError(f"cudagraph_capture_sizes {self.cudagraph_capture_sizes}: every size must be >= 1")
         self._consistent_kv_transfer()
         return self
 
@@ -293,6 +331,9 @@ class ResolvedEngine:
     windowed_kv: WindowedGroups | None = None  # sliding-window groups freed as they leave the window (replica.py)
     hybrid_kv_cache_manager: bool = True  # not disabled by --disable-hybrid-kv-cache-manager (replica.py decides)
     dp: int = 1  # data-parallel engines in the replica (engine/data_parallel.py)
+    compiled: bool = True  # torch.compile runs at start (cluster/coldstart.py)
+    cudagraph_mode: CudagraphMode = "FULL_AND_PIECEWISE"  # as the engine runs it (_graphs)
+    capture_sizes: tuple[int, ...] = ()  # batch sizes with captured graphs, ascending (none: no graphs)
 
     @property
     def client_latency_s(self) -> float:
@@ -309,11 +350,6 @@ class ResolvedEngine:
     def rank_gpus(self) -> int:
         """GPUs of one data-parallel engine (the whole replica without DP): TP x PP."""
         return self.tp * self.pp
-
-    @property
-    def cudagraph_max_seqs(self) -> int:
-        """vLLM: max_cudagraph_capture_size = min(max_num_seqs x 2, 512); none when eager."""
-        return 0 if self.enforce_eager else min(self.max_num_seqs * 2, 512)
 
 
 def default_limits(hardware: HardwareProfile, version: str) -> tuple[int, int]:
@@ -410,6 +446,8 @@ def resolve_engine(
     max_model_len = args.max_model_len or model_max_len
     if max_model_len > model_max_len and not args.allow_long_max_model_len:  # vLLM _get_and_verify_max_len
         raise ValueError(f"max_model_len {max_model_len} exceeds the model's max_position_embeddings {model_max_len}")
+    if args.performance_mode == "throughput":  # arg_utils.py _set_default_max_num_seqs_and_batched_tokens_args
+        tier_tokens, tier_seqs = 2 * tier_tokens, 2 * tier_seqs
     batched = args.max_num_batched_tokens or tier_tokens
     if not args.enable_chunked_prefill and args.max_num_batched_tokens is None:
         batched = max(batched, max_model_len)  # vLLM raises the budget to max_model_len without chunking
@@ -426,10 +464,12 @@ def resolve_engine(
             f"vLLM {args.vllm_version} here; ttftsim keys a chunk by its last block's prefix hash)"
         )
     measured = _measured_kv_sizing(args, hardware, defaults)
+    max_num_seqs = args.max_num_seqs or tier_seqs
+    compiled, cudagraph_mode, sizes = _graphs(args, hardware, max_num_seqs, batched)
     return ResolvedEngine(
         tp=args.tensor_parallel_size,
         max_num_batched_tokens=batched,
-        max_num_seqs=args.max_num_seqs or tier_seqs,
+        max_num_seqs=max_num_seqs,
         max_model_len=max_model_len,
         block_size=(
             block_size if mla_qk_nope_head_dim is None else mla_block_size(block_size, hardware, mla_qk_nope_head_dim)
@@ -461,4 +501,39 @@ def resolve_engine(
         lmcache=(args.lmcache or LMCacheConfig()) if args.kv_transfer_config is not None else None,
         hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
         dp=args.data_parallel_size,
+        compiled=compiled,
+        cudagraph_mode=cudagraph_mode,
+        capture_sizes=sizes,
     )
+
+
+def _graphs(
+    args: EngineArgs, hardware: HardwareProfile, max_num_seqs: int, max_num_batched_tokens: int
+) -> tuple[bool, CudagraphMode, tuple[int, ...]]:
+    """(torch.compile runs, the CUDA-graph mode the engine runs, its capture sizes: none with mode NONE), by the
+    rules of config/graphs.py: the optimization level's mode or the one asked for, FULL as far as the attention
+    backend allows, no graphs on a CPU; the default cap min(2 x max_num_seqs x decode query length, 512)."""
+    compiled, piecewise, mode = compile_and_mode(
+        at_least(args.vllm_version, (0, 13)), args.optimization_level, args.enforce_eager, args.cudagraph_mode
+    )
+    if mode == "FULL" and not _flash_attention_3(hardware):  # gpu_model_runner._check_and_update_cudagraph_mode
+        mode = "FULL_AND_PIECEWISE" if piecewise else "FULL_DECODE_ONLY"
+    if hardware.kind != "gpu" or mode == "NONE":
+        return compiled, "NONE", ()
+    spec = args.speculative_config
+    query_len = 1 + (spec.num_speculative_tokens if spec is not None else 0)
+    sizes = graph_sizes(
+        args.cudagraph_capture_sizes,
+        args.max_cudagraph_capture_size,
+        min(max_num_seqs * query_len * 2, 512),
+        max_num_batched_tokens,
+        args.performance_mode == "interactivity",
+    )
+    return compiled, mode if sizes else "NONE", sizes
+
+
+def _flash_attention_3(hardware: HardwareProfile) -> bool:
+    """vLLM's default attention backend on this GPU runs FlashAttention 3 (Hopper, compute capability 9.x:
+    vllm_flash_attn's get_flash_attn_version), whose cudagraph support is ALWAYS: mixed batches in FULL graphs."""
+    capability = hardware.cuda_compute_capability
+    return hardware.kind == "gpu" and capability is not None and capability.split(".")[0] == "9"

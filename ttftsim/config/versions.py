@@ -103,6 +103,12 @@ def _minor(version: str) -> tuple[int, int]:
         raise ValueError(f"vLLM version {version!r} is not a version number") from None
 
 
+def at_least(version: str, release: tuple[int, int]) -> bool:
+    """Whether a vLLM version is this major.minor release or a later one (for behaviour that changed at a release
+    no profile starts at)."""
+    return _minor(version) >= release
+
+
 def version_defaults(version: str) -> VersionDefaults:
     """The profile of this version, or of the nearest modelled version below it."""
     table = version_table()

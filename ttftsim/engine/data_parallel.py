@@ -83,7 +83,7 @@ class DataParallelReplica:
         self.kv = RankKv(ranks)
         self.accepts_pushes = True
         self._next_start = 0
-        self._pad = not first.cfg.enforce_eager  # DP padding needs CUDA graphs (gpu_model_runner.py)
+        self._pad = first.cfg.cudagraph_mode != "NONE"  # DP padding needs CUDA graphs (gpu_model_runner.py)
         self.process: simpy.Process | None = env.process(self._loop()) if lockstep else None
 
     # ---- what an Engine answers ----

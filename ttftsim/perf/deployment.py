@@ -8,8 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ttftsim.config.dtypes import KvDtype, WeightDtype
+from ttftsim.config.graphs import CudagraphMode, capture_sizes
 from ttftsim.config.hardware import HardwareProfile, Link
 from ttftsim.model.spec import ModelSpec
+
+DEFAULT_CAPTURE_SIZES = capture_sizes(512)  # vLLM's grid up to its default cap
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,8 @@ class Deployment:
     tp: int = 1
     weight_dtype: WeightDtype = "bf16"
     kv_dtype: KvDtype = "bf16"
-    cudagraph_max_seqs: int = 512  # vLLM's max_cudagraph_capture_size (tokens); 0 = eager only
+    cudagraph_sizes: tuple[int, ...] = DEFAULT_CAPTURE_SIZES  # batch sizes with captured graphs (): eager only
+    cudagraph_mode: CudagraphMode = "FULL_AND_PIECEWISE"  # vLLM's, as config/graphs.py resolves it
     iteration_overhead_s: float | None = None  # engine-version override of the hardware's host overhead
     decode_graph_iteration_s: float | None = None
     max_num_seqs: int | None = None  # FULL decode graphs are captured up to this size (None: every size)

@@ -99,8 +99,9 @@ class IterationModel:
             "piecewise": graph_s + PIECEWISE_HOST_SHARE * (eager_s - graph_s),
             "eager": eager_s,
         }
-        graphs = deployment.cudagraph_max_seqs if deployment.hardware.kind == "gpu" else 0  # no graphs on CPU
-        self.graphs = GraphDispatch.of(graphs, deployment.max_num_seqs)
+        gpu = deployment.hardware.kind == "gpu"  # no graphs on a CPU
+        sizes, mode = (deployment.cudagraph_sizes, deployment.cudagraph_mode) if gpu else ((), "NONE")
+        self.graphs = GraphDispatch.of_sizes(sizes, mode, deployment.max_num_seqs)
         self._async = deployment.async_scheduling
         self._spec = deployment.spec_tokens > 0
         self._extras = self._spec or deployment.lora_rank > 0
@@ -227,7 +228,8 @@ class IterationModel:
         prefill, decode = self._attention_parts(shape)
         rows = shape.num_sampled + shape.num_spec_tokens
         tokens = shape.num_tokens if shape.num_tokens >= shape.dp_tokens else shape.dp_tokens
-        device = self._dense_s(self.graphs.padded_tokens(tokens), rows) + prefill + decode
+        uniform = shape.prefill_tokens == shape.num_prefill_seqs
+        device = self._dense_s(self.graphs.padded_tokens(tokens, uniform), rows) + prefill + decode
         if self._extras:  # speculative decoding's drafts, LoRA kernels
             if shape.num_loras and self.deployment.lora_rank:
                 device += self.lora_s(shape.num_tokens, shape.num_loras)
@@ -280,7 +282,8 @@ class IterationModel:
         """Iteration time with its breakdown by operator class; `overhead` is the host time left exposed."""
         if shape.num_tokens == 0:
             return StepTiming(0.0, {})
-        padded = self.graphs.padded_tokens(max(shape.num_tokens, shape.dp_tokens))
+        uniform = shape.prefill_tokens == shape.num_prefill_seqs
+        padded = self.graphs.padded_tokens(max(shape.num_tokens, shape.dp_tokens), uniform)
         breakdown = dict(self._dense_parts(padded, shape.num_sampled + shape.num_spec_tokens))
         breakdown["prefill_attention"], breakdown["decode_attention"] = self._attention_parts(shape)
         if self._spec:
@@ -300,7 +303,7 @@ class IterationModel:
         and the LM head. One stage: the step time."""
         if shape.num_tokens == 0:
             return [0.0] * self.deployment.pp
-        padded = self.graphs.padded_tokens(shape.num_tokens)
+        padded = self.graphs.padded_tokens(shape.num_tokens, shape.prefill_tokens == shape.num_prefill_seqs)
         head = self._dense_parts(padded, shape.num_sampled + shape.num_spec_tokens)["lm_head"] + self.costs.memory_s(
             6.0 * padded * self.deployment.model.hidden_size
         )

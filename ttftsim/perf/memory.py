@@ -65,7 +65,7 @@ class MemorySettings:
     max_num_seqs: int = 256
     block_size: int = 16
     max_model_len: int = 4096
-    enforce_eager: bool = False
+    no_cuda_graphs: bool = False  # cudagraph_mode NONE (enforce_eager, -O0, ...): no graph memory
     hybrid_kv_cache: bool = True  # vLLM's hybrid KV-cache manager (off: --disable-hybrid-kv-cache-manager, connectors)
     measured_kv_sizing: bool = False  # vLLM >= 0.34's extensible KV cache (module docstring)
 
@@ -216,7 +216,7 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
         )
     activation = activation_peak_bytes(deployment, settings)
     non_torch = CUDA_CONTEXT_BYTES + nccl_reserve_bytes(hw, tp)
-    graphs = 0 if settings.enforce_eager or hw.kind == "cpu" else CUDAGRAPH_BYTES
+    graphs = 0 if settings.no_cuda_graphs or hw.kind == "cpu" else CUDAGRAPH_BYTES
     draft_weights, draft_kv = proposer_bytes(deployment)  # on the last stage with pipeline parallelism
     last = len(per_stage) - 1
     per_stage = [stage + (draft_weights if i == last else 0) for i, stage in enumerate(per_stage)]

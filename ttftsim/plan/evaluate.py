@@ -113,6 +113,11 @@ NEW_ENGINE_DEFAULTS: dict[str, object] = {
     "expert_load_imbalance": None,
     "allow_long_max_model_len": False,
     "enable_extensible_kv_cache": None,
+    "optimization_level": None,
+    "cudagraph_mode": None,
+    "cudagraph_capture_sizes": None,
+    "max_cudagraph_capture_size": None,
+    "performance_mode": "balanced",
 }
 
 

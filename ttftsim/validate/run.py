@@ -17,7 +17,7 @@ from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.base import COMMAND_LINE
 from ttftsim.config.cluster import PodSpec
 from ttftsim.config.deploy import Deploy
-from ttftsim.config.engine import EngineArgs
+from ttftsim.config.engine import EngineArgs, ResolvedEngine
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import version_warnings
@@ -102,7 +102,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
     if replica is not None and target.hardware is not None:
         weights = float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0  # one stage's
         if target.serving is not None:
-            _check_probes_and_hpa(report, target.serving, weights, replica.engine.tp)
+            _check_probes_and_hpa(report, target.serving, weights, replica.engine)
         _predict(report, deploy, target, base)
     return report
 
@@ -599,9 +599,11 @@ def _mean_context(scenario: Any, base: Path) -> float:
     return float(np.mean([r.prompt_tokens + r.output_tokens for r in requests])) if requests else 0.0
 
 
-def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: float, tp: int) -> None:
+def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: float, engine: ResolvedEngine) -> None:
     where = f"{serving.kind}/{serving.name}"
-    cold = sum(s for _, s in cold_start_phases(PodSpec(), weights, tp, NodeCaches(True, False, False)))
+    graphs = engine.cudagraph_mode != "NONE"  # an eager engine compiles and captures nothing (config/graphs.py)
+    phases = cold_start_phases(PodSpec(), weights, engine.tp, NodeCaches(True, False, False), engine.compiled, graphs)
+    cold = sum(s for _, s in phases)
     container = serving.container
     startup, liveness = container.get("startupProbe"), container.get("livenessProbe")
     if startup:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ttftsim.config.versions import version_defaults, version_table
+from ttftsim.config.versions import at_least, version_defaults, version_table
 from ttftsim.errors import InputError
 from ttftsim.model.catalog import find_preset, preset_repository
 from ttftsim.model.hf_ids import parse_model_id
@@ -36,9 +36,12 @@ tensor_parallel_size max_num_seqs max_num_batched_tokens max_model_len gpu_memor
 kv_cache_dtype quantization dtype scheduling_policy long_prefill_token_threshold enable_prefix_caching
 enable_chunked_prefill enforce_eager async_scheduling num_gpu_blocks_override speculative_config enable_lora
 max_loras max_lora_rank max_cpu_loras kv_offloading_size kv_transfer_config enable_expert_parallel data_parallel_size
-disable_hybrid_kv_cache_manager enable_extensible_kv_cache
+disable_hybrid_kv_cache_manager enable_extensible_kv_cache optimization_level performance_mode
 """
 )
+# --compilation-config keys that are engine arguments (config/graphs.py); `level` is -O before vLLM 0.13
+COMPILATION_KEYS = ("cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size")
+CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 # Flags with no effect on scheduling, memory or kernel time: the server's address, names, auth, logging,
 # chat formatting and tool parsing, where weights are downloaded from
 NO_EFFECT = _words(
@@ -147,7 +150,7 @@ def read_vllm_container(
                 f"check {refusal.option} against `vllm serve --help=all` of vLLM {version}",
             )
         )
-    _interpret(parsed, command, where)
+    _interpret(parsed, command, where, version)
     _check_quantization(parsed, command, where)
     _check_offloading_start(version, command, where)
     _check_image(image, version, command, where)
@@ -179,18 +182,25 @@ def _lmcache_settings(env: list[Any], command: VllmCommand, where: str) -> None:
         )
 
 
-def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
-    for given in parsed.given:
-        dest, canonical = given.flag.dest, given.option
-        if given.written != canonical and given.written.replace("_", "-") != canonical:
-            command.findings.append(
-                CommandFinding(
-                    "warning",
-                    f"{where}: {given.written} is read by vLLM as {canonical} (argparse accepts a unique prefix; "
-                    "a later vLLM with a new flag of the same prefix refuses it as ambiguous)",
-                    f"write {canonical} in full",
-                )
+def _check_abbreviation(
+    written: str, canonical: str, options: tuple[str, ...], command: VllmCommand, where: str
+) -> None:
+    """A flag written as a prefix of its name (not one of its own spellings, such as -cc or -O)."""
+    if written not in options and written.replace("_", "-") != canonical:
+        command.findings.append(
+            CommandFinding(
+                "warning",
+                f"{where}: {written} is read by vLLM as {canonical} (argparse accepts a unique prefix; "
+                "a later vLLM with a new flag of the same prefix refuses it as ambiguous)",
+                f"write {canonical} in full",
             )
+        )
+
+
+def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str, version: str) -> None:
+    for given in parsed.given:
+        dest = given.flag.dest
+        _check_abbreviation(given.written, given.option, given.flag.options, command, where)
         if dest == "pipeline_parallel_size":
             command.pipeline_parallel = int(given.value)
         elif dest == "config":  # FlexibleArgumentParser._pull_args_from_config: a YAML file in the container
@@ -202,6 +212,10 @@ def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
                     "put the arguments on the command line (or in the manifest's args)",
                 )
             )
+        elif dest == "compilation_config":
+            # -O n before vLLM 0.13 is the compilation config's level (vllm_args._preprocess); config/graphs.py reads it
+            level_is_compilation = given.written == "-O" or not at_least(version, (0, 13))
+            _compilation(given.written, given.value, command, level_is_compilation)
         elif dest in MODELLED:
             value = _engine_value(dest, given.value)
             if dest == "max_model_len" and given.value == -1:
@@ -370,6 +384,8 @@ def _engine_value(dest: str, value: Any) -> Any:
         return "fp8" if text in ("fp8", "fp8_e4m3", "fp8_e5m2") else KV_DTYPES.get(text)
     if dest == "speculative_config":
         return _speculative(value)
+    if dest == "optimization_level":
+        return _level(value)
     if dest == "kv_transfer_config":
         return kv_transfer_value(value)
     if dest == "kv_offloading_size":  # GiB; vLLM's argument list types it loosely
@@ -378,6 +394,41 @@ def _engine_value(dest: str, value: Any) -> Any:
         except (TypeError, ValueError):
             return None
     return value
+
+
+def _compilation(written: str, value: Any, command: VllmCommand, level_is_compilation: bool) -> None:
+    """The keys of --compilation-config that are engine arguments (COMPILATION_KEYS; before vLLM 0.13 also `level`,
+    the -O of those versions); every other key is read by vLLM and not modelled (a warning naming it)."""
+    if not isinstance(value, dict):
+        _not_modelled(command, f"{written} {value}")
+        return
+    for key, item in value.items():
+        name = "optimization_level" if key == "level" and level_is_compilation else key
+        converted = _compilation_value(name, item) if name in (*COMPILATION_KEYS, "optimization_level") else None
+        if converted is None:
+            _not_modelled(command, f"{written}.{key} {item}")
+        else:
+            command.engine[name] = converted
+
+
+def _compilation_value(name: str, item: Any) -> Any:
+    """The engine argument's value of one --compilation-config key; None for one ttftsim does not model."""
+    if name == "optimization_level":
+        return _level(item)
+    if name == "cudagraph_mode":
+        text = str(item).upper()
+        return text if text in CUDAGRAPH_MODES else None
+    if name == "cudagraph_capture_sizes":
+        sizes = item if isinstance(item, list) else None
+        ok = sizes and all(isinstance(size, int) and not isinstance(size, bool) and size >= 1 for size in sizes)
+        return sizes if ok else None
+    return item if isinstance(item, int) and not isinstance(item, bool) and item >= 1 else None
+
+
+def _level(value: Any) -> int | None:
+    """An optimization (or, before vLLM 0.13, compilation) level: 0-3, written as a number or O0-O3."""
+    text = str(value).upper().removeprefix("O")
+    return int(text) if text in ("0", "1", "2", "3") else None
 
 
 def _speculative(value: Any) -> dict[str, Any] | None:

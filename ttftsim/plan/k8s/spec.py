@@ -10,6 +10,7 @@ int4 have no online path the plan models, so those candidates need a pre-quantiz
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,12 @@ from typing import Any
 
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
 from ttftsim.config.cluster import PodSpec
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.graphs import compile_and_mode
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.manifest_options import ManifestOptions
 from ttftsim.config.plan import Plan
+from ttftsim.config.versions import at_least
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model
 from ttftsim.model.size import weight_bytes
@@ -116,7 +120,7 @@ def deployable(
         gpu_resource=gpu_resource(hardware),
         node_selector=gpu_node_selector(hardware),
         hardware=hardware.name,
-        startup_budget_s=startup_budget_s(replica_weight_bytes, world),
+        startup_budget_s=startup_budget_s(replica_weight_bytes, world, plan.engine),
         checkpoint_bytes=checkpoint,
         storage_gib=math.ceil(checkpoint * STORAGE_MARGIN / GIB),
         memory_gib=memory_gib(checkpoint / pods, shm_gib(world // pods)),
@@ -152,6 +156,23 @@ def vllm_args(plan: Plan, cand: Candidate, model_id: str, native_dtype: str | No
         args += ["--quantization", "fp8" if cand.quantization == "fp8" else PREQUANTIZED[cand.quantization]]
     if cand.kv_cache_dtype == "fp8":
         args += ["--kv-cache-dtype", "fp8"]
+    return args + graph_args(plan.engine)
+
+
+def graph_args(engine: EngineArgs) -> list[str]:
+    """The plan's compilation and CUDA-graph settings (config/graphs.py) as vLLM flags, those that are set."""
+    args = ["--enforce-eager"] if engine.enforce_eager else []
+    if engine.optimization_level is not None:
+        args.append(f"-O{engine.optimization_level}")  # before vLLM 0.13 the compilation level, as ttftsim reads it
+    compilation: dict[str, object] = {
+        key: value
+        for key in ("cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size")
+        if (value := getattr(engine, key)) is not None
+    }
+    if compilation:
+        args += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
+    if engine.performance_mode != "balanced":
+        args += ["--performance-mode", engine.performance_mode]
     return args
 
 
@@ -175,9 +196,17 @@ def pods_per_replica(world: int, gpus_per_node: int) -> int:
     return pods
 
 
-def startup_budget_s(weight_bytes: float, tp: int) -> float:
-    """The predicted cold start on a bare node (no image, no caches), with margin."""
-    phases = cold_start_phases(PodSpec(), weight_bytes, tp, NodeCaches(False, False, False))
+def startup_budget_s(weight_bytes: float, tp: int, engine: EngineArgs | None = None) -> float:
+    """The predicted cold start on a bare node (no image, no caches), with margin; without the compile or the
+    graph capture where the engine's settings skip them (config/graphs.py)."""
+    compiled, graphs = True, True
+    if engine is not None:
+        levels = at_least(engine.vllm_version, (0, 13))
+        compiled, _, mode = compile_and_mode(
+            levels, engine.optimization_level, engine.enforce_eager, engine.cudagraph_mode
+        )
+        graphs = mode != "NONE"
+    phases = cold_start_phases(PodSpec(), weight_bytes, tp, NodeCaches(False, False, False), compiled, graphs)
     return STARTUP_MARGIN * sum(seconds for _, seconds in phases)
 
 

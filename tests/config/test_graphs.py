@@ -1,0 +1,88 @@
+"""What vLLM compiles and captures (config/graphs.py): each rule a small case read off the source of the version
+it names (vLLM 0.15.1 config/vllm.py OPTIMIZATION_LEVEL_00..03 and _set_cudagraph_sizes, 0.11 config/__init__.py,
+gpu_model_runner._check_and_update_cudagraph_mode, 0.17 --performance-mode)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ttftsim.config.engine import EngineArgs, ResolvedEngine, resolve_engine
+from ttftsim.config.graphs import capture_sizes, compile_and_mode
+from ttftsim.hardware.catalog import load_hardware
+
+
+def _resolve(hardware: str = "H100-SXM5-80GB", **args: Any) -> ResolvedEngine:
+    return resolve_engine(EngineArgs(**args), load_hardware(hardware), 131072, "bf16")
+
+
+@pytest.mark.parametrize(
+    ("level", "eager", "asked", "expected"),
+    [
+        (None, False, None, (True, True, "FULL_AND_PIECEWISE")),  # -O2, the default
+        (0, False, None, (False, False, "NONE")),
+        (1, False, None, (True, True, "PIECEWISE")),
+        (3, False, None, (True, True, "FULL_AND_PIECEWISE")),
+        (3, True, None, (False, False, "NONE")),  # "Enforce eager set, overriding optimization level to -O0"
+        (0, False, "PIECEWISE", (False, False, "NONE")),  # piecewise graphs need the piecewise compile
+        (0, False, "FULL", (False, False, "FULL")),  # a FULL graph does not
+        (1, False, "FULL_DECODE_ONLY", (True, True, "FULL_DECODE_ONLY")),
+    ],
+)
+def test_optimization_levels_from_0_13(level: int | None, eager: bool, asked: Any, expected: tuple[Any, ...]) -> None:
+    assert compile_and_mode(True, level, eager, asked) == expected
+
+
+@pytest.mark.parametrize(
+    ("level", "eager", "expected"),
+    [
+        (None, False, (True, True, "FULL_AND_PIECEWISE")),  # compilation level 3 (PIECEWISE) unless eager
+        (None, True, (False, False, "NONE")),  # NO_COMPILATION
+        (2, False, (True, False, "NONE")),  # torch.compile (DYNAMO_ONCE) without vLLM's graphs
+        (0, False, (False, False, "NONE")),
+        (3, True, (True, True, "NONE")),  # a level given keeps compiling; eager still captures nothing
+    ],
+)
+def test_compilation_levels_before_0_13(level: int | None, eager: bool, expected: tuple[Any, ...]) -> None:
+    assert compile_and_mode(False, level, eager, None) == expected
+
+
+def test_full_graphs_for_mixed_batches_need_flash_attention_3() -> None:
+    """FlashAttention 3 (Hopper) supports FULL graphs for any batch; FlashAttention 2 (A100) uniform batches only:
+    FULL falls back to FULL_AND_PIECEWISE where attention is a splitting op (compiled), else FULL_DECODE_ONLY."""
+    assert _resolve(cudagraph_mode="FULL").cudagraph_mode == "FULL"
+    assert _resolve("A100-SXM4-80GB", cudagraph_mode="FULL").cudagraph_mode == "FULL_AND_PIECEWISE"
+    a100_o0 = _resolve("A100-SXM4-80GB", cudagraph_mode="FULL", optimization_level=0)
+    assert (a100_o0.compiled, a100_o0.cudagraph_mode) == (False, "FULL_DECODE_ONLY")
+    cpu = _resolve("CPU-host")
+    assert (cpu.cudagraph_mode, cpu.capture_sizes) == ("NONE", ())
+
+
+def test_capture_sizes_default_given_and_refused() -> None:
+    # H100, 0.15: 8192 tokens, 1024 sequences: min(2 x 1024, 512) = 512, the whole default grid
+    assert _resolve().capture_sizes == capture_sizes(512) and len(capture_sizes(512)) == 51
+    assert _resolve(max_num_seqs=20).capture_sizes == (1, 2, 4, 8, 16, 24, 32, 40)  # cap 40
+    assert _resolve(max_num_batched_tokens=100).capture_sizes[-1] == 96  # capped at the budget, then the grid
+    given = _resolve(cudagraph_capture_sizes=[64, 8, 8, 4096, 1], max_num_batched_tokens=2048)
+    assert given.capture_sizes == (1, 8, 64)  # deduplicated, sorted, 4096 above the budget dropped
+    assert _resolve(max_cudagraph_capture_size=20).capture_sizes == (1, 2, 4, 8, 16)
+    with pytest.raises(ValueError, match="max_cudagraph_capture_size 32 is not the largest"):
+        _resolve(cudagraph_capture_sizes=[8, 16], max_cudagraph_capture_size=32)
+    speculative = {"method": "eagle", "num_speculative_tokens": 3}
+    assert _resolve(max_num_seqs=20, speculative_config=speculative).capture_sizes[-1] == 160  # 20 x 4 x 2
+    eager = _resolve(enforce_eager=True)
+    assert (eager.compiled, eager.cudagraph_mode, eager.capture_sizes) == (False, "NONE", ())
+
+
+def test_performance_modes() -> None:
+    """throughput doubles the tier's defaults that were left unset (H100: 8192 tokens, 1024 sequences);
+    interactivity captures every size from 1 to 32, then vLLM's grid."""
+    throughput = _resolve(vllm_version="0.17.0", performance_mode="throughput")
+    assert (throughput.max_num_batched_tokens, throughput.max_num_seqs) == (16384, 2048)
+    kept = _resolve(vllm_version="0.17.0", performance_mode="throughput", max_num_seqs=64)
+    assert (kept.max_num_batched_tokens, kept.max_num_seqs) == (16384, 64)
+    fine = _resolve(vllm_version="0.17.0", performance_mode="interactivity").capture_sizes
+    assert fine[:33] == (*range(1, 33), 40) and fine[-1] == 512
+    with pytest.raises(ValueError, match=r"performance_mode: vLLM 0\.15\.1 has none"):
+        EngineArgs(performance_mode="throughput")
