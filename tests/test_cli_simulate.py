@@ -203,3 +203,28 @@ def test_optimization_level_zero_runs_eagerly_end_to_end(tmp_path: Path) -> None
     assert runs["o0"]["config"]["kv_capacity_tokens"] > runs["d"]["config"]["kv_capacity_tokens"]
     assert runs["o0"]["tpot_s"]["p50"] > runs["d"]["tpot_s"]["p50"] + 0.0015
     assert runs["e"]["tpot_s"] == runs["o0"]["tpot_s"] and runs["e"]["ttft_s"] == runs["o0"]["ttft_s"]
+
+
+def test_admission_limits_shed_load_end_to_end(tmp_path: Path) -> None:
+    """vLLM 0.29+'s --max-num-queued-reqs: past capacity (60 req/s on one H100 for 8B) the requests beyond 48
+    unfinished are refused (HTTP 503), counted as rejected, and the served ones' TTFT stays short; every request
+    is accounted for. Without the limit the queue grows to tens of seconds."""
+    text = EXAMPLE.read_text().replace('vllm_version: "0.15.1"', 'vllm_version: "0.32.0"')
+    text = text.replace("rate: 8}", "rate: 60}").replace("duration_s: 120", "duration_s: 20")
+    unlimited, limited = tmp_path / "u.yaml", tmp_path / "l.yaml"
+    unlimited.write_text(text)
+    limited.write_text(text.replace('"0.32.0"', '"0.32.0"\n  max_num_queued_reqs: 48'))
+    runs = {}
+    for path in (unlimited, limited):
+        result = run("simulate", str(path), "--json", "--out", str(tmp_path / path.stem))
+        assert result.returncode in (0, 1), result.stderr
+        runs[path.stem] = json.loads(result.stdout)
+    counts = runs["l"]["requests"]
+    assert counts["rejected"] > 0 and runs["u"]["requests"]["rejected"] == 0
+    assert counts["arrived"] == counts["finished"] + counts["rejected"] + counts["in_flight"] + counts["aborted"]
+    assert runs["l"]["ttft_s"]["p99"] < 1.0 < runs["u"]["ttft_s"]["p50"]
+    import pandas as pd
+
+    frame = pd.read_parquet(tmp_path / "l" / "requests.parquet")
+    reasons = set(frame.loc[frame["status"] == "rejected", "reason"])
+    assert reasons == {"HTTP 503: 48 unfinished requests, max_num_queued_reqs 48"}

@@ -231,13 +231,14 @@ def test_what_plan_writes_every_modelled_vllm_reads_back(version: str) -> None:
         expected |= {"enable_prefix_caching": cached, "enable_chunked_prefill": chunked}
         expected |= {"quantization": "fp8", "kv_cache_dtype": "fp8"} if quant else {}
         assert command.engine == expected
-    graphs = {"optimization_level": 1, "cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": [1, 8, 64]}
-    graphs |= {"performance_mode": "throughput"} if version >= "0.17" else {}
-    tuned = plan.model_copy(update={"engine": plan.engine.model_copy(update={"vllm_version": version, **graphs})})
+    levers = {"optimization_level": 1, "cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": [1, 8, 64]}
+    levers |= {"performance_mode": "throughput"} if version >= "0.17" else {}
+    levers |= {"max_num_queued_reqs": 64, "max_num_queued_tokens": 8000} if version >= "0.29" else {}
+    tuned = plan.model_copy(update={"engine": plan.engine.model_copy(update={"vllm_version": version, **levers})})
     cand = Candidate("H100-SXM5-80GB", 1, None, None, True, True, None, "auto", "least_outstanding", 0)
     command = read_vllm_container(plan_vllm_args(tuned, cand, "m", "bf16"), [], version, "D/x", "k8s.yaml")
     assert command.findings == [] and command.not_modelled == []
-    assert {k: command.engine[k] for k in graphs} == graphs
+    assert {k: command.engine[k] for k in levers} == levers
 
 
 def test_the_levers_ttftsim_models_are_read_from_the_command_line() -> None:
@@ -357,3 +358,16 @@ def test_serve_moves_the_model_flag_to_the_front_so_a_stray_word_is_unrecognized
     ]
     plain = read_vllm_container(["vllm", "serve", *model_flag, "--max-model-len", "4096"], [], "0.15.1", "D/x", "k")
     assert (plain.model, plain.engine, plain.findings) == ("m", {"max_model_len": 4096}, [])
+
+
+def test_admission_limits_are_read_from_the_command_line() -> None:
+    """vLLM 0.29+: --max-num-queued-reqs and --max-num-queued-tokens (a human-readable int, as 8k) are engine
+    arguments (engine/admission.py); 0.15 refuses them."""
+    words = ["vllm", "serve", "m", "--max-num-queued-reqs", "64", "--max-num-queued-tokens", "8k"]
+    command = read_vllm_container(words, [], "0.32.0", "Deployment/x", "k8s.yaml")
+    assert command.engine == {"max_num_queued_reqs": 64, "max_num_queued_tokens": 8000}
+    assert command.findings == [] and command.not_modelled == []
+    with pytest.raises(InputError, match="--max-num-queued-tokens"):
+        read_vllm_container([*words[:-1], "lots"], [], "0.32.0", "Deployment/x", "k8s.yaml")
+    (refused,) = read_vllm_container(words, [], "0.15.1", "Deployment/x", "k8s.yaml").findings
+    assert refused.severity == "error" and "unrecognized arguments: --max-num-queued-reqs" in refused.message

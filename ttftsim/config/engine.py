@@ -122,6 +122,18 @@ class EngineArgs(StrictModel):
     )
     enable_chunked_prefill: bool = Field(default=True, description="Split long prompts across iterations")
     long_prefill_token_threshold: int = Field(default=0, ge=0, description="Per-request chunk cap (0 = none)")
+    max_num_queued_reqs: int | None = Field(
+        default=None,
+        ge=0,
+        description="vLLM >= 0.29: the API server answers HTTP 503 to a request that would make the unfinished ones "
+        "(waiting and running, over all data-parallel ranks) more than this (None: no limit)",
+    )
+    max_num_queued_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        description="vLLM >= 0.29: the API server answers HTTP 503 while the prompt tokens of the unfinished requests "
+        "without a first token are at least this (None: no limit)",
+    )
     scheduling_policy: Literal["fcfs", "priority"] = Field(default="fcfs", description="Waiting-queue order")
     dtype: Literal["bf16", "fp16", "auto"] = Field(default="auto", description="Activation dtype")
     quantization: WeightDtype | None = Field(default=None, description="Weight format (None: checkpoint dtype)")
@@ -242,6 +254,10 @@ class EngineArgs(StrictModel):
             raise ValueError("expert_load_imbalance without enable_expert_parallel (it is the load of an EP GPU)")
         if self.data_parallel_size > 1 and self.pipeline_parallel_size > 1:
             raise ValueError("data_parallel_size > 1 with pipeline_parallel_size > 1 is not modelled")
+        if (self.max_num_queued_reqs, self.max_num_queued_tokens) != (None, None) and not at_least(
+            self.vllm_version, (0, 29)
+        ):
+            raise ValueError(f"max_num_queued_reqs / max_num_queued_tokens: vLLM {self.vllm_version} has none (0.29+)")
         if self.performance_mode != "balanced" and not at_least(self.vllm_version, (0, 17)):
             raise ValueError(f"performance_mode: vLLM {self.vllm_version} has none (0.17+)")
         if self.cudagraph_capture_sizes is not None and min(self.cudagraph_capture_sizes) < 1:
@@ -331,6 +347,8 @@ class ResolvedEngine:
     windowed_kv: WindowedGroups | None = None  # sliding-window groups freed as they leave the window (replica.py)
     hybrid_kv_cache_manager: bool = True  # not disabled by --disable-hybrid-kv-cache-manager (replica.py decides)
     dp: int = 1  # data-parallel engines in the replica (engine/data_parallel.py)
+    max_num_queued_reqs: int | None = None  # the API server's admission limits (engine/admission.py)
+    max_num_queued_tokens: int | None = None
     compiled: bool = True  # torch.compile runs at start (cluster/coldstart.py)
     cudagraph_mode: CudagraphMode = "FULL_AND_PIECEWISE"  # as the engine runs it (_graphs)
     capture_sizes: tuple[int, ...] = ()  # batch sizes with captured graphs, ascending (none: no graphs)
@@ -501,6 +519,8 @@ def resolve_engine(
         lmcache=(args.lmcache or LMCacheConfig()) if args.kv_transfer_config is not None else None,
         hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
         dp=args.data_parallel_size,
+        max_num_queued_reqs=args.max_num_queued_reqs,
+        max_num_queued_tokens=args.max_num_queued_tokens,
         compiled=compiled,
         cudagraph_mode=cudagraph_mode,
         capture_sizes=sizes,

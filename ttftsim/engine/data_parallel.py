@@ -84,6 +84,9 @@ class DataParallelReplica:
         self.accepts_pushes = True
         self._next_start = 0
         self._pad = first.cfg.cudagraph_mode != "NONE"  # DP padding needs CUDA graphs (gpu_model_runner.py)
+        group = [rank.admission for rank in ranks]  # one API server counts every rank's requests
+        for member in group:
+            member.group = group
         self.process: simpy.Process | None = env.process(self._loop()) if lockstep else None
 
     # ---- what an Engine answers ----

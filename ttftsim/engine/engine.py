@@ -30,6 +30,7 @@ from typing import Any, cast
 import simpy
 
 from ttftsim.config.engine import ResolvedEngine
+from ttftsim.engine.admission import Admission
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.engine.decode_run import DecodeRun, run_times
 from ttftsim.engine.loading import lmcache_tiers
@@ -114,6 +115,8 @@ class Engine:
         latencies = {"hop_latency_s", "server_ttft_extra_s"}  # fixed delays, not the loop's CPU work
         self.api = ApiServer(ApiServerCostsS(**cfg.api_server.model_dump(exclude=latencies)))
         self._api_on = not self.api.costs.is_free
+        self.admission = Admission(cfg.max_num_queued_reqs, cfg.max_num_queued_tokens)  # HTTP 503 (admission.py)
+        self._admitting = self.admission.active
         self.on_end: Callable[[RequestState, str], None] | None = None  # cluster: a request left this engine
         self.on_first_token: Callable[[RequestState], None] | None = None  # cluster: the TTFT histogram
         # a data-parallel rank of an MoE model is stepped by its group (data_parallel.py), not by a loop of its own
@@ -127,6 +130,10 @@ class Engine:
         state.waiter = waiter
         sent = req.arrival_s if pulled else self.env.now
         state.submitted_s = sent
+        if self._admitting and (refused := self.admission.refusal()):  # before the API server tokenizes it
+            state.status, state.rejected_reason = "rejected", refused
+            self._end(state, "rejected")
+            return state
         if self._api_on:  # the engine core has it once the API server's queue reaches it
             self._account_run(sent)
             state.submitted_s = self.api.ingress(sent, req.prompt_tokens)
@@ -136,6 +143,8 @@ class Engine:
             state.status, state.rejected_reason = "rejected", reason
             self._end(state, "rejected")
             return state
+        if self._admitting:
+            self.admission.accepted(req.prompt_tokens)
         if req.private:
             self.kv.mark_private(req.request_id)
         if self.client_timeout_s is not None:
@@ -207,6 +216,8 @@ class Engine:
         self._next_expiry = deadlines[0][0] if deadlines else math.inf
 
     def _end(self, state: RequestState, status: str) -> None:
+        if self._admitting and status != "rejected":  # a rejected request was never counted
+            self.admission.ended(state.req.prompt_tokens, state.first_token_s >= 0)
         self.recorder.request(state, self.replica, status)
         if self.on_end is not None:
             self.on_end(state, status)
@@ -384,6 +395,8 @@ class Engine:
         end = self.env.now
         if state.num_output == 0:
             state.first_token_s = end
+            if self._admitting:
+                self.admission.first_token(state.req.prompt_tokens)
             if self.on_first_token is not None:
                 self.on_first_token(state)
         elif duration >= 0:

@@ -118,6 +118,8 @@ NEW_ENGINE_DEFAULTS: dict[str, object] = {
     "cudagraph_capture_sizes": None,
     "max_cudagraph_capture_size": None,
     "performance_mode": "balanced",
+    "max_num_queued_reqs": None,
+    "max_num_queued_tokens": None,
 }
 
 

@@ -31,7 +31,14 @@ from ttftsim.validate.vllm_arg_list import ChosenList, VllmFlag
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 SHELL_SEPARATORS = ("&&", "||", ";", "|", "&")
 # vllm/engine/arg_utils.py get_kwargs: the int flags that take 1k / 2M style values
-HUMAN_READABLE_INTS = {"max_num_batched_tokens", "max_num_scheduled_tokens", "kv_cache_memory_bytes", "max_model_len"}
+# (max_num_queued_tokens's lists, written by its type function's name, record it as a string)
+HUMAN_READABLE_INTS = {
+    "max_num_batched_tokens",
+    "max_num_scheduled_tokens",
+    "kv_cache_memory_bytes",
+    "max_model_len",
+    "max_num_queued_tokens",
+}
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -288,7 +295,7 @@ def _is_option(token: str) -> bool:
 
 def _typed(flag: VllmFlag, text: str) -> Any:
     """The value as the flag's type function would convert it; ValueError in argparse's words."""
-    if flag.value == "int":
+    if flag.value == "int" or flag.dest in HUMAN_READABLE_INTS:
         if flag.dest in HUMAN_READABLE_INTS:
             return _human_int(text, allow_auto=flag.dest == "max_model_len")
         try:

@@ -36,7 +36,8 @@ tensor_parallel_size max_num_seqs max_num_batched_tokens max_model_len gpu_memor
 kv_cache_dtype quantization dtype scheduling_policy long_prefill_token_threshold enable_prefix_caching
 enable_chunked_prefill enforce_eager async_scheduling num_gpu_blocks_override speculative_config enable_lora
 max_loras max_lora_rank max_cpu_loras kv_offloading_size kv_transfer_config enable_expert_parallel data_parallel_size
-disable_hybrid_kv_cache_manager enable_extensible_kv_cache optimization_level performance_mode
+disable_hybrid_kv_cache_manager enable_extensible_kv_cache optimization_level performance_mode max_num_queued_reqs
+max_num_queued_tokens
 """
 )
 # --compilation-config keys that are engine arguments (config/graphs.py); `level` is -O before vLLM 0.13

@@ -160,7 +160,8 @@ def vllm_args(plan: Plan, cand: Candidate, model_id: str, native_dtype: str | No
 
 
 def graph_args(engine: EngineArgs) -> list[str]:
-    """The plan's compilation and CUDA-graph settings (config/graphs.py) as vLLM flags, those that are set."""
+    """The plan's compilation and CUDA-graph settings (config/graphs.py) and admission limits (engine/admission.py)
+    as vLLM flags, those that are set."""
     args = ["--enforce-eager"] if engine.enforce_eager else []
     if engine.optimization_level is not None:
         args.append(f"-O{engine.optimization_level}")  # before vLLM 0.13 the compilation level, as ttftsim reads it
@@ -173,6 +174,9 @@ def graph_args(engine: EngineArgs) -> list[str]:
         args += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
     if engine.performance_mode != "balanced":
         args += ["--performance-mode", engine.performance_mode]
+    for name in ("max_num_queued_reqs", "max_num_queued_tokens"):  # the API server's admission limits
+        if (limit := getattr(engine, name)) is not None:
+            args += ["--" + name.replace("_", "-"), str(limit)]
     return args
 
 
