@@ -1,11 +1,10 @@
 """Issue #19's scenario (examples/plans/chat-70b-tpot.yaml): Llama-3.1-70B chat at 40 req/s, P99 TTFT <= 1.5 s,
 mean TPOT <= 60 ms, on A100, H100 or L40S. What the plan answers, and why, as its outputs say it.
 
-With a mean-TPOT SLO no target misses on the winning H100 TP2 fp8 replica before it saturates: its
-throughput is the limit (6.40 req/s a replica) and mean TPOT is the target nearest its own there (44 ms of
-60 ms at the planned share), so 7 replicas, 14 GPUs at $42/h. With the P99-TPOT stand-in the issue's user
-had to write, P99 TPOT binds (9.86 req/s a replica on TP4, 4.85 on TP2) and the plan needs 20 GPUs at
-$60/h: the mean-TPOT SLO recommends the cheaper fleet."""
+With a mean-TPOT SLO mean TPOT binds the winning H100 TP2 fp8 replica just below its saturated throughput (6.61
+req/s a replica; 44 ms of 60 ms at the planned share), so 7 replicas, 14 GPUs at $42/h. With the P99-TPOT
+stand-in the issue's user had to write, P99 TPOT binds (9.84 req/s a replica on TP4) and the plan needs 20 GPUs
+at $60/h: the mean-TPOT SLO recommends the cheaper fleet."""
 
 from __future__ import annotations
 
@@ -35,11 +34,11 @@ def test_the_recommendation_and_its_reason(chat: tuple[Path, PlanResult]) -> Non
     winner = plan["winner"]
     assert winner["label"] == "H100-SXM5-80GB TP2, w fp8, least_outstanding"
     assert (winner["replicas"], winner["gpus"], winner["cost_per_hour"]) == (7, 14, 42.0)
-    assert (winner["binding"], winner["nearest"]) == ("throughput", "tpot_mean_s")
-    assert winner["max_rate"] == pytest.approx(6.40, abs=0.005)
+    assert (winner["binding"], winner["nearest"]) == ("tpot_mean_s", "tpot_mean_s")
+    assert winner["max_rate"] == pytest.approx(6.61, abs=0.005)
     assert plan["recommendation"].startswith(
-        "7 x H100-SXM5-80GB TP2, w fp8, least_outstanding ($42.00/h): throughput (saturation) is the limit, "
-        "at 6.40 req/s per replica (nearest target there: mean TPOT); P99 TTFT "
+        "7 x H100-SXM5-80GB TP2, w fp8, least_outstanding ($42.00/h): mean TPOT is the limit, "
+        "at 6.61 req/s per replica; P99 TTFT "
     )
     assert plan["recommendation"].endswith("mean TPOT 44 ms of 60 ms")
     assert winner["figures"]["tpot_mean_s"] == pytest.approx(winner["tpot_mean_s"])
@@ -95,7 +94,7 @@ def test_a_p99_tpot_stand_in_binds_on_tpot_and_costs_more(tmp_path: Path) -> Non
     assert (result.winner.candidate.tensor_parallel_size, result.winner.replicas) == (4, 5)
     assert (result.winner.binding, result.winner.cost_per_hour) == ("tpot_p99_s", 60.0)
     assert result.winner.explanation.startswith(
-        "5 x H100-SXM5-80GB TP4, w fp8, least_outstanding ($60.00/h): P99 TPOT is the limit, at 9.86 req/s"
+        "5 x H100-SXM5-80GB TP4, w fp8, least_outstanding ($60.00/h): P99 TPOT is the limit, at 9.84 req/s"
     )
     assert all(r.binding == "tpot_p99_s" for r in result.rows)
 

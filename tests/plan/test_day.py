@@ -16,7 +16,7 @@ from ttftsim.plan.day import options, recommend, sentence
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "plans" / "quickstart.yaml"
 SPIKE = {
-    "rate_curve": [[0, 4], [300, 36], [600, 4]],
+    "rate_curve": [[0, 4], [1800, 4], [1860, 48], [1920, 4], [3600, 4]],
     "min_replicas": [1],
     "max_replicas": [3],
     "targets": [5],

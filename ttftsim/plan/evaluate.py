@@ -1,7 +1,8 @@
 """One candidate's work, as plain functions of (plan, candidate) that any worker process can run.
 
-- bound: does it start at all (memory plan, TP against heads), and its saturated throughput, an upper
-  bound on the rate one replica sustains within the SLO;
+- bound: does it start at all (memory plan, TP against heads), and its saturated throughput (a flood's
+  completion rate while requests queued: saturation), an upper bound on the rate one replica sustains within
+  the SLO;
 - capacity: the highest rate one replica sustains within the SLOs, by bisection on single-replica
   simulations (every arrival counts; one without a first token is late), and which target binds it
   (plan/explain.py);
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.plan import Plan
@@ -41,6 +43,9 @@ from ttftsim.workload.request import ContentIds
 from ttftsim.workload.traces import load_trace
 
 LOW_LOAD = 0.05  # the bisection's known-good end, as a fraction of the saturated throughput
+# a flood that never queued (it fit in one batch) is repeated this many times larger, up to this many floods
+SATURATION_GROWTH, SATURATION_FLOODS = 4, 3
+MIN_SATURATED_COMPLETIONS = 20  # completions in the saturated window that measure its rate
 BISECTION_STEPS = 6
 MAX_EXTRA_REPLICAS = 3
 CONVERSATION_TAIL_S = 300.0  # after the last session starts; turns still unserved then count as late
@@ -199,19 +204,38 @@ def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
         return {"feasible": False, "reason": "tensor parallelism beyond 8 nodes"}
     if cand.data_parallel_size > 1 and replica_gpus(plan, cand) > hardware.gpus_per_node:
         return {"feasible": False, "reason": "data-parallel engines beyond one node are not modelled"}
-    result = simulate(scenario(plan, cand, 1.0, plan.probe_requests, base, flood=True), Path(base))
-    finished = result.requests[result.requests["status"] == "finished"]
-    if not len(finished):
-        return {"feasible": False, "reason": "no request finishes (prompts longer than the KV cache?)"}
-    span = float(finished["finish_s"].max())
+    flooded = plan.probe_requests
+    for _ in range(SATURATION_FLOODS):
+        result = simulate(scenario(plan, cand, 1.0, flooded, base, flood=True), Path(base))
+        if not (result.requests["status"] == "finished").any():
+            return {"feasible": False, "reason": "no request finishes (prompts longer than the KV cache?)"}
+        rate, saturated = saturation(result.requests)
+        if saturated or len(result.requests) < flooded:  # a queue formed, or the traffic has no more requests
+            break
+        flooded *= SATURATION_GROWTH
     # in the workload's own unit: conversations per second for a conversation workload (each is many requests)
-    units_per_request = plan.probe_requests / len(result.requests) if len(result.requests) else 1.0
+    units_per_request = flooded / len(result.requests) if len(result.requests) else 1.0
     return {
         "feasible": True,
-        "saturated_rate": len(finished) * min(1.0, units_per_request) / span,
+        "saturated_rate": rate * min(1.0, units_per_request),
         "kv_blocks": replica.num_blocks,
         "weight_bytes": replica.memory.weight_bytes if replica.memory else 0,
     }
+
+
+def saturation(requests: pd.DataFrame) -> tuple[float, bool]:
+    """(requests per second, whether the replica was saturated) of a flood: the completion rate from the first
+    completion to the last admission, while a request waited for every slot a completion freed (the batch
+    full: what the replica sustains at most); at least the flood's own rate (completed / last finish), which
+    is all there is when every request was admitted before one finished (no queue: not saturated, the rate a
+    lower figure than the replica's) or too few finished in that window to measure."""
+    done = np.sort(requests.loc[requests["status"] == "finished", "finish_s"].to_numpy(dtype=np.float64))
+    overall = len(done) / float(done[-1])
+    first, last_admission = float(done[0]), float(np.nanmax(requests["first_scheduled_s"].to_numpy(dtype=np.float64)))
+    within = int(np.count_nonzero((done > first) & (done <= last_admission)))
+    if last_admission <= first or within < MIN_SATURATED_COMPLETIONS:
+        return overall, False
+    return max(overall, within / (last_admission - first)), True
 
 
 def capacity(plan: Plan, base: str, cand: Candidate, saturated: float) -> dict[str, Any]:
