@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from ttftsim.metrics.intervals import (
 from ttftsim.metrics.percentiles import percentile
 from ttftsim.metrics.prometheus import server_e2e_s, server_ttft_s
 from ttftsim.perf.memory import DoesNotFitError
+from ttftsim.processes import local_pool, usable_workers
 from ttftsim.simulate import simulate
 
 SLOS_S = (0.2, 0.5, 1.0, 2.0)
@@ -261,13 +262,14 @@ def _outcomes(
         if progress is not None:
             progress(_PHASE, done, len(cases))
 
-    if workers <= 1 or len(cases) <= 1:
+    workers = usable_workers(workers, len(cases))
+    if workers <= 1:
         outcomes = []
         for done, case in enumerate(cases):
             tick(done)
             outcomes.append(_stages_or_reason(case, base))
         return outcomes
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(cases)))
+    pool = local_pool(workers)
     try:
         futures = [pool.submit(_stages_or_reason, case, base) for case in cases]
         tick(0)

@@ -56,7 +56,12 @@ def accuracy(
         ),
     ] = None,
     server_before: Annotated[Path | None, typer.Option(help="The server's /metrics before the run")] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Measured runs simulated in parallel (the same results)")] = 2,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1, max=1024, help="Measured runs simulated in parallel (at most one per CPU; the same results)"
+        ),
+    ] = 2,
 ) -> None:
     """Simulate measured deployments and compare predicted with measured TTFT (and TPOT)."""
     from ttftsim.accuracy.ground_truth import case_notes, with_kernel_costs

@@ -58,7 +58,9 @@ def simulate(
 @app.command()
 def plan(
     plan_file: Annotated[Path, typer.Argument(help="Plan YAML: model, traffic, SLOs, the space to search")],
-    workers: Annotated[int, typer.Option(min=1, help="Candidates simulated in parallel")] = 2,
+    workers: Annotated[
+        int, typer.Option(min=1, max=1024, help="Candidates simulated in parallel (locally: at most one per CPU)")
+    ] = 2,
     backend: Annotated[str, typer.Option(help="local (processes) or ray")] = "local",
     out: Annotated[
         Path | None,

@@ -16,7 +16,7 @@ import logging
 import math
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -27,6 +27,7 @@ from ttftsim.plan import day, evaluate
 from ttftsim.plan.evaluate import Candidate
 from ttftsim.plan.explain import check_key, missed, sentence
 from ttftsim.plan.store import Store
+from ttftsim.processes import local_pool, usable_workers
 
 WAVE = 8  # capacity bisections per pruning decision (fixed: the same result for any worker count)
 PREDICT_TOP = 20
@@ -99,12 +100,12 @@ class Runner:
         if self.backend == "ray":
             yield from self._execute_ray(plan_json, todo)
             return
-        if self.workers <= 1:
+        if usable_workers(self.workers) <= 1:
             for index, (kind, cand, arg) in todo:
                 yield index, run_task(plan_json, self.base, kind, asdict(cand), arg)
             return
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers)
+        if self._pool is None:  # kept for every phase: as many processes as the CPUs allow
+            self._pool = local_pool(usable_workers(self.workers))
         futures = {
             self._pool.submit(run_task, plan_json, self.base, kind, asdict(cand), arg): index
             for index, (kind, cand, arg) in todo
