@@ -18,9 +18,13 @@ from ttftsim.workload.request import Request
 
 def engine_config(**overrides: Any) -> Any:
     """Resolved engine arguments for an H100 (vLLM 0.15 defaults), zero frontend overhead and a
-    synchronous engine by default (the hand-computed cases are for one batch in flight)."""
+    synchronous engine by default (the hand-computed cases are for one batch in flight); a token budget below the
+    H100's 1024 sequences brings max_num_seqs down to it (vLLM refuses the budget otherwise)."""
     free = ApiServerCosts(per_request_s=0.0, per_prompt_token_s=0.0, per_output_token_s=0.0)
     overrides = {"async_scheduling": False, "api_server": free, **overrides}
+    budget = overrides.get("max_num_batched_tokens")
+    if budget is not None and "max_num_seqs" not in overrides:  # vLLM refuses a budget below max_num_seqs
+        overrides["max_num_seqs"] = min(budget, 1024)
     fields = {k: v for k, v in overrides.items() if k in EngineArgs.model_fields}
     resolved = resolve_engine(
         EngineArgs(frontend_overhead_s=0.0, **fields), load_hardware("H100-SXM5-80GB"), 131072, "bf16"

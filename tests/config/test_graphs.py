@@ -63,7 +63,7 @@ def test_capture_sizes_default_given_and_refused() -> None:
     # H100, 0.15: 8192 tokens, 1024 sequences: min(2 x 1024, 512) = 512, the whole default grid
     assert _resolve().capture_sizes == capture_sizes(512) and len(capture_sizes(512)) == 51
     assert _resolve(max_num_seqs=20).capture_sizes == (1, 2, 4, 8, 16, 24, 32, 40)  # cap 40
-    assert _resolve(max_num_batched_tokens=100).capture_sizes[-1] == 96  # capped at the budget, then the grid
+    assert _resolve(max_num_seqs=64, max_num_batched_tokens=100).capture_sizes[-1] == 96  # the budget caps 128
     given = _resolve(cudagraph_capture_sizes=[64, 8, 8, 4096, 1], max_num_batched_tokens=2048)
     assert given.capture_sizes == (1, 8, 64)  # deduplicated, sorted, 4096 above the budget dropped
     assert _resolve(max_cudagraph_capture_size=20).capture_sizes == (1, 2, 4, 8, 16)
@@ -86,3 +86,13 @@ def test_performance_modes() -> None:
     assert fine[:33] == (*range(1, 33), 40) and fine[-1] == 512
     with pytest.raises(ValueError, match=r"performance_mode: vLLM 0\.15\.1 has none"):
         EngineArgs(performance_mode="throughput")
+
+
+def test_a_budget_below_max_num_seqs_is_refused_as_vllm_refuses_it() -> None:
+    """SchedulerConfig.verify_max_model_len (0.11-0.34): max_num_batched_tokens >= max_num_seqs, defaults
+    included (the H100 tier's 1024 sequences against 512 tokens)."""
+    with pytest.raises(
+        ValueError, match=r"max_num_batched_tokens \(512\) must be greater than or equal to max_num_seqs"
+    ):
+        _resolve(max_num_batched_tokens=512)
+    assert _resolve(max_num_batched_tokens=512, max_num_seqs=512).max_num_seqs == 512

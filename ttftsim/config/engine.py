@@ -483,6 +483,11 @@ def resolve_engine(
         )
     measured = _measured_kv_sizing(args, hardware, defaults)
     max_num_seqs = args.max_num_seqs or tier_seqs
+    if batched < max_num_seqs:  # SchedulerConfig.verify_max_model_len (0.11-0.34): vLLM exits at start
+        raise ValueError(
+            f"max_num_batched_tokens ({batched}) must be greater than or equal to max_num_seqs ({max_num_seqs}) "
+            "(vLLM refuses to start)"
+        )
     compiled, cudagraph_mode, sizes = _graphs(args, hardware, max_num_seqs, batched)
     return ResolvedEngine(
         tp=args.tensor_parallel_size,
