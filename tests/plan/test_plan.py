@@ -114,6 +114,32 @@ def test_resume_refuses_a_checkpoint_of_another_plan(
     _assert_one_line_error(run("plan", str(other), "--out", str(out), "--resume"), "different plan")
 
 
+@pytest.mark.parametrize(
+    ("kind", "value", "said"),
+    [
+        ("bound", '{"feasible": true}', "saturated_rate: Field required"),
+        ("bound", '{"feasible": true, "saturated_rate": "abc", "kv_blocks": 1, "weight_bytes": 1}', "saturated_rate"),
+        ("bound", '{"feasible": true, "saturated_rate": -5.0, "kv_blocks": 1, "weight_bytes": 1}', "not a positive"),
+        ("capacity", '{"feasible": true, "max_rate": NaN, "probes": [], "binding": "", "nearest": ""}', "max_rate"),
+        ("predict", '{"ttft_p99_s": 1}', "not the figures a predict task returns"),
+    ],
+)
+def test_resume_refuses_a_stored_result_of_the_wrong_shape(
+    quickstart: tuple[Path, dict[str, object]], tmp_path: Path, kind: str, value: str, said: str
+) -> None:
+    """A result edited, damaged or written in another shape is one line naming the checkpoint and the task."""
+    out, _ = quickstart
+    copy = tmp_path / "out"
+    copy.mkdir()
+    (copy / "checkpoint.sqlite").write_bytes((out / "checkpoint.sqlite").read_bytes())
+    with sqlite3.connect(copy / "checkpoint.sqlite") as db:
+        (key,) = db.execute("SELECT key FROM results WHERE key LIKE ? ORDER BY key LIMIT 1", (f"{kind}|%",)).fetchone()
+        db.execute("UPDATE results SET value = ? WHERE key = ?", (value, key))
+    result = run("plan", str(QUICKSTART), "--out", str(copy), "--resume")
+    _assert_one_line_error(result, "drop --resume")
+    assert f"checkpoint.sqlite: {kind}|" in result.stderr and said in result.stderr, result.stderr
+
+
 def test_no_feasible_candidate_exits_1_and_says_what_came_closest(tmp_path: Path) -> None:
     plan = tmp_path / "hard.yaml"
     plan.write_text(

@@ -23,7 +23,7 @@ from typing import Any
 from ttftsim.config.plan import Plan
 from ttftsim.errors import InputError
 from ttftsim.metrics.slo import SloFigures, judge
-from ttftsim.plan import day, evaluate
+from ttftsim.plan import day, evaluate, stored
 from ttftsim.plan.evaluate import Candidate
 from ttftsim.plan.explain import check_key, missed, sentence
 from ttftsim.plan.store import Store
@@ -78,7 +78,7 @@ class Runner:
         """Results of (kind, candidate, arg) jobs in order: from the checkpoint, or computed (and stored)."""
         keys = [f"{kind}|{cand.key}|{arg!r}" for kind, cand, arg in jobs]
         todo = [(i, job) for i, (key, job) in enumerate(zip(keys, jobs, strict=True)) if key not in self.store]
-        results: list[Any] = [self.store.get(key) if key in self.store else None for key in keys]
+        results: list[Any] = [self._reused(key) if key in self.store else None for key in keys]
         done = len(jobs) - len(todo)
         self._tick(phase, done, len(jobs))
         plan_json = self.plan.model_dump_json()
@@ -89,6 +89,16 @@ class Runner:
             done += 1
             self._tick(phase, done, len(jobs))
         return results
+
+    def _reused(self, key: str) -> Any:
+        """A result from the checkpoint, with the shape its task returns (plan/stored.py), else one line."""
+        value = self.store.get(key)
+        wrong = stored.problem(key.split("|", 1)[0], value)
+        if wrong is not None:
+            raise InputError(
+                str(self.store.path), key, f"a stored result that is not what the task returns ({wrong}); drop --resume"
+            )
+        return value
 
     def _tick(self, phase: str, done: int, total: int) -> None:
         if self.progress is not None:
