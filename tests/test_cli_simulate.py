@@ -173,6 +173,8 @@ def test_calibrated_kernel_times_on_a_gpu_without_a_fit_is_a_one_line_error(tmp_
 def test_a_negative_seed_is_one_line_exit_2() -> None:
     for command in (("simulate", str(EXAMPLE)), ("compare", str(EXAMPLE), str(EXAMPLE))):
         _assert_one_line_error(run(*command, "--seed", "-1"), "--seed", "greater than or equal to 0")
+        # as a scenario's seed: at most 64 bits (signed), or the result folder could not be read back
+        _assert_one_line_error(run(*command, "--seed", str(2**63)), "--seed", "9223372036854775807")
 
 
 def test_an_interval_short_of_95_percent_is_explained_under_the_table(tmp_path: Path) -> None:

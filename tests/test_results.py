@@ -141,3 +141,12 @@ def test_hostile_json_is_an_error_not_a_crash_or_a_hang(tmp_path: Path) -> None:
         load_accuracy(tmp_path, "accuracy-deep.json")
     with pytest.raises(ResultError, match=r"accuracy-pipe\.json: not found"):
         load_accuracy(tmp_path, "accuracy-pipe.json")
+
+
+def test_a_report_of_an_empty_folder_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    from tests.test_cli import _assert_one_line_error, run
+
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "r.html"
+    _assert_one_line_error(run("report", str(tmp_path / "empty"), "-o", str(out)), "no results in this folder")
+    assert not out.exists()

@@ -95,10 +95,15 @@ def report(
     output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write")] = Path("report.html"),
 ) -> None:
     """Every result in the folder as figures in one self-contained HTML file (plotly.js embedded)."""
-    from ttftsim.results import write_report
+    from ttftsim.results import discover, write_report
 
     if not results.is_dir():
         raise InputError(str(results), "", "results folder not found")
+    found = discover(results)
+    if not (found.simulations or found.plans or found.accuracy or found.incomplete):
+        raise InputError(
+            str(results), "", "no results in this folder (simulate --out, plan --out and accuracy --json write them)"
+        )
     problems = write_report(results, output)
     for problem in problems:
         console.print(f"[yellow]not shown:[/] {problem}", highlight=False)

@@ -18,7 +18,9 @@ from ttftsim.render import render_compare, render_plan, render_summary, render_v
 @app.command()
 def simulate(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML: model, hardware, engine, workload")],
-    seed: Annotated[int | None, typer.Option(min=0, help="Random seed (default: the scenario's)")] = None,
+    seed: Annotated[
+        int | None, typer.Option(min=0, max=2**63 - 1, help="Random seed (default: the scenario's)")
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option(help="Write requests, iterations, time series, summary here; the wall time goes to run.json"),
@@ -126,7 +128,7 @@ def validate(
 def compare(
     first: Annotated[Path, typer.Argument(help="Scenario A (its traffic is used for both)")],
     second: Annotated[Path, typer.Argument(help="Scenario B")],
-    seed: Annotated[int | None, typer.Option(min=0, help="Random seed (default: A's)")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, max=2**63 - 1, help="Random seed (default: A's)")] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the comparison as JSON (the same bytes for the same seed)")
     ] = False,
