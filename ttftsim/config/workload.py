@@ -230,7 +230,7 @@ class TraceWorkload(StrictModel):
     type: Literal["trace"] = Field(description="Replay a request trace")
     format: Literal["azure", "mooncake", "csv"] = Field(
         description="azure: TIMESTAMP,ContextTokens,GeneratedTokens; mooncake: JSONL with hash_ids; "
-        "csv: arrival_s,input_tokens,output_tokens"
+        "csv: arrival_s,input_tokens,output_tokens (times in seconds, replayed from the first row)"
     )
     path: str = Field(description="Trace file, relative to the scenario file")
     time_scale: float = Field(default=1.0, gt=0, description="Divide inter-arrival times by this (2 = twice the rate)")

@@ -153,6 +153,9 @@ def _hash_ids(rows: _Rows, inputs: np.ndarray[Any, np.dtype[np.int64]]) -> list[
     return out
 
 
+MAX_TRACE_SPAN_S = 366 * 86400.0  # a trace longer than this has its times in another unit
+
+
 def _read_table(path: Path, fmt: str, limits: Limits) -> pd.DataFrame:
     """Columns arrival_s, input_tokens, output_tokens (+ hash_ids for Mooncake), arrival from 0, checked."""
     source = str(path)
@@ -175,6 +178,15 @@ def _read_table(path: Path, fmt: str, limits: Limits) -> pd.DataFrame:
     rows.ordered_times(time_column, seconds)
     if fmt == "mooncake":  # milliseconds
         seconds = (seconds - seconds[0]) / 1000.0
+    elif fmt == "csv":  # from the first request, as the other formats: epoch times (1.7e9 s) stay exact
+        seconds = seconds - seconds[0]
+    if seconds[-1] > MAX_TRACE_SPAN_S:  # seconds: a span of years is a unit mistake (milliseconds, nanoseconds)
+        last = len(seconds) - 1
+        raise rows.fail(
+            last,
+            time_column,
+            f"{seconds[-1]:.4g} s after the first request: over a year (times in seconds, not ms or ns)",
+        )
     inputs = rows.tokens(input_column, 1, limits)
     frame = pd.DataFrame(
         {"arrival_s": seconds, "input_tokens": inputs, "output_tokens": rows.tokens(output_column, 0, limits)}
