@@ -55,6 +55,21 @@ def test_negative_bandwidth_names_file_and_field(tmp_path: Path) -> None:
     assert info.value.field == "mem_bw_bytes_per_s"
 
 
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"mem_bw_bytes_per_s": 1e-300}, "mem_bw_bytes_per_s"),  # steps of infinite length
+        ({"mem_bw_bytes_per_s": 1e300}, "mem_bw_bytes_per_s"),  # steps of no length
+        ({"peak_flops": {"bf16": 1, "fp16": 1e15, "fp32": 1e14, "int8": 2e15, "fp8": 2e15}}, "peak_flops.bf16"),
+    ],
+)
+def test_implausible_figures_are_refused(tmp_path: Path, change: dict[str, object], field: str) -> None:
+    path = _broken_profile(tmp_path, change)
+    with pytest.raises(InputError) as info:
+        load_hardware(str(path))
+    assert info.value.field == field
+
+
 def test_unknown_field_is_refused(tmp_path: Path) -> None:
     path = _broken_profile(tmp_path, {"hbm_size": 3})
     with pytest.raises(InputError, match="hbm_size: unknown field"):

@@ -16,15 +16,22 @@ from pydantic import Field, model_validator
 
 from ttftsim.config.base import StrictModel
 
+# Plausible hardware, with room on both sides (a CPU core to many times a GB200): figures far outside give steps
+# of days or of nothing, and a simulation that says nothing true
+MIN_FLOPS, MAX_FLOPS = 1e9, 1e18
+MIN_BYTES_PER_S, MAX_BYTES_PER_S = 1e8, 1e15
+
 
 class PeakFlops(StrictModel):
     """Dense peak FLOP/s per number format (tensor cores for the low-precision formats)."""
 
-    bf16: float = Field(gt=0, description="Dense BF16 tensor FLOP/s")
-    fp16: float = Field(gt=0, description="Dense FP16 tensor FLOP/s")
-    fp32: float = Field(gt=0, description="FP32 (non-tensor) FLOP/s")
-    fp8: float | None = Field(default=None, gt=0, description="Dense FP8 FLOP/s; null where unsupported (A100)")
-    int8: float = Field(gt=0, description="Dense INT8 tensor OP/s")
+    bf16: float = Field(ge=MIN_FLOPS, le=MAX_FLOPS, description="Dense BF16 tensor FLOP/s")
+    fp16: float = Field(ge=MIN_FLOPS, le=MAX_FLOPS, description="Dense FP16 tensor FLOP/s")
+    fp32: float = Field(ge=MIN_FLOPS, le=MAX_FLOPS, description="FP32 (non-tensor) FLOP/s")
+    fp8: float | None = Field(
+        default=None, ge=MIN_FLOPS, le=MAX_FLOPS, description="Dense FP8 FLOP/s; null where unsupported (A100)"
+    )
+    int8: float = Field(ge=MIN_FLOPS, le=MAX_FLOPS, description="Dense INT8 tensor OP/s")
 
 
 class Link(StrictModel):
@@ -71,7 +78,9 @@ class HardwareProfile(StrictModel):
     name: str = Field(description="Profile name, e.g. H100-SXM5-80GB")
     kind: Literal["gpu", "cpu"] = Field(description="gpu, or cpu for a CPU-only host")
     memory_bytes: int = Field(gt=0, description="Device memory as the driver reports it, bytes")
-    mem_bw_bytes_per_s: float = Field(gt=0, description="Peak device-memory bandwidth, bytes/s")
+    mem_bw_bytes_per_s: float = Field(
+        ge=MIN_BYTES_PER_S, le=MAX_BYTES_PER_S, description="Peak device-memory bandwidth, bytes/s"
+    )
     l2_bytes: int = Field(ge=0, description="Last-level cache size, bytes")
     peak_flops: PeakFlops = Field(description="Dense peak compute per number format")
     intra_node_link: Link = Field(description="GPU-to-GPU link inside a node")
