@@ -134,6 +134,21 @@ def test_a_kind_without_a_schema_is_said_not_checked() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("api_version", "served"),
+    [("apps/v2", "apps/v1"), ("extensions/v1beta1", "apps/v1"), ("foo.example.com/v1", "apps/v1")],
+)
+def test_a_built_in_kind_under_an_api_version_that_does_not_serve_it_is_an_error(api_version: str, served: str) -> None:
+    """apps/v2 never existed, extensions/v1beta1 Deployments went in 1.16: kubectl apply refuses both ("no matches
+    for kind"); the finding names the apiVersion that serves the kind."""
+    deployment = _example_deployment() | {"apiVersion": api_version}
+    (finding,) = check_objects([("k8s.yaml#0", deployment)])
+    assert finding.severity == "error" and finding.fix == f"set apiVersion: {served}"
+    assert f"apiVersion {api_version} does not serve Deployment in Kubernetes 1.29-1.37 (it is served as {served})" in (
+        finding.message
+    )
+
+
 @pytest.mark.parametrize("api_version", [None, ["v1"]])
 def test_a_missing_or_malformed_api_version_is_a_finding(api_version: Any) -> None:
     document = {"kind": "Service", "metadata": {"name": "x"}, "apiVersion": api_version}

@@ -164,6 +164,17 @@ def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
         if best is not None:
             failures.append((version, _describe(best)))
     if all(message == "" for _, message in failures) and len(failures) == len(CHECKED_VERSIONS):
+        served = served_versions(kind)
+        if served:  # a built-in kind under an apiVersion no release serves it as: the API server refuses it
+            return [
+                SchemaFinding(
+                    "error",
+                    "k8s-schema",
+                    f"{where}: apiVersion {api_version} does not serve {kind} in Kubernetes {_range()} (it is served "
+                    f"as {', '.join(served)}): kubectl apply refuses it without a CRD of that group and kind",
+                    f"set apiVersion: {served[-1]}",
+                )
+            ]
         return [
             SchemaFinding(
                 "info",
@@ -184,6 +195,40 @@ def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
         )
         for version, message in failures
     ]
+
+
+@cache
+def served_versions(kind: str) -> list[str]:
+    """The apiVersions (group's first label / version, as kubernetes-validate names its files) that serve a
+    built-in kind in any checked release; empty for a kind no release serves (a custom resource's)."""
+    found: set[str] = set()
+    for version in CHECKED_VERSIONS:
+        folder = files("kubernetes_validate").joinpath("kubernetes-json-schema", f"v{version}.0-local-strict")
+        prefix = f"{kind.lower()}-"
+        for entry in folder.iterdir():
+            name = entry.name
+            if name.startswith(prefix) and name.endswith(".json"):
+                group, _, api = name[len(prefix) : -len(".json")].rpartition("-")
+                found.add(f"{FULL_GROUPS.get(group, group)}/{api}" if group else api)
+    return sorted(found)
+
+
+# kubernetes-validate names a schema file by its group's first label: the built-in groups' full names
+FULL_GROUPS = (
+    {
+        label: f"{label}.k8s.io"
+        for label in ("networking", "storage", "scheduling", "coordination", "node", "discovery", "certificates")
+    }
+    | {label: f"{label}.k8s.io" for label in ("admissionregistration", "apiextensions", "events", "resource")}
+    | {
+        "rbac": "rbac.authorization.k8s.io",
+        "authentication": "authentication.k8s.io",
+        "authorization": "authorization.k8s.io",
+        "flowcontrol": "flowcontrol.apiserver.k8s.io",
+        "apiregistration": "apiregistration.k8s.io",
+        "internal": "internal.apiserver.k8s.io",
+    }
+)
 
 
 @cache
