@@ -230,3 +230,14 @@ def test_admission_limits_shed_load_end_to_end(tmp_path: Path) -> None:
     frame = pd.read_parquet(tmp_path / "l" / "requests.parquet")
     reasons = set(frame.loc[frame["status"] == "rejected", "reason"])
     assert reasons == {"HTTP 503: 48 unfinished requests, max_num_queued_reqs 48"}
+
+
+def test_a_name_with_control_characters_or_of_a_page_is_refused(tmp_path: Path) -> None:
+    """A scenario's name is printed in the terminal: an escape sequence in it would recolour the terminal."""
+    for name, said in (
+        ('"\\x1b[31mred"', "no control characters"),
+        ("x" * 201, "a label of at most 200 characters (this one has 201)"),
+    ):
+        scenario = tmp_path / "s.yaml"
+        scenario.write_text(EXAMPLE.read_text().replace("name: llama31-8b-h100-chat", f"name: {name}"))
+        _assert_one_line_error(run("simulate", str(scenario)), "name", said)

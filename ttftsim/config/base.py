@@ -12,9 +12,9 @@ from __future__ import annotations
 import enum
 import types
 import typing
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
 from ttftsim.inputs.files import excerpt
@@ -23,6 +23,23 @@ _KINDS: dict[tuple[type, str], frozenset[str]] = {}  # per model and field, work
 # Validation context key: values parsed from a command line (vLLM arguments in a manifest) are strings that
 # the program itself converts, as argparse does, so they are converted here too.
 COMMAND_LINE = "command_line"
+LABEL_MAX_CHARS = 200
+
+
+def _label(value: str) -> str:
+    if len(value) > LABEL_MAX_CHARS:
+        raise ValueError(f"a label of at most {LABEL_MAX_CHARS} characters (this one has {len(value):,})")
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):
+        raise ValueError("no control characters in a label (an escape sequence would reach the terminal)")
+    return value
+
+
+# a name printed in reports and terminals: no control characters, short enough for a line
+Label = Annotated[
+    str,
+    AfterValidator(_label),
+    Field(json_schema_extra={"maxLength": LABEL_MAX_CHARS, "pattern": "^[^\\u0000-\\u001f\\u007f]*$"}),
+]
 WRONG_KIND = "wrong_kind"  # the error type; its context names the field (config/loading.py puts it in the path)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from ttftsim.config.base import StrictModel
+from ttftsim.config.base import Label, StrictModel
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.slo import Slo, percentile_slo
 from ttftsim.config.versions import version_defaults
@@ -17,7 +17,10 @@ class Deploy(StrictModel):
     its HPA, KServe or Helm values) or as model, hardware, engine arguments and replicas; the traffic it must
     carry; and the SLO it must meet there."""
 
-    name: str = Field(default="deployment", description="Label used in reports")
+    name: Label = Field(
+        default="deployment",
+        description="Label used in reports (no control characters)",
+    )
     manifests: list[str] = Field(
         default_factory=list, description="Kubernetes manifest files (relative to this file); --manifest adds more"
     )

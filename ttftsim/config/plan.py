@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
-from ttftsim.config.base import StrictModel
+from ttftsim.config.base import Label, StrictModel
 from ttftsim.config.cluster import RouterName
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.engine import EngineArgs
@@ -113,7 +113,10 @@ class DaySearch(StrictModel):
 class Plan(StrictModel):
     """What `ttftsim plan` searches."""
 
-    name: str = Field(default="plan", description="Label used in reports and manifest names")
+    name: Label = Field(
+        default="plan",
+        description="Label used in reports and manifest names (no control characters)",
+    )
     model: str = Field(description="Model preset or path to a Hugging Face config.json")
     engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine arguments every candidate shares")
     workload: Workload = Field(

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ttftsim.config.base import StrictModel
+from ttftsim.config.base import Label, StrictModel
 from ttftsim.config.cluster import Cluster
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.slo import Slo
@@ -71,7 +71,10 @@ class MeasuredStepCost(StrictModel):
 class Scenario(StrictModel):
     """What `ttftsim simulate` runs."""
 
-    name: str = Field(default="scenario", description="Label used in reports")
+    name: Label = Field(
+        default="scenario",
+        description="Label used in reports (no control characters)",
+    )
     model: str = Field(description="Model preset or path to a Hugging Face config.json")
     hardware: str = Field(description="Hardware profile name or path to a profile YAML")
     engine: EngineArgs = Field(default_factory=EngineArgs, description="vLLM engine arguments")
