@@ -119,3 +119,11 @@ def test_memory_takes_vllms_defaults_for_the_gpu() -> None:
     explicit = run(*common, "--max-num-batched-tokens", "8192", "--max-num-seqs", "1024", "--max-model-len", "131072")
     older = run(*common, "--max-num-batched-tokens", "2048", "--max-num-seqs", "256", "--max-model-len", "4096")
     assert default.returncode == 0 and default.stdout == explicit.stdout != older.stdout
+
+
+def test_step_and_explain_keep_the_token_limit() -> None:
+    """The inputs' 10,000,000-token limit holds for the one-shot commands too (a 40-day step, a 20-digit count)."""
+    step = ("step", "--model", "Llama-3.1-8B", "--hardware", "H100-SXM5-80GB", "--prompt-tokens", "100000000")
+    _assert_one_line_error(run(*step), "--prompt-tokens", "10000000")
+    flops = ("explain", "flops", "--model", "Llama-3.1-8B", "--tokens", "99999999999999999999")
+    _assert_one_line_error(run(*flops), "--tokens", "10000000")

@@ -12,12 +12,15 @@ from ttftsim.cli.app import WeightDtypeOption, app, console, deployment_from_opt
 from ttftsim.config.scenario import KernelCosts
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import all_profiles
+from ttftsim.inputs.limits import Limits
 from ttftsim.model.catalog import load_model, preset_names
 from ttftsim.model.size import active_param_count, kv_bytes_per_token, param_count, weight_bytes
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.iteration import IterationModel
 from ttftsim.perf.kv_groups import KvCacheGroups
 from ttftsim.perf.memory import MemorySettings, plan_memory
+
+MAX_TOKENS = Limits().tokens  # the inputs' limit on one request's tokens (docs/inputs.md)
 
 
 @app.command()
@@ -66,9 +69,11 @@ def step(
     model: Annotated[str, typer.Option(help="Preset, Hugging Face id (org/name-FP8, ...) or path to config.json")],
     gpu: Annotated[str, typer.Option("--hardware", help="Hardware profile name or YAML path")],
     tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel size")] = 1,
-    prompt_tokens: Annotated[int, typer.Option(min=0, help="Tokens of one prefill in this step")] = 0,
-    decode_seqs: Annotated[int, typer.Option(min=0, help="Decoding sequences in this step")] = 0,
-    context_tokens: Annotated[int, typer.Option(min=0, help="KV context of each decoding sequence")] = 1024,
+    prompt_tokens: Annotated[int, typer.Option(min=0, max=MAX_TOKENS, help="Tokens of one prefill in this step")] = 0,
+    decode_seqs: Annotated[int, typer.Option(min=0, max=MAX_TOKENS, help="Decoding sequences in this step")] = 0,
+    context_tokens: Annotated[
+        int, typer.Option(min=0, max=MAX_TOKENS, help="KV context of each decoding sequence")
+    ] = 1024,
     kernel_costs: Annotated[
         KernelCosts, typer.Option(help="auto (calibrated where the GPU has a fit), roofline, or calibrated")
     ] = "auto",
@@ -153,7 +158,7 @@ app.add_typer(explain_app, name="explain")
 @explain_app.command("kv")
 def explain_kv(
     model: Annotated[str, typer.Option(help="Preset or config.json")],
-    tokens: Annotated[int, typer.Option(min=1, help="Tokens held")] = 32768,
+    tokens: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Tokens held")] = 32768,
     dtype: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
 ) -> None:
     """KV-cache bytes per token and for a number of tokens (GQA: KV heads, not query heads)."""
@@ -171,7 +176,7 @@ def explain_kv(
 @explain_app.command("flops")
 def explain_flops(
     model: Annotated[str, typer.Option(help="Preset or config.json")],
-    tokens: Annotated[int, typer.Option(min=1, help="Prompt tokens")] = 5000,
+    tokens: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Prompt tokens")] = 5000,
 ) -> None:
     """Prefill FLOPs: 2 x parameters x tokens plus causal attention."""
     from ttftsim.explain import prefill_flops
@@ -187,8 +192,8 @@ def explain_flops(
 @explain_app.command("decode")
 def explain_decode(
     model: Annotated[str, typer.Option(help="Preset or config.json")],
-    batch: Annotated[int, typer.Option(min=1, help="Sequences decoding together")] = 1,
-    context: Annotated[int, typer.Option(min=1, help="Tokens of context per sequence")] = 1024,
+    batch: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Sequences decoding together")] = 1,
+    context: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Tokens of context per sequence")] = 1024,
 ) -> None:
     """Decode arithmetic intensity (FLOP per byte read), which grows with the batch."""
     from ttftsim.explain import decode_intensity
