@@ -355,3 +355,18 @@ def test_every_supported_release_is_bundled() -> None:
     for version in KUBERNETES_VERSIONS:
         assert builtin_validator(version, "apps/v1", "Deployment") is not None, version
     assert (KUBERNETES_VERSIONS[0], KUBERNETES_VERSIONS[-1]) == ("1.29", "1.37")
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (("ports", [{"containerPort": 99999}]), "containers.0.ports.0.containerPort: 99999 is not a port (1-65535)"),
+        (("ports", [{"containerPort": 0}]), "containers.0.ports.0.containerPort: 0 is not a port (1-65535)"),
+        (("resources", {"requests": {"cpu": "-8"}}), "containers.0.resources.requests.cpu: -8 is negative"),
+    ],
+)
+def test_what_the_api_server_refuses_beyond_the_schema_is_an_error(change: tuple[str, Any], said: str) -> None:
+    deployment = _example_deployment()
+    deployment["spec"]["template"]["spec"]["containers"][0][change[0]] = change[1]
+    (finding,) = check_objects([("k8s.yaml#0", deployment)])
+    assert finding.severity == "error" and f"spec.template.spec.{said}" in finding.message
