@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -256,12 +257,13 @@ def test_cases_simulated_in_parallel_processes_give_the_serial_results_in_order(
 
     submitted: list[str] = []
 
-    class Spy(harness.ProcessPoolExecutor):  # type: ignore[misc]
+    class Spy(ProcessPoolExecutor):
         def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             submitted.append(args[0].name)
             return super().submit(fn, *args, **kwargs)
 
-    monkeypatch.setattr(harness, "ProcessPoolExecutor", Spy)
+    monkeypatch.setattr(harness, "local_pool", lambda workers: Spy(max_workers=workers))
+    monkeypatch.setattr(harness, "usable_workers", lambda asked, tasks: min(asked, tasks))  # any machine's CPUs
     path = tmp_path / "runs.json"
     second = {**RUN, "run": "tiny-7b-tp2", "engine": {**RUN["engine"], "tensor_parallelism": 2}}
     unknown = {**RUN, "run": "unknown-model", "engine": {**RUN["engine"], "model": "example/NoSuchModel-7B"}}
