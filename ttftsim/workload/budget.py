@@ -229,12 +229,17 @@ def _check_periods(scenario: Scenario, source: str, limits: Limits) -> None:
             periods["cluster.controller.period_s"] = cluster.controller.period_s
         if cluster.alerting is not None:
             periods["cluster.alerting.evaluation_interval_s"] = cluster.alerting.evaluation_interval_s
+    # num_requests / rate gave a span of more seconds than the limit has steps: the rate made it long, not a period
+    derived = scenario.horizon_s is None and getattr(scenario.workload, "duration_s", 0) is None
+    rate_made_it = derived and not isinstance(getattr(scenario.workload, "arrivals", None), StagedArrivals)
     for field, period in periods.items():
         steps = seconds / period
         if steps > limits.ticks:
-            raise InputError(
-                source, field, _beyond(f"periodic steps ({seconds:g} s / {period:g} s)", steps, limits, "ticks")
-            )
+            if rate_made_it and not seconds <= limits.ticks:
+                what = f"periodic steps of {field} ({seconds:g} s / {period:g} s: num_requests at this mean rate)"
+                raise InputError(source, "workload.arrivals.rate", _beyond(what, steps, limits, "ticks"))
+            what = f"periodic steps ({seconds:g} s / {period:g} s)"
+            raise InputError(source, field, _beyond(what, steps, limits, "ticks"))
 
 
 def check_scenario(scenario: Scenario, source: str, limits: Limits | None = None) -> None:
