@@ -127,3 +127,8 @@ def test_step_and_explain_keep_the_token_limit() -> None:
     _assert_one_line_error(run(*step), "--prompt-tokens", "10000000")
     flops = ("explain", "flops", "--model", "Llama-3.1-8B", "--tokens", "99999999999999999999")
     _assert_one_line_error(run(*flops), "--tokens", "10000000")
+
+
+def test_schema_check_without_a_docs_folder_says_so(tmp_path: Path) -> None:
+    result = run("schema", "--check", "--docs", str(tmp_path / "nowhere"))
+    _assert_one_line_error(result, "--docs", "no docs folder here to check")

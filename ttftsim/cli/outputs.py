@@ -30,6 +30,8 @@ def schema(
 
     if check:
         folder = docs or Path("docs")
+        if not folder.is_dir():
+            raise InputError(str(folder), "--docs", "no docs folder here to check (give --docs DIR)")
         stale = drift(folder, app)
         for path in stale:
             console.print(f"[red]out of date:[/] {path} (run `ttftsim schema --docs {folder}`)")
