@@ -371,3 +371,14 @@ def test_admission_limits_are_read_from_the_command_line() -> None:
         read_vllm_container([*words[:-1], "lots"], [], "0.32.0", "Deployment/x", "k8s.yaml")
     (refused,) = read_vllm_container(words, [], "0.15.1", "Deployment/x", "k8s.yaml").findings
     assert refused.severity == "error" and "unrecognized arguments: --max-num-queued-reqs" in refused.message
+
+
+def test_a_flag_given_twice_is_a_warning_and_the_last_value_is_used() -> None:
+    words = ["vllm", "serve", "m", "--max-model-len", "8192", "--max_model_len", "2048"]
+    command = read_vllm_container(words, [], "0.15.1", "Deployment/x", "k8s.yaml")
+    (finding,) = command.findings
+    assert finding.severity == "warning" and command.engine["max_model_len"] == 2048
+    assert finding.message == (
+        "Deployment/x: --max-model-len is given more than once (--max-model-len 8192, then --max-model-len 2048): "
+        "vLLM takes the last"
+    )

@@ -183,6 +183,23 @@ def _lmcache_settings(env: list[Any], command: VllmCommand, where: str) -> None:
         )
 
 
+def _check_repeated(parsed: ParsedCommand, command: VllmCommand, where: str) -> None:
+    """A flag given twice: argparse keeps the last value, almost always not what was meant (a warning)."""
+    seen: dict[str, str] = {}
+    for given in parsed.given:
+        dest = given.flag.dest
+        if dest in seen and dest != "compilation_config":  # -cc.key=value flags add keys; others replace
+            command.findings.append(
+                CommandFinding(
+                    "warning",
+                    f"{where}: {given.written} is given more than once ({seen[dest]}, then {given.written} "
+                    f"{given.value}): vLLM takes the last",
+                    f"give {given.option} once",
+                )
+            )
+        seen[dest] = f"{given.written} {given.value}"
+
+
 def _check_abbreviation(
     written: str, canonical: str, options: tuple[str, ...], command: VllmCommand, where: str
 ) -> None:
@@ -199,6 +216,7 @@ def _check_abbreviation(
 
 
 def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str, version: str) -> None:
+    _check_repeated(parsed, command, where)
     for given in parsed.given:
         dest = given.flag.dest
         _check_abbreviation(given.written, given.option, given.flag.options, command, where)
