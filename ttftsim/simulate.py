@@ -54,6 +54,8 @@ QUIET_ENGINE_KEYS = (
     "compiled",
     "cudagraph_mode",
     "capture_sizes",
+    "max_num_queued_reqs",
+    "max_num_queued_tokens",
 )
 
 
@@ -117,6 +119,11 @@ class SimulationResult:
             | ({} if engine.hybrid_kv_cache_manager else {"hybrid_kv_cache_manager": False})
             | ({"dp": engine.dp} if engine.dp > 1 else {})
             | _graph_settings(engine, self.scenario.engine)
+            | {  # the API server's admission limits (engine/admission.py), where set
+                name: value
+                for name in ("max_num_queued_reqs", "max_num_queued_tokens")
+                if (value := getattr(engine, name)) is not None
+            }
             | (  # vLLM >= 0.23's hold on CPU-tier loads, where there is a tier
                 {"reserve_for_inflight_prefills": engine.reserve_for_inflight_prefills}
                 if engine.kv_offload_blocks

@@ -97,10 +97,11 @@ def report(
     output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write")] = Path("report.html"),
 ) -> None:
     """Every result in the folder as figures in one self-contained HTML file (plotly.js embedded)."""
-    from ttftsim.results import discover, write_report
+    from ttftsim.results import check_report_target, discover, write_report
 
     if not results.is_dir():
         raise InputError(str(results), "", "results folder not found")
+    check_report_target(output)
     found = discover(results)
     if not (found.simulations or found.plans or found.accuracy or found.incomplete):
         raise InputError(
