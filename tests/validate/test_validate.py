@@ -765,3 +765,19 @@ def test_vllm_034_sizes_the_kv_cache_from_measured_memory_in_64_token_blocks(tmp
     estimated = _kv_tokens(tmp_path / "b", "0.34.0", ", --no-enable-extensible-kv-cache")
     as_033 = _kv_tokens(tmp_path / "c", "0.33.0", ', --block-size, "64"')
     assert measured % 64 == 0 and estimated == as_033 and measured > estimated
+
+
+def test_without_manifests_model_and_hardware_are_enough(tmp_path: Path) -> None:
+    """Engine arguments default to the version's when a deployment file without manifests gives none; without a
+    model (or hardware) the one line names that field."""
+    traffic = "traffic: {type: synthetic, arrivals: {type: poisson, rate: 2}, num_requests: 20, "
+    traffic += (
+        "prompt_tokens: {type: fixed, value: 100}, output_tokens: {type: fixed, value: 10}}\nslo: {ttft_p99_s: 1}\n"
+    )
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("model: Llama-3.1-8B\nhardware: H100-SXM5-80GB\n" + traffic)
+    result = run("validate", str(bare), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    no_model = tmp_path / "no-model.yaml"
+    no_model.write_text("hardware: H100-SXM5-80GB\n" + traffic)
+    _assert_one_line_error(run("validate", str(no_model)), "model", "give Kubernetes manifests, or model and hardware")

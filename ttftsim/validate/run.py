@@ -122,9 +122,15 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
     # a file named twice (in manifests: and by --manifest, one path relative, one not) is read once
     files = list({file.resolve(): file for file in [base / m for m in deploy.manifests] + list(extra)}.values())
     if not files:
-        if deploy.engine is None or deploy.model is None or deploy.hardware is None:
-            raise InputError(source, "manifests", "give Kubernetes manifests, or model, hardware and engine arguments")
-        return Target(deploy.model, deploy.hardware, deploy.engine, deploy.replicas or 1, None)
+        if deploy.model is None or deploy.hardware is None:
+            missing = "model" if deploy.model is None else "hardware"
+            raise InputError(
+                source,
+                missing,
+                f"no {missing}: give Kubernetes manifests, or model and hardware (and engine arguments)",
+            )
+        engine = deploy.engine if deploy.engine is not None else EngineArgs(vllm_version=deploy.vllm_version)
+        return Target(deploy.model, deploy.hardware, engine, deploy.replicas or 1, None)
     documents = _read_manifests(files)
     rendered = render_workloads(documents)  # formats.py: KServe resources and chart values as their workloads
     schema_findings = rendered.kept(check_objects(documents)) + rendered.findings  # before the deployment checks
