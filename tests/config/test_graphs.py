@@ -96,3 +96,14 @@ def test_a_budget_below_max_num_seqs_is_refused_as_vllm_refuses_it() -> None:
     ):
         _resolve(max_num_batched_tokens=512)
     assert _resolve(max_num_batched_tokens=512, max_num_seqs=512).max_num_seqs == 512
+
+
+def test_an_mla_model_on_hopper_and_vllm_0_11s_refusal() -> None:
+    """FlashMLA's cudagraph support is UNIFORM_BATCH (0.15.1 flashmla.py): FULL falls back as on an A100; vLLM 0.11
+    asserts compilation level 3 for a piecewise mode (config/__init__.py) and exits."""
+    mla = resolve_engine(
+        EngineArgs(cudagraph_mode="FULL"), load_hardware("H100-SXM5-80GB"), 131072, "bf16", mla_qk_nope_head_dim=128
+    )
+    assert mla.cudagraph_mode == "FULL_AND_PIECEWISE"
+    with pytest.raises(ValueError, match="needs compilation level 3"):
+        compile_and_mode(False, 2, False, "PIECEWISE")

@@ -46,3 +46,14 @@ def test_a_flood_smaller_than_a_batch_is_grown_until_it_queues(tmp_path: Path) -
     cand = Candidate("H100-SXM5-80GB", 1, None, None, True, True, None, "auto", "least_outstanding", 0)
     result = bound(load_plan(path), str(tmp_path), cand)
     assert result["feasible"] and 22.0 < result["saturated_rate"] < 28.0
+
+
+def test_a_long_plan_name_still_names_each_candidates_scenario(tmp_path: Path) -> None:
+    """A plan's name may take most of the 200 characters a label has: its candidates' scenarios are cut to fit."""
+    from ttftsim.plan.evaluate import scenario
+
+    plan = yaml.safe_load(QUICKSTART.read_text()) | {"name": "n" * 190}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    cand = Candidate("H100-SXM5-80GB", 1, None, None, True, True, None, "auto", "least_outstanding", 0)
+    assert len(scenario(load_plan(path), cand, 1.0, 10).name) == 200

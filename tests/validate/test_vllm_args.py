@@ -266,13 +266,13 @@ def test_the_levers_ttftsim_models_are_read_from_the_command_line() -> None:
 
 
 def test_compilation_and_graph_levers_are_read_from_the_command_line() -> None:
-    """-O, --compilation-config's graph keys and --performance-mode are engine arguments (config/graphs.py); another
-    key of the compilation config is named as not modelled; -cc and -O are the flags' own spellings, not
-    abbreviations."""
+    """-O, --compilation-config's graph keys, --cudagraph-capture-sizes and --performance-mode are engine arguments
+    (config/graphs.py); another key of the compilation config is named as not modelled; -cc and -O are the flags'
+    own spellings, not abbreviations."""
     words = ["vllm", "serve", "m", "-O1", "-cc", '{"cudagraph_mode": "full_decode_only", "pass_config": {"x": 1}}']
-    words += ["--compilation-config.cudagraph_capture_sizes", "[1, 2, 4, 8]", "--performance-mode", "interactivity"]
+    words += ["--cudagraph-capture-sizes", "1", "2", "4", "8", "--performance-mode", "interactivity"]
     command = read_vllm_container(words, [], "0.34.0", "Deployment/x", "k8s.yaml")
-    assert {k: v for k, v in command.engine.items() if k != "model"} == {
+    assert command.engine == {
         "optimization_level": 1,
         "cudagraph_mode": "FULL_DECODE_ONLY",
         "cudagraph_capture_sizes": [1, 2, 4, 8],
@@ -283,6 +283,19 @@ def test_compilation_and_graph_levers_are_read_from_the_command_line() -> None:
     assert old.engine == {"optimization_level": 2} and old.findings == []  # 0.10: the compilation level
     newer = read_vllm_container(["vllm", "serve", "m", "-cc", '{"level": 0}'], [], "0.15.1", "D/x", "k8s.yaml")
     assert newer.not_modelled == ["-cc.level 0"]  # from 0.13 the deprecated compilation mode, not -O
+
+
+def test_a_compilation_config_given_twice_keeps_the_last_whole() -> None:
+    """FlexibleArgumentParser joins the dotted keys (-cc.key=value, --compilation-config.key value) into one more
+    --compilation-config after the others, and argparse keeps the last: an earlier JSON is dropped whole."""
+    dotted = ["vllm", "serve", "m", "-cc.cudagraph_mode=FULL", "-cc.max_cudagraph_capture_size", "64"]
+    command = read_vllm_container(dotted, [], "0.15.1", "Deployment/x", "k8s.yaml")
+    assert command.findings == [] and command.engine == {"cudagraph_mode": "FULL", "max_cudagraph_capture_size": 64}
+    twice = ["vllm", "serve", "m", "-cc", '{"cudagraph_mode": "PIECEWISE"}', "--compilation-config.cudagraph_mode=FULL"]
+    command = read_vllm_container(twice, [], "0.15.1", "Deployment/x", "k8s.yaml")
+    assert command.engine == {"cudagraph_mode": "FULL"}
+    (finding,) = command.findings
+    assert finding.severity == "warning" and "vLLM takes the last" in finding.message
 
 
 def test_vllm_allow_long_max_model_len_makes_a_longer_context_a_warning(tmp_path: Path) -> None:

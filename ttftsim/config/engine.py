@@ -488,7 +488,9 @@ def resolve_engine(
             f"max_num_batched_tokens ({batched}) must be greater than or equal to max_num_seqs ({max_num_seqs}) "
             "(vLLM refuses to start)"
         )
-    compiled, cudagraph_mode, sizes = _graphs(args, hardware, max_num_seqs, batched)
+    # FlashMLA (an MLA model's backend on Hopper) runs FULL graphs for uniform batches only, as FlashAttention 2 does
+    full_mixed = _flash_attention_3(hardware) and mla_qk_nope_head_dim is None
+    compiled, cudagraph_mode, sizes = _graphs(args, hardware, max_num_seqs, batched, full_mixed)
     return ResolvedEngine(
         tp=args.tensor_parallel_size,
         max_num_batched_tokens=batched,
@@ -533,7 +535,7 @@ def resolve_engine(
 
 
 def _graphs(
-    args: EngineArgs, hardware: HardwareProfile, max_num_seqs: int, max_num_batched_tokens: int
+    args: EngineArgs, hardware: HardwareProfile, max_num_seqs: int, max_num_batched_tokens: int, full_mixed: bool
 ) -> tuple[bool, CudagraphMode, tuple[int, ...]]:
     """(torch.compile runs, the CUDA-graph mode the engine runs, its capture sizes: none with mode NONE), by the
     rules of config/graphs.py: the optimization level's mode or the one asked for, FULL as far as the attention
@@ -541,7 +543,7 @@ def _graphs(
     compiled, piecewise, mode = compile_and_mode(
         at_least(args.vllm_version, (0, 13)), args.optimization_level, args.enforce_eager, args.cudagraph_mode
     )
-    if mode == "FULL" and not _flash_attention_3(hardware):  # gpu_model_runner._check_and_update_cudagraph_mode
+    if mode == "FULL" and not full_mixed:  # gpu_model_runner._check_and_update_cudagraph_mode
         mode = "FULL_AND_PIECEWISE" if piecewise else "FULL_DECODE_ONLY"
     if hardware.kind != "gpu" or mode == "NONE":
         return compiled, "NONE", ()

@@ -57,6 +57,8 @@ def compile_and_mode(
     else:
         level = (0 if enforce_eager else 3) if level is None else level
         compiled, piecewise = level > 0, level == 3
+        if asked in ("PIECEWISE", "FULL_AND_PIECEWISE") and not piecewise:  # 0.11 asserts it: the server exits
+            raise ValueError(f"cudagraph_mode {asked} needs compilation level 3 (vLLM before 0.13 refuses to start)")
         mode = ("FULL_AND_PIECEWISE" if level == 3 else "NONE") if asked is None else asked
     if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") and not piecewise:
         mode = "NONE"

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ttftsim.cluster.run import fixed_cluster
+from ttftsim.config.base import LABEL_MAX_CHARS
 from ttftsim.config.plan import Plan
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import version_defaults
@@ -151,6 +152,9 @@ def scenario(
     """The plan's traffic at `rate` requests/s (a trace is replayed faster or slower, keeping its shape);
     flood: everything at once, to measure saturated throughput."""
     workload = plan.workload.model_dump()
+    engine = engine_args(plan, cand)
+    if flood:  # the API server's admission limits would refuse most of a flood: the replica's own throughput
+        engine.update(max_num_queued_reqs=None, max_num_queued_tokens=None)
     if isinstance(plan.workload, TraceWorkload):
         own = trace_rate(plan.workload.model_dump_json(), base)
         scale = plan.workload.time_scale * (1e6 if flood else rate) / own
@@ -160,10 +164,10 @@ def scenario(
         workload.update(arrivals=arrivals, num_requests=num_requests, duration_s=None)
     return Scenario.model_validate(
         {
-            "name": f"{plan.name}: {cand.label()}",
+            "name": f"{plan.name}: {cand.label()}"[:LABEL_MAX_CHARS],  # the plan's name may be long itself
             "model": plan.model,
             "hardware": cand.hardware,
-            "engine": engine_args(plan, cand),
+            "engine": engine,
             "workload": workload,
             "seed": plan.seed,
             **extra,
@@ -205,14 +209,15 @@ def bound(plan: Plan, base: str, cand: Candidate) -> dict[str, Any]:
     if cand.data_parallel_size > 1 and replica_gpus(plan, cand) > hardware.gpus_per_node:
         return {"feasible": False, "reason": "data-parallel engines beyond one node are not modelled"}
     flooded = plan.probe_requests
-    for _ in range(SATURATION_FLOODS):
+    for attempt in range(SATURATION_FLOODS):
+        if attempt:
+            flooded *= SATURATION_GROWTH
         result = simulate(scenario(plan, cand, 1.0, flooded, base, flood=True), Path(base))
         if not (result.requests["status"] == "finished").any():
             return {"feasible": False, "reason": "no request finishes (prompts longer than the KV cache?)"}
         rate, saturated = saturation(result.requests)
         if saturated or len(result.requests) < flooded:  # a queue formed, or the traffic has no more requests
             break
-        flooded *= SATURATION_GROWTH
     # in the workload's own unit: conversations per second for a conversation workload (each is many requests)
     units_per_request = flooded / len(result.requests) if len(result.requests) else 1.0
     return {

@@ -213,7 +213,7 @@ def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
         if best is not None:
             failures.append((version, _describe(best)))
     if all(message == "" for _, message in failures) and len(failures) == len(CHECKED_VERSIONS):
-        served = served_versions(kind)
+        served = served_versions(kind) if _built_in_group(api_version) else []
         if served:  # a built-in kind under an apiVersion no release serves it as: the API server refuses it
             return [
                 SchemaFinding(
@@ -244,6 +244,14 @@ def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
         )
         for version, message in failures
     ]
+
+
+def _built_in_group(api_version: str) -> bool:
+    """Kubernetes' own API groups: the core group (v1), those without a dot (apps, batch, autoscaling, policy,
+    extensions) and *.k8s.io; any other is a custom resource's (Knative's serving.knative.dev/v1 Service, Volcano's
+    batch.volcano.sh Job), which a kind name shared with a built-in one does not make wrong."""
+    group = api_version.rpartition("/")[0]
+    return "." not in group or group.endswith(".k8s.io")
 
 
 @cache

@@ -142,16 +142,8 @@ def _preprocess(arguments: list[str], has_optimization_level: bool) -> list[str]
     while index < len(arguments):
         arg = arguments[index]
         index += 1
-        if arg.startswith("--"):
-            name, sep, value = arg.partition("=")
-            base, dot, rest = name[2:].partition(".")
-            name = "--" + base.replace("_", "-") + dot + rest
-            if dot:  # --json-flag.key value: one key of a JSON flag
-                if not sep and index < len(arguments):
-                    value, index = arguments[index], index + 1
-                _set_dotted(dotted.setdefault("--" + base.replace("_", "-"), {}), rest, value)
-                continue
-            out.append(name + sep + value)
+        if arg.startswith("--") or _SHORT_DOTTED.match(arg):
+            index = _long_or_dotted(arg, arguments, index, dotted, out)
         elif arg.startswith("-O") and arg != "-O" and arg[2] != ".":
             level = arg[3:] if arg[2] == "=" else arg[2:]
             out += ["--optimization-level", level] if has_optimization_level else ["-O", json.dumps({"level": level})]
@@ -166,6 +158,27 @@ def _preprocess(arguments: list[str], has_optimization_level: bool) -> list[str]
     for flag_name, keys in dotted.items():
         out += [flag_name, json.dumps(keys)]
     return out
+
+
+_SHORT_DOTTED = re.compile(r"^-(?!O\.)[A-Za-z][\w-]*\.")  # -cc.key=value: one key of a short-named JSON flag
+
+
+def _long_or_dotted(
+    arg: str, arguments: list[str], index: int, dotted: dict[str, dict[str, Any]], out: list[str]
+) -> int:
+    """A --long-name (underscores to dashes) into out, or one key of a JSON flag (--json-flag.key value,
+    -cc.key=value) into dotted; the index of the next argument (a dotted key's value may be the next one)."""
+    name, sep, value = arg.partition("=")
+    prefix = "--" if arg.startswith("--") else "-"
+    base, dot, rest = name[len(prefix) :].partition(".")
+    flag = prefix + (base.replace("_", "-") if prefix == "--" else base)
+    if not dot:
+        out.append(flag + sep + value)
+        return index
+    if not sep and index < len(arguments):
+        value, index = arguments[index], index + 1
+    _set_dotted(dotted.setdefault(flag, {}), rest, value)
+    return index
 
 
 def _set_dotted(target: dict[str, Any], path: str, raw: str) -> None:

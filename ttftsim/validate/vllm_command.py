@@ -37,9 +37,11 @@ kv_cache_dtype quantization dtype scheduling_policy long_prefill_token_threshold
 enable_chunked_prefill enforce_eager async_scheduling num_gpu_blocks_override speculative_config enable_lora
 max_loras max_lora_rank max_cpu_loras kv_offloading_size kv_transfer_config enable_expert_parallel data_parallel_size
 disable_hybrid_kv_cache_manager enable_extensible_kv_cache optimization_level performance_mode max_num_queued_reqs
-max_num_queued_tokens
+max_num_queued_tokens cudagraph_capture_sizes max_cudagraph_capture_size
 """
 )
+# flags that argparse appends (action="append"): given twice, both count
+APPENDED = frozenset({"middleware", "lora_modules", "prompt_adapters", "tool_parser_plugin"})
 # --compilation-config keys that are engine arguments (config/graphs.py); `level` is -O before vLLM 0.13
 COMPILATION_KEYS = ("cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size")
 CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
@@ -188,7 +190,7 @@ def _check_repeated(parsed: ParsedCommand, command: VllmCommand, where: str) -> 
     seen: dict[str, str] = {}
     for given in parsed.given:
         dest = given.flag.dest
-        if dest in seen and dest != "compilation_config":  # -cc.key=value flags add keys; others replace
+        if dest in seen and dest not in APPENDED:  # (dotted -cc.key=value flags were joined into one already)
             command.findings.append(
                 CommandFinding(
                     "warning",
@@ -217,7 +219,9 @@ def _check_abbreviation(
 
 def _interpret(parsed: ParsedCommand, command: VllmCommand, where: str, version: str) -> None:
     _check_repeated(parsed, command, where)
-    for given in parsed.given:
+    last_compilation = next((g for g in reversed(parsed.given) if g.flag.dest == "compilation_config"), None)
+    kept = [g for g in parsed.given if g.flag.dest != "compilation_config" or g is last_compilation]  # argparse's last
+    for given in kept:
         dest = given.flag.dest
         _check_abbreviation(given.written, given.option, given.flag.options, command, where)
         if dest == "pipeline_parallel_size":

@@ -163,13 +163,16 @@ def graph_args(engine: EngineArgs) -> list[str]:
     """The plan's compilation and CUDA-graph settings (config/graphs.py) and admission limits (engine/admission.py)
     as vLLM flags, those that are set."""
     args = ["--enforce-eager"] if engine.enforce_eager else []
-    if engine.optimization_level is not None:
-        args.append(f"-O{engine.optimization_level}")  # before vLLM 0.13 the compilation level, as ttftsim reads it
     compilation: dict[str, object] = {
         key: value
         for key in ("cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size")
         if (value := getattr(engine, key)) is not None
     }
+    level = engine.optimization_level
+    if level is not None and compilation and not at_least(engine.vllm_version, (0, 13)):
+        compilation = {"level": level, **compilation}  # before 0.13 -O is this JSON's level: one flag, not two
+    elif level is not None:
+        args.append(f"-O{level}")
     if compilation:
         args += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
     if engine.performance_mode != "balanced":
