@@ -32,6 +32,9 @@ from typing import Literal
 CudagraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 PerformanceMode = Literal["balanced", "interactivity", "throughput"]
 LEVEL_MODES: tuple[CudagraphMode, ...] = ("NONE", "PIECEWISE", "FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE")
+PIECEWISE_MODES = ("PIECEWISE", "FULL_AND_PIECEWISE")  # those that need vLLM's piecewise compile
+# compilation_config keys that are engine arguments (validate reads them, plan writes them)
+COMPILATION_KEYS = ("cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size")
 
 
 def capture_sizes(max_capture_size: int, interactivity: bool = False) -> tuple[int, ...]:
@@ -57,10 +60,10 @@ def compile_and_mode(
     else:
         level = (0 if enforce_eager else 3) if level is None else level
         compiled, piecewise = level > 0, level == 3
-        if asked in ("PIECEWISE", "FULL_AND_PIECEWISE") and not piecewise:  # 0.11 asserts it: the server exits
+        if asked in PIECEWISE_MODES and not piecewise:  # 0.11 asserts it: the server exits
             raise ValueError(f"cudagraph_mode {asked} needs compilation level 3 (vLLM before 0.13 refuses to start)")
         mode = ("FULL_AND_PIECEWISE" if level == 3 else "NONE") if asked is None else asked
-    if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") and not piecewise:
+    if mode in PIECEWISE_MODES and not piecewise:
         mode = "NONE"
     return compiled, piecewise, "NONE" if enforce_eager else mode
 

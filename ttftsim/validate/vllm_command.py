@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
+from ttftsim.config.graphs import COMPILATION_KEYS, CudagraphMode
 from ttftsim.config.versions import at_least, version_defaults, version_table
 from ttftsim.errors import InputError
 from ttftsim.model.catalog import find_preset, preset_repository
@@ -42,9 +43,8 @@ max_num_queued_tokens cudagraph_capture_sizes max_cudagraph_capture_size
 )
 # flags that argparse appends (action="append"): given twice, both count
 APPENDED = frozenset({"middleware", "lora_modules", "prompt_adapters", "tool_parser_plugin"})
-# --compilation-config keys that are engine arguments (config/graphs.py); `level` is -O before vLLM 0.13
-COMPILATION_KEYS = ("cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size")
-CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+# --compilation-config's engine arguments are config/graphs.py COMPILATION_KEYS; `level` is -O before vLLM 0.13
+CUDAGRAPH_MODES = get_args(CudagraphMode)
 # Flags with no effect on scheduling, memory or kernel time: the server's address, names, auth, logging,
 # chat formatting and tool parsing, where weights are downloaded from
 NO_EFFECT = _words(

@@ -19,7 +19,7 @@ from typing import Any
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
 from ttftsim.config.cluster import PodSpec
 from ttftsim.config.engine import EngineArgs
-from ttftsim.config.graphs import compile_and_mode
+from ttftsim.config.graphs import COMPILATION_KEYS, compile_and_mode
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.manifest_options import ManifestOptions
 from ttftsim.config.plan import Plan
@@ -164,9 +164,7 @@ def graph_args(engine: EngineArgs) -> list[str]:
     as vLLM flags, those that are set."""
     args = ["--enforce-eager"] if engine.enforce_eager else []
     compilation: dict[str, object] = {
-        key: value
-        for key in ("cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size")
-        if (value := getattr(engine, key)) is not None
+        key: value for key in COMPILATION_KEYS if (value := getattr(engine, key)) is not None
     }
     level = engine.optimization_level
     if level is not None and compilation and not at_least(engine.vllm_version, (0, 13)):
