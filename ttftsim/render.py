@@ -341,11 +341,14 @@ def render_validation(console: Console, report: Any) -> None:
     """Findings by severity, then the prediction (a ttftsim.validate.run.Report)."""
     deployment = report.deployment
     predicted = report.prediction.replicas if report.prediction is not None else deployment["replicas"]
-    console.print(
-        f"[bold]{report.name}[/]: {deployment['model']} on {deployment['hardware'] or '?'}, "
-        f"{counted(deployment['replicas'], 'replica')}"
-        + (f" (predicted with {predicted}, as its autoscaler sets)" if predicted != deployment["replicas"] else "")
-    )
+    if deployment["model"] is None:  # the files hold no workload the checks read (named in the findings)
+        console.print(f"[bold]{report.name}[/]: no vLLM workload the checks can read")
+    else:
+        console.print(
+            f"[bold]{report.name}[/]: {deployment['model']} on {deployment['hardware'] or '?'}, "
+            f"{counted(deployment['replicas'], 'replica')}"
+            + (f" (predicted with {predicted}, as its autoscaler sets)" if predicted != deployment["replicas"] else "")
+        )
     colors = {"error": "red", "warning": "yellow", "info": "dim"}
     for finding in sorted(report.findings, key=lambda f: ("error", "warning", "info").index(f.severity)):
         color = colors[finding.severity]

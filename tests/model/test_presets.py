@@ -167,7 +167,7 @@ def test_an_unknown_name_with_nothing_near_points_at_the_list() -> None:
 
 @pytest.mark.parametrize("model_id", ["nvidia/Llama-3.1-8B-Instruct-NVFP4", "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8"])
 def test_a_quantization_format_without_a_weight_dtype_is_refused(model_id: str) -> None:
-    with pytest.raises(InputError, match=r"model: quantization suffix '.+' of .+ has no weight dtype"):
+    with pytest.raises(InputError, match=r"model: unmodelled weight format '.+' of .+ name a modelled checkpoint"):
         load_model(model_id)
 
 

@@ -204,7 +204,29 @@ def test_a_value_that_is_still_a_variable_is_one_line_naming_the_flag_and_the_va
         with pytest.raises(InputError) as caught:
             read_vllm_container(words, [], "0.15.1", "Deployment/svc", "k8s.yaml#0 container vllm")
         assert caught.value.field == field
-        assert "environment variable" in caught.value.message and "not known here" in caught.value.message
+        assert "the variable" in caught.value.message and "not known here" in caught.value.message
+
+
+def test_a_flag_ttftsim_does_not_model_with_an_unknown_variable_is_a_warning_not_an_error() -> None:
+    # llm-d's LWS example computes the data-parallel start rank in its script: the prediction does not use it.
+    from ttftsim.validate.vllm_command import read_vllm_container
+
+    command = read_vllm_container(
+        ["vllm", "serve", "m", "--data-parallel-start-rank", "$START_RANK"], [], "0.15.1", "LWS/x", "k8s.yaml#0"
+    )
+    (finding,) = [f for f in command.findings if "--data-parallel-start-rank" in f.message]
+    assert finding.severity == "warning" and "does not model this flag" in finding.message
+
+
+def test_the_scripts_own_assignments_are_its_variables_and_computed_ones_stay_unknown() -> None:
+    from ttftsim.validate.container_command import script_assignments
+
+    script = "A=\"x y\"; B=$A; C='$A'; D=$NOPE; E=; export F=$(( 1 + 2 )) && G=`hostname`; export H=8192 && run"
+    assert script_assignments(script, {}) == {"A": "x y", "B": "x y", "C": "$A", "E": "", "H": "8192"}
+    assert words(["/bin/sh", "-c"], ["SEQS=64; exec vllm serve m --max-num-seqs $SEQS"])[-2:] == [
+        "--max-num-seqs",
+        "64",
+    ]
 
 
 @pytest.mark.parametrize("init", [["tini", "--"], ["/usr/bin/dumb-init"], ["tini", "-s", "-g", "--"]])
@@ -228,3 +250,23 @@ def test_an_optional_key_the_configmap_lacks_is_skipped_keeping_the_earlier_valu
     env += [{"name": "E", "value": "x"}, {"name": "E", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "EMPTY"}}}]
     container = {"env": env, "command": ["vllm", "serve"], "args": ["m", "$(LEN)", "[$(E)]"]}
     assert container_words(container, stores) == ["vllm", "serve", "m", "8192", "[]"]
+
+
+def test_the_scripts_positional_parameters_are_the_words_after_it() -> None:
+    # POSIX sh -c SCRIPT NAME ARG...: NAME is $0, the rest $1 ... ("$@" one word each, quotes and all).
+    assert words(["/bin/sh", "-c", 'exec vllm serve "$@"', "--"], ["m", "--max-model-len", "8192"]) == [
+        "exec",
+        "vllm",
+        "serve",
+        "m",
+        "--max-model-len",
+        "8192",
+    ]
+    assert words(["bash", "-c", 'vllm serve "$@"'], ["zero", "m", "--chat-template", 'a "b" $c']) == [
+        "vllm",
+        "serve",
+        "m",
+        "--chat-template",
+        'a "b" $c',
+    ]
+    assert words(["sh", "-c", "vllm serve $1 --max-num-seqs $2", "sh", "m", "64"])[-3:] == ["m", "--max-num-seqs", "64"]

@@ -101,7 +101,9 @@ PREDICTED = [
         "H100-SXM5-80GB",
         "openai/gpt-oss-20b",
         2,
-        {"max_model_len": 8000, "gpu_memory_utilization": 0.9},  # enablePrefixCaching true: vLLM's default
+        # enablePrefixCaching true: vLLM's default; lmcacheConfig as the chart renders it (a 60 GB CPU tier)
+        {"max_model_len": 8000, "gpu_memory_utilization": 0.9}
+        | {"kv_transfer_config": {"kv_connector": "LMCacheConnectorV1"}, "lmcache": {"max_local_cpu_size": 60.0}},
         [],
     ),
     (
@@ -327,7 +329,8 @@ def test_kserve_merges_the_runtime_and_the_model_as_its_controller_does() -> Non
     assert made["metadata"]["name"] == "llama-31-8b-instruct-predictor" and made["spec"]["replicas"] == 1
     pod = _pod(made)
     (container,) = pod["containers"]
-    # runtime args (--model_name={{.Name}}) then the model's; huggingfaceserver's own flags out; no hf:// model
+    # runtime args (--model_name={{.Name}}) then the model's; huggingfaceserver's own flags out; no hf:// model;
+    # the port its HTTP server listens on (--http_port, 8080)
     assert container["command"] == ["vllm", "serve"]
     assert container["args"] == [
         "/mnt/models",
@@ -336,7 +339,11 @@ def test_kserve_merges_the_runtime_and_the_model_as_its_controller_does() -> Non
         "--tensor-parallel-size=1",
         "--enforce-eager",
         "--disable-log-stats",
+        "--port",
+        "8080",
     ]
+    # KServe's default readiness probe (setDefaultPodSpec): TCP on the first port
+    assert container["readinessProbe"] == {"tcpSocket": {"port": 8080}, "periodSeconds": 10, "failureThreshold": 3}
     # the model's resources over the runtime's (cpu "1" -> "24"), the runtime's env and /dev/shm kept
     assert container["resources"]["limits"] == {"cpu": "24", "memory": "48Gi", "nvidia.com/gpu": "1"}
     assert [e["name"] for e in container["env"]] == ["LMCACHE_USE_EXPERIMENTAL"]
@@ -361,6 +368,41 @@ def test_llm_inference_service_runs_the_template_command_with_its_additional_arg
         "--enable-log-outputs",
     ]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    # the template's shell consumed VLLM_ADDITIONAL_ARGS (not vLLM's variable: no warning that vLLM ignores it);
+    # its probes on /health:8000 and its in-memory /dev/shm are the pod's (config-llm-template.yaml)
+    assert [e["name"] for e in container["env"]] == ["HF_TOKEN"]
+    assert container["startupProbe"]["failureThreshold"] == 60 and container["readinessProbe"]["periodSeconds"] == 5
+    assert container["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+    assert _pod(made)["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
+
+
+def test_production_stack_lmcache_config_renders_the_connector_and_its_tiers() -> None:
+    """lmcacheConfig as the chart renders it (deployment-vllm-multi.yaml): the connector flag, the CPU tier's
+    LMCACHE_* variables; read by validate as LMCache's settings. With prefix caching off (the chart's CPU-offloading
+    tutorial) vLLM runs it, ttftsim leaves the tier out of the prediction and says so."""
+    from ttftsim.validate.formats import render_workloads
+    from ttftsim.validate.vllm_command import read_vllm_container
+
+    spec = {"name": "m", "modelURL": "meta-llama/Llama-3.1-8B-Instruct", "repository": "lmcache/vllm-openai"}
+    spec |= {"tag": "v0.15.1", "requestCPU": 8, "requestMemory": "32Gi", "requestGPU": 1}
+    spec["lmcacheConfig"] = {"enabled": True, "cpuOffloadingBufferSize": "20"}
+    for caching in (True, False):
+        spec["vllmConfig"] = {"enablePrefixCaching": caching}
+        rendered = render_workloads([("values.yaml#0", {"servingEngineSpec": {"modelSpec": [spec]}})])
+        ((_, made),) = rendered.documents
+        (container,) = _pod(made)["containers"]
+        assert container["command"][-2:] == [
+            "--kv-transfer-config",
+            '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}',
+        ]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert (env["LMCACHE_LOCAL_CPU"], env["LMCACHE_MAX_LOCAL_CPU_SIZE"]) == ("True", "20")
+        command = read_vllm_container(container["command"], container["env"], "0.15.1", "Deployment/m", "values.yaml")
+        if caching:
+            assert command.engine["lmcache"] == {"local_cpu": True, "max_local_cpu_size": 20.0}
+        else:
+            assert "kv_transfer_config" not in command.engine
+            assert any("LMCache (--kv-transfer-config) with prefix caching off" in f.message for f in command.findings)
 
 
 def test_production_stack_config_keys_the_chart_does_not_read_are_warnings() -> None:
@@ -503,3 +545,25 @@ def test_any_field_of_the_wrong_type_is_an_input_error_never_an_exception(tmp_pa
                 find_serving(documents + render_workloads(documents).documents)
             except InputError:  # NoServingWorkloadError included
                 continue
+
+
+def test_a_knative_service_is_read_as_its_revisions_deployment() -> None:
+    """min-scale on the template is the replicas (Knative's default 0 scales to zero: a warning, predicted with 1);
+    the user port is the declared one, else 8080, with Knative's TCP readiness probe on it."""
+    from ttftsim.validate.formats import render_workloads
+
+    container = {"image": "vllm/vllm-openai:v0.15.1", "args": ["meta-llama/Llama-3.1-8B-Instruct"]}
+    template = {"metadata": {"annotations": {"autoscaling.knative.dev/min-scale": "2"}}, "spec": {}}
+    template["spec"]["containers"] = [container]
+    service = {"apiVersion": "serving.knative.dev/v1", "kind": "Service", "metadata": {"name": "chat"}}
+    rendered = render_workloads([("k.yaml#0", service | {"spec": {"template": template}})])
+    ((_, made),) = rendered.documents
+    assert (made["metadata"]["name"], made["spec"]["replicas"]) == ("chat-00001-deployment", 2)
+    (user,) = _pod(made)["containers"]
+    assert user["ports"] == [{"containerPort": 8080}]
+    assert user["readinessProbe"] == {"tcpSocket": {"port": 8080}, "periodSeconds": 10, "failureThreshold": 3}
+    del template["metadata"]
+    rendered = render_workloads([("k.yaml#0", service | {"spec": {"template": template}})])
+    ((_, made),) = rendered.documents
+    assert made["spec"]["replicas"] == 1
+    assert any("min-scale 0" in f.message and f.severity == "warning" for f in rendered.findings)

@@ -374,3 +374,16 @@ def test_what_the_api_server_refuses_beyond_the_schema_is_an_error(change: tuple
     deployment["spec"]["template"]["spec"]["containers"][0][change[0]] = change[1]
     (finding,) = check_objects([("k8s.yaml#0", deployment)])
     assert finding.severity == "error" and f"spec.template.spec.{said}" in finding.message
+
+
+def test_a_kind_a_built_in_group_does_not_serve_is_an_error_with_the_nearest_kind() -> None:
+    # apiextensions refuses a CRD group without a dot: `apps/v1 Deploymnet` can only be a typo
+    from ttftsim.validate.k8s_schema import _check_one
+
+    (finding,) = _check_one("k8s.yaml#0", {"apiVersion": "apps/v1", "kind": "Deploymnet", "metadata": {"name": "m"}})
+    assert finding.severity == "error" and "apps/v1 has no kind Deploymnet" in finding.message
+    assert "(did you mean Deployment?)" in finding.message and finding.fix == "set kind: Deployment"
+    # a custom resource's group keeps the info finding (its CRD may be installed), and kubectl's List wrapper too
+    (other,) = _check_one("k8s.yaml#0", {"apiVersion": "example.com/v1", "kind": "Deploymnet"})
+    assert other.severity == "info"
+    assert all(f.severity != "error" for f in _check_one("k8s.yaml#0", {"apiVersion": "v1", "kind": "List"}))

@@ -427,6 +427,56 @@ def test_probes_on_another_port_than_vllm_listens_on_are_errors_named_ports_reso
     assert not [f for f in report["findings"] if f["check"] == "probes" and f["severity"] == "error"]
 
 
+def test_a_probe_on_an_undeclared_port_name_is_an_error_and_the_readiness_fix_names_vllms_port(
+    tmp_path: Path,
+) -> None:
+    # The kubelet cannot resolve a port name the container does not declare: the probe fails every time.
+    undeclared = _edited(
+        tmp_path,
+        (
+            "httpGet: {path: /health, port: 8000}\n            periodSeconds: 5",
+            "httpGet: {path: /health, port: metrics}\n            periodSeconds: 5",
+        ),
+    )
+    report = json.loads(run("validate", str(undeclared), "--json").stdout)
+    (finding,) = [f for f in report["findings"] if f["check"] == "probes" and f["severity"] == "error"]
+    assert (
+        "the readinessProbe checks the port named 'metrics', which the container does not declare"
+        in (finding["message"])
+    )
+    assert finding["fix"] == "name the port in the container's ports, or probe port 8000"
+    # Without a readiness probe the fix names the port vLLM listens on (--port), not the default.
+    args = '--max-model-len, "8192", --max-num-seqs, "128", --enable-prefix-caching'
+    bare = _edited(
+        tmp_path,
+        (args, args + ', --port, "9000"'),
+        ("          ports: [{containerPort: 8000}]\n", ""),
+        ("port: 8000}\n            periodSeconds: 10", "port: 9000}\n            periodSeconds: 10"),
+        ("          readinessProbe:\n            httpGet: {path: /health, port: 8000}\n", ""),
+        ("            periodSeconds: 5\n", ""),
+    )
+    report = json.loads(run("validate", str(bare), "--json").stdout)
+    (finding,) = [f for f in report["findings"] if f["check"] == "probes"]
+    assert finding["fix"] == "add a readinessProbe on /health (port 9000)"
+
+
+def test_a_cpu_limit_without_a_request_is_the_request(tmp_path: Path) -> None:
+    # Kubernetes defaults a missing request to its limit (SetDefaults_Pod): no "no CPU request" warning then.
+    def cpu_findings(path: Path) -> list[str]:
+        report = json.loads(run("validate", str(path), "--json").stdout)
+        return [f["message"] for f in report["findings"] if "CPU request" in f["message"]]
+
+    requests = 'requests: {nvidia.com/gpu: 1, cpu: "8", memory: 64Gi}'
+    limits = "limits: {nvidia.com/gpu: 1, memory: 64Gi}"
+    assert cpu_findings(_edited(tmp_path, (requests, "requests: {nvidia.com/gpu: 1, memory: 64Gi}")))
+    moved = _edited(
+        tmp_path,
+        (requests, "requests: {nvidia.com/gpu: 1, memory: 64Gi}"),
+        (limits, 'limits: {nvidia.com/gpu: 1, cpu: "8", memory: 64Gi}'),
+    )
+    assert cpu_findings(moved) == []
+
+
 def test_a_kv_cache_short_of_max_num_seqs_warns_only_when_the_prediction_preempts(tmp_path: Path) -> None:
     args = '--max-model-len, "8192", --max-num-seqs, "128", --enable-prefix-caching'
     small = json.loads(

@@ -20,7 +20,7 @@ from ttftsim.errors import InputError
 from ttftsim.inputs.files import is_dir, is_file
 from ttftsim.inputs.structured import load_structured
 from ttftsim.model.hf_config import spec_from_hf_config
-from ttftsim.model.hf_ids import WEIGHT_DTYPES, name_key, parse_model_id
+from ttftsim.model.hf_ids import name_key, parse_model_id
 from ttftsim.model.spec import ModelSpec
 
 MAX_SUGGESTIONS = 3
@@ -85,6 +85,7 @@ def _load_config_file(path: Path) -> ModelSpec:
     return spec_from_hf_config(config, name, str(config_path))
 
 
+UNMODELLED_FORMAT = "unmodelled weight format"
 _INSTRUCT = re.compile(r"[-_]instruct(?=[-_]|$)", re.IGNORECASE)
 
 
@@ -100,7 +101,11 @@ def load_model(ref: str, source: str = "model") -> ModelSpec:
     model_id = parse_model_id(ref)
     if model_id.has_unknown_format:
         raise InputError(
-            source, field, f"quantization suffix {model_id.suffix!r} of {ref!r} has no weight dtype ({WEIGHT_DTYPES})"
+            source,
+            field,
+            f"{UNMODELLED_FORMAT} {model_id.suffix!r} of {ref!r} (weight-only int8, 4-bit floats, bitsandbytes, GGUF "
+            "are not modelled; ttftsim models bf16, fp16, fp8, int8 as W8A8 and int4 weights): name a modelled "
+            f"checkpoint of the same model, e.g. {model_id.base}-AWQ (int4) or {model_id.base}-FP8",
         )
     preset = find_preset(model_id.base)
     if preset is None:

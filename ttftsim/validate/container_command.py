@@ -8,8 +8,9 @@
 2. A shell wrapper (`sh -c SCRIPT`, `bash -lc`, `/bin/sh -ec`, `/usr/bin/env bash -c`) runs its script, the one word
    after the option group holding `c` (later words are the script's $0, $1, ...). In the script, a backslash before
    a newline joins the lines, an unquoted newline ends a command as `;` does, `#` starts a comment, `$NAME` and
-   `${NAME}` are the environment's literal values (as in 1), and redirections (`2>&1`, `> log`, `&>/dev/null`)
-   are the shell's, not the command's.
+   `${NAME}` are the environment's literal values (as in 1) or the script's own literal assignments
+   (`NAME=value;`, `export NAME=value &&`), and redirections (`2>&1`, `> log`, `&>/dev/null`) are the shell's,
+   not the command's. A value the script computes (`$(( ... ))`, `$(cmd)`) is not known here.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def container_words(container: dict[str, Any], stores: ConfigData | None = None)
         elif isinstance(value, list):
             words += [kubernetes_expand(str(word), env) for word in value]
     script = shell_script(words)
-    return words if script is None else script_words(script, env)
+    return words if script is None else script_words(script, env, script_parameters(words))
 
 
 def container_words_are_shell(container: dict[str, Any]) -> bool:
@@ -186,6 +187,18 @@ def _after_launchers(words: list[str]) -> int:
 def shell_script(words: list[str]) -> str | None:
     """The script a shell wrapper runs (`[tini --] [env] sh [-options]c SCRIPT ...`); None when the words do not run
     one."""
+    index = _script_index(words)
+    return None if index is None else (words[index] if index < len(words) else "")
+
+
+def script_parameters(words: list[str]) -> list[str]:
+    """The script's positional parameters $1, $2, ...: the words after the script and its $0 (POSIX `sh -c`)."""
+    index = _script_index(words)
+    return [] if index is None else words[index + 2 :]
+
+
+def _script_index(words: list[str]) -> int | None:
+    """Where a shell wrapper's script is in the words (len(words) when `-c` ends them); None: no shell wrapper."""
     start = _after_launchers(words)
     if start >= len(words) or words[start].rsplit("/", 1)[-1] not in SHELLS:
         return None
@@ -201,15 +214,43 @@ def shell_script(words: list[str]) -> str | None:
         if not word.startswith(("-", "+")):
             return None  # `sh script.sh`: a script file, not read
         if word.startswith("-") and "c" in word[1:]:
-            return words[index + 1] if index + 1 < len(words) else ""
+            return index + 1
         index += 1
     return None
 
 
-def script_words(script: str, env: dict[str, str]) -> list[str]:
+_ASSIGNMENT = re.compile(
+    r"(?:^|[\n;&|(]|\bexport)[ \t]*([A-Za-z_][A-Za-z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s;&|)]*)", re.MULTILINE
+)
+
+
+def script_assignments(script: str, env: dict[str, str]) -> dict[str, str]:
+    """The variables a script sets before its commands (`NAME=value;`, `export NAME=value &&`, one per line), in
+    order, each value with the variables before it expanded. A value the shell computes (a command substitution,
+    arithmetic, backquotes) is not known here: such a name is left out, so its uses stay as written."""
+    known = dict(env)
+    assigned: dict[str, str] = {}
+    for match in _ASSIGNMENT.finditer(script):
+        name, written = match.group(1), match.group(2)
+        quote = written[:1] if written[:1] in "\"'" else ""
+        value = written[1:-1] if quote else written
+        if quote != "'":  # single quotes keep the text as it is
+            computed = "$(" in value or "`" in value
+            value = _normalised(value, known)
+            if computed or _SHELL_VARIABLE.search(value):  # computed, or from a variable not known here
+                known.pop(name, None)
+                assigned.pop(name, None)
+                continue
+        known[name] = assigned[name] = value
+    return assigned
+
+
+def script_words(script: str, env: dict[str, str], parameters: list[str] | None = None) -> list[str]:
     """The words of a shell script with the separators `&&`, `||`, `;`, `|`, `&` as words, newlines as `;`,
-    redirections and comments left out, and variables with a literal value expanded."""
-    lexer = shlex.shlex(_normalised(script, env), posix=True, punctuation_chars=True)
+    redirections and comments left out, variables with a literal value (the environment's, or set by the
+    script before: script_assignments) expanded, and `$@`, `$*`, `$1`... from the script's `parameters`."""
+    env = {**env, **script_assignments(script, env)}
+    lexer = shlex.shlex(_normalised(script, env, parameters or []), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""  # comments were removed with the quotes in view
     words = list(lexer)
@@ -226,7 +267,7 @@ def script_words(script: str, env: dict[str, str]) -> list[str]:
     return out
 
 
-def _normalised(script: str, env: dict[str, str]) -> str:
+def _normalised(script: str, env: dict[str, str], parameters: list[str] | None = None) -> str:
     """The script with line continuations joined, unquoted newlines as ` ; `, comments dropped, `$NAME` and
     `${NAME}` replaced where the environment has a literal value, and file-descriptor numbers before a
     redirection dropped (`2>&1` as `>&1`): quotes are followed so that none of this happens inside them
@@ -241,7 +282,7 @@ def _normalised(script: str, env: dict[str, str]) -> str:
             out.append(char)
             index += 1
             continue
-        text, after = _special(script, index, env, quoted=bool(quote))
+        text, after = _special(script, index, env, quoted=bool(quote), parameters=parameters)
         if after > index:
             out.append(text)
             index = after
@@ -253,23 +294,17 @@ def _normalised(script: str, env: dict[str, str]) -> str:
     return "".join(out)
 
 
-def _special(script: str, index: int, env: dict[str, str], quoted: bool) -> tuple[str, int]:
+def _special(
+    script: str, index: int, env: dict[str, str], quoted: bool, parameters: list[str] | None = None
+) -> tuple[str, int]:
     """What the shell makes of the text at `index` outside single quotes, and where it ends (`index` itself when
-    the character is an ordinary one): an escape, a line continuation, a variable; unquoted, a newline, a
-    comment, a file-descriptor number before a redirection."""
+    the character is an ordinary one): an escape, a line continuation, a variable, a positional parameter
+    (`parameters` given); unquoted, a newline, a comment, a file-descriptor number before a redirection."""
     char = script[index]
+    if char == "$":
+        return _dollar(script, index, env, quoted, parameters)
     if char == "\\" and index + 1 < len(script):
         return ("" if script[index + 1] == "\n" else script[index : index + 2]), index + 2
-    if char == "$" and (match := _SHELL_VARIABLE.match(script, index)):
-        name, operator, word = match.group(1) or match.group(4), match.group(2), match.group(3)
-        value = env.get(name)
-        if operator is not None and (value is None or (operator.startswith(":") and not value)):
-            value = word  # ${NAME:-word}, ${NAME-word}, ${NAME:=word}: the default when unset (or empty, with :)
-        return (value, match.end()) if value is not None else ("", index)
-    if char == "$" and script.startswith("$(", index) and not quoted:
-        end = _closing_parenthesis(script, index + 1)
-        if end > 0:  # a command substitution or an unexpanded $(VAR): one word, as written
-            return "'" + script[index : end + 1].replace("'", "'\\''") + "'", end + 1
     if quoted:
         return "", index
     starts_word = index == 0 or script[index - 1].isspace()
@@ -281,6 +316,42 @@ def _special(script: str, index: int, env: dict[str, str], quoted: bool) -> tupl
     if char.isdigit() and starts_word and (match := _FD_BEFORE_REDIRECTION.match(script, index)):
         return "", match.end()
     return "", index
+
+
+def _dollar(
+    script: str, index: int, env: dict[str, str], quoted: bool, parameters: list[str] | None
+) -> tuple[str, int]:
+    """A `$` at `index`: a positional parameter, a variable with a known value (or its default), a command
+    substitution kept as one word; anything else left as it is."""
+    following = script[index + 1 : index + 2]
+    if parameters is not None and (following in ("@", "*") or following.isdigit()):
+        return _positional(following, parameters, quoted), index + 2
+    if match := _SHELL_VARIABLE.match(script, index):
+        name, operator, word = match.group(1) or match.group(4), match.group(2), match.group(3)
+        value = env.get(name)
+        if operator is not None and (value is None or (operator.startswith(":") and not value)):
+            value = word  # ${NAME:-word}, ${NAME-word}, ${NAME:=word}: the default when unset (or empty, with :)
+        return (value, match.end()) if value is not None else ("", index)
+    if script.startswith("$(", index) and not quoted:
+        end = _closing_parenthesis(script, index + 1)
+        if end > 0:  # a command substitution or an unexpanded $(VAR): one word, as written
+            return "'" + script[index : end + 1].replace("'", "'\\''") + "'", end + 1
+    return "", index
+
+
+def _positional(name: str, parameters: list[str], quoted: bool) -> str:
+    """`$@`, `$*` or `$N` as the shell expands it, written for shlex ("$@": one quoted word per parameter)."""
+    chosen = parameters if name in ("@", "*") else parameters[int(name) - 1 : int(name)] if name != "0" else []
+    if quoted and name == "@":  # inside the double quotes the text already has
+        return '" "'.join(_in_double_quotes(p) for p in chosen)
+    if quoted:
+        return _in_double_quotes(" ".join(chosen))
+    return " ".join(shlex.quote(p) for p in chosen)
+
+
+def _in_double_quotes(text: str) -> str:
+    """Text as it stays itself inside double quotes, as shlex reads them (the script is not expanded again)."""
+    return re.sub(r'([\\"])', r"\\\1", text)
 
 
 def _closing_parenthesis(script: str, start: int) -> int:

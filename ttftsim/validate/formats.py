@@ -3,6 +3,7 @@ controller or chart creates, so that `ttftsim validate` checks and predicts them
 
 - KServe InferenceService with its ServingRuntime / ClusterServingRuntime, and LLMInferenceService
   (ttftsim/validate/kserve.py);
+- Knative Serving's Service (ttftsim/validate/knative.py);
 - vLLM production-stack and llm-d ModelService Helm values (ttftsim/validate/helm_values.py).
 
 Each reader returns the Deployment (or LeaderWorkerSet) as the controller or chart would make it, with only
@@ -15,6 +16,7 @@ unsupported-kind finding.
 from __future__ import annotations
 
 from ttftsim.validate.helm_values import values_workloads
+from ttftsim.validate.knative import knative_workloads
 from ttftsim.validate.kserve import kserve_workloads
 from ttftsim.validate.rendered import Documents, Rendered
 
@@ -22,6 +24,6 @@ from ttftsim.validate.rendered import Documents, Rendered
 def render_workloads(documents: Documents) -> Rendered:
     """The workloads of every KServe resource and chart values document in `documents`."""
     rendered = Rendered()
-    for workload in kserve_workloads(documents) + values_workloads(documents):
+    for workload in kserve_workloads(documents) + knative_workloads(documents) + values_workloads(documents):
         rendered.add(workload)
     return rendered

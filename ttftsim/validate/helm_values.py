@@ -20,6 +20,7 @@ The release is taken as `vllm` (the charts' tutorials: `helm install vllm ...`).
 from __future__ import annotations
 
 import difflib
+import json
 from typing import Any
 
 from ttftsim.errors import InputError
@@ -105,6 +106,8 @@ def _stack_engine(source: str, engine: Fields, spec: Fields) -> RenderedWorkload
     config = spec.mapping("vllmConfig")
     if config.data:
         words += _stack_config_flags(config)
+    lmcache_words, lmcache_env, lmcache_notes = _stack_lmcache(source, name, spec.mapping("lmcacheConfig"), config)
+    words += lmcache_words
     gpus = spec.count("requestGPU", 0)
     gpu_type = spec.text("requestGPUType") or "nvidia.com/gpu"
     container: dict[str, Any] = {
@@ -116,12 +119,41 @@ def _stack_engine(source: str, engine: Fields, spec: Fields) -> RenderedWorkload
     for probe, default in STACK_PROBES.items():
         container[probe] = {**default, **engine.mapping(probe).data}
     env = [{"name": "VLLM_USE_V1", "value": "0"}] if str(config.data.get("v0", "")) == "1" else []
-    container["env"] = env + spec.items("env")
+    container["env"] = env + spec.items("env") + lmcache_env
     pod = _stack_pod(spec, container, config.has("tensorParallelSize"))
     deployment = f"{RELEASE}-{name}-deployment-vllm"
     made = workload("Deployment", deployment, spec.count("replicaCount", 1), pod)
     message = f"production-stack values, modelSpec {name}, read as the Deployment {deployment} the chart renders"
-    return RenderedWorkload(source, made, (note(source, message), *_unread_config_keys(source, name, config)))
+    notes = (note(source, message), *_unread_config_keys(source, name, config), *lmcache_notes)
+    return RenderedWorkload(source, made, notes)
+
+
+def _stack_lmcache(
+    source: str, name: str, lmcache: Fields, config: Fields
+) -> tuple[list[str], list[dict[str, str]], list[SchemaFinding]]:
+    """What the chart renders for `lmcacheConfig` (helm/templates/deployment-vllm-multi.yaml): with `enabled`, the
+    LMCache connector as --kv-transfer-config (kv_role from kvRole, default kv_both) and its environment; the CPU
+    tier (cpuOffloadingBufferSize GB above 0) and the disk size as LMCACHE_* variables, which
+    validate/lmcache_env.py then reads as for any container."""
+    if not lmcache.data:
+        return [], [], []
+    words: list[str] = []
+    env: list[dict[str, str]] = []
+    notes: list[SchemaFinding] = []
+    if lmcache.flag("enabled", False):
+        role = lmcache.text("kvRole") or "kv_both"
+        connector = "LMCacheConnector" if str(config.data.get("v0", "")) == "1" else "LMCacheConnectorV1"
+        words += ["--kv-transfer-config", json.dumps({"kv_connector": connector, "kv_role": role})]
+        env += [{"name": "LMCACHE_USE_EXPERIMENTAL", "value": "True"}, {"name": "VLLM_RPC_TIMEOUT", "value": "1000000"}]
+        if lmcache.flag("enablePD", False):
+            message = f"modelSpec {name}: lmcacheConfig.enablePD (prefill/decode disaggregation over NIXL) not modelled"
+            notes.append(note(source, message, "warning"))
+    cpu = str(lmcache.data.get("cpuOffloadingBufferSize", "")).strip()
+    if cpu.isdigit() and int(cpu) > 0:
+        env += [{"name": "LMCACHE_LOCAL_CPU", "value": "True"}, {"name": "LMCACHE_MAX_LOCAL_CPU_SIZE", "value": cpu}]
+    if lmcache.has("diskOffloadingBufferSize"):
+        env.append({"name": "LMCACHE_MAX_LOCAL_DISK_SIZE", "value": str(lmcache.data["diskOffloadingBufferSize"])})
+    return words, env, notes
 
 
 STACK_CONFIG_KEYS = {*STACK_FLAGS, "enableChunkedPrefill", "enablePrefixCaching", "extraArgs", "v0"}

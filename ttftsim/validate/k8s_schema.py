@@ -16,6 +16,7 @@ Deployment". Not checked: CEL rules of CRDs, admission webhooks, anything the cl
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -40,7 +41,30 @@ UNSUPPORTED_KINDS = {
     "serving.kserve.io ServingRuntime": "KServe ServingRuntime",
     "serving.kserve.io ClusterServingRuntime": "KServe ClusterServingRuntime",
     "llm-d.ai ModelService": "llm-d ModelService",
+    "serving.kserve.io InferenceGraph": "KServe InferenceGraph",
+    "ray.io RayService": "KubeRay RayService",
+    "ray.io RayCluster": "KubeRay RayCluster",
+    "nvidia.com DynamoGraphDeployment": "NVIDIA Dynamo DynamoGraphDeployment",
+    "workloads.x-k8s.io RoleBasedGroup": "RoleBasedGroup",
 }
+# kinds a vLLM deployment's files hold, for "did you mean" (apiextensions refuses a CRD group without a dot)
+COMMON_KINDS = (
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Pod",
+    "Service",
+    "ConfigMap",
+    "Secret",
+    "Job",
+    "CronJob",
+    "HorizontalPodAutoscaler",
+    "PodDisruptionBudget",
+    "PersistentVolumeClaim",
+    "ServiceAccount",
+    "Namespace",
+)
 HELM_VALUES = {  # a top-level key of a chart's values.yaml -> the chart
     "servingEngineSpec": "Helm values of vLLM production-stack (servingEngineSpec)",
     "modelArtifacts": "Helm values of llm-d ModelService (modelArtifacts)",
@@ -222,6 +246,19 @@ def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
                     f"{where}: apiVersion {api_version} does not serve {kind} in Kubernetes {_range()} (it is served "
                     f"as {', '.join(served)}): kubectl apply refuses it without a CRD of that group and kind",
                     f"set apiVersion: {served[-1]}",
+                )
+            ]
+        # core, apps, batch, ...: no CRD can add a kind there (a List is kubectl's wrapper, not a served kind)
+        if "." not in api_version.rpartition("/")[0] and not kind.endswith("List"):
+            near = difflib.get_close_matches(kind, COMMON_KINDS, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            return [
+                SchemaFinding(
+                    "error",
+                    "k8s-schema",
+                    f"{where}: {api_version} has no kind {kind} in Kubernetes {_range()}{hint}: kubectl apply "
+                    "refuses it (a custom resource's group has a dot, so none can add kinds to this one)",
+                    f"set kind: {near[0]}" if near else "",
                 )
             ]
         return [

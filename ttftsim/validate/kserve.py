@@ -12,7 +12,8 @@
   `minReplicas` (default 1) replicas. `spec.predictor.containers` (a custom container) is read as written.
 - LLMInferenceService (v1alpha1/v1alpha2): the `main` container of `spec.template` running KServe's template
   command (config/llmisvcconfig/config-llm-template.yaml): `vllm serve` of the model, --tensor-parallel-size
-  from spec.parallelism.tensor, then $VLLM_ADDITIONAL_ARGS and the container's args. The Deployment is
+  from spec.parallelism.tensor, then $VLLM_ADDITIONAL_ARGS and the container's args, with the template's
+  probes on /health:8000 and its in-memory /dev/shm where the user's template sets none. The Deployment is
   `NAME-kserve` with spec.replicas. A prefill pool or multi-node workers are named as not modelled.
 
 Not read: Knative autoscaling (the serverless mode's concurrency target), transformers and explainers,
@@ -55,6 +56,18 @@ BUILTIN_RUNTIMES: dict[str, dict[str, Any]] = {
         "readinessProbe": {"periodSeconds": 10, "failureThreshold": 3},
     },
 }
+# What KServe's LLMInferenceService template gives the `main` container and the pod beside the command
+# (config/llmisvcconfig/config-llm-template.yaml): probes on vLLM's /health, the port, an in-memory /dev/shm.
+# The user's own template fields override them (a probe, the port), volumes and mounts add to them.
+_HEALTH = {"path": "/health", "port": 8000}
+LLMISVC_CONTAINER: dict[str, Any] = {
+    "ports": [{"containerPort": 8000}],
+    "startupProbe": {"httpGet": _HEALTH, "initialDelaySeconds": 10, "periodSeconds": 10, "failureThreshold": 60},
+    "livenessProbe": {"httpGet": _HEALTH, "periodSeconds": 10, "failureThreshold": 3},
+    "readinessProbe": {"httpGet": _HEALTH, "periodSeconds": 5, "failureThreshold": 3},
+    "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+}
+LLMISVC_VOLUMES = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
 # huggingfaceserver's own flags (python/huggingfaceserver/huggingfaceserver/__main__.py and the parser of
 # python/kserve/kserve/model_server.py it extends), taken out before vLLM's parser sees the rest
 HF_VALUE_FLAGS = _words(
@@ -117,7 +130,20 @@ def _inference_service(
         pod["containers"] = [container]
     else:
         return None  # k8s_schema's unsupported-kind finding names it
+    pod["containers"] = [_default_readiness(c) for c in pod["containers"]]
     return RenderedWorkload(source, workload("Deployment", f"{name}-predictor", replicas, pod), tuple(notes))
+
+
+def _default_readiness(container: Any) -> Any:
+    """KServe's default readiness probe for the predictor container that sets none: TCP on its first port (else
+    8080), every 10 s, 3 failures (pkg/controller/v1beta1/inferenceservice/reconcilers/deployment/
+    deployment_reconciler.go setDefaultPodSpec; Knative gives a serverless predictor a TCP probe likewise). vLLM
+    listens only once the engine is up, so the probe holds traffic back while the model loads."""
+    if not isinstance(container, dict) or container.get("readinessProbe"):
+        return container
+    ports = [p for p in container.get("ports") or [] if isinstance(p, dict) and "containerPort" in p]
+    port = ports[0]["containerPort"] if ports else KSERVE_PORT
+    return container | {"readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 10, "failureThreshold": 3}}
 
 
 def _model_container(
@@ -210,8 +236,9 @@ def _backend(args: list[str]) -> str:
 
 def _huggingface_args(args: list[str], hf_id: str | None) -> list[str]:
     """`vllm serve MODEL ...` from huggingfaceserver's arguments: its own flags out, --max_length as
-    --max-model-len (its alias), the model from --model_id, else the hf:// storageUri."""
-    model, out, index = hf_id, [], 0
+    --max-model-len (its alias), the model from --model_id, else the hf:// storageUri, and --port its --http_port
+    (KServe's model server serves the HTTP API, default 8080; vLLM runs inside it)."""
+    model, out, index, port = hf_id, [], 0, str(KSERVE_PORT)
     while index < len(args):
         word = args[index]
         flag, _, inline = word.removeprefix("--").partition("=")
@@ -222,6 +249,8 @@ def _huggingface_args(args: list[str], hf_id: str | None) -> list[str]:
                 model = value
             elif flag == "max_length":
                 out += ["--max-model-len", value]
+            elif flag == "http_port":
+                port = value
             index += 2 if takes else 1
             continue
         if word.startswith("--") and flag in HF_SWITCHES:
@@ -229,7 +258,7 @@ def _huggingface_args(args: list[str], hf_id: str | None) -> list[str]:
             continue
         out.append(word)
         index += 1
-    return [model or MODEL_DIR, *out]  # /mnt/models: the deployment file's `model` names it
+    return [model or MODEL_DIR, *out, "--port", port]  # /mnt/models: the deployment file's `model` names it
 
 
 def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWorkload:
@@ -254,9 +283,14 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
     words = ["vllm", "serve", model_id, "--port", "8000"]
     words += ["--tensor-parallel-size", str(tensor)] if parallelism.has("tensor") else []
     words += ["--pipeline-parallel-size", str(parallelism.count("pipeline", 1))] if parallelism.has("pipeline") else []
-    container = dict(main.data) | {"name": "main", "command": words + extra_words + main.words("args"), "args": []}
+    container = LLMISVC_CONTAINER | dict(main.data)
+    container |= {"name": "main", "command": words + extra_words + main.words("args"), "args": []}
     container["image"] = main.text("image", "ghcr.io/llm-d/llm-d-cuda:v0.9.0")  # the template's image
-    pod = {k: v for k, v in template.data.items() if k in ("nodeSelector", "affinity", "volumes")}
+    # the template's shell expands VLLM_ADDITIONAL_ARGS into the command line (read above): not vLLM's variable
+    container["env"] = [e for e in env if e.get("name") != "VLLM_ADDITIONAL_ARGS"]
+    container["volumeMounts"] = _added(LLMISVC_CONTAINER["volumeMounts"], main.items("volumeMounts"), "mountPath")
+    pod = {k: v for k, v in template.data.items() if k in ("nodeSelector", "affinity")}
+    pod["volumes"] = _added(LLMISVC_VOLUMES, template.items("volumes"), "name")
     pod["containers"] = [container]
     made = workload("Deployment", f"{name}-kserve", spec.count("replicas", 1), pod)
     notes = [note(source, f"LLMInferenceService/{name} read as the Deployment {name}-kserve that KServe makes")]
@@ -264,6 +298,13 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
         if spec.has(part):
             notes.append(note(source, f"LLMInferenceService/{name}: {what} not modelled", "warning"))
     return RenderedWorkload(source, made, tuple(notes))
+
+
+def _added(defaults: list[dict[str, Any]], given: list[Any], key: str) -> list[Any]:
+    """A list merged as a strategic merge patch merges it: the given entries, and the defaults whose key none of
+    them has."""
+    taken = {entry.get(key) for entry in given if isinstance(entry, dict)}
+    return [d for d in defaults if d[key] not in taken] + list(given)
 
 
 def _name(document: dict[str, Any]) -> str:

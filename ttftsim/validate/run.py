@@ -28,7 +28,7 @@ from ttftsim.hardware.catalog import hardware_for_label, load_hardware, node_lab
 from ttftsim.inputs.files import counted
 from ttftsim.inputs.limits import current_limits
 from ttftsim.metrics.slo import SloCheck, judge, slo_figures
-from ttftsim.model.catalog import load_model
+from ttftsim.model.catalog import UNMODELLED_FORMAT, load_model
 from ttftsim.model.hf_ids import name_key, parse_model_id
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
@@ -48,6 +48,9 @@ from ttftsim.validate.report import Finding, Prediction, Report
 from ttftsim.workload.budget import check_workload
 from ttftsim.workload.request import Request
 from ttftsim.workload.sources import WorkloadContext, open_loop_requests
+
+# model errors about a name the manifests' vllm command gave: named there, with the deploy file's override
+UNKNOWN_MODEL_ERRORS = ("unknown model", UNMODELLED_FORMAT)
 
 MAX_EXTRA_REPLICAS = 8
 SHARED_SUFFIX = "-SHARED"  # k8s-device-plugin sharing.timeSlicing.renameByDefault
@@ -77,7 +80,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
         target = _target(deploy, path, base, extra_manifests)
     except UnsupportedDeploymentError as exc:  # no workload the checks can read: what the files hold, named
         report.findings += [Finding(f.severity, f.check, f.message, f.fix) for f in exc.findings]
-        report.deployment = {"model": "?", "hardware": None, "replicas": 0, "engine": {}}
+        report.deployment = {"model": None, "hardware": None, "replicas": 0, "engine": {}}
         return report
     report.findings += [Finding(f.severity, f.check, f.message, f.fix) for f in target.schema_findings]
     report.deployment = {
@@ -438,7 +441,8 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
             f"{where}: no memory request or limit; weight loading needs host memory and the pod may be evicted",
             "set resources.requests.memory (and a limit) above the model's weight size",
         )
-    if "cpu" not in (resources.get("requests") or {}):
+    # Kubernetes defaults a missing request to the limit (pkg/apis/core/v1/defaults.go SetDefaults_Pod)
+    if "cpu" not in (resources.get("requests") or {}) and "cpu" not in (resources.get("limits") or {}):
         report.add(
             "warning",
             "requests-limits",
@@ -509,7 +513,7 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
     try:
         model = load_model(resolve_ref(target.model, base), source)
     except InputError as exc:
-        if deploy.model is not None or target.serving is None or not exc.message.startswith("unknown model"):
+        if deploy.model is not None or target.serving is None or not exc.message.startswith(UNKNOWN_MODEL_ERRORS):
             raise  # a config.json's own error names its file and field
         # the name came from the manifests' vllm command (KServe serves a local path such as /mnt/models)
         raise InputError(
@@ -635,7 +639,7 @@ def _check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: flo
             "warning",
             "probes",
             f"{where}: no readiness probe; requests reach the pod while it is still loading",
-            f"add a readinessProbe on /health (port {_server_port(container)})",
+            f"add a readinessProbe on /health (port {serving.port or _server_port(container)})",
         )
     _check_probe_ports(report, serving)
     _check_hpa(report, serving, cold)
@@ -650,15 +654,25 @@ PROBE_FAILS = {
 
 def _check_probe_ports(report: Report, serving: ServingWorkload) -> None:
     """A probe on another port than the one vLLM listens on (--port, default 8000) fails every time. A named port
-    is the container's port of that name; a probe on a port the container does not name is not checked."""
-    if serving.port is None:
-        return
+    is the container's port of that name; a name the container does not declare fails too (the kubelet cannot
+    resolve it: pkg/kubelet/prober, ResolveContainerPort)."""
     container = serving.container
     named = {p.get("name"): p.get("containerPort") for p in container.get("ports") or [] if isinstance(p, dict)}
     for kind, consequence in PROBE_FAILS.items():
         probe = container.get(kind)
         handler = (probe.get("httpGet") or probe.get("tcpSocket")) if isinstance(probe, dict) else None
         port = handler.get("port") if isinstance(handler, dict) else None
+        if isinstance(port, str) and not port.isdigit() and port not in named:
+            report.add(
+                "error",
+                "probes",
+                f"{serving.kind}/{serving.name}: the {kind} checks the port named {port!r}, which the container "
+                f"does not declare: it fails every time; {consequence}",
+                f"name the port in the container's ports, or probe port {serving.port or _server_port(container)}",
+            )
+            continue
+        if serving.port is None:
+            continue
         port = named.get(port) if isinstance(port, str) and not port.isdigit() else port
         if port is not None and str(port).isdigit() and int(port) != serving.port:
             report.add(

@@ -66,6 +66,7 @@ class Refusal:
     kind: str  # unknown, value
     option: str
     message: str
+    dest: str = ""  # a value refusal's flag destination (vLLM's argument name)
 
 
 @dataclass(frozen=True)
@@ -264,7 +265,7 @@ class _Parser:
         """The strings the flag consumes (argparse's nargs), or None after a refusal."""
         if flag.nargs == 0:
             if explicit is not None:
-                self._bad_value(option, f"ignored explicit argument {excerpt(explicit)}")
+                self._bad_value(option, f"ignored explicit argument {excerpt(explicit)}", flag)
                 return None
             return []
         if explicit is not None:
@@ -277,7 +278,7 @@ class _Parser:
                 break
         if not following and flag.nargs in (None, "+"):
             needs = "one argument" if flag.nargs is None else "at least one argument"
-            self._bad_value(option, f"expected {needs}")
+            self._bad_value(option, f"expected {needs}", flag)
             return None
         return following
 
@@ -289,17 +290,19 @@ class _Parser:
         try:
             converted = [_typed(flag, v) for v in values]
         except ValueError as exc:
-            self._bad_value(option, str(exc))
+            self._bad_value(option, str(exc), flag)
             return None
         if flag.choices is not None:
             bad = [v for v in values if v not in flag.choices]
             if bad:
-                self._bad_value(option, f"invalid choice: {excerpt(bad[0])} (choose from {', '.join(flag.choices)})")
+                self._bad_value(
+                    option, f"invalid choice: {excerpt(bad[0])} (choose from {', '.join(flag.choices)})", flag
+                )
                 return None
         return converted if flag.nargs == "+" else converted[0]
 
-    def _bad_value(self, option: str, message: str) -> None:
-        self.refusals.append(Refusal("value", option, message))
+    def _bad_value(self, option: str, message: str, flag: VllmFlag) -> None:
+        self.refusals.append(Refusal("value", option, message, flag.dest))
 
 
 def _is_option(token: str) -> bool:

@@ -112,9 +112,9 @@ def unknown_variable(text: str) -> str | None:
         return None
     name = next(group for group in match.groups() if group)
     return (
-        f"its value is the environment variable {name}, whose value is not known here (from a ConfigMap or Secret "
-        "that is not in the files, another valueFrom, or not defined in the container): give that ConfigMap or "
-        "Secret with --manifest, or write the value"
+        f"its value is the variable {name}, whose value is not known here (from a ConfigMap or Secret that is not "
+        "in the files, another valueFrom, a value the container's script computes, or not defined in the "
+        "container): give that ConfigMap or Secret with --manifest, or write the value"
     )
 
 
@@ -140,12 +140,19 @@ def read_vllm_container(
     if parsed.model and (unknown := unknown_variable(parsed.model)):
         raise InputError(source, "model", unknown)
     for refusal in parsed.refusals:
-        if refusal.kind == "value":
-            raise InputError(
-                source,
-                refusal.option,
-                unknown_variable(refusal.message) or f"vLLM {version} refuses it: {refusal.message}",
+        unknown = unknown_variable(refusal.message) if refusal.kind == "value" else None
+        if unknown and refusal.dest not in MODELLED:  # the prediction does not depend on this flag's value
+            command.findings.append(
+                CommandFinding(
+                    "warning",
+                    f"{where}: {refusal.option}: {unknown.split(': give', 1)[0]}; ttftsim does not model this flag, "
+                    "so the prediction does not depend on it, but whether vLLM accepts the value is not checked",
+                    f"make sure {refusal.option} gets a valid value in the container",
+                )
             )
+            continue
+        if refusal.kind == "value":
+            raise InputError(source, refusal.option, unknown or f"vLLM {version} refuses it: {refusal.message}")
         command.findings.append(
             CommandFinding(
                 "error" if chosen.is_exact else "warning",
@@ -164,7 +171,25 @@ def read_vllm_container(
         command.engine["allow_long_max_model_len"] = True
     if "kv_transfer_config" in command.engine:
         _lmcache_settings(env, command, where)
+        if command.engine.get("enable_prefix_caching") is False:
+            _without_lmcache(command, where)
     return command
+
+
+def _without_lmcache(command: VllmCommand, where: str) -> None:
+    """LMCache beside a vLLM without prefix caching (production-stack's CPU-offloading tutorial): vLLM runs it,
+    ttftsim models LMCache's tier only beside the prefix cache (engine.py), so the prediction leaves the tier out."""
+    command.engine.pop("kv_transfer_config")
+    command.engine.pop("lmcache", None)
+    command.findings.append(
+        CommandFinding(
+            "warning",
+            f"{where}: LMCache (--kv-transfer-config) with prefix caching off: ttftsim models LMCache's tier only "
+            "beside vLLM's prefix cache, so this prediction leaves it out (repeated prefixes would load from its "
+            "CPU tier, not be computed again: TTFT lower than predicted for them)",
+            "turn --enable-prefix-caching on (vLLM's default) to have the LMCache tier predicted",
+        )
+    )
 
 
 def _lmcache_settings(env: list[Any], command: VllmCommand, where: str) -> None:
