@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,14 @@ def test_step_and_explain_keep_the_token_limit() -> None:
 def test_schema_check_without_a_docs_folder_says_so(tmp_path: Path) -> None:
     result = run("schema", "--check", "--docs", str(tmp_path / "nowhere"))
     _assert_one_line_error(result, "--docs", "no docs folder here to check")
+
+
+def test_an_input_error_with_json_is_also_a_json_document_on_stdout(tmp_path: Path) -> None:
+    # a CI step parsing `validate --json` gets a document saying why, not an empty stdout
+    bad = tmp_path / "deploy.yaml"
+    bad.write_text("slo: [\n")
+    result = run("validate", str(bad), "--json")
+    _assert_one_line_error(result, str(bad), "not valid YAML")
+    document = json.loads(result.stdout)
+    assert document["exit_code"] == 2 and document["error"] == result.stderr.strip().removeprefix("error: ")
+    assert run("validate", str(bad)).stdout == ""  # without --json, stdout stays empty

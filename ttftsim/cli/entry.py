@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import json
 import sys
 import warnings
 from typing import Any
@@ -18,6 +19,14 @@ from ttftsim.perf.memory import DoesNotFitError
 
 def _fail(line: str) -> None:
     sys.stderr.write(line.replace("\n", " ") + "\n")
+
+
+def _error(line: str) -> None:
+    """An error's one line on stderr; with --json also `{"error": ...}` on stdout, so a CI step that parses the
+    JSON gets a document saying why (the exit code is 2 either way)."""
+    _fail(line)
+    if "--json" in sys.argv[1:]:
+        sys.stdout.write(json.dumps({"error": line.removeprefix("error: ").replace("\n", " "), "exit_code": 2}) + "\n")
 
 
 def _warn_one_line(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
@@ -41,14 +50,14 @@ def main() -> None:
             _interrupted()
         raise
     except InputError as exc:
-        _fail(f"error: {exc.one_line()}")
+        _error(f"error: {exc.one_line()}")
         sys.exit(2)
     except DoesNotFitError as exc:
-        _fail(f"error: does not fit: {exc}")
+        _error(f"error: does not fit: {exc}")
         sys.exit(2)
     except OSError as exc:  # a path the user gave that the system refuses (a name too long, no permission)
         where = InputError(str(exc.filename or "input"), "", exc.strerror or exc.__class__.__name__)
-        _fail(f"error: {where.one_line()}")
+        _error(f"error: {where.one_line()}")
         sys.exit(2)
     except Exception as exc:
         _usage_error(exc)
@@ -70,7 +79,7 @@ def _usage_error(exc: Exception) -> None:
         typer.echo(ctx.get_help(), err=True)
         sys.exit(2)
     where = ctx.command_path if ctx is not None else "ttftsim"
-    _fail(f"error: {where}: {exc.format_message()} (see {where} --help)")  # type: ignore[attr-defined]
+    _error(f"error: {where}: {exc.format_message()} (see {where} --help)")  # type: ignore[attr-defined]
     sys.exit(2)
 
 
