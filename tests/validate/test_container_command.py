@@ -270,3 +270,15 @@ def test_the_scripts_positional_parameters_are_the_words_after_it() -> None:
         'a "b" $c',
     ]
     assert words(["sh", "-c", "vllm serve $1 --max-num-seqs $2", "sh", "m", "64"])[-3:] == ["m", "--max-num-seqs", "64"]
+
+
+def test_an_unknown_flag_names_the_nearest_one_vllm_has() -> None:
+    from ttftsim.validate.vllm_command import read_vllm_container
+
+    typo = read_vllm_container(["vllm", "serve", "m", "--gpu-memory-utilisation", "0.9"], [], "0.15.1", "D/x", "k")
+    (finding,) = [f for f in typo.findings if f.severity == "error"]
+    assert finding.fix.startswith("did you mean --gpu-memory-utilization? check --gpu-memory-utilisation")
+    other = read_vllm_container(["vllm", "serve", "m", "--frobnicate", "1"], [], "0.15.1", "D/x", "k")
+    assert [f.fix for f in other.findings if f.severity == "error"] == [
+        "check --frobnicate against `vllm serve --help=all` of vLLM 0.15.1"
+    ]

@@ -10,6 +10,7 @@ version, an unknown flag is a warning, since the nearest list cannot prove that 
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any, get_args
@@ -153,11 +154,13 @@ def read_vllm_container(
             continue
         if refusal.kind == "value":
             raise InputError(source, refusal.option, unknown or f"vLLM {version} refuses it: {refusal.message}")
+        near = difflib.get_close_matches(refusal.option, chosen.args.long_options(), n=1, cutoff=0.8)
+        hint = f"did you mean {near[0]}? " if near and refusal.option.startswith("--") else ""
         command.findings.append(
             CommandFinding(
                 "error" if chosen.is_exact else "warning",
                 f"{where}: vLLM {version} refuses this command line and exits at start: {refusal.message}{note}",
-                f"check {refusal.option} against `vllm serve --help=all` of vLLM {version}",
+                f"{hint}check {refusal.option} against `vllm serve --help=all` of vLLM {version}",
             )
         )
     _interpret(parsed, command, where, version)
