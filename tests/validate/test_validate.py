@@ -105,6 +105,12 @@ def test_no_manifests_and_no_engine_is_an_input_error(tmp_path: Path) -> None:
 
 FINDINGS = [
     (("", ""), ("meta-llama/Llama-3.1-8B-Instruct]", "meta-llama/Llama-3.1-70B-Instruct]"), "memory-fit", "141.1 GB"),
+    (
+        ("", ""),
+        ("meta-llama/Llama-3.1-8B-Instruct]", "meta-llama/Llama-3.1-70B-Instruct]"),
+        "memory-fit",
+        "Deployment/chat-8b (",  # names the workload and its file
+    ),
     (("", ""), ('--max-num-seqs, "128"', '--tensor-parallel-size, "3"'), "tp-vs-heads", "32 attention heads"),
     (
         ("", ""),

@@ -538,8 +538,12 @@ def _check_engine(report: Report, deploy: Deploy, target: Target, base: Path, so
     try:
         replica = build_replica(scenario, base, source)
     except DoesNotFitError as exc:
+        where = f"{target.serving.kind}/{target.serving.name} ({target.serving.source}): " if target.serving else ""
         report.add(
-            "error", "memory-fit", f"does not fit: {exc}", "raise tensor parallelism, quantize, or lower max_model_len"
+            "error",
+            "memory-fit",
+            f"{where}does not fit: {exc}",
+            "raise tensor parallelism, quantize, or lower max_model_len",
         )
         return None
     except InputError as exc:
