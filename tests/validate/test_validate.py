@@ -837,3 +837,18 @@ def test_without_manifests_model_and_hardware_are_enough(tmp_path: Path) -> None
     no_model = tmp_path / "no-model.yaml"
     no_model.write_text("hardware: H100-SXM5-80GB\n" + traffic)
     _assert_one_line_error(run("validate", str(no_model)), "model", "give Kubernetes manifests, or model and hardware")
+
+
+def test_a_gpu_label_of_the_clusters_own_is_named_and_hardware_asked_for(tmp_path: Path) -> None:
+    # pinned on gpu.nvidia.com/model (not a label the profiles name GPUs by): the GPU type is there, unreadable
+    edit = (
+        "{key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-H100-80GB-HBM3]}",
+        "{key: gpu.nvidia.com/model, operator: In, values: [H200]}",
+    )
+    result = run("validate", str(_edited(tmp_path, edit)), "--json")
+    (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["check"] == "gpu-affinity"]
+    assert (
+        finding["severity"] == "error"
+        and "the pods select on gpu.nvidia.com/model, not a GPU type label" in (finding["message"])
+    )
+    assert finding["fix"] == "set hardware in the deployment file"

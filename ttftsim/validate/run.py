@@ -390,7 +390,17 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
     tp = target.engine.tensor_parallel_size * serving.pipeline_parallel * target.engine.data_parallel_size
     _check_gpu_count(report, serving, target)
     label = gpu_label(serving)
-    if label is None:
+    unknown = _unknown_gpu_keys(serving) if label is None and serving.hardware_label() is None else []
+    if unknown:  # pinned on a label of the cluster's own: the GPU type is there, ttftsim cannot read it
+        known = ", ".join(node_label_keys()[:3])
+        report.add(
+            "info" if target.hardware else "error",
+            "gpu-affinity",
+            f"{where}: the pods select on {', '.join(unknown)}, not a GPU type label ttftsim reads ({known}, ...)"
+            + ("" if target.hardware else ": ttftsim cannot tell which GPU they get"),
+            "set hardware in the deployment file" if not target.hardware else "",
+        )
+    elif label is None:
         report.add(
             "warning" if target.hardware else "error",
             "gpu-affinity",
@@ -457,6 +467,19 @@ def _check_manifests(report: Report, serving: ServingWorkload, target: Target) -
             "volume; NCCL falls back or fails with the 64 MB default",
             "mount an emptyDir with medium: Memory at /dev/shm",
         )
+
+
+def _unknown_gpu_keys(serving: ServingWorkload) -> list[str]:
+    """Node label keys the pods select on that look like a GPU type (gpu or accelerator in the key) but are none
+    the hardware profiles name GPUs by (a cluster's own labels, gpu.nvidia.com/model)."""
+    keys = set((serving.pod_spec.get("nodeSelector") or {}).keys())
+    required = ((serving.pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        keys |= {str(e.get("key")) for e in term.get("matchExpressions") or [] if isinstance(e, dict)}
+    known = set(node_label_keys())
+    return sorted(k for k in keys if k not in known and ("gpu" in k.lower() or "accelerator" in k.lower()))
 
 
 def gpu_label(serving: ServingWorkload) -> str | None:
