@@ -266,7 +266,7 @@ def _stream_gaps(folder: Path, long_s: float = 0.05) -> dict[str, Any]:
         return parse_exposition((folder / name).read_text(), str(folder / name))
 
     samples = difference(parsed("metrics-after.txt"), parsed("metrics-before.txt"), str(folder))
-    found = histogram(samples, "vllm:inter_token_latency_seconds")
+    found = histogram(samples, "vllm:inter_token_latency_seconds", str(folder))
     assert found is not None
     count = found.count
     max_bound = min(b for b, c in zip(found.bounds, found.cumulative, strict=True) if c >= count)
@@ -315,6 +315,8 @@ def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:
         f"{api['per_output_token_s'] * 1e3:.3f} ms per streamed token) and the clients' turnaround measured "
         "from their own timestamps ("
         + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in data["turnaround_s"].items())
+        + ": vllm bench's as its one process's work per send, GuideLLM's and aiperf's as a latency each client"
+        " waits on its own, docs/engine-semantics.md 4"
         + f"); the front end's fixed latency, {data.get('frontend_overhead_s', 0.0) * 1e3:.1f} ms, is what an idle",
         "request's client TTFT holds beyond the in-process add_request + step and the API-server work charged",
         "above (HTTP, ZMQ and process hand-offs: latency, not CPU work). Nothing is fitted to these TTFTs.",
@@ -335,6 +337,22 @@ def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:
     for k, errs in errors.items():
         med = [statistics.median(e[i] for e in errs) for i in range(3)]
         lines.append(f"| {k} | {med[0]:.1%} | {med[1]:.1%} | {med[2]:.1%} |")
+    pooled = data.get("pooled")
+    if pooled:
+        errs = _medians(pooled)
+        lines += [
+            "",
+            f"Both runs pooled (`{data['tag']}` and `{data['repeat']['tag']}`, each predicted as its client sent",
+            "it, the turnaround of the first): percentiles over twice the requests, so less of one run's sampling",
+            "noise. TTFT",
+            f"median APE with the API server {errs[0]:.1%} (P50), {errs[1]:.1%} (P90), {errs[2]:.1%} (P99).",
+            "",
+            "| workload | requests | measured P50 / P90 / P99 ms | with the API server |",
+            "|---|---|---|---|",
+        ]
+        for row in pooled:
+            cells = [" / ".join(f"{x * 1e3:.0f}" for x in row[k]) for k in ("measured", "with API server")]
+            lines.append(f"| {row['workload']} | {row['n']} | " + " | ".join(cells) + " |")
     repeat = data.get("repeat")
     if repeat:
         med = repeat["median_abs_change"]
@@ -351,6 +369,44 @@ def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:
             cells = [" / ".join(f"{x * 1e3:.0f}" for x in row[k]) for k in ("first", "again")]
             lines.append(f"| {row['workload']} | " + " | ".join(cells) + " |")
     return [*lines, ""]
+
+
+def _medians(rows: list[dict[str, Any]], skip: tuple[str, ...] = ()) -> list[float]:
+    """Median APE of the predictions with the API server, per percentile (P50, P90, P99), over rows not skipped."""
+    errs = [
+        [abs(p - m) / m for p, m in zip(r["with API server"], r["measured"], strict=True)]
+        for r in rows
+        if not r["workload"].startswith(skip)
+    ]
+    return [statistics.median(e[i] for e in errs) for i in range(3)]
+
+
+def _serve_limits() -> list[str]:
+    """The real server's headline errors for the Limits, from serve_compare-device-core.json."""
+    if not SERVE_DEVICE_CORE.exists():
+        return []
+    data = json.loads(SERVE_DEVICE_CORE.read_text())
+    aiperf = ("closed-fixed-c4-aiperf", "closed-fixed-c8-aiperf")
+    one, one_no = _medians(data["rows"]), _medians(data["rows"], aiperf)
+    change = data["repeat"]["median_abs_change"]
+    both, both_no = _medians(data["pooled"]), _medians(data["pooled"], aiperf)
+    pct = "/".join
+
+    def fmt(v: list[float]) -> str:
+        return pct(f"{x * 100:.1f}" for x in v)
+
+    return [
+        "- Real server on this machine, device-core layout (the worker alone on a core, token counts warmed):",
+        f"  TTFT P50/P90/P99 {fmt(one)}% on run {data['tag']} (bars 10/10/15%; {fmt(one_no)}% without the two aiperf",
+        f"  runs), the same workloads measured again ({data['repeat']['tag']}) moving {fmt(change)}%; both runs pooled",
+        f"  {fmt(both)}% ({fmt(both_no)}% without aiperf's). The aiperf runs measure 2-3x the predicted median",
+        "  TTFT: aiperf's processes share the host core with the API server and the spinning engine core, and its",
+        "  TTFT then holds its own waits; the clients of vllm bench (one process) and GuideLLM are not slowed so.",
+        "  Since 2026-12-04 each client waits the tool's turnaround on its own (GuideLLM runs a process per",
+        "  stream, aiperf a credit per client; their records here send in bursts 0.2-2 ms apart) and only the",
+        "  sending process's own work goes one send at a time: before, run 8 gave 9.2/14.3/11.3%, run 9",
+        "  10.4/12.2/9.8%, both pooled 8.6/11.7/14.6%.",
+    ]
 
 
 SHARED_LAYOUT = (
@@ -526,7 +582,14 @@ INPUT_SECTION = [  # formats of `ttftsim accuracy FILE` (ttftsim/accuracy/report
     "Workload: an open loop whose send times were logged is replayed at those times with each request's",
     "lengths (a trace); otherwise the arrival process at the rate, or the closed loop's clients, for the",
     ("measured requests (plus the warm-up), with lengths sampled from the logged ones or fixed at the report's"),
-    ("means. The client is the tool (its warm-up; GuideLLM's ramp-up, warm-up and cool-down and vllm bench's"),
+    "means. The TTFT and end-to-end latency of a `/metrics` or Prometheus report are vLLM's own (from the engine's",
+    "arrival to the output handler's first and last token: no HTTP, tokenization, SSE or network), so they are",
+    "compared with the simulated requests' server TTFT and end-to-end latency (`metrics/prometheus.py`",
+    "`server_ttft_s`, `server_e2e_s`: what the simulated `/metrics` histograms hold), a client report's with their",
+    "client TTFT and end-to-end latency. Cumulative bucket counts that fall from one bound to the next are refused",
+    "in a snapshot (a server never writes them: an edited or damaged file) and levelled in a range query, with a",
+    "note (its series' increases come from points sampled apart; Prometheus's histogram_quantile levels them too).",
+    "The client is the tool (its warm-up; GuideLLM's ramp-up, warm-up and cool-down and vllm bench's",
     "`--max-concurrency` under a finite rate are noted, not simulated). TPOT is (end-to-end - TTFT) /",
     "(output - 1) per request throughout (GuideLLM's ITL; its TPOT divides the whole latency). A stage's",
     ("measured 95% intervals are exact where the report has every request (each order statistic is a reported"),
@@ -537,7 +600,10 @@ INPUT_SECTION = [  # formats of `ttftsim accuracy FILE` (ttftsim/accuracy/report
     ("response path. Not read: genai-perf's per-request export (perf_analyzer's `profile_export.json`, another"),
     ("format), aiperf's user-centric and fixed-schedule phases, a vllm bench ramp-up without `--save-detailed`,"),
     "inference-perf's concurrent load, trace and session replays.",
-    "Malformed, truncated or edited reports are one line naming the file and the field, exit 2.",
+    "Malformed, truncated or edited reports are one line naming the file and the field, exit 2; so are values no",
+    "run can have (a negative latency, a first token after the end of its request, a successful request without an",
+    "output token, percentiles that fall as the level rises, per-request lists shorter than `num_prompts`, a",
+    "`completed` count that disagrees with the requests without error, an aiperf export with no profiling record).",
     "",
 ]
 
@@ -680,13 +746,15 @@ def main() -> int:
         f"  (0.11: no async scheduling). TTFT {ttft} (bar 15%), over-predicted at every concurrency above 4: with",
         "  fixed ISL/OSL and every client starting at once, requests that finish in the same or neighbouring",
         "  steps send again together and queue behind each other's prefills (a convoy that every round re-forms,",
-        "  since lockstep decoding compresses the spread that the prefills made; aiperf's 7 ms per send spreads",
-        "  a round of 64 over about 0.5 s, the prefills over 2-3 s, while a round lasts 15-20 s). The measured",
+        "  since lockstep decoding compresses the spread that the prefills made; aiperf's clients send together,",
+        "  0.25 ms apart, each after its own 7 ms turnaround, while a round's prefills take 2-3 s). The measured",
         "  means match a first measured round that queues (the barrier) followed by rounds whose requests rarely",
         "  meet (c=64, 1,024/1,024 tokens, TP4: simulated first round 1.3 s, the measured mean 0.26 s is about",
         "  (1.3 + 9 x 0.1) / 10). Such convoys turn on a few milliseconds: since clients send again only once they",
         "  have read the response (the API server's delay and its measured hand-offs, 2026-12-03), the same points",
-        "  gave 130% where they gave 92% a send earlier. On the real server here spread output lengths lower a",
+        "  gave 130% where they gave 92% a send earlier, and 138% once aiperf's clients no longer wait for each",
+        "  other's 7 ms (2026-12-04: each client's credit round trip is its own). On the real server here spread",
+        "  output lengths lower a",
         "  closed loop's median TTFT",
         "  as predicted (vllm bench, run11; aiperf's processes here hand their responses back together). The points",
         f"  are matched (TTFT {spread_ttft}, TPOT {spread_tpot}) once requests do not finish in lockstep and",
@@ -696,12 +764,8 @@ def main() -> int:
         "  2026 bench_run harness for these 2025 points (20c requests, 100 shuffled prompts): 80%, its",
         "  repeated prompts hiding the convoy at large concurrency.",
         *_silicon_lines(),
-        "- Real server on this machine, device-core layout (the worker alone on a core, token counts warmed):",
-        "  TTFT P50/P90/P99 7.7/17.9/14.3% (bars 10/10/15%; 5.0/14.3/9.5% without the two aiperf runs), the same",
-        "  workloads measured again moving 8/14/16%. The aiperf runs measure 3-6x the predicted median TTFT",
-        "  (c=4: 230 ms against 39, c=8: 235 against 72; the shared layout measured 59 at c=4): aiperf's processes",
-        "  share the host core with the API server and the spinning engine core, and its TTFT then holds its own",
-        "  waits; the clients of vllm bench (one process) and GuideLLM are not slowed so. Two mechanisms of the",
+        *_serve_limits(),
+        "  Two mechanisms of the",
         "  CPU build are kept out of the measurement, not modelled (neither slows a GPU's forward pass): the",
         "  shared-memory queue readers' busy-wait taking the forward pass's core (vLLM 0.32",
         "  distributed/device_communicators/shm_broadcast.py: busy_loop_s = 1 s of sched_yield after each read;",

@@ -168,7 +168,8 @@ def lines(result: dict[str, Any]) -> list[str]:
         "around 32, standard deviation 8), and ttftsim's prediction of each (`TTFTSIM_SERVE_LAYOUT=device-core",
         "compare_serve.py --tag run11 --against '' --remeasure --api-costs",
         "benchmarks/vllm_cpu/api_server_costs-device-core-run11.json`: this machine's own microbenchmark and",
-        "API-server costs, `serve_compare-device-core-run11.json`; nothing fitted):",
+        "API-server costs, `serve_compare-device-core-run11.json`; nothing fitted; predicted again with the same",
+        "costs by `--step-cost-from` the earlier output, no vLLM needed):",
         "",
         "| run | measured TTFT P50 / P90 / P99 ms | measured again (run12) | predicted | decode time follows output"
         " length (r) |",
@@ -185,7 +186,10 @@ def lines(result: dict[str, Any]) -> list[str]:
         f"{ms(spread['measured'][:1])} ms)",
         f"and predicted ({ms(fixed['predicted'][:1])} -> {ms(spread['predicted'][:1])} ms) alike; the P90 and P99",
         "move about as much between two runs of the same workload (run12, `serve_bench.py --tag run12`, the same",
-        "costs: `serve_compare-device-core-run12.json`), where the median's drop repeats. aiperf",
+        "costs: `serve_compare-device-core-run12.json`), where the median's drop repeats. The fixed run itself",
+        f"is over-predicted {fixed['predicted'][0] / fixed['measured'][0]:.1f}x at the median: the simulated groups",
+        "re-form exactly every round, while the measured ones break up and form again (in run11 a whole round of",
+        "eight ended within 1 ms, and the next round's TTFTs spread from 40 to 141 ms). aiperf",
         "shows nothing of the kind here: its processes hand their responses back together (a request's decode",
         "time does not follow its length, r above), so its spread run queues as much as its fixed one, and",
         f"ttftsim, which models the engine, misses its median by {aiperf_fixed:.1f}x (fixed) and {aiperf_spread:.1f}x"

@@ -190,8 +190,11 @@ def closed_loop(run: dict[str, Any], sc_base: dict[str, Any], tool: str, clients
         "output_tokens": asked,
         "num_requests": len(ok),
     }
-    # every run here sent one prompt per request (warm-up included) from its own input file
-    client = {"tool": tool, "turnaround_s": delta, "warmup_requests": warmup, "dataset_entries": "unique"}
+    # every run here sent one prompt per request (warm-up included) from its own input file. vllm-bench's measured
+    # gap is its one process's work per send; GuideLLM's and aiperf's a latency each client waits on its own
+    # (ttftsim/workload/clients.py)
+    gap = {"send_s": delta} if tool == "vllm-bench" else {"turnaround_s": delta}
+    client = {"tool": tool, **gap, "warmup_requests": warmup, "dataset_entries": "unique"}
     ttfts = []
     for seed in range(3):
         frame = simulate(scenario(sc_base["cost"], sc_base["api"], workload, client), ROOT, seed=seed).requests
@@ -215,16 +218,19 @@ def load_runs(tag: str) -> dict[str, dict[str, Any]]:
     return runs
 
 
-def predict(name: str, run: dict[str, Any], cost: dict[str, float], delta: dict[str, float]) -> dict[str, Any]:
-    """Measured and predicted TTFT percentiles of one run, with and without the API-server model."""
+def predict(
+    name: str, run: dict[str, Any], cost: dict[str, float], delta: dict[str, float], values: bool = False
+) -> dict[str, Any]:
+    """Measured and predicted TTFT percentiles of one run, with and without the API-server model (with values:
+    each one's TTFTs too, under "values", for pooling)."""
     kept = [r for r in run["requests"] if r.get("ttft_s") is not None and r.get("phase", "profiling") == "profiling"]
     tool = {"vllmbench": "vllm-bench", "vllm-bench": "vllm-bench", "aiperf": "aiperf"}.get(run["client"], "guidellm")
-    predicted = {}
+    predicted, raw = {}, {}
     for label, zero in (("engine only", True), ("with API server", False)):
         api = api_costs(zero)
         if name.startswith(("closed", "capacity")):
             clients = int(run["params"]["closed_loop_concurrency"])
-            values = closed_loop(run, {"cost": cost, "api": api}, tool, clients, delta.get(run["client"], 0.0))
+            ttfts = closed_loop(run, {"cost": cost, "api": api}, tool, clients, delta.get(run["client"], 0.0))
         else:
             placeholder = {  # the requests are fed directly; the scenario only carries engine and costs
                 "type": "synthetic",
@@ -233,10 +239,31 @@ def predict(name: str, run: dict[str, Any], cost: dict[str, float], delta: dict[
                 "output_tokens": {"type": "fixed", "value": 1},
                 "num_requests": 1,
             }
-            values = open_loop(run, scenario(cost, api, placeholder, {"tool": tool}), name.startswith("shared"))
-        predicted[label] = pct(values)
+            ttfts = open_loop(run, scenario(cost, api, placeholder, {"tool": tool}), name.startswith("shared"))
+        predicted[label], raw[label] = pct(ttfts), ttfts
     measured = np.array([r["ttft_s"] for r in kept])
-    return {"workload": name, "client": run["client"], "n": len(measured), "measured": pct(measured), **predicted}
+    row = {"workload": name, "client": run["client"], "n": len(measured), "measured": pct(measured), **predicted}
+    return {**row, "values": {"measured": measured, **raw}} if values else row
+
+
+def pooled(first: list[dict[str, Any]], again: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each workload measured twice, both runs' TTFTs pooled, against both predictions pooled: percentiles of
+    twice the requests, so less of each run's own sampling noise."""
+    rows = []
+    for a in first:
+        b = next((r for r in again if r["workload"] == a["workload"]), None)
+        if b is None:
+            continue
+        both = {k: np.concatenate([a["values"][k], b["values"][k]]) for k in a["values"]}
+        rows.append(
+            {
+                "workload": a["workload"],
+                "client": a["client"],
+                "n": len(both["measured"]),
+                **{k: pct(v) for k, v in both.items()},
+            }
+        )
+    return rows
 
 
 def repeatability(first: dict[str, Any], again: dict[str, Any], tag: str) -> dict[str, Any]:
@@ -284,18 +311,25 @@ def main() -> int:
     parser.add_argument("--microbench", type=Path, default=default)
     parser.add_argument("--remeasure", action="store_true", help="time the step-cost microbenchmark again")
     parser.add_argument("--api-costs", type=Path, default=API_COSTS, help="api_server_costs.py's output")
+    parser.add_argument(
+        "--step-cost-from", type=Path, help="take the step cost an earlier output of this script recorded (no vLLM)"
+    )
     args = parser.parse_args()
     COSTS["api"] = args.api_costs
-    if args.remeasure or not args.microbench.exists():
-        measure_steps(args.microbench)
-    cost = step_cost(args.microbench)
+    if args.step_cost_from:
+        cost = json.loads(args.step_cost_from.read_text())["step_cost"]
+    else:
+        if args.remeasure or not args.microbench.exists():
+            measure_steps(args.microbench)
+        cost = step_cost(args.microbench)
     runs = load_runs(args.tag)
     turnarounds: dict[str, list[float]] = {}
     for name, run in runs.items():
         if name.startswith(("closed", "capacity")):
             turnarounds.setdefault(run["client"], []).append(turnaround(run))  # measured, per tool
     delta = {tool: float(np.median(v)) for tool, v in turnarounds.items()}
-    rows = [predict(name, run, cost, delta) for name, run in runs.items()]
+    full = [predict(name, run, cost, delta, values=bool(args.against)) for name, run in runs.items()]
+    rows = [{k: v for k, v in r.items() if k != "values"} for r in full]
     api = api_costs(False)
     summary = {
         "step_cost": cost,
@@ -306,7 +340,9 @@ def main() -> int:
         "rows": rows,
     }
     if args.against:
-        summary["repeat"] = repeatability(runs, load_runs(args.against), args.against)
+        again = load_runs(args.against)
+        summary["repeat"] = repeatability(runs, again, args.against)
+        summary["pooled"] = pooled(full, [predict(name, run, cost, delta, values=True) for name, run in again.items()])
     args.out.write_text(json.dumps(summary, indent=1, default=float) + "\n")
     print(f"step cost {cost}\nfront-end latency {summary['frontend_overhead_s'] * 1e3:.2f} ms\nturnaround {delta}")
     report(rows)
@@ -317,6 +353,8 @@ def main() -> int:
             print(f"{r['workload']:<28}{cells}")
         med = repeat["median_abs_change"]
         print(f"measured again ({args.against}): median |change| P50 {med[0]:.1%}, P90 {med[1]:.1%}, P99 {med[2]:.1%}")
+        print(f"both runs pooled ({args.tag} + {args.against}), each predicted as sent:")
+        report(summary["pooled"])
     return 0
 
 

@@ -1,5 +1,6 @@
-"""Benchmark clients: aiperf's warm-up barrier and synchronized start, and the turnaround between a
-response and the next request, on a replica with known step costs (10 ms + 1 ms per token)."""
+"""Benchmark clients: aiperf's warm-up barrier and synchronized start, the turnaround between a response
+and the next request (each client on its own) and the sending process's work (one send at a time), on a
+replica with known step costs (10 ms + 1 ms per token)."""
 
 from __future__ import annotations
 
@@ -41,18 +42,19 @@ def _run(
 
 def test_aiperf_starts_the_measured_phase_with_every_client_once_the_warmup_has_returned() -> None:
     prompts = {"type": "fixed", "value": 100}  # one sequence at a time: warm-up responses end apart
-    client = Client(tool="aiperf", warmup_requests=2, turnaround_s=0.002)
+    client = Client(tool="aiperf", warmup_requests=2, turnaround_s=0.002, send_s=0.001)
     frame = _run(client, clients=2, requests=4, prompts=prompts, seqs=1)
     warm, measured = frame.iloc[:2], frame.iloc[2:]
-    assert warm["arrival_s"].tolist() == pytest.approx([0.002, 0.004], abs=1e-12)  # one process, one send each
+    # both clients ready after their turnaround (2 ms each, side by side), then one process, one send (1 ms) each
+    assert warm["arrival_s"].tolist() == pytest.approx([0.003, 0.004], abs=1e-12)
     assert warm["finish_s"].iloc[0] < warm["finish_s"].iloc[1]
     opened = warm["finish_s"].max()  # the barrier opens with the last warm-up response: both clients send
-    assert sorted(measured["arrival_s"]) == pytest.approx([opened + 0.002, opened + 0.004], abs=1e-12)
+    assert sorted(measured["arrival_s"]) == pytest.approx([opened + 0.003, opened + 0.004], abs=1e-12)
 
 
 def test_without_a_barrier_each_client_sends_when_its_own_response_ends() -> None:
     prompts = {"type": "uniform", "low": 50, "high": 400}
-    frame = _run(Client(tool="vllm-bench", turnaround_s=0.0), clients=2, requests=4, prompts=prompts)
+    frame = _run(Client(tool="vllm-bench", turnaround_s=0.0, send_s=0.0), clients=2, requests=4, prompts=prompts)
     assert frame["arrival_s"].iloc[:2].tolist() == [0.0, 0.0]  # c requests go out together
     assert sorted(frame["arrival_s"].iloc[2:]) == pytest.approx(sorted(frame["finish_s"].iloc[:2]), abs=1e-12)
 
@@ -63,7 +65,10 @@ def test_fixed_lengths_re_form_the_convoy_every_round() -> None:
     # together, and every round repeats the first exactly (the real server keeps such groups together too:
     # benchmarks/closed_loop_harness.py).
     frame = _run(
-        Client(tool="vllm-bench", turnaround_s=0.0), clients=3, requests=9, prompts={"type": "fixed", "value": 100}
+        Client(tool="vllm-bench", turnaround_s=0.0, send_s=0.0),
+        clients=3,
+        requests=9,
+        prompts={"type": "fixed", "value": 100},
     )
     for round_ in range(3):
         rows = frame.iloc[3 * round_ : 3 * round_ + 3]
@@ -79,7 +84,7 @@ def test_spread_output_lengths_dissolve_the_convoy() -> None:
     # request arrives alone and is prefilled beside the two still decoding (10 + 100 + 2 ms), the step in which
     # the 6-token request ends; its successor is prefilled in the next such step, where the 7-token one ends.
     # Each second-round request waits for no other prefill: 112 ms, not the convoy's 310.
-    client, prompts = Client(tool="vllm-bench", turnaround_s=0.0), {"type": "fixed", "value": 100}
+    client, prompts = Client(tool="vllm-bench", turnaround_s=0.0, send_s=0.0), {"type": "fixed", "value": 100}
     frame = _run(client, clients=3, requests=6, prompts=prompts, outputs={"type": "uniform", "low": 2, "high": 8})
     assert frame["output_tokens"].iloc[:3].tolist() == [7, 6, 5]
     finishes = [0.31 + 4 * 0.013, 0.31 + 4 * 0.013 + 0.112, 0.31 + 4 * 0.013 + 2 * 0.112]
@@ -94,6 +99,23 @@ def test_turnaround_delays_the_next_request() -> None:
     gaps = frame["arrival_s"].iloc[1:].to_numpy() - frame["finish_s"].iloc[:-1].to_numpy()
     assert frame["arrival_s"].iloc[0] == pytest.approx(0.05, abs=1e-12)
     assert gaps.tolist() == pytest.approx([0.05, 0.05], abs=1e-12)
+
+
+def test_each_client_waits_its_turnaround_on_its_own() -> None:
+    # GuideLLM runs a worker process per stream: three clients whose responses end in the same step all send
+    # 50 ms later, not 50, 100 and 150 ms later (fixed prompts: one prefill step of all three, 310 ms, then
+    # three decode steps of 13 ms).
+    prompts = {"type": "fixed", "value": 100}
+    frame = _run(Client(tool="guidellm", turnaround_s=0.05), clients=3, requests=6, prompts=prompts)
+    assert frame["arrival_s"].iloc[:3].tolist() == pytest.approx([0.05] * 3, abs=1e-12)
+    assert frame["arrival_s"].iloc[3:].tolist() == pytest.approx([0.05 + 0.349 + 0.05] * 3, abs=1e-9)
+
+
+def test_one_sending_process_sends_one_request_at_a_time() -> None:
+    # vllm-bench's clients are coroutines of one asyncio process: its 0.32 ms of work per send (the tool's
+    # default) puts three simultaneous sends 0.32 ms apart.
+    frame = _run(Client(tool="vllm-bench"), clients=3, requests=3, prompts={"type": "fixed", "value": 100})
+    assert frame["arrival_s"].tolist() == pytest.approx([0.00032, 0.00064, 0.00096], abs=1e-12)
 
 
 def test_a_real_tool_refuses_an_ideal_ramp() -> None:

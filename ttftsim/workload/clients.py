@@ -14,13 +14,22 @@ a response and its next request.
 Every tool times TTFT from sending the request to the first streamed chunk (vLLM sends one whenever a step
 produced token ids), so the first token is the visible one for all of them.
 
-Turnaround (response end -> next send through the tool's one process): the median gap between a response's
-end and the next send in the tools' own closed-loop records against the real vLLM server on this machine
-kind (benchmarks/vllm_cpu/compare_serve.py, serve_runs/, 2 cores, the client pinned to one): vllm-bench
-0.32 ms, GuideLLM 0.8.1 10.6 ms, aiperf 0.13 7.0 ms. genai-perf was not run and takes aiperf's figure (its
-successor shares the design); inference-perf takes vllm-bench's (its open loop sends on its own timer, not
-after a response; run here open loop only, benchmarks/vllm_cpu/inference_perf_run.py). A scenario can set
-its own.
+Between a response and the next send, two measured costs (benchmarks/vllm_cpu/compare_serve.py, serve_runs/,
+2 cores, the client pinned to one): the turnaround, a latency each client waits on its own (the median gap between
+a response's end and the next send in the tool's closed-loop records against the real vLLM server), and the
+send, the tool's own work per request in its one sending process, one send at a time (the median gap between
+consecutive sends of a burst, sends under 2 ms apart). vllm-bench runs every client as a coroutine of one asyncio
+process (vllm/benchmarks/serve.py): its 0.32 ms gap is that loop's work, a send. GuideLLM 0.8.1 runs one worker
+process per stream (scheduler/strategies.py ConcurrentStrategy.processes_limit = streams, at most
+settings.max_worker_processes = 10, scheduler/worker_group.py): each stream waits 10.6 ms on its own. aiperf 0.13
+hands each client a credit from its timing manager to a worker process over ZMQ (timing/, workers/; one worker on
+a 2-core host, workers/worker_manager.py: max(1, int(cpu_count x factor) - 1)): 7.0 ms of credit round trip per
+client, and its worker sends a burst of credits 0.25 ms apart (the device-core runs of serve_runs/, 0.21-0.35
+ms). Until 2026-12-04 every tool's turnaround was charged as a send, one after another (c clients of GuideLLM
+or aiperf finishing together went out 10.6 or 7.0 ms apart); their records show bursts 0.2-2 ms apart.
+genai-perf was not run and takes aiperf's figures (its successor shares the design); inference-perf takes
+vllm-bench's (its open loop sends on its own timer, not after a response; run here open loop only,
+benchmarks/vllm_cpu/inference_perf_run.py). A scenario can set its own.
 
 Prompts of a synthetic workload: aiperf and genai-perf generate a dataset of --num-dataset-entries
 prompts (default 100: aiperf 0.13 config/dataset/defaults.py NUM_DATASET_ENTRIES; genai-perf
@@ -48,34 +57,38 @@ class ClientBehaviour:
     clients spread over a ramp, which Scenario allows for them alone)."""
 
     barrier_after_warmup: bool  # the measured phase starts when every warm-up request has returned
-    turnaround_s: float  # response end -> next send
+    turnaround_s: float  # response end -> the client can send, each client on its own
+    send_s: float  # the sending process's work per request, one send at a time
     dataset_entries: int | None = None  # distinct synthetic prompts cycled through; None: one per request
     sampling: DatasetSampling = "sequential"  # how each request's entry is picked (module docstring)
 
 
-VLLM_BENCH_TURNAROUND_S = 0.00032  # measured (module docstring)
+VLLM_BENCH_SEND_S = 0.00032  # measured (module docstring)
 GUIDELLM_TURNAROUND_S = 0.0106  # measured
 AIPERF_TURNAROUND_S = 0.0070  # measured
+AIPERF_SEND_S = 0.00025  # measured
 AIPERF_DATASET_ENTRIES = 100  # aiperf and genai-perf --num-dataset-entries default (module docstring)
 
 BEHAVIOURS = {
-    "ideal": ClientBehaviour(False, 0.0),
-    "vllm-bench": ClientBehaviour(False, VLLM_BENCH_TURNAROUND_S),
-    "guidellm": ClientBehaviour(False, GUIDELLM_TURNAROUND_S),
-    "inference-perf": ClientBehaviour(False, VLLM_BENCH_TURNAROUND_S),
-    "aiperf": ClientBehaviour(True, AIPERF_TURNAROUND_S, AIPERF_DATASET_ENTRIES, sampling="shuffle"),
-    "genai-perf": ClientBehaviour(True, AIPERF_TURNAROUND_S, AIPERF_DATASET_ENTRIES),
+    "ideal": ClientBehaviour(False, 0.0, 0.0),
+    "vllm-bench": ClientBehaviour(False, 0.0, VLLM_BENCH_SEND_S),
+    "guidellm": ClientBehaviour(False, GUIDELLM_TURNAROUND_S, 0.0),
+    "inference-perf": ClientBehaviour(False, 0.0, VLLM_BENCH_SEND_S),
+    "aiperf": ClientBehaviour(True, AIPERF_TURNAROUND_S, AIPERF_SEND_S, AIPERF_DATASET_ENTRIES, sampling="shuffle"),
+    "genai-perf": ClientBehaviour(True, AIPERF_TURNAROUND_S, AIPERF_SEND_S, AIPERF_DATASET_ENTRIES),
 }
 
 
 def behaviour(client: Client) -> ClientBehaviour:
-    """The tool's behaviour with the scenario's own turnaround, dataset size and sampling, where it sets them."""
+    """The tool's behaviour with the scenario's own turnaround, send, dataset size and sampling, where it sets
+    them."""
     base = BEHAVIOURS[client.tool]
     turnaround = base.turnaround_s if client.turnaround_s is None else client.turnaround_s
+    send = base.send_s if client.send_s is None else client.send_s
     entries = client.dataset_entries
     if entries is None:
         entries = base.dataset_entries
     elif entries == "unique":
         entries = None
     sampling = base.sampling if client.dataset_sampling is None else client.dataset_sampling
-    return replace(base, turnaround_s=turnaround, dataset_entries=entries, sampling=sampling)
+    return replace(base, turnaround_s=turnaround, send_s=send, dataset_entries=entries, sampling=sampling)

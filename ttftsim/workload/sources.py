@@ -236,15 +236,17 @@ def open_loop_source(
 
 
 class ClientProcess:
-    """The load generator's own loop: it sends one request at a time, each `turnaround_s` after the later
-    of the previous send and the moment it could send (a response ended, a phase began)."""
+    """The load generator's sending process: a client can send `turnaround_s` after the moment it could (a
+    response ended, a phase began), each client on its own; the process then sends one request at a time,
+    `send_s` each (workload/clients.py)."""
 
-    def __init__(self, turnaround_s: float) -> None:
+    def __init__(self, turnaround_s: float, send_s: float) -> None:
         self.turnaround_s = turnaround_s
+        self.send_s = send_s
         self.free_at = 0.0
 
     def send_at(self, ready_s: float) -> float:
-        self.free_at = max(ready_s, self.free_at) + self.turnaround_s
+        self.free_at = max(ready_s + self.turnaround_s, self.free_at) + self.send_s
         return self.free_at
 
 
@@ -275,12 +277,13 @@ def closed_loop_client(
     barrier: WarmupBarrier | None = None,
 ) -> Generator[simpy.Event, Any, None]:
     """One client: send, wait for the answer, think, repeat; stops at duration_s or when budget runs out.
-    Sends go through the tool's one process (ClientProcess), one turnaround each. With a warm-up barrier,
+    Each client waits the tool's turnaround on its own, then sends through the tool's one process (ClientProcess),
+    one send at a time. With a warm-up barrier,
     a client whose warm-up share is sent waits for every warm-up request to return; then all clients start
     the measured phase together."""
     loop = spec.arrivals
     assert isinstance(loop, ClosedLoop)
-    sender = sender or ClientProcess(0.0)
+    sender = sender or ClientProcess(0.0, 0.0)
     if loop.ramp_up_s:  # only ideal clients have one (Scenario refuses it for a real tool)
         yield env.timeout(float(ctx.rng.uniform(0.0, loop.ramp_up_s)))
     while (spec.duration_s is None or env.now < spec.duration_s) and budget[0] > 0:
@@ -292,7 +295,7 @@ def closed_loop_client(
             elif not barrier.open.triggered:
                 yield barrier.open
                 continue
-        if sender.turnaround_s:
+        if sender.turnaround_s or sender.send_s:
             yield env.timeout(sender.send_at(env.now) - env.now)
         budget[0] -= 1
         ctx.sent.add()
@@ -369,7 +372,7 @@ def start_workload(
         prompts = PromptPool(workload, ctx, tool.dataset_entries, tool.sampling)
         warmup = client.warmup_requests if tool.barrier_after_warmup else 0
         barrier = WarmupBarrier(env, warmup) if warmup else None
-        sender = ClientProcess(tool.turnaround_s)
+        sender = ClientProcess(tool.turnaround_s, tool.send_s)
         for _ in range(workload.arrivals.clients):
             env.process(closed_loop_client(env, workload, ctx, submit, budget, prompts, sender, barrier))
         return None
