@@ -278,9 +278,8 @@ def closed_loop_client(
 ) -> Generator[simpy.Event, Any, None]:
     """One client: send, wait for the answer, think, repeat; stops at duration_s or when budget runs out.
     Each client waits the tool's turnaround on its own, then sends through the tool's one process (ClientProcess),
-    one send at a time. With a warm-up barrier,
-    a client whose warm-up share is sent waits for every warm-up request to return; then all clients start
-    the measured phase together."""
+    one send at a time. With a warm-up barrier, a client whose warm-up share is sent waits for every warm-up
+    request to return; then all clients start the measured phase together."""
     loop = spec.arrivals
     assert isinstance(loop, ClosedLoop)
     sender = sender or ClientProcess(0.0, 0.0)
