@@ -386,6 +386,8 @@ def _serve_limits() -> list[str]:
     if not SERVE_DEVICE_CORE.exists():
         return []
     data = json.loads(SERVE_DEVICE_CORE.read_text())
+    if "pooled" not in data:  # compare_serve.py was run without --against
+        return ["- Real server: `compare_serve.py` needs `--against` (a second run) for these limits."]
     aiperf = ("closed-fixed-c4-aiperf", "closed-fixed-c8-aiperf")
     one, one_no = _medians(data["rows"]), _medians(data["rows"], aiperf)
     change = data["repeat"]["median_abs_change"]

@@ -204,7 +204,9 @@ def test_a_value_that_is_still_a_variable_is_one_line_naming_the_flag_and_the_va
         with pytest.raises(InputError) as caught:
             read_vllm_container(words, [], "0.15.1", "Deployment/svc", "k8s.yaml#0 container vllm")
         assert caught.value.field == field
-        assert "the variable" in caught.value.message and "not known here" in caught.value.message
+        assert ("the variable" in caught.value.message or "$(MAX_LEN)" in caught.value.message) and (
+            "not known here" in caught.value.message
+        )
 
 
 def test_a_flag_ttftsim_does_not_model_with_an_unknown_variable_is_a_warning_not_an_error() -> None:
@@ -221,39 +223,46 @@ def test_a_flag_ttftsim_does_not_model_with_an_unknown_variable_is_a_warning_not
 def test_the_scripts_own_assignments_are_its_variables_and_computed_ones_stay_unknown() -> None:
     from ttftsim.validate.container_command import script_assignments
 
-    script = "A=\"x y\"; B=$A; C='$A'; D=$NOPE; E=; export F=$(( 1 + 2 )) && G=`hostname`; export H=8192 && run"
-    assert script_assignments(script, {}) == {"A": "x y", "B": "x y", "C": "$A", "E": "", "H": "8192"}
+    script = 'A="x y"; B=$A; D=$NOPE; E=; export F=$(( 1 + 2 )) && G=`hostname`; export H=8192 I=2 && run'
+    assert script_assignments(script, {}) == ({"A": "x y", "B": "x y", "E": "", "H": "8192", "I": "2"}, {"D", "F", "G"})
     assert words(["/bin/sh", "-c"], ["SEQS=64; exec vllm serve m --max-num-seqs $SEQS"])[-2:] == [
         "--max-num-seqs",
         "64",
     ]
 
 
-@pytest.mark.parametrize("init", [["tini", "--"], ["/usr/bin/dumb-init"], ["tini", "-s", "-g", "--"]])
-def test_an_init_before_the_shell_wrapper_runs_its_script(init: list[str]) -> None:
-    assert words([*init, "/bin/sh", "-c"], ["vllm serve m --max-model-len 8192"]) == [
-        "vllm",
-        "serve",
-        "m",
-        "--max-model-len",
-        "8192",
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # an assignment inside quotes is text (sh: `echo "x; N=5"` sets nothing)
+        ('echo "starting; N=5"; exec vllm serve m --max-num-seqs ${N:-16}', "16"),
+        # a branch the script takes on a value not known here: the name is not known either
+        ('if [ "$BIG" = 1 ]; then\n N=256\nelse\n N=8\nfi\nexec vllm serve m --max-num-seqs $N', "$N"),
+        # set after the command that runs vLLM, or for one command alone (a prefix): not its value
+        ("exec vllm serve m --max-num-seqs $N; N=5", "$N"),
+        ("N=5 vllm serve m --max-num-seqs $N", "$N"),
+        ("N=7; exec vllm serve m --max-num-seqs $N; N=5", "7"),
+    ],
+)
+def test_a_scripts_variable_is_the_value_the_shell_gives_it_or_not_known(script: str, expected: str) -> None:
+    read = words(["/bin/sh", "-c"], [script])
+    assert read[read.index("--max-num-seqs") + 1] == expected
+
+
+def test_a_variables_value_is_one_field_in_double_quotes_and_split_unquoted_never_reparsed() -> None:
+    kv = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
+    assert words(["sh", "-c"], [f"KV='{kv}'; exec vllm serve m --kv-transfer-config \"$KV\""])[-1] == kv
+    assert words(["sh", "-c"], ["EXTRA='--hf-overrides {\"a\":1}'; vllm serve m $EXTRA"])[-2:] == [
+        "--hf-overrides",
+        '{"a":1}',
     ]
-
-
-def test_an_optional_key_the_configmap_lacks_is_skipped_keeping_the_earlier_value() -> None:
-    """kubelet makeEnvironmentVariables: an optional configMapKeyRef whose key is missing is skipped (`continue`)."""
-    from ttftsim.validate.container_command import config_data
-
-    stores = config_data([("k.yaml#0", {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"EMPTY": ""}})])
-    ref = {"configMapKeyRef": {"name": "c", "key": "LEN", "optional": True}}
-    env = [{"name": "LEN", "value": "8192"}, {"name": "LEN", "valueFrom": ref}]
-    env += [{"name": "E", "value": "x"}, {"name": "E", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "EMPTY"}}}]
-    container = {"env": env, "command": ["vllm", "serve"], "args": ["m", "$(LEN)", "[$(E)]"]}
-    assert container_words(container, stores) == ["vllm", "serve", "m", "8192", "[]"]
+    env = [{"name": "X", "value": '--served-model-name "a b"'}]  # quotes in a value are text to the shell
+    assert words(["sh", "-c", "vllm serve m $X"], env=env)[-3:] == ["--served-model-name", '"a', 'b"']
 
 
 def test_the_scripts_positional_parameters_are_the_words_after_it() -> None:
-    # POSIX sh -c SCRIPT NAME ARG...: NAME is $0, the rest $1 ... ("$@" one word each, quotes and all).
+    # POSIX sh -c SCRIPT NAME ARG...: NAME is $0, the rest $1 ... ("$@" one word each, quotes and all; no
+    # parameters: no word at all)
     assert words(["/bin/sh", "-c", 'exec vllm serve "$@"', "--"], ["m", "--max-model-len", "8192"]) == [
         "exec",
         "vllm",
@@ -270,6 +279,11 @@ def test_the_scripts_positional_parameters_are_the_words_after_it() -> None:
         'a "b" $c',
     ]
     assert words(["sh", "-c", "vllm serve $1 --max-num-seqs $2", "sh", "m", "64"])[-3:] == ["m", "--max-num-seqs", "64"]
+    assert words(["sh", "-c", 'exec vllm serve m "$@"', "--"]) == ["exec", "vllm", "serve", "m"]
+    assert words(["sh", "-c", 'exec vllm serve "$0"', "Qwen/Qwen2.5-7B-Instruct"])[-1] == "Qwen/Qwen2.5-7B-Instruct"
+    assert words(["sh", "-c", "vllm serve m --max-num-seqs ${1:-16} ${@}", "x"])[-2:] == ["--max-num-seqs", "16"]
+    assert words(["sh", "-c", "vllm serve m --max-num-seqs ${1:-16}", "x", "32"])[-1] == "32"
+    assert words(["sh", "-c", "MODEL=$1; exec vllm serve $MODEL", "--", "Qwen/Q"])[-1] == "Qwen/Q"
 
 
 def test_an_unknown_flag_names_the_nearest_one_vllm_has() -> None:
@@ -282,3 +296,12 @@ def test_an_unknown_flag_names_the_nearest_one_vllm_has() -> None:
     assert [f.fix for f in other.findings if f.severity == "error"] == [
         "check --frobnicate against `vllm serve --help=all` of vLLM 0.15.1"
     ]
+
+
+def test_a_value_the_shell_computes_is_said_to_be_computed() -> None:
+    from ttftsim.errors import InputError
+    from ttftsim.validate.vllm_command import read_vllm_container
+
+    read = words(["sh", "-c"], ["exec vllm serve m --max-model-len $((4096*2))"])
+    with pytest.raises(InputError, match=r"computed by the shell"):
+        read_vllm_container(read, [], "0.15.1", "D/x", "k.yaml")

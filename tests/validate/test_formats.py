@@ -567,3 +567,56 @@ def test_a_knative_service_is_read_as_its_revisions_deployment() -> None:
     ((_, made),) = rendered.documents
     assert made["spec"]["replicas"] == 1
     assert any("min-scale 0" in f.message and f.severity == "warning" for f in rendered.findings)
+
+
+def test_kserve_gives_its_default_readiness_probe_to_the_predictor_container_only() -> None:
+    from ttftsim.validate.formats import render_workloads
+
+    def containers(*names: str) -> list[dict[str, Any]]:
+        listed = [{"name": n, "image": "vllm/vllm-openai:v0.15.1"} for n in names]
+        spec = {"predictor": {"containers": listed}}
+        isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "s"}}
+        ((_, made),) = render_workloads([("i.yaml#0", isvc | {"spec": spec})]).documents
+        return list(_pod(made)["containers"])
+
+    (alone,) = containers("vllm")  # a lone container is the predictor's (CustomPredictor.Default names it)
+    assert alone["readinessProbe"]["tcpSocket"] == {"port": 8080}
+    assert [c.get("readinessProbe") for c in containers("vllm", "log-shipper")] == [None, None]
+
+
+def test_a_knative_vllm_container_without_a_port_is_never_reached() -> None:
+    from ttftsim.validate.formats import render_workloads
+
+    container = {"image": "vllm/vllm-openai:v0.15.1", "args": ["meta-llama/Llama-3.1-8B-Instruct"]}
+    service = {"apiVersion": "serving.knative.dev/v1", "kind": "Service", "metadata": {"name": "chat"}}
+    for ports, errors in (([], 1), ([{"containerPort": 8000}], 0)):
+        spec = {"template": {"spec": {"containers": [container | ({"ports": ports} if ports else {})]}}}
+        rendered = render_workloads([("k.yaml#0", service | {"spec": spec})])
+        found = [f for f in rendered.findings if f.severity == "error"]
+        assert len(found) == errors
+        assert all("Knative sends requests and its readiness probe to 8080" in f.message for f in found)
+
+
+def test_llm_inference_service_merges_the_users_probe_and_ports_into_the_templates() -> None:
+    # a strategic merge (KServe config_merge.go): a probe field by field, ports by containerPort
+    from ttftsim.validate.kserve import _merged_template
+
+    merged = _merged_template({"readinessProbe": {"initialDelaySeconds": 120}, "ports": [{"containerPort": 9090}]})
+    assert merged["readinessProbe"] == {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 5} | {
+        "failureThreshold": 3,
+        "initialDelaySeconds": 120,
+    }
+    assert merged["ports"] == [{"containerPort": 8000}, {"containerPort": 9090}]
+
+
+@pytest.mark.parametrize(("size", "tier"), [("20", "20"), (2.5, "2.5"), ("0", None), ("abc", None), (-5, None)])
+def test_production_stack_cpu_tier_follows_the_charts_int_test(size: object, tier: str | None) -> None:
+    from ttftsim.validate.formats import render_workloads
+
+    spec = {"name": "m", "modelURL": "meta-llama/Llama-3.1-8B-Instruct", "repository": "lmcache/vllm-openai"}
+    spec |= {"tag": "v0.15.1", "requestCPU": 8, "requestMemory": "32Gi", "requestGPU": 1}
+    spec["lmcacheConfig"] = {"enabled": True, "cpuOffloadingBufferSize": size}
+    ((_, made),) = render_workloads([("v.yaml#0", {"servingEngineSpec": {"modelSpec": [spec]}})]).documents
+    (container,) = _pod(made)["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env.get("LMCACHE_MAX_LOCAL_CPU_SIZE") == tier

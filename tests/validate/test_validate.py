@@ -852,3 +852,8 @@ def test_a_gpu_label_of_the_clusters_own_is_named_and_hardware_asked_for(tmp_pat
         and "the pods select on gpu.nvidia.com/model, not a GPU type label" in (finding["message"])
     )
     assert finding["fix"] == "set hardware in the deployment file"
+    # a feature-discovery label that pins no type (nvidia.com/gpu.present) keeps the "any GPU" finding
+    edit = (edit[0], "{key: nvidia.com/gpu.present, operator: In, values: ['true']}")
+    result = run("validate", str(_edited(tmp_path, edit)), "--json")
+    (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["check"] == "gpu-affinity"]
+    assert "no nodeSelector or required node affinity on a GPU type label" in finding["message"]

@@ -192,9 +192,9 @@ def shell_script(words: list[str]) -> str | None:
 
 
 def script_parameters(words: list[str]) -> list[str]:
-    """The script's positional parameters $1, $2, ...: the words after the script and its $0 (POSIX `sh -c`)."""
+    """The script's $0, $1, $2, ...: the words after the script (POSIX `sh -c`: the first is $0)."""
     index = _script_index(words)
-    return [] if index is None else words[index + 2 :]
+    return [] if index is None else words[index + 1 :]
 
 
 def _script_index(words: list[str]) -> int | None:
@@ -219,41 +219,84 @@ def _script_index(words: list[str]) -> int | None:
     return None
 
 
-_ASSIGNMENT = re.compile(
-    r"(?:^|[\n;&|(]|\bexport)[ \t]*([A-Za-z_][A-Za-z0-9_]*)=(\"[^\"]*\"|'[^']*'|[^\s;&|)]*)", re.MULTILINE
-)
+_NAME_VALUE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", ";;", "(", ")"})
+_COMPOUND_OPEN = frozenset({"if", "case", "for", "while", "until", "{", "("})
+_COMPOUND_CLOSE = frozenset({"fi", "esac", "done", "}", ")"})
+_KEYWORDS = frozenset({"then", "else", "elif", "do", "!", "exec", "nohup", "time"})  # a command follows
 
 
-def script_assignments(script: str, env: dict[str, str]) -> dict[str, str]:
-    """The variables a script sets before its commands (`NAME=value;`, `export NAME=value &&`, one per line), in
-    order, each value with the variables before it expanded. A value the shell computes (a command substitution,
-    arithmetic, backquotes) is not known here: such a name is left out, so its uses stay as written."""
-    known = dict(env)
-    assigned: dict[str, str] = {}
-    for match in _ASSIGNMENT.finditer(script):
-        name, written = match.group(1), match.group(2)
-        quote = written[:1] if written[:1] in "\"'" else ""
-        value = written[1:-1] if quote else written
-        if quote != "'":  # single quotes keep the text as it is
-            computed = "$(" in value or "`" in value
-            value = _normalised(value, known)
-            if computed or _SHELL_VARIABLE.search(value):  # computed, or from a variable not known here
-                known.pop(name, None)
-                assigned.pop(name, None)
-                continue
+def script_assignments(
+    script: str, env: dict[str, str], parameters: list[str] | None = None
+) -> tuple[dict[str, str], set[str]]:
+    """The variables a script sets before the command that runs vLLM, in order, and the names whose value is not
+    known here. An assignment is a command of `NAME=value` words (or `export NAME=value ...`), outside quotes; its
+    value has the variables before it expanded. Not known: a value the shell computes (a command substitution,
+    arithmetic, backquotes) or takes from a variable not known here, and any name set inside a compound command
+    (if, case, a loop, a group), whose branch is not followed. `NAME=value cmd` sets NAME for that command alone,
+    not for the words the shell expands: no assignment."""
+    words = _lexed(_normalised(script, {}, parameters))  # variables still as written
+    known, assigned, unknown = dict(env), dict[str, str](), set[str]()
+    depth, start = 0, True
+    for index, word in enumerate(words):
+        if word in _SEPARATORS:
+            depth += {"(": 1, ")": -1}.get(word, 0)
+            start = True
+            continue
+        if not start:
+            continue
+        if word in _COMPOUND_OPEN or word in _COMPOUND_CLOSE or word in _KEYWORDS or word == "export":
+            depth += 1 if word in _COMPOUND_OPEN else -1 if word in _COMPOUND_CLOSE else 0
+            continue  # the next word starts a command too
+        if runs_vllm_word(word):
+            break  # what the vLLM command expands is set by now
+        match = _NAME_VALUE.fullmatch(word)
+        after = words[index + 1] if index + 1 < len(words) else ";"
+        if match is None or not (after in _SEPARATORS or _NAME_VALUE.fullmatch(after)):
+            start = False  # a command (with any prefix assignments): no variable set for the script
+            continue
+        name, value = match.group(1), match.group(2)
+        computed = "$(" in value or "`" in value
+        value = _SHELL_VARIABLE.sub(lambda m: _known_value(m, known), value)
+        if depth > 0 or computed or _SHELL_VARIABLE.search(value):
+            known.pop(name, None)
+            assigned.pop(name, None)
+            unknown.add(name)
+            continue
         known[name] = assigned[name] = value
-    return assigned
+        unknown.discard(name)
+    return assigned, unknown
+
+
+def _known_value(match: re.Match[str], known: dict[str, str]) -> str:
+    """A variable reference replaced by its value (or its default), left as written when not known."""
+    name, operator, word = match.group(1) or match.group(4), match.group(2), match.group(3)
+    value = known.get(name)
+    if operator is not None and (value is None or (operator.startswith(":") and not value)):
+        value = word
+    return match.group(0) if value is None else value
+
+
+def runs_vllm_word(word: str) -> bool:
+    """A command word that starts vLLM's server (`vllm`, a path to it, or the API-server module)."""
+    return word.rsplit("/", 1)[-1] == "vllm" or "vllm.entrypoints" in word
+
+
+def _lexed(text: str) -> list[str]:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""  # comments were removed with the quotes in view
+    return list(lexer)
 
 
 def script_words(script: str, env: dict[str, str], parameters: list[str] | None = None) -> list[str]:
     """The words of a shell script with the separators `&&`, `||`, `;`, `|`, `&` as words, newlines as `;`,
     redirections and comments left out, variables with a literal value (the environment's, or set by the
-    script before: script_assignments) expanded, and `$@`, `$*`, `$1`... from the script's `parameters`."""
-    env = {**env, **script_assignments(script, env)}
-    lexer = shlex.shlex(_normalised(script, env, parameters or []), posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""  # comments were removed with the quotes in view
-    words = list(lexer)
+    script before: script_assignments) expanded, and `$0`, `$@`, `$*`, `$1`... from the script's `parameters`
+    (the words after the script: its $0 first)."""
+    assigned, unknown = script_assignments(script, env, parameters)
+    env = {name: value for name, value in (env | assigned).items() if name not in unknown}
+    words = [w for w in _lexed(_normalised(script, env, parameters or [])) if w != _NO_FIELDS]
     out: list[str] = []
     skip = False
     for word in words:
@@ -318,20 +361,24 @@ def _special(
     return "", index
 
 
+_POSITIONAL = re.compile(r"\$(?:\{([0-9]+|[@*])(?:(:?[-=])([^}]*))?\}|([0-9@*]))")
+_NO_FIELDS = "\x00no fields\x00"  # what an empty "$@" leaves: a word dropped after lexing (zero fields)
+
+
 def _dollar(
     script: str, index: int, env: dict[str, str], quoted: bool, parameters: list[str] | None
 ) -> tuple[str, int]:
     """A `$` at `index`: a positional parameter, a variable with a known value (or its default), a command
-    substitution kept as one word; anything else left as it is."""
-    following = script[index + 1 : index + 2]
-    if parameters is not None and (following in ("@", "*") or following.isdigit()):
-        return _positional(following, parameters, quoted), index + 2
+    substitution kept as one word; anything else left as it is. A value goes in as the shell would leave it:
+    inside double quotes one field, unquoted split at blanks, its quotes and backslashes plain text."""
+    if parameters is not None and (match := _POSITIONAL.match(script, index)):
+        return _positional(match, parameters, quoted), match.end()
     if match := _SHELL_VARIABLE.match(script, index):
         name, operator, word = match.group(1) or match.group(4), match.group(2), match.group(3)
         value = env.get(name)
         if operator is not None and (value is None or (operator.startswith(":") and not value)):
-            value = word  # ${NAME:-word}, ${NAME-word}, ${NAME:=word}: the default when unset (or empty, with :)
-        return (value, match.end()) if value is not None else ("", index)
+            return word, match.end()  # ${NAME:-word}, ${NAME-word}, ${NAME:=word}: the default, as script text
+        return (_as_fields(value, quoted), match.end()) if value is not None else ("", index)
     if script.startswith("$(", index) and not quoted:
         end = _closing_parenthesis(script, index + 1)
         if end > 0:  # a command substitution or an unexpanded $(VAR): one word, as written
@@ -339,14 +386,24 @@ def _dollar(
     return "", index
 
 
-def _positional(name: str, parameters: list[str], quoted: bool) -> str:
-    """`$@`, `$*` or `$N` as the shell expands it, written for shlex ("$@": one quoted word per parameter)."""
-    chosen = parameters if name in ("@", "*") else parameters[int(name) - 1 : int(name)] if name != "0" else []
-    if quoted and name == "@":  # inside the double quotes the text already has
-        return '" "'.join(_in_double_quotes(p) for p in chosen)
-    if quoted:
-        return _in_double_quotes(" ".join(chosen))
-    return " ".join(shlex.quote(p) for p in chosen)
+def _positional(match: re.Match[str], parameters: list[str], quoted: bool) -> str:
+    """`$0`, `$@`, `$*`, `$N`, `${N}`, `${N:-word}` as the shell expands them from `parameters` ($0 first)."""
+    name, operator, word = match.group(1) or match.group(4), match.group(2), match.group(3)
+    if name in ("@", "*"):
+        chosen = parameters[1:]
+        if quoted and name == "@":  # one field per parameter; none at all when there are none
+            return '" "'.join(_in_double_quotes(p) for p in chosen) if chosen else _NO_FIELDS
+        return _as_fields(" ".join(chosen), quoted)
+    value = parameters[int(name)] if int(name) < len(parameters) else None
+    if operator is not None and (value is None or (operator.startswith(":") and not value)):
+        return word
+    return _as_fields(value or "", quoted)
+
+
+def _as_fields(value: str, quoted: bool) -> str:
+    """An expanded value written for shlex: inside double quotes as it is, unquoted split at blanks (field
+    splitting), each field quoted so that shlex reads no syntax into it."""
+    return _in_double_quotes(value) if quoted else " ".join(shlex.quote(field) for field in value.split())
 
 
 def _in_double_quotes(text: str) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import Any
 
 from ttftsim.errors import InputError
@@ -149,7 +150,7 @@ def _stack_lmcache(
             message = f"modelSpec {name}: lmcacheConfig.enablePD (prefill/decode disaggregation over NIXL) not modelled"
             notes.append(note(source, message, "warning"))
     cpu = str(lmcache.data.get("cpuOffloadingBufferSize", "")).strip()
-    if cpu.isdigit() and int(cpu) > 0:
+    if re.fullmatch(r"\d+(\.\d+)?", cpu) and int(float(cpu)) > 0:  # the chart's `gt (int ...) 0`, written as given
         env += [{"name": "LMCACHE_LOCAL_CPU", "value": "True"}, {"name": "LMCACHE_MAX_LOCAL_CPU_SIZE", "value": cpu}]
     if lmcache.has("diskOffloadingBufferSize"):
         env.append({"name": "LMCACHE_MAX_LOCAL_DISK_SIZE", "value": str(lmcache.data["diskOffloadingBufferSize"])})

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ttftsim.validate.container_command import container_words
+from ttftsim.validate.k8s_schema import SchemaFinding
+from ttftsim.validate.manifests import runs_vllm_server
 from ttftsim.validate.rendered import Documents, RenderedWorkload, note, workload
 from ttftsim.validate.yaml_fields import Fields
 
@@ -52,8 +55,31 @@ def _service(source: str, document: dict[str, Any]) -> RenderedWorkload:
         notes.append(note(source, message, "warning"))
         replicas = 1
     pod = dict(template.mapping("spec").data)
-    pod["containers"] = [_user_container(c) for c in template.mapping("spec").items("containers")]
+    containers = template.mapping("spec").items("containers")
+    for container in containers:
+        if _unreached(container):
+            message = (
+                f"Knative Service/{name}: the vLLM container declares no port, so Knative sends requests and its "
+                f"readiness probe to {KNATIVE_PORT}, while vLLM listens on 8000: the revision never becomes ready"
+            )
+            notes.append(SchemaFinding("error", "probes", f"{source}: {message}", PORT_FIX))
+    pod["containers"] = [_user_container(c) for c in containers]
     return RenderedWorkload(source, workload("Deployment", f"{revision}-deployment", replicas, pod), tuple(notes))
+
+
+PORT_FIX = "declare ports: [{containerPort: 8000}] (or serve on --port 8080)"
+
+
+def _unreached(container: Any) -> bool:
+    """A vLLM container (its command, or vLLM's image entrypoint) with no declared port and no --port of its own:
+    vLLM listens on 8000, Knative's user port is then 8080."""
+    if not isinstance(container, dict) or container.get("ports") or not runs_vllm_server(container):
+        return False
+    try:
+        words = container_words(container)
+    except ValueError:  # an unbalanced quote: the reader of the command says so
+        return False
+    return not any(w == "--port" or w.startswith("--port=") for w in words)
 
 
 def _user_container(container: Any) -> Any:

@@ -130,17 +130,21 @@ def _inference_service(
         pod["containers"] = [container]
     else:
         return None  # k8s_schema's unsupported-kind finding names it
-    pod["containers"] = [_default_readiness(c) for c in pod["containers"]]
+    pod["containers"] = [_default_readiness(c, i, len(pod["containers"])) for i, c in enumerate(pod["containers"])]
     return RenderedWorkload(source, workload("Deployment", f"{name}-predictor", replicas, pod), tuple(notes))
 
 
-def _default_readiness(container: Any) -> Any:
-    """KServe's default readiness probe for the predictor container that sets none: TCP on its first port (else
-    8080), every 10 s, 3 failures (pkg/controller/v1beta1/inferenceservice/reconcilers/deployment/
-    deployment_reconciler.go setDefaultPodSpec; Knative gives a serverless predictor a TCP probe likewise). vLLM
-    listens only once the engine is up, so the probe holds traffic back while the model loads."""
+def _default_readiness(container: Any, index: int, count: int) -> Any:
+    """KServe's default readiness probe for the predictor container (`kserve-container`; of a custom predictor the
+    first container when it is alone or unnamed, which KServe names so: CustomPredictor.Default) that sets none:
+    TCP on its first port (else 8080), every 10 s, 3 failures (pkg/controller/v1beta1/inferenceservice/
+    reconcilers/deployment/deployment_reconciler.go setDefaultPodSpec; Knative gives a serverless predictor a TCP
+    probe likewise). vLLM listens only once the engine is up, so the probe holds traffic back while it loads."""
     if not isinstance(container, dict) or container.get("readinessProbe"):
         return container
+    named = container.get("name") == "kserve-container"
+    if not (named or (index == 0 and (count == 1 or not container.get("name")))):
+        return container  # a sidecar of a custom predictor: KServe gives it nothing
     ports = [p for p in container.get("ports") or [] if isinstance(p, dict) and "containerPort" in p]
     port = ports[0]["containerPort"] if ports else KSERVE_PORT
     return container | {"readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 10, "failureThreshold": 3}}
@@ -283,7 +287,7 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
     words = ["vllm", "serve", model_id, "--port", "8000"]
     words += ["--tensor-parallel-size", str(tensor)] if parallelism.has("tensor") else []
     words += ["--pipeline-parallel-size", str(parallelism.count("pipeline", 1))] if parallelism.has("pipeline") else []
-    container = LLMISVC_CONTAINER | dict(main.data)
+    container = _merged_template(dict(main.data))
     container |= {"name": "main", "command": words + extra_words + main.words("args"), "args": []}
     container["image"] = main.text("image", "ghcr.io/llm-d/llm-d-cuda:v0.9.0")  # the template's image
     # the template's shell expands VLLM_ADDITIONAL_ARGS into the command line (read above): not vLLM's variable
@@ -298,6 +302,17 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
         if spec.has(part):
             notes.append(note(source, f"LLMInferenceService/{name}: {what} not modelled", "warning"))
     return RenderedWorkload(source, made, tuple(notes))
+
+
+def _merged_template(main: dict[str, Any]) -> dict[str, Any]:
+    """The template's `main` container with the user's over it as KServe merges them (a strategic merge,
+    pkg/controller/v1alpha2/llmisvc/config_merge.go): a probe field by field, ports by containerPort."""
+    merged = LLMISVC_CONTAINER | main
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        if isinstance(main.get(probe), dict):
+            merged[probe] = LLMISVC_CONTAINER[probe] | main[probe]
+    merged["ports"] = _added(LLMISVC_CONTAINER["ports"], list(main.get("ports") or []), "containerPort")
+    return merged
 
 
 def _added(defaults: list[dict[str, Any]], given: list[Any], key: str) -> list[Any]:

@@ -55,6 +55,9 @@ UNKNOWN_MODEL_ERRORS = ("unknown model", UNMODELLED_FORMAT)
 MAX_EXTRA_REPLICAS = 8
 SHARED_SUFFIX = "-SHARED"  # k8s-device-plugin sharing.timeSlicing.renameByDefault
 
+# label namespaces of the vendors' feature discovery: their GPU type labels are the profiles' (node_label_keys); the
+# rest (nvidia.com/gpu.present, .count, .family, .memory) do not pin a GPU type
+VENDOR_LABEL_PREFIXES = ("nvidia.com/", "amd.com/", "beta.amd.com/", "feature.node.kubernetes.io/")
 MIG = "nvidia.com/mig-"  # MIG slices' resources (nvidia.com/mig-3g.40gb, ...)
 MAX_GPUS_PER_REPLICA = 64  # a TP the fix may suggest (a 64-GPU NVL domain at most)
 
@@ -479,7 +482,13 @@ def _unknown_gpu_keys(serving: ServingWorkload) -> list[str]:
     for term in required.get("nodeSelectorTerms") or []:
         keys |= {str(e.get("key")) for e in term.get("matchExpressions") or [] if isinstance(e, dict)}
     known = set(node_label_keys())
-    return sorted(k for k in keys if k not in known and ("gpu" in k.lower() or "accelerator" in k.lower()))
+    return sorted(
+        k
+        for k in keys
+        if k not in known
+        and ("gpu" in k.lower() or "accelerator" in k.lower())
+        and not k.startswith(VENDOR_LABEL_PREFIXES)  # GPU Feature Discovery's presence, count, family, memory
+    )
 
 
 def gpu_label(serving: ServingWorkload) -> str | None:

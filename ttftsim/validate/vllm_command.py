@@ -106,12 +106,28 @@ _UNEXPANDED = re.compile(
 )
 
 
+def _without_fix(message: str) -> str:
+    """unknown_variable's message without its closing advice (a warning gives its own)."""
+    return re.split(r"[:;] give that", message, maxsplit=1)[0]
+
+
 def unknown_variable(text: str) -> str | None:
     """What to say when a value is still an environment variable's reference (None: it holds none)."""
+    if "$((" in text or "`" in text:
+        return (
+            "its value is computed by the shell ($((...)) arithmetic or a `command`), which ttftsim does not run: "
+            "write the value"
+        )
     match = _UNEXPANDED.search(text)
     if match is None:
         return None
     name = next(group for group in match.groups() if group)
+    if match.group(1):  # $(NAME): Kubernetes leaves an undefined one as written, then a shell runs it as a command
+        return (
+            f"its value is $({name}), which the container's environment does not define (a ConfigMap or Secret "
+            "that is not in the files, another valueFrom) and a shell would run as a command: not known here; give "
+            "that ConfigMap or Secret with --manifest, or write the value"
+        )
     return (
         f"its value is the variable {name}, whose value is not known here (from a ConfigMap or Secret that is not "
         "in the files, another valueFrom, a value the container's script computes, or not defined in the "
@@ -146,7 +162,7 @@ def read_vllm_container(
             command.findings.append(
                 CommandFinding(
                     "warning",
-                    f"{where}: {refusal.option}: {unknown.split(': give', 1)[0]}; ttftsim does not model this flag, "
+                    f"{where}: {refusal.option}: {_without_fix(unknown)}; ttftsim does not model this flag, "
                     "so the prediction does not depend on it, but whether vLLM accepts the value is not checked",
                     f"make sure {refusal.option} gets a valid value in the container",
                 )

@@ -21,12 +21,15 @@ send, the tool's own work per request in its one sending process, one send at a 
 consecutive sends of a burst, sends under 2 ms apart). vllm-bench runs every client as a coroutine of one asyncio
 process (vllm/benchmarks/serve.py): its 0.32 ms gap is that loop's work, a send. GuideLLM 0.8.1 runs one worker
 process per stream (scheduler/strategies.py ConcurrentStrategy.processes_limit = streams, at most
-settings.max_worker_processes = 10, scheduler/worker_group.py): each stream waits 10.6 ms on its own. aiperf 0.13
-hands each client a credit from its timing manager to a worker process over ZMQ (timing/, workers/; one worker on
-a 2-core host, workers/worker_manager.py: max(1, int(cpu_count x factor) - 1)): 7.0 ms of credit round trip per
-client, and its worker sends a burst of credits 0.25 ms apart (the device-core runs of serve_runs/, 0.21-0.35
-ms). Until 2026-12-04 every tool's turnaround was charged as a send, one after another (c clients of GuideLLM
-or aiperf finishing together went out 10.6 or 7.0 ms apart); their records show bursts 0.2-2 ms apart.
+settings.max_worker_processes = 10, scheduler/worker_group.py; beyond 10 streams several share a process, still
+modelled side by side): each stream waits 10.6 ms on its own. aiperf 0.13 hands each client a credit from its
+timing manager to a worker process over ZMQ (timing/, workers/; one worker on a 2-core host,
+workers/worker_manager.py: max(1, int(cpu_count x factor) - 1), more on a larger host, each sending its own
+credits, where the one sending process modelled here is pessimistic by a quarter ms a client): 7.0 ms of credit
+round trip per client (the measured gap, the send included: 0.25 ms counted twice), and its worker sends a burst
+of credits 0.25 ms apart (the device-core runs of serve_runs/, 0.21-0.35 ms). Until 2026-12-04 every tool's
+turnaround was charged as a send, one after another (c clients of GuideLLM or aiperf finishing together went out
+10.6 or 7.0 ms apart); their records show bursts 0.2-2 ms apart.
 genai-perf was not run and takes aiperf's figures (its successor shares the design); inference-perf takes
 vllm-bench's (its open loop sends on its own timer, not after a response; run here open loop only,
 benchmarks/vllm_cpu/inference_perf_run.py). A scenario can set its own.
