@@ -857,3 +857,9 @@ def test_a_gpu_label_of_the_clusters_own_is_named_and_hardware_asked_for(tmp_pat
     result = run("validate", str(_edited(tmp_path, edit)), "--json")
     (finding,) = [f for f in json.loads(result.stdout)["findings"] if f["check"] == "gpu-affinity"]
     assert "no nodeSelector or required node affinity on a GPU type label" in finding["message"]
+
+
+def test_a_command_with_an_unbalanced_quote_names_its_container(tmp_path: Path) -> None:
+    edit = ("command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]", 'command: [sh, -c, "vllm serve \'m"]')
+    result = run("validate", str(_edited(tmp_path, edit)))
+    _assert_one_line_error(result, "containers.0.command", "container 'vllm'", "No closing quotation")

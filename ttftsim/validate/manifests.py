@@ -215,7 +215,9 @@ def _vllm_containers(
         try:
             words = container_words(container, stores)
         except ValueError as exc:  # shlex: an unbalanced quote
-            raise InputError(source, f"containers.{index}.command", f"cannot split the command ({exc})") from None
+            name = container.get("name", index) if isinstance(container, dict) else index
+            message = f"cannot split the command and args of container {name!r} as its shell would ({exc})"
+            raise InputError(source, f"containers.{index}.command", message) from None
         if _runs_vllm(container, words):
             _check_one_argument_each(source, index, container)
             found.append((index, container, words))
