@@ -20,7 +20,7 @@ from typing import Any
 from ttftsim.validate.container_command import container_words
 from ttftsim.validate.k8s_schema import SchemaFinding
 from ttftsim.validate.manifests import runs_vllm_server
-from ttftsim.validate.rendered import Documents, RenderedWorkload, note, workload
+from ttftsim.validate.rendered import Documents, RenderedWorkload, note, with_tcp_readiness, workload
 from ttftsim.validate.yaml_fields import Fields
 
 GROUP = "serving.knative.dev"
@@ -86,11 +86,6 @@ def _user_container(container: Any) -> Any:
     """The container with Knative's defaults: its port (8080 when none is declared) and a TCP readiness probe on it."""
     if not isinstance(container, dict):
         return container
-    ports = [p for p in container.get("ports") or [] if isinstance(p, dict) and "containerPort" in p]
-    made = dict(container)
-    if not ports:
-        made["ports"] = [{"containerPort": KNATIVE_PORT}]
-    port = ports[0]["containerPort"] if ports else KNATIVE_PORT
-    if not made.get("readinessProbe"):
-        made["readinessProbe"] = {"tcpSocket": {"port": port}, "periodSeconds": 10, "failureThreshold": 3}
-    return made
+    declared = any(isinstance(p, dict) and "containerPort" in p for p in container.get("ports") or [])
+    made = container if declared else container | {"ports": [{"containerPort": KNATIVE_PORT}]}
+    return with_tcp_readiness(made, KNATIVE_PORT)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ttftsim.errors import InputError
 from ttftsim.validate.k8s_schema import SchemaFinding
-from ttftsim.validate.rendered import Documents, RenderedWorkload, merge_resources, note, workload
+from ttftsim.validate.rendered import Documents, RenderedWorkload, merge_resources, note, with_tcp_readiness, workload
 from ttftsim.validate.yaml_fields import Fields
 
 
@@ -58,7 +58,7 @@ BUILTIN_RUNTIMES: dict[str, dict[str, Any]] = {
 }
 # What KServe's LLMInferenceService template gives the `main` container and the pod beside the command
 # (config/llmisvcconfig/config-llm-template.yaml): probes on vLLM's /health, the port, an in-memory /dev/shm.
-# The user's own template fields override them (a probe, the port), volumes and mounts add to them.
+# The user's own template fields merge into them as a strategic merge does (_merged_template, _added).
 _HEALTH = {"path": "/health", "port": 8000}
 LLMISVC_CONTAINER: dict[str, Any] = {
     "ports": [{"containerPort": 8000}],
@@ -140,14 +140,12 @@ def _default_readiness(container: Any, index: int, count: int) -> Any:
     TCP on its first port (else 8080), every 10 s, 3 failures (pkg/controller/v1beta1/inferenceservice/
     reconcilers/deployment/deployment_reconciler.go setDefaultPodSpec; Knative gives a serverless predictor a TCP
     probe likewise). vLLM listens only once the engine is up, so the probe holds traffic back while it loads."""
-    if not isinstance(container, dict) or container.get("readinessProbe"):
+    if not isinstance(container, dict):
         return container
     named = container.get("name") == "kserve-container"
     if not (named or (index == 0 and (count == 1 or not container.get("name")))):
         return container  # a sidecar of a custom predictor: KServe gives it nothing
-    ports = [p for p in container.get("ports") or [] if isinstance(p, dict) and "containerPort" in p]
-    port = ports[0]["containerPort"] if ports else KSERVE_PORT
-    return container | {"readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 10, "failureThreshold": 3}}
+    return with_tcp_readiness(container, KSERVE_PORT)
 
 
 def _model_container(
@@ -287,12 +285,11 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
     words = ["vllm", "serve", model_id, "--port", "8000"]
     words += ["--tensor-parallel-size", str(tensor)] if parallelism.has("tensor") else []
     words += ["--pipeline-parallel-size", str(parallelism.count("pipeline", 1))] if parallelism.has("pipeline") else []
-    container = _merged_template(dict(main.data))
+    container = _merged_template(dict(main.data) | {k: main.items(k) for k in ("ports", "volumeMounts")})
     container |= {"name": "main", "command": words + extra_words + main.words("args"), "args": []}
     container["image"] = main.text("image", "ghcr.io/llm-d/llm-d-cuda:v0.9.0")  # the template's image
     # the template's shell expands VLLM_ADDITIONAL_ARGS into the command line (read above): not vLLM's variable
     container["env"] = [e for e in env if e.get("name") != "VLLM_ADDITIONAL_ARGS"]
-    container["volumeMounts"] = _added(LLMISVC_CONTAINER["volumeMounts"], main.items("volumeMounts"), "mountPath")
     pod = {k: v for k, v in template.data.items() if k in ("nodeSelector", "affinity")}
     pod["volumes"] = _added(LLMISVC_VOLUMES, template.items("volumes"), "name")
     pod["containers"] = [container]
@@ -306,12 +303,16 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
 
 def _merged_template(main: dict[str, Any]) -> dict[str, Any]:
     """The template's `main` container with the user's over it as KServe merges them (a strategic merge,
-    pkg/controller/v1alpha2/llmisvc/config_merge.go): a probe field by field, ports by containerPort."""
+    pkg/controller/v1alpha2/llmisvc/config_merge.go): a probe field by field, ports by containerPort, mounts by
+    mountPath."""
     merged = LLMISVC_CONTAINER | main
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         if isinstance(main.get(probe), dict):
             merged[probe] = LLMISVC_CONTAINER[probe] | main[probe]
     merged["ports"] = _added(LLMISVC_CONTAINER["ports"], list(main.get("ports") or []), "containerPort")
+    merged["volumeMounts"] = _added(
+        LLMISVC_CONTAINER["volumeMounts"], list(main.get("volumeMounts") or []), "mountPath"
+    )
     return merged
 
 

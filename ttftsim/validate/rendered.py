@@ -65,6 +65,16 @@ def merge_resources(base: Fields, over: Fields) -> dict[str, Any]:
     return merged
 
 
+def with_tcp_readiness(container: dict[str, Any], default_port: int) -> dict[str, Any]:
+    """The container with the TCP readiness probe a controller defaults (KServe, Knative): on its first declared
+    port, else `default_port`, every 10 s, 3 failures; a container with its own probe as it is."""
+    if container.get("readinessProbe"):
+        return container
+    ports = [p for p in container.get("ports") or [] if isinstance(p, dict) and "containerPort" in p]
+    port = ports[0]["containerPort"] if ports else default_port
+    return container | {"readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 10, "failureThreshold": 3}}
+
+
 def workload(kind: str, name: str, replicas: int, pod_spec: dict[str, Any], group_size: int = 1) -> dict[str, Any]:
     """A Deployment, or a LeaderWorkerSet of `group_size` pods, running `pod_spec`."""
     template = {"spec": pod_spec}
