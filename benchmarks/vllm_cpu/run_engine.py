@@ -30,7 +30,8 @@ for key, value in (
 def make_engine(model: str, cfg: dict[str, Any]) -> Any:
     from vllm import EngineArgs, LLMEngine
 
-    args = EngineArgs(model=model, skip_tokenizer_init=True, dtype="bfloat16", seed=0, **cfg)
+    dtype = os.environ.get("TTFTSIM_SERVE_DTYPE", "bfloat16")  # serve_common.DTYPE
+    args = EngineArgs(model=model, skip_tokenizer_init=True, dtype=dtype, seed=0, **cfg)
     return LLMEngine.from_engine_args(args)
 
 

