@@ -255,11 +255,16 @@ def real_groups(workload: dict[str, Any]) -> list[int]:
 
 
 def simulated(
-    workload: dict[str, Any], cost: dict[str, float], deployment: Path, model: Path | None = None
+    workload: dict[str, Any],
+    cost: dict[str, float],
+    deployment: Path,
+    model: Path | None = None,
+    api: dict[str, float] | None = None,
 ) -> tuple[np.ndarray, list[int]]:
     """ttftsim's TTFTs of the workload and its prefill completions per step (the requests' first-token times:
-    a step sets them for all it completes), with the deployment's engine and API server, these step costs and
-    the served model's config.json (default: the deployment's)."""
+    a step sets them for all it completes), with the deployment's engine and API server, these step costs, the
+    served model's config.json (default: the deployment's) and API-server costs with the front end's latency
+    (`frontend_overhead_s` among them; default: the deployment's)."""
     import yaml
 
     from ttftsim.config.scenario import Scenario
@@ -273,6 +278,10 @@ def simulated(
     data["name"] = "closed loop trace"
     if model is not None:
         data["model"] = str(model)
+    if api is not None:
+        costs = dict(api)
+        data["engine"]["frontend_overhead_s"] = costs.pop("frontend_overhead_s")
+        data["engine"]["api_server"] = {**data["engine"]["api_server"], **costs}
     data["workload"] = {
         "type": "synthetic",
         "arrivals": {"type": "closed_loop", "clients": workload["clients"]},
@@ -294,13 +303,25 @@ def first_difference(real: list[int], predicted: list[int]) -> int | None:
     return None if len(real) == len(predicted) else min(len(real), len(predicted))
 
 
-def compare(record: dict[str, Any], microbench: Path | None, deployment: Path = DEPLOYMENT) -> dict[str, Any]:
+def host_api_costs(path: Path) -> dict[str, float]:
+    """An api_server_costs.py measurement as compare_serve.py reads it, with the front end's latency."""
+    import compare_serve as cs
+
+    cs.COSTS["api"] = path
+    api = cs.api_costs(zero=False)
+    return {**api, "frontend_overhead_s": cs.frontend_overhead_s(api)}
+
+
+def compare(
+    record: dict[str, Any], microbench: Path | None, deployment: Path = DEPLOYMENT, api_costs: Path | None = None
+) -> dict[str, Any]:
+    api = host_api_costs(api_costs) if api_costs is not None else None
     costs = {"the engine's steps": fit_trace_cost(record)}
     if microbench is not None:
         import compare_serve as cs
 
         costs["the microbenchmark"] = cs.step_cost(microbench)
-    result: dict[str, Any] = {"step_costs": costs, "workloads": {}}
+    result: dict[str, Any] = {"step_costs": costs, "api_costs": str(api_costs) if api_costs else None, "workloads": {}}
     folder = tempfile.TemporaryDirectory()
     model = None
     if "model_config" in record:
@@ -312,7 +333,7 @@ def compare(record: dict[str, Any], microbench: Path | None, deployment: Path = 
         row: dict[str, Any] = {"measured_ttft_p50_p90_p99": np.percentile(measured, [50, 90, 99]).tolist()}
         row["real_groups"] = real
         for label, cost in costs.items():
-            ttft, groups = simulated(workload, cost, deployment, model)
+            ttft, groups = simulated(workload, cost, deployment, model, api)
             row[label] = {
                 "ttft_p50_p90_p99": np.percentile(ttft, [50, 90, 99]).tolist(),
                 "groups": groups,
@@ -346,11 +367,12 @@ def main() -> int:
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--microbench", type=Path, default=None)
     ap.add_argument("--deployment", type=Path, default=DEPLOYMENT, help="engine and API-server costs (a scenario)")
+    ap.add_argument("--api-costs", type=Path, default=None, help="api_server_costs.py output of this host")
     ap.add_argument("--compare-only", action="store_true", help="re-compare a recorded trace (no vLLM needed)")
     args = ap.parse_args()
     out = OUT_DIR / f"closed-loop-trace-{args.tag}.json"
     record = json.loads(out.read_text()) if args.compare_only else measure(args.tag, args.workloads.split(","))
-    record["comparison"] = compare(record, args.microbench, args.deployment)
+    record["comparison"] = compare(record, args.microbench, args.deployment, args.api_costs)
     out.write_text(json.dumps(record, separators=(",", ":")))
     report(record["comparison"])
     print(f"\nwrote {out}")
