@@ -7,7 +7,9 @@ Recorded (2026-12-04, an AVX2-only AMD EPYC VM, nothing else running; float32, s
 bfloat16 some 10x slower without AVX-512): tag fp32-amd1 with the 27 M model (`--microbench
 benchmarks/vllm_cpu/microbench-fp32-amd1.json`) and small-fp32-amd1 with the 2-layer one
 (microbench-small-fp32-amd1.json), each microbenchmark taken first with compare_serve.py's measure_steps in
-the same layout.
+the same layout; both compared with `--api-costs benchmarks/vllm_cpu/api_server_costs-device-core-small-fp32-amd1.json`
+(api_server_costs.py on the same host, the small model). The deployment has the API server on the engine
+core's core (`engine.api_server_shares_core`), as this layout puts them.
 
 A closed loop whose requests all have one length is a test of the engine's dynamics, not only of its costs:
 requests that finish in the same step send again together and are prefilled together, so a round's grouping

@@ -124,6 +124,8 @@ def scenario(
                 "vllm_version": "0.32",
                 "num_gpu_blocks_override": 2730,
                 "api_server": api,
+                # device-core: the API server and the engine core share CPU 1 (serve_common.py)
+                "api_server_shares_core": DEVICE_CORE and any(api.values()),
                 "frontend_overhead_s": frontend_overhead_s(api) if any(api.values()) else 0.0,
             },
             "workload": workload,

@@ -15,7 +15,10 @@ from tests.factories import feed, make_engine, request
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import ApiServerCosts
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
+from ttftsim.errors import InputError
+from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.linear import LinearStepModel
+from ttftsim.replica import SharedCoreCost
 from ttftsim.simulate import simulate
 
 COSTS = ApiServerCostsS(per_request_s=0.001, per_output_token_s=0.0001)
@@ -198,3 +201,70 @@ def test_a_closed_loop_client_sends_again_when_it_has_read_the_response() -> Non
     # API server's delay and the 4 ms of hand-offs included (arrival + e2e)
     rows = _run(0.004, {"type": "closed_loop", "clients": 1}, 2)
     assert rows["arrival_s"][1] == pytest.approx(rows["arrival_s"][0] + rows["e2e_s"][0], abs=1e-12)
+
+
+# ---- the API server on the engine core's CPU core (engine.api_server_shares_core) ----
+
+SHARED_API = ApiServerCosts(per_request_s=0.0, per_prompt_token_s=0.0, per_output_token_s=0.0001, per_step_s=0.0005)
+
+
+def test_a_shared_core_adds_the_outputs_work_to_every_step() -> None:
+    inner = LinearStepModel(0.01, 0.001, 1e-6, 0.0, 0.0002)
+    shared = SharedCoreCost(inner, SHARED_API)
+    decode = BatchShape(num_decode_seqs=8, decode_kv_tokens=800, num_sampled=8)
+    # 8 sampled tokens: 0.5 ms for the batch + 8 x 0.1 ms
+    assert shared.time_s(decode) == pytest.approx(inner.time_s(decode) + 0.0013, abs=1e-15)
+    assert shared.idle_start_s(decode) == pytest.approx(inner.idle_start_s(decode) + 0.0013, abs=1e-15)
+    assert shared.decode_step_s(8)(800) == pytest.approx(shared.time_s(decode), abs=1e-15)
+    run = shared.decode_run_s(8, 800, 3)
+    assert run == pytest.approx(inner.decode_run_s(8, 800, 3) + 0.0013, abs=1e-15)
+    chunk = BatchShape(num_prefill_seqs=1, prefill_tokens=100, prefill_attn_pairs=5050, prefill_kv_tokens=100)
+    assert shared.time_s(chunk) == inner.time_s(chunk)  # a chunk that samples nothing hands the server nothing
+
+
+def _one_request(shares_core: bool) -> pd.Series:
+    scenario = Scenario.model_validate(
+        {
+            "model": "llama-2-7b",
+            "hardware": "CPU-host",
+            "engine": {
+                "api_server": SHARED_API.model_dump(),
+                "api_server_shares_core": shares_core,
+            },
+            "measured_step_cost": {"fixed_s": 0.01, "per_token_s": 0.0001, "source": "by hand"},
+            "workload": {
+                "type": "synthetic",
+                "arrivals": {"type": "poisson", "rate": 1.0},
+                "prompt_tokens": {"type": "fixed", "value": 100},
+                "output_tokens": {"type": "fixed", "value": 3},
+                "num_requests": 1,
+            },
+        }
+    )
+    return simulate(scenario, Path()).requests.iloc[0]
+
+
+def test_each_step_of_a_request_waits_for_the_servers_work_on_its_outputs() -> None:
+    alone, shared = _one_request(False), _one_request(True)
+    # three steps (the prefill and two decodes), each sampling one token: 0.5 + 0.1 ms more each
+    assert shared["e2e_s"] - alone["e2e_s"] == pytest.approx(3 * 0.0006, abs=1e-12)
+    assert shared["ttft_s"] - alone["ttft_s"] == pytest.approx(0.0006, abs=1e-12)
+
+
+def test_a_shared_core_with_pipeline_stages_is_refused() -> None:
+    scenario = Scenario.model_validate(
+        {
+            "model": "llama-2-7b",
+            "hardware": "H100-SXM5-80GB",
+            "engine": {"api_server_shares_core": True, "pipeline_parallel_size": 2},
+            "workload": {
+                "type": "synthetic",
+                "arrivals": {"type": "poisson", "rate": 1.0},
+                "prompt_tokens": {"type": "fixed", "value": 100},
+                "output_tokens": {"type": "fixed", "value": 3},
+                "num_requests": 1,
+            },
+        }
+    )
+    with pytest.raises(InputError, match="api_server_shares_core"):
+        simulate(scenario, Path())

@@ -224,6 +224,11 @@ class EngineArgs(StrictModel):
     api_server: ApiServerCosts | None = Field(
         default=None, description="API-server work per request and token (default: the version's measured costs)"
     )
+    api_server_shares_core: bool = Field(
+        default=False,
+        description="The API server and the engine core run on one CPU core (a pod or host with fewer cores than "
+        "its processes): each step also waits for the API server's work on its outputs (per step and per token)",
+    )
     calibration: str | None = Field(
         default=None,
         max_length=4096,
