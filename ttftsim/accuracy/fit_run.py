@@ -27,7 +27,7 @@ from ttftsim.config.deployment_calibration import (
 )
 from ttftsim.errors import InputError
 from ttftsim.perf.linear import LinearStepModel
-from ttftsim.replica import build_replica
+from ttftsim.replica import SharedCoreCost, build_replica
 
 
 def parse_factors(text: str) -> tuple[FactorName, ...]:
@@ -46,8 +46,9 @@ def min_host_overhead_s(case: Case, base: Path) -> tuple[str, float]:
     engine = case.scenario.engine.model_copy(update={"calibration": None})
     replica = build_replica(case.scenario.model_copy(update={"engine": engine}), base, case.name)
     deployment = replica.perf.deployment
-    if isinstance(replica.cost, LinearStepModel):
-        return deployment.hardware.name, replica.cost.fixed_s
+    cost = replica.cost.inner if isinstance(replica.cost, SharedCoreCost) else replica.cost
+    if isinstance(cost, LinearStepModel):
+        return deployment.hardware.name, cost.fixed_s
     host = [deployment.iteration_overhead_s, deployment.decode_graph_iteration_s]
     return deployment.hardware.name, min(value for value in host if value is not None)
 
