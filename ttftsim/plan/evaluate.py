@@ -126,6 +126,7 @@ NEW_ENGINE_DEFAULTS: dict[str, object] = {
     "performance_mode": "balanced",
     "max_num_queued_reqs": None,
     "max_num_queued_tokens": None,
+    "api_server_shares_core": False,
 }
 
 
