@@ -322,9 +322,12 @@ def host_api_costs(path: Path) -> dict[str, float]:
     """An api_server_costs.py measurement as compare_serve.py reads it, with the front end's latency."""
     import compare_serve as cs
 
-    cs.COSTS["api"] = path
-    api = cs.api_costs(zero=False)
-    return {**api, "frontend_overhead_s": cs.frontend_overhead_s(api)}
+    default, cs.COSTS["api"] = cs.COSTS["api"], path  # compare_serve reads the file it names there
+    try:
+        api = cs.api_costs(zero=False)
+        return {**api, "frontend_overhead_s": cs.frontend_overhead_s(api)}
+    finally:
+        cs.COSTS["api"] = default
 
 
 def compare(
