@@ -207,6 +207,7 @@ def render_accuracy(console: Console, results: list[StageResult], summary: dict[
     for r in results:
         tpot = "tpot_p50" if "tpot_p50" in r.measured else "tpot_mean"
         flag = ("yes" if r.measured_overloaded else "no") + "/" + ("yes" if r.predicted_overloaded else "no")
+        flag += " client-bound" if r.measured_client_bound else ""
         table.add_row(
             r.case, r.stage, *(_pair(r, k) for k in ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", tpot)), flag
         )
@@ -226,6 +227,10 @@ def render_accuracy(console: Console, results: list[StageResult], summary: dict[
         f"overloaded stages predicted overloaded: {summary['overloaded_predicted_overloaded']}"
         f"/{summary['overloaded_stages']}; false overloads: {summary['false_overload']}"
     )
+    if summary.get("client_bound_stages"):
+        console.print(
+            f"client-bound stages (shown, not in the medians; the notes say why): {summary['client_bound_stages']}"
+        )
     agreement = ", ".join(f"{k} {v['agree']}/{v['stages']}" for k, v in summary["p99_slo_agreement"].items())
     console.print(f"P99 TTFT on the same side of the SLO: {agreement}")
 

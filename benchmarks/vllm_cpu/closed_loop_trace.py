@@ -38,8 +38,8 @@ terms apart; the sums it predicts are what count), and since the traced duration
 server's turns on the core, these costs are simulated without engine.api_server_shares_core.
 `--microbench FILE` (compare_serve.py's step
 microbenchmark of the same model and dtype, an independent measurement) predicts with its costs as well: the
-prediction proper. closed-spread-c8's lengths are drawn by ttftsim, not the run's own, so its sequence is not
-expected to match. Output:
+prediction proper. closed-spread-c8's and closed-c8's lengths are drawn by ttftsim, not the run's own (its TTFTs
+pooled over three seeds, the sequence of the first), so their sequences are not expected to match. Output:
 serve_runs/closed-loop-trace-<tag>.json (the server, the engine's steps and the client's requests per
 workload, and the comparison).
 """
@@ -123,11 +123,12 @@ if _dir:
     sys.meta_path.insert(0, _Finder())
 """
 
-# name: (clients, requests, prompt tokens, output tokens or an inclusive range)
-WORKLOADS: dict[str, tuple[int, int, int, int | tuple[int, int]]] = {
+# name: (clients, requests, prompt tokens, output tokens), each a count or an inclusive range drawn uniformly
+WORKLOADS: dict[str, tuple[int, int, int | tuple[int, int], int | tuple[int, int]]] = {
     "closed-fixed-c8": (8, 160, 256, 32),
     "closed-fixed-c4": (4, 80, 256, 32),
     "closed-spread-c8": (8, 160, 256, (16, 48)),
+    "closed-c8": (8, 100, (64, 512), 32),  # serve_bench.py's closed-c8 (vllm bench), the twelve workloads' own
 }
 OUT_DIR = HERE / "serve_runs"
 # the CPU server as a ttftsim deployment: its engine arguments and API-server costs (compare_serve.py's)
@@ -191,8 +192,9 @@ def measure(tag: str, names: list[str]) -> dict[str, Any]:
             for index, name in enumerate(names):
                 clients, n, prompt, out = WORKLOADS[name]
                 spread = out if isinstance(out, tuple) else None
+                low, high = prompt if isinstance(prompt, tuple) else (prompt, prompt)
                 ds = sb.DATA / f"{tag}-{name}-vb.jsonl"
-                sb.write_prompts(ds, 1000 + index, n, prompt, prompt, out if spread is None else 0, out_range=spread)
+                sb.write_prompts(ds, 1000 + index, n, low, high, out if spread is None else 0, out_range=spread)
                 cmd, raw = sb.vllm_bench(
                     server, f"{tag}-{name}-vb", ds, n, math.inf, ["--max-concurrency", str(clients)]
                 )
@@ -204,7 +206,7 @@ def measure(tag: str, names: list[str]) -> dict[str, Any]:
                 print(f"{name}: rc {status['rc']}, {len(trace['steps'])} steps", flush=True)
                 record["workloads"][name] = {
                     "clients": clients,
-                    "prompt_tokens": prompt,
+                    "prompt_tokens": list(prompt) if isinstance(prompt, tuple) else prompt,
                     "output_tokens": list(spread) if spread else out,
                     "command": cmd,
                     "client_rc": status["rc"],
@@ -283,10 +285,11 @@ def simulated(
     from ttftsim.config.scenario import Scenario
     from ttftsim.simulate import simulate
 
-    out = workload["output_tokens"]
-    asked = (
-        {"type": "uniform", "low": out[0], "high": out[1]} if isinstance(out, list) else {"type": "fixed", "value": out}
-    )
+    def lengths(value: int | list[int]) -> dict[str, Any]:
+        if isinstance(value, list):
+            return {"type": "uniform", "low": value[0], "high": value[1]}
+        return {"type": "fixed", "value": value}
+
     data = yaml.safe_load(deployment.read_text())
     data["name"] = "closed loop trace"
     if model is not None:
@@ -300,15 +303,17 @@ def simulated(
     data["workload"] = {
         "type": "synthetic",
         "arrivals": {"type": "closed_loop", "clients": workload["clients"]},
-        "prompt_tokens": {"type": "fixed", "value": workload["prompt_tokens"]},
-        "output_tokens": asked,
+        "prompt_tokens": lengths(workload["prompt_tokens"]),
+        "output_tokens": lengths(workload["output_tokens"]),
         "num_requests": len(workload["requests"]),
     }
     data["client"] = {"tool": "vllm-bench", "dataset_entries": "unique"}
     data["measured_step_cost"] = {k: cost[k] for k in COST_TERMS} | {"source": "closed_loop_trace.py"}
-    frame = simulate(Scenario.model_validate(data), deployment.parent, seed=0).requests
-    groups = frame["first_token_s"].dropna().round(9).value_counts().sort_index().tolist()
-    return frame["ttft_s"].dropna().to_numpy(), groups
+    drawn = any(isinstance(workload[k], list) for k in ("prompt_tokens", "output_tokens"))
+    scenario = Scenario.model_validate(data)
+    frames = [simulate(scenario, deployment.parent, seed=seed).requests for seed in range(3 if drawn else 1)]
+    groups = frames[0]["first_token_s"].dropna().round(9).value_counts().sort_index().tolist()
+    return np.concatenate([frame["ttft_s"].dropna().to_numpy() for frame in frames]), groups
 
 
 def first_difference(real: list[int], predicted: list[int]) -> int | None:

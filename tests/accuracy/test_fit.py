@@ -352,6 +352,21 @@ def test_overloaded_runs_are_left_out_with_a_note(tmp_path: Path) -> None:
     assert min_overhead == STEP["fixed_s"]
 
 
+def test_client_bound_runs_are_left_out_with_a_note_and_not_fitted_to(tmp_path: Path) -> None:
+    cases = [measured_case(rate, Factors(), tmp_path) for rate in (2.0, 8.0)]
+    late = replace(cases[1].stages[0], late_first_tokens=3, multi_token_requests=40)  # 7.5 %: client-bound
+    bound = replace(cases[1], name="late reads", stages=[late])
+    kept, notes, _, _ = fitted_cases([*cases, bound], Path())
+    assert [case.name for case in kept] == ["2 req/s", "8 req/s"]
+    assert notes == [
+        "late reads: left out (client-bound: the client timed 3 of 40 first tokens with the request's last (it read "
+        "its streams only after they ended: its TTFTs are its own pauses; shown, not in the error medians))"
+    ]
+    result = StageResult("run", "s", {"ttft_p50": 0.1}, {"ttft_p50": 0.3}, False, False, {}, True)
+    assert residuals_of([result]).tolist() == []  # a client-bound stage's ratios are not fitted to
+    assert residuals_of([replace(result, measured_client_bound=False)]).tolist() == pytest.approx([np.log(3.0)])
+
+
 def test_the_overheads_bound_is_the_uncalibrated_host_time(tmp_path: Path) -> None:
     """Each trial of the fit replaces a calibration the deployment names, so the overhead's lower bound is the
     host time without it (6 ms, not 6 + 4): a trial near the bound takes no host time below zero (no warning)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,19 @@ def _result(overlaps: dict[str, bool | None], overloaded: bool = False) -> Stage
     unit = Interval(0.0, 1.0, 0.95, "")
     intervals = {k: MetricInterval(unit, unit, v) for k, v in overlaps.items()}
     return StageResult("case", "s", measured, measured, overloaded, overloaded, intervals)
+
+
+def test_client_bound_stages_are_counted_and_left_out_of_the_medians_and_the_slo_sides() -> None:
+    right = StageResult("a", "s", {"ttft_p50": 0.1, "ttft_p99": 0.2}, {"ttft_p50": 0.11, "ttft_p99": 0.2}, False, False)
+    bound = StageResult("b", "s", {"ttft_p50": 0.3, "ttft_p99": 2.0}, {"ttft_p50": 0.1, "ttft_p99": 0.2}, False, False)
+    bound = replace(bound, measured_client_bound=True)
+    summary = summarize([right, bound])
+    assert summary["metrics"]["ttft_p50"]["stages"] == 1
+    assert summary["metrics"]["ttft_p50"]["median_ape"] == pytest.approx(0.1)  # the client-bound 67 % is not in it
+    assert summary["client_bound_stages"] == 1 and summary["overloaded_stages"] == 0
+    assert summary["p99_slo_agreement"]["1s"] == {"agree": 1, "stages": 1}  # its measured 2 s P99 is the client's
+    unbound = summarize([right, replace(bound, measured_client_bound=False)])
+    assert unbound["metrics"]["ttft_p50"]["stages"] == 2 and unbound["client_bound_stages"] == 0
 
 
 def test_summary_counts_overlapping_stages_per_percentile() -> None:

@@ -15,7 +15,7 @@ from tests.accuracy.test_report_errors import with_workload
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.accuracy.reports import measured_cases
 from ttftsim.accuracy.reports.detect import read_report
-from ttftsim.accuracy.reports.measured import Load
+from ttftsim.accuracy.reports.measured import Load, late_first_tokens
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 DEPLOYMENT = REPORTS / "cpu-server.yaml"
@@ -232,6 +232,42 @@ def test_accuracy_command_on_a_report() -> None:
     assert stage["case"] == "poisson-2rps-detailed" and stage["stage"] == "2 req/s"
     assert stage["measured"]["ttft_p50"] == pytest.approx(39.9282594999022 * MS, rel=1e-12)
     assert set(stage["predicted"]) >= {"ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50"}
+
+
+def test_first_tokens_timed_with_the_last_are_late_reads() -> None:
+    ttft, e2e = [0.1, 0.2, 0.3, 0.05, 0.4], [0.1009, 0.2, 0.5, 0.05, 0.4011]
+    # 0.9 ms and 0 after the first token: read with the last; 200 ms, 1.1 ms: streamed; one token: no decode step
+    assert late_first_tokens(ttft, e2e, [10, 2, 10, 1, 3]) == (2, 4)
+
+
+def _late_reads(tmp_path: Path, late: int) -> Path:
+    """The real vllm bench report with `late` of its requests' first tokens moved to their last."""
+    data = json.loads((REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json").read_text())
+    for i in range(late):
+        data["ttfts"][i] = data["latencies"][i]
+    path = tmp_path / f"late-{late}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_client_that_timed_one_first_token_in_twenty_with_the_last_is_client_bound(tmp_path: Path) -> None:
+    (run_,) = read_report(_late_reads(tmp_path, 1)).runs
+    assert (run_.truth.late_first_tokens, run_.truth.multi_token_requests) == (1, 30)
+    assert not run_.truth.client_bound  # 3.3 %
+    (run_,) = read_report(_late_reads(tmp_path, 2)).runs
+    assert run_.truth.late_first_tokens == 2 and run_.truth.client_bound  # 6.7 %
+    result = run("accuracy", str(tmp_path / "late-2.json"), "--deployment", str(DEPLOYMENT), "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    (stage,) = payload["stages"]
+    assert stage["measured_client_bound"] is True and stage["predicted"]["ttft_p50"] > 0  # shown, with its errors
+    assert payload["summary"]["client_bound_stages"] == 1 and payload["summary"]["metrics"] == {}
+    assert payload["notes"] == [
+        "late-2: client-bound: the client timed 2 of 30 first tokens with the request's last (it read its streams "
+        "only after they ended: its TTFTs are its own pauses; shown, not in the error medians)"
+    ]
+    text = run("accuracy", str(tmp_path / "late-2.json"), "--deployment", str(DEPLOYMENT))
+    assert "client-bound stages (shown, not in the medians; the notes say why): 1" in text.stdout
 
 
 def test_the_device_core_server_is_a_deployment_with_its_own_costs() -> None:

@@ -149,10 +149,10 @@ class Evaluator:
 
 
 def fitted_ratios(results: Sequence[StageResult]) -> Iterator[tuple[str, float]]:
-    """(run, predicted / measured) per fitted metric (metrics_of) of every stage not measured as overloaded,
+    """(run, predicted / measured) per fitted metric (metrics_of) of every scored stage (StageResult.scored),
     clipped to [1 / RATIO_CLIP, RATIO_CLIP]: an overloaded (infinite) prediction is RATIO_CLIP."""
     for result in results:
-        if result.measured_overloaded:
+        if not result.scored:
             continue
         for metric in metrics_of(result):
             measured, predicted = result.measured.get(metric), result.predicted.get(metric)
@@ -163,7 +163,7 @@ def fitted_ratios(results: Sequence[StageResult]) -> Iterator[tuple[str, float]]
 
 
 def residuals_of(results: Sequence[StageResult]) -> NDArray[np.float64]:
-    """log(predicted / measured) per fitted metric of every stage not measured as overloaded."""
+    """log(predicted / measured) per fitted metric of every scored stage."""
     return np.asarray([math.log(ratio) for _, ratio in fitted_ratios(results)], dtype=np.float64)
 
 
@@ -255,10 +255,10 @@ def fit(
 
 
 def median_errors(results: Sequence[StageResult], metrics: Sequence[str] = FIT_METRICS) -> dict[str, float]:
-    """Median absolute percentage error per metric over the stages not measured as overloaded."""
+    """Median absolute percentage error per metric over the scored stages (neither overloaded nor client-bound)."""
     errors: dict[str, list[float]] = {}
     for result in results:
-        if result.measured_overloaded:
+        if not result.scored:
             continue
         for metric, error in result.errors().items():
             if metric in metrics:

@@ -61,6 +61,7 @@ class StageRecord(_Record):
     fold: int | None = Field(ge=1)  # the fold that held the run out; None without cross-validation
     measured: dict[str, float]
     measured_overloaded: bool
+    measured_client_bound: bool = False  # the client timed its first tokens with the last (not fitted to)
     unfitted: Prediction
     in_sample: Prediction
     cross_validated: Prediction | None
@@ -110,6 +111,7 @@ def fit_record(result: FitResult, runs: list[str], calibration: DeploymentCalibr
             fold=fold_of.get(position),
             measured=in_sample.measured,
             measured_overloaded=in_sample.measured_overloaded,
+            measured_client_bound=in_sample.measured_client_bound,
             unfitted=_prediction(unfitted),
             in_sample=_prediction(in_sample),
             cross_validated=_prediction(held_out) if cross_validated else None,

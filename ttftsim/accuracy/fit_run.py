@@ -13,7 +13,7 @@ from pathlib import Path
 from ttftsim.accuracy.fit import Evaluator, FitResult, Problem, fit, median_errors
 from ttftsim.accuracy.fit_checks import SOURCE, check_effects, check_runs
 from ttftsim.accuracy.fit_select import select
-from ttftsim.accuracy.ground_truth import Case
+from ttftsim.accuracy.ground_truth import Case, client_bound_note
 from ttftsim.accuracy.harness import OVERLOAD_TTFT_S
 from ttftsim.accuracy.reports import measured_cases
 from ttftsim.accuracy.reports.detect import is_metrics_snapshot
@@ -148,6 +148,8 @@ def fitted_cases(cases: list[Case], base: Path) -> tuple[list[Case], list[str], 
             stage.num_failed > 0 or stage.measured.get("ttft_p50", 0.0) > OVERLOAD_TTFT_S for stage in case.stages
         ):
             notes.append(f"{case.name}: left out (measured overloaded: requests failed or median TTFT over 10 s)")
+        elif all(stage.client_bound for stage in case.stages):
+            notes.append(f"{case.name}: left out ({client_bound_note(case.stages)})")
         else:
             kept.append(case)
     check_runs(kept, 1)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -80,6 +80,9 @@ BENCH_RUN_2026 = ClosedLoopHarness(warmup_per_client=2, measured_per_client=20, 
 # 2025-12-05 (its silicon_data_source field), when the releases were 0.11-0.12: one batch in flight, async
 # scheduling opt-in (config/engine_versions.yaml). The shared closed-loop points are such rows (2025-10-29).
 UNVERSIONED_VLLM = "0.11"
+# A measured stage whose client timed one first token in twenty (or more) with the request's last is its
+# client's as much as the server's (StageTruth.client_bound): at that share the late ones hold the P95 and up.
+CLIENT_BOUND_SHARE = 0.05
 # What the open-loop runs had that is not simulated, and what that changes (docs/engine-semantics.md 7).
 OPEN_LOOP_NOTES = (
     "the open-loop runs had an 8 GiB CPU KV-offload connector (../shared/validation/README.md), simulated as "
@@ -102,6 +105,19 @@ class StageTruth:
     ttft_levels_s: dict[float, float] = field(default_factory=dict)  # reported TTFT percentiles: level -> s
     num_succeeded: int = 0  # requests behind the reported percentiles (0: unknown)
     ttft_values_s: tuple[float, ...] = ()  # each successful request's TTFT, where the report lists them
+    # Requests of two or more output tokens whose first token the client timed with their last (reports with
+    # per-request values; 0 where unknown): the server streams each token as a step makes it (the first from
+    # the prefill, the rest from later decode steps), so these are a client that did not read its stream
+    # until it had ended (or an API server a whole decode behind, which merges what a stream has not taken);
+    # its TTFT for them is its own pause (accuracy/reports/measured.py, docs/engine-semantics.md 4).
+    late_first_tokens: int = 0
+    multi_token_requests: int = 0  # the requests of two or more output tokens that late_first_tokens is out of
+
+    @property
+    def client_bound(self) -> bool:
+        """Whether the client timed at least CLIENT_BOUND_SHARE of its first tokens with the last: its TTFTs
+        measure its own pauses as much as the server (left out of the error medians, with a note)."""
+        return self.late_first_tokens > 0 and self.late_first_tokens >= CLIENT_BOUND_SHARE * self.multi_token_requests
 
 
 @dataclass(frozen=True)
@@ -271,10 +287,24 @@ def with_kernel_costs(cases: list[Case], kernel_costs: KernelCosts) -> list[Case
     return [replace(case, scenario=case.scenario.model_copy(update=update)) for case in cases]
 
 
+def client_bound_note(stages: Sequence[StageTruth]) -> str:
+    """Why stages are client-bound, in words with their counts."""
+    late = sum(stage.late_first_tokens for stage in stages)
+    multi = sum(stage.multi_token_requests for stage in stages)
+    return (
+        f"client-bound: the client timed {late} of {multi} first tokens with the request's last (it read its "
+        "streams only after they ended: its TTFTs are its own pauses; shown, not in the error medians)"
+    )
+
+
 def case_notes(cases: list[Case], kernel_costs: KernelCosts = "auto") -> list[str]:
-    """Each distinct note of the cases, once, in order; and the runs that a --kernel-costs choice leaves
-    unchanged (a measured step cost replaces the kernel costs)."""
+    """Each distinct note of the cases, once, in order; each run with client-bound stages; and the runs that a
+    --kernel-costs choice leaves unchanged (a measured step cost replaces the kernel costs)."""
     notes = list(dict.fromkeys(note for case in cases for note in case.notes))
+    for case in cases:
+        if bound := [stage for stage in case.stages if stage.client_bound]:
+            where = case.name if len(case.stages) == 1 else f"{case.name} ({', '.join(s.label for s in bound)})"
+            notes.append(f"{where}: {client_bound_note(bound)}")
     measured = [case.name for case in cases if case.scenario.measured_step_cost is not None]
     if kernel_costs != "auto" and measured:
         notes.append(

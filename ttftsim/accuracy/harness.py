@@ -78,6 +78,14 @@ class StageResult:
     measured_overloaded: bool
     predicted_overloaded: bool
     intervals: dict[str, MetricInterval] = field(default_factory=dict)
+    # the client timed CLIENT_BOUND_SHARE or more of its first tokens with the last (StageTruth.client_bound):
+    # shown, left out of the error medians
+    measured_client_bound: bool = False
+
+    @property
+    def scored(self) -> bool:
+        """Whether the stage counts in the error medians: neither measured overloaded nor client-bound."""
+        return not (self.measured_overloaded or self.measured_client_bound)
 
     def errors(self) -> dict[str, float]:
         """Absolute percentage error per metric both sides have."""
@@ -211,7 +219,16 @@ def run_case(case: Case, base: Path = Path(), max_seeds: int = NUM_SEEDS_RANDOM)
         measured_over = stage.num_failed > 0 or typical > OVERLOAD_TTFT_S
         predicted_over = predicted.get("aborted_fraction", 0.0) > 0 or predicted["ttft_mean"] > OVERLOAD_TTFT_S
         results.append(
-            StageResult(case.name, stage.label, stage.measured, predicted, measured_over, predicted_over, intervals)
+            StageResult(
+                case.name,
+                stage.label,
+                stage.measured,
+                predicted,
+                measured_over,
+                predicted_over,
+                intervals,
+                stage.client_bound,
+            )
         )
     return results
 
@@ -289,9 +306,10 @@ def metrics_by_kernel_costs(cases: list[Case], base: Path = Path()) -> dict[str,
 
 
 def summarize(results: list[StageResult]) -> dict[str, Any]:
-    """Median and P90 absolute percentage error per metric over non-overloaded stages, overload
-    detection, and SLO-side agreement of P99 TTFT."""
-    normal = [r for r in results if not r.measured_overloaded]
+    """Median and P90 absolute percentage error per metric over the scored stages (neither overloaded nor
+    client-bound), overload detection, and SLO-side agreement of P99 TTFT (client-bound stages left out: their
+    P99 is the client's)."""
+    normal = [r for r in results if r.scored]
     metrics = sorted({k for r in normal for k in r.errors()})
     per_metric = {}
     for metric in metrics:
@@ -305,7 +323,11 @@ def summarize(results: list[StageResult]) -> dict[str, Any]:
     overloaded = [r for r in results if r.measured_overloaded]
     slo = {}
     for bound in SLOS_S:
-        pairs = [(r.measured["ttft_p99"], r.predicted["ttft_p99"]) for r in results if "ttft_p99" in r.measured]
+        pairs = [
+            (r.measured["ttft_p99"], r.predicted["ttft_p99"])
+            for r in results
+            if "ttft_p99" in r.measured and not r.measured_client_bound
+        ]
         agree = sum((m <= bound) == (p <= bound) for m, p in pairs)
         slo[f"{bound:g}s"] = {"agree": agree, "stages": len(pairs)}
     return {
@@ -314,6 +336,7 @@ def summarize(results: list[StageResult]) -> dict[str, Any]:
         "overloaded_stages": len(overloaded),
         "overloaded_predicted_overloaded": sum(r.predicted_overloaded for r in overloaded),
         "false_overload": sum(r.predicted_overloaded for r in normal),
+        "client_bound_stages": sum(r.measured_client_bound for r in results),
         "metrics": per_metric,
         "p99_slo_agreement": slo,
     }

@@ -98,10 +98,20 @@ def tpot_values(ttft_s: Sequence[float], e2e_s: Sequence[float], output_tokens: 
     return [(e - t) / (n - 1) for t, e, n in zip(ttft_s, e2e_s, output_tokens, strict=True) if n > 1]
 
 
+LATE_READ_S = 0.001  # a first token timed within 1 ms of the last: read with it (no decode step is that short)
+
+
+def late_first_tokens(ttft_s: Sequence[float], e2e_s: Sequence[float], output_tokens: Sequence[int]) -> tuple[int, int]:
+    """(requests whose first token the client timed with their last, requests of two or more output tokens):
+    of the latter, those whose end-to-end latency exceeds their TTFT by less than LATE_READ_S."""
+    multi = [(t, e) for t, e, n in zip(ttft_s, e2e_s, output_tokens, strict=True) if n > 1]
+    return sum(e - t < LATE_READ_S for t, e in multi), len(multi)
+
+
 def truth_from_requests(
     label: str, ttft_s: Sequence[float], e2e_s: Sequence[float], output_tokens: Sequence[int], num_failed: int
 ) -> StageTruth:
-    """Mean and percentiles of the successful requests' own values."""
+    """Mean and percentiles of the successful requests' own values, and the first tokens timed with the last."""
     ttft = np.asarray(ttft_s, dtype=np.float64)
     measured: dict[str, float] = {}
     if len(ttft):
@@ -112,8 +122,18 @@ def truth_from_requests(
     if tpot:
         measured["tpot_p50"] = float(np.median(tpot))
         measured["tpot_mean"] = float(np.mean(tpot))
+    late, multi = late_first_tokens(ttft_s, e2e_s, output_tokens)
     return StageTruth(
-        label, 0.0, float("inf"), measured, num_failed, levels_of(ttft_s), len(ttft), tuple(float(t) for t in ttft)
+        label,
+        0.0,
+        float("inf"),
+        measured,
+        num_failed,
+        levels_of(ttft_s),
+        len(ttft),
+        tuple(float(t) for t in ttft),
+        late,
+        multi,
     )
 
 
