@@ -28,6 +28,7 @@ SERVE_RESULTS = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare.js
 SERVE_DEVICE_CORE = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core.json"
 SERVE_OTHER_MACHINE = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core-run10.json"
 SERVE_COLD = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core-cold.json"
+SERVE_THIS_HOST = Path(__file__).resolve().parent / "vllm_cpu" / "serve_compare-device-core-run14.json"
 GC_PAUSES = Path(__file__).resolve().parent / "vllm_cpu" / "gc_pauses-device-core.json"
 SILICON_CHECK = Path(__file__).resolve().parent / "silicon_sample_check.json"
 IPERF_RUN = Path(__file__).resolve().parent / "vllm_cpu" / "serve_runs" / "shared-prefix-inferenceperf" / "run13"
@@ -165,6 +166,7 @@ def _serve_section() -> list[str]:
     if SERVE_DEVICE_CORE.exists():
         lines += _serve_block(json.loads(SERVE_DEVICE_CORE.read_text()), device_core=True)
         lines += _other_machine_lines()
+        lines += _this_host_lines()
         lines += _inference_perf_lines()
         lines += _trace_lines()
         lines += ["### The same, the server's processes sharing both cores (runs before run6)", ""]
@@ -188,6 +190,32 @@ def _other_machine_lines() -> list[str]:
         "11.3/7.1/21.1% (with the API server); the costs timed before are the ones reported below.",
         "",
         *_serve_block(json.loads(SERVE_OTHER_MACHINE.read_text()), device_core=True),
+    ]
+
+
+NUMBERS = {9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}
+
+
+def _this_host_lines() -> list[str]:
+    """The device-core workloads measured on an AVX2-only host with the small model in float32 (run14, run15)."""
+    if not SERVE_THIS_HOST.exists():
+        return []
+    return [
+        "### The same workloads on an AVX2-only host, the small model in float32 (run14, run15)",
+        "",
+        "Measured on 2026-12-05 on a machine of the same kind whose CPU has AVX2 and no AVX-512 (an AMD EPYC VM,",
+        "where vLLM's CPU build runs bfloat16 some 10x slower), so the server runs make_model.py's 2-layer model",
+        "in float32 (`TTFTSIM_SERVE_DTYPE=float32 TTFTSIM_SERVE_MODEL=small`, whose steps take about as long as",
+        "the 27 M model's bfloat16 steps on the hosts above); the ten workloads of serve_bench.py (aiperf not run),",
+        "the step microbenchmark and the API-server costs measured on this host in the same hour, nothing carried",
+        "over from the runs above and nothing fitted to them: the prediction of a host and model the model was",
+        "never compared with before. `compare_serve.py --tag run14 --against run15 --microbench",
+        "benchmarks/vllm_cpu/microbench-small-fp32-run14.json --api-costs",
+        "benchmarks/vllm_cpu/api_server_costs-device-core-run14.json` with those variables.",
+        "",
+        *_serve_block(
+            json.loads(SERVE_THIS_HOST.read_text()), device_core=True, model="the 2-layer random Llama in float32"
+        ),
     ]
 
 
@@ -394,10 +422,10 @@ def _stream_gaps(folder: Path, long_s: float = 0.05) -> dict[str, Any]:
     }
 
 
-def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:
+def _serve_block(data: dict[str, Any], device_core: bool, model: str = "the 27 M-parameter random Llama") -> list[str]:
     cost, api = data["step_cost"], data["api_server"]
     lines = [
-        "`vllm.entrypoints.openai.api_server` (CPU build 0.32, the 27 M-parameter random Llama, block 32,",
+        f"`vllm.entrypoints.openai.api_server` (CPU build 0.32, {model}, block 32,",
         "512-token budget, 32 sequences; async scheduling is off in CPU builds), started and stopped by",
         "`benchmarks/vllm_cpu/serve_bench.py`, driven by `vllm bench serve` and GuideLLM 0.8.1 (and aiperf 0.13,",
         "`aiperf_closed.py`, for the fixed-length closed loops); per-request",
@@ -431,8 +459,9 @@ def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:
         "| model | workloads | TTFT P50 median APE | P90 | P99 |",
         "|---|---|---|---|---|",
     ]
+    views = [(True, f"{scored}, not client-bound"), (False, f"all {len(data['rows'])}")]
     for k in ("engine only", "with API server"):
-        for scored_only, label in ((True, f"{scored}, not client-bound"), (False, f"all {len(data['rows'])}")):
+        for scored_only, label in views if scored < len(data["rows"]) else views[1:]:
             med = _medians(data["rows"], k, scored_only)
             lines.append(f"| {k} | {label} | {med[0]:.1%} | {med[1]:.1%} | {med[2]:.1%} |")
     if scored < len(data["rows"]):
@@ -459,7 +488,8 @@ def _serve_block(data: dict[str, Any], device_core: bool) -> list[str]:
         med = repeat["median_abs_change"]
         lines += [
             "",
-            f"The same twelve workloads measured again right after (run `{repeat['tag']}`, same server arguments,",
+            f"The same {NUMBERS.get(len(repeat['rows']), len(repeat['rows']))} workloads measured again right after "
+            f"(run `{repeat['tag']}`, same server arguments,",
             "same machine, nothing else running) moved by a median of "
             f"{med[0]:.0%} (P50), {med[1]:.0%} (P90) and {med[2]:.0%} (P99) (the layout paragraph above says why).",
             "",

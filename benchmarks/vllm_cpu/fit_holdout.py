@@ -220,7 +220,9 @@ def main() -> int:
     for way in ways:
         print(f"fit on {len(way['train'])} workloads: {way['factors']}")
     bound = sum(all(stage.client_bound for stage in case.stages) for case in cases)
-    where = f"{len(cases) - bound} held-out runs not client-bound (of {len(cases)}; the fits left them out too)"
+    where = f"{len(cases)} held-out runs"
+    if bound:
+        where = f"{len(cases) - bound} held-out runs not client-bound (of {len(cases)}; the fits left them out too)"
     print(f"{'metric':<12}{'unfitted':>10}{'fitted':>10}   (median abs error over {where})")
     for metric in METRICS:
         if metric in summary["held_out"]:

@@ -362,6 +362,9 @@ def test_client_bound_runs_are_left_out_with_a_note_and_not_fitted_to(tmp_path: 
         "late reads: left out (client-bound: the client timed 3 of 40 first tokens with the request's last (it read "
         "its streams only after they ended: its TTFTs are its own pauses; shown, not in the error medians))"
     ]
+    with pytest.raises(InputError) as caught:  # too few left: the refusal says which went, and why
+        fitted_cases([cases[0], bound], Path())
+    assert caught.value.field == "runs" and "needs at least 2 (late reads: left out (client-bound" in str(caught.value)
     result = StageResult("run", "s", {"ttft_p50": 0.1}, {"ttft_p50": 0.3}, False, False, {}, True)
     assert residuals_of([result]).tolist() == []  # a client-bound stage's ratios are not fitted to
     assert residuals_of([replace(result, measured_client_bound=False)]).tolist() == pytest.approx([np.log(3.0)])

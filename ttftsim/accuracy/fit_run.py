@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ttftsim.accuracy.fit import Evaluator, FitResult, Problem, fit, median_errors
-from ttftsim.accuracy.fit_checks import SOURCE, check_effects, check_runs
+from ttftsim.accuracy.fit_checks import MIN_RUNS, SOURCE, check_effects, check_runs
 from ttftsim.accuracy.fit_select import select
 from ttftsim.accuracy.ground_truth import Case, client_bound_note
 from ttftsim.accuracy.harness import OVERLOAD_TTFT_S
@@ -152,6 +152,11 @@ def fitted_cases(cases: list[Case], base: Path) -> tuple[list[Case], list[str], 
             notes.append(f"{case.name}: left out ({client_bound_note(case.stages)})")
         else:
             kept.append(case)
+    if notes and len(kept) < MIN_RUNS:  # say why the others went, or the refusal reads as too few reports
+        raise InputError(
+            SOURCE, "runs", f"{len(kept)} run(s) to fit: cross-validation needs at least {MIN_RUNS} "
+            f"({'; '.join(notes)})",
+        )  # fmt: skip
     check_runs(kept, 1)
     hardware = {case.name: min_host_overhead_s(case, base) for case in kept}
     names = {name for name, _ in hardware.values()}
