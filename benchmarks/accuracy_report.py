@@ -208,7 +208,8 @@ def _this_host_lines() -> list[str]:
         "in float32 (`TTFTSIM_SERVE_DTYPE=float32 TTFTSIM_SERVE_MODEL=small`, whose steps take about as long as",
         "the 27 M model's bfloat16 steps on the hosts above); the ten workloads of serve_bench.py (aiperf not run),",
         "the step microbenchmark and the API-server costs measured on this host in the same hour, nothing carried",
-        "over from the runs above and nothing fitted to them: the prediction of a host and model the model was",
+        "over from the runs above (but the share of the front end's latency inside vLLM's window, which only the",
+        "server-side histograms use) and nothing fitted to them: the prediction of a host and model the model was",
         "never compared with before. `compare_serve.py --tag run14 --against run15 --microbench",
         "benchmarks/vllm_cpu/microbench-small-fp32-run14.json --api-costs",
         "benchmarks/vllm_cpu/api_server_costs-device-core-run14.json` with those variables.",
@@ -300,7 +301,7 @@ def _closed_c8_lines(traces: list[Path]) -> list[str]:
     text = (
         "The twelve workloads' `closed-c8` (vllm bench, 8 clients, prompts of 64-512 tokens, 32 out), whose "
         f"prediction for runs 8 and 9 on the AVX-512 hosts is {ms(run['with API server'])} ms against "
-        f"{ms(run['measured'])} measured (the largest error among those runs after the client-bound ones), traced "
+        f"{ms(run['measured'])} measured (the largest P50 error of those runs after the client-bound ones), traced "
         f"on this host with the small model (small-fp32-amd2): {ms(row['the microbenchmark']['ttft_p50_p90_p99'])} "
         f"predicted against {ms(row['measured_ttft_p50_p90_p99'])} measured, with this host's microbenchmark and "
         "API-server costs. The over-prediction of those runs does not reproduce here: it is in what differs "
@@ -469,13 +470,14 @@ def _serve_block(data: dict[str, Any], device_core: bool, model: str = "the 27 M
     pooled = data.get("pooled")
     if pooled:
         errs, every = _medians(pooled, scored_only=True), _medians(pooled)
+        over_all = f"; {every[0]:.1%}, {every[1]:.1%}, {every[2]:.1%} over all" if errs != every else ""
         lines += [
             "",
             f"Both runs pooled (`{data['tag']}` and `{data['repeat']['tag']}`, each predicted as its client sent",
             "it, the turnaround of the first): percentiles over twice the requests, so less of one run's sampling",
             "noise. TTFT",
             f"median APE with the API server {errs[0]:.1%} (P50), {errs[1]:.1%} (P90), {errs[2]:.1%} (P99) over the",
-            f"workloads not client-bound; {every[0]:.1%}, {every[1]:.1%}, {every[2]:.1%} over all.",
+            f"workloads not client-bound{over_all}.",
             "",
             "| workload | requests | measured P50 / P90 / P99 ms | with the API server |",
             "|---|---|---|---|",
@@ -504,11 +506,10 @@ def _serve_block(data: dict[str, Any], device_core: bool, model: str = "the 27 M
 
 CLIENT_BOUND_RUNS = (
     "Client-bound workloads (marked) are shown and left out of the first medians: their client timed one first",
-    "token in twenty or more with the request's last, where the server streams each token as a step makes it",
-    "(and vllm bench on the same server saw none such), so the client read its streams after they ended and its",
-    "TTFTs hold its own pauses (the rule `ttftsim accuracy` and `ttftsim fit` apply to every report with",
-    "per-request values, docs/engine-semantics.md 4); the client's processes share a core with the API server",
-    "and the engine core.",
+    "token in twenty or more with the request's last, where the server streams each token as a step makes it:",
+    "the client did not read its streams as they came, or the API server fell a whole decode behind and merged",
+    "what they had not taken, so those TTFTs are not the engine's (the rule `ttftsim accuracy` and `ttftsim fit`",
+    "apply to every report with per-request values, docs/engine-semantics.md 4).",
 )
 
 
@@ -550,9 +551,9 @@ def _serve_limits() -> list[str]:
         f"  TTFT P50/P90/P99 {fmt(one_no)}% on run {data['tag']} over the workloads not client-bound (bars",
         f"  10/10/15%; {fmt(one)}% over all twelve), the same workloads measured again ({data['repeat']['tag']})",
         f"  moving {fmt(change)}%; both runs pooled {fmt(both_no)}% ({fmt(both)}% over all). The client-bound",
-        "  runs are aiperf's, measured 2-3x the predicted median TTFT: aiperf's processes share the host core with",
-        "  the API server and the engine core, and it timed 20-50% of its first tokens with the request's last",
-        "  (read after the stream ended); the clients of vllm bench (one process) and GuideLLM are not slowed so.",
+        "  runs are aiperf's, measured 2-3.4x the predicted median TTFT: aiperf's processes share the host core",
+        "  with the API server and the engine core, and it timed 19-58% of its first tokens with the request's last",
+        "  in runs 6-11 (read after the stream ended); vllm bench (one process) and GuideLLM, 0-2.5%.",
         "  Since 2026-12-04 each client waits the tool's turnaround on its own (GuideLLM runs a process per",
         "  stream, aiperf a credit per client; their records here send in bursts 0.2-2 ms apart) and only the",
         "  sending process's own work goes one send at a time: before, run 8 gave 9.2/14.3/11.3%, run 9",

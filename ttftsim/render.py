@@ -207,9 +207,9 @@ def render_accuracy(console: Console, results: list[StageResult], summary: dict[
     for r in results:
         tpot = "tpot_p50" if "tpot_p50" in r.measured else "tpot_mean"
         flag = ("yes" if r.measured_overloaded else "no") + "/" + ("yes" if r.predicted_overloaded else "no")
-        flag += " client-bound" if r.measured_client_bound else ""
+        stage = f"{r.stage} (client-bound)" if r.measured_client_bound else r.stage
         table.add_row(
-            r.case, r.stage, *(_pair(r, k) for k in ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", tpot)), flag
+            r.case, stage, *(_pair(r, k) for k in ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", tpot)), flag
         )
     console.print(table)
     _render_interval_table(console, results)
@@ -217,10 +217,12 @@ def render_accuracy(console: Console, results: list[StageResult], summary: dict[
         console.print(
             f"{metric}: median APE {stats['median_ape']:.1%}, P90 {stats['p90_ape']:.1%} over {stats['stages']} stages"
         )
+    if not summary["metrics"]:
+        console.print("no scored stages: every stage was measured overloaded or client-bound (no error medians)")
     overlap = summary.get("interval_overlap", {}).get("metrics", {})
     if overlap:
         console.print(
-            "95% intervals overlap (stages not overloaded; a measured mean must lie inside the predicted interval): "
+            "95% intervals overlap (scored stages; a measured mean must lie inside the predicted interval): "
             + ", ".join(f"{k} {v['overlap']}/{v['stages']}" for k, v in overlap.items())
         )
     console.print(
@@ -229,7 +231,8 @@ def render_accuracy(console: Console, results: list[StageResult], summary: dict[
     )
     if summary.get("client_bound_stages"):
         console.print(
-            f"client-bound stages (shown, not in the medians; the notes say why): {summary['client_bound_stages']}"
+            f"client-bound stages (shown; not in the medians, the interval or the SLO counts; the notes say why): "
+            f"{summary['client_bound_stages']}"
         )
     agreement = ", ".join(f"{k} {v['agree']}/{v['stages']}" for k, v in summary["p99_slo_agreement"].items())
     console.print(f"P99 TTFT on the same side of the SLO: {agreement}")

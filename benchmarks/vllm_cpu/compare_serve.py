@@ -264,7 +264,7 @@ def late_reads(requests: list[dict[str, Any]]) -> list[int]:
 
 
 def is_client_bound(late: int, multi: int) -> bool:
-    """StageTruth.client_bound's rule: CLIENT_BOUND_SHARE or more of the first tokens timed with the last."""
+    """StageTruth.is_client_bound's rule: CLIENT_BOUND_SHARE or more of the first tokens timed with the last."""
     return late > 0 and late >= CLIENT_BOUND_SHARE * multi
 
 

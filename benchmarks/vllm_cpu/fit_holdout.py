@@ -127,7 +127,16 @@ def predict(cases: list[Case], factors: Factors, folder: Path) -> list[StageResu
 
 
 def rows(results: list[StageResult]) -> list[dict[str, Any]]:
-    return [{"run": r.case, "measured": r.measured, "predicted": r.predicted, "errors": r.errors()} for r in results]
+    return [
+        {
+            "run": r.case,
+            "measured": r.measured,
+            "predicted": r.predicted,
+            "errors": r.errors(),
+            "client_bound": r.measured_client_bound,
+        }
+        for r in results
+    ]
 
 
 def one_way(
@@ -169,10 +178,11 @@ def print_progress(line: str) -> None:
 
 
 def pooled(ways: list[dict[str, Any]], key: str) -> dict[str, float]:
-    """Median APE per metric over every held-out run of both directions."""
+    """Median APE per metric over every held-out run of both directions that is not client-bound (as the
+    harness's medians: StageResult.is_scored)."""
     errors: dict[str, list[float]] = {}
     for way in ways:
-        for row in way[key]:
+        for row in (row for row in way[key] if not row.get("client_bound")):
             for metric, value in row["errors"].items():
                 if metric in METRICS:
                     errors.setdefault(metric, []).append(value)
@@ -219,7 +229,7 @@ def main() -> int:
     args.out.write_text(json.dumps(summary, indent=1, default=float) + "\n")
     for way in ways:
         print(f"fit on {len(way['train'])} workloads: {way['factors']}")
-    bound = sum(all(stage.client_bound for stage in case.stages) for case in cases)
+    bound = sum(all(stage.is_client_bound for stage in case.stages) for case in cases)
     where = f"{len(cases)} held-out runs"
     if bound:
         where = f"{len(cases) - bound} held-out runs not client-bound (of {len(cases)}; the fits left them out too)"

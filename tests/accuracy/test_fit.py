@@ -18,7 +18,7 @@ from ttftsim.accuracy.fit import Evaluator, Problem, folds_of, residuals_of, to_
 from ttftsim.accuracy.fit_checks import check_effects
 from ttftsim.accuracy.fit_record import FitRecord
 from ttftsim.accuracy.fit_run import fit_cases, fitted_cases, parse_factors
-from ttftsim.accuracy.ground_truth import Case, StageTruth
+from ttftsim.accuracy.ground_truth import Case, StageTruth, case_notes
 from ttftsim.accuracy.harness import StageResult, run_case
 from ttftsim.calibration.factors import ScaledKernelCosts, scaled_api_server, scaled_linear
 from ttftsim.config.deployment_calibration import DeploymentCalibration, FactorName, Factors
@@ -359,15 +359,41 @@ def test_client_bound_runs_are_left_out_with_a_note_and_not_fitted_to(tmp_path: 
     kept, notes, _, _ = fitted_cases([*cases, bound], Path())
     assert [case.name for case in kept] == ["2 req/s", "8 req/s"]
     assert notes == [
-        "late reads: left out (client-bound: the client timed 3 of 40 first tokens with the request's last (it read "
-        "its streams only after they ended: its TTFTs are its own pauses; shown, not in the error medians))"
+        "late reads: left out (client-bound: the client timed 3 of 40 first tokens with the request's last (it did "
+        "not read its streams as they came, or the API server fell a whole decode behind: not the engine's TTFTs; "
+        "not fitted to))"
     ]
+    # a run of stages one of which is client-bound is kept, that stage not fitted to (the note says so); one whose
+    # stages are each overloaded or client-bound is left out
+    staged = replace(cases[1], name="staged", stages=[cases[1].stages[0], replace(late, label="stage 1")])
+    overloaded = replace(cases[1].stages[0], num_failed=2)
+    neither = replace(cases[1], name="neither", stages=[overloaded, late])
+    kept, notes, _, _ = fitted_cases([cases[0], staged, neither], Path())
+    assert [case.name for case in kept] == ["2 req/s", "staged"]
+    assert notes[0].startswith("staged (stage 1): client-bound: the client timed 3 of 40") and notes[0].endswith(
+        "; those stages not fitted to)"
+    )
+    assert notes[1] == "neither: left out (every stage measured overloaded or client-bound)"
     with pytest.raises(InputError) as caught:  # too few left: the refusal says which went, and why
         fitted_cases([cases[0], bound], Path())
     assert caught.value.field == "runs" and "needs at least 2 (late reads: left out (client-bound" in str(caught.value)
     result = StageResult("run", "s", {"ttft_p50": 0.1}, {"ttft_p50": 0.3}, False, False, {}, True)
     assert residuals_of([result]).tolist() == []  # a client-bound stage's ratios are not fitted to
     assert residuals_of([replace(result, measured_client_bound=False)]).tolist() == pytest.approx([np.log(3.0)])
+
+
+def test_a_note_names_the_client_bound_stages_of_a_run() -> None:
+    fine = StageTruth("2 req/s", 0.0, 30.0, {}, late_first_tokens=1, multi_token_requests=60)
+    late = StageTruth("6 req/s", 30.0, 60.0, {}, late_first_tokens=9, multi_token_requests=180)
+    notes = case_notes([Case("staged", scenario(2.0), [fine, late]), Case("alone", scenario(6.0), [late])])
+    assert notes == [
+        "staged (6 req/s): client-bound: the client timed 9 of 180 first tokens with the request's last (it did not "
+        "read its streams as they came, or the API server fell a whole decode behind: not the engine's TTFTs; shown, "
+        "not in the error medians)",
+        "alone: client-bound: the client timed 9 of 180 first tokens with the request's last (it did not read its "
+        "streams as they came, or the API server fell a whole decode behind: not the engine's TTFTs; shown, not in "
+        "the error medians)",
+    ]
 
 
 def test_the_overheads_bound_is_the_uncalibrated_host_time(tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ import pytest
 
 from tests.accuracy.test_report_errors import with_workload
 from tests.test_cli import _assert_one_line_error, run
+from ttftsim.accuracy.ground_truth import StageTruth
 from ttftsim.accuracy.reports import measured_cases
 from ttftsim.accuracy.reports.detect import read_report
-from ttftsim.accuracy.reports.measured import Load, late_first_tokens
+from ttftsim.accuracy.reports.measured import Load, late_first_tokens, truth_from_requests
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 DEPLOYMENT = REPORTS / "cpu-server.yaml"
@@ -253,9 +254,9 @@ def _late_reads(tmp_path: Path, late: int) -> Path:
 def test_a_client_that_timed_one_first_token_in_twenty_with_the_last_is_client_bound(tmp_path: Path) -> None:
     (run_,) = read_report(_late_reads(tmp_path, 1)).runs
     assert (run_.truth.late_first_tokens, run_.truth.multi_token_requests) == (1, 30)
-    assert not run_.truth.client_bound  # 3.3 %
+    assert not run_.truth.is_client_bound  # 3.3 %
     (run_,) = read_report(_late_reads(tmp_path, 2)).runs
-    assert run_.truth.late_first_tokens == 2 and run_.truth.client_bound  # 6.7 %
+    assert run_.truth.late_first_tokens == 2 and run_.truth.is_client_bound  # 6.7 %
     result = run("accuracy", str(tmp_path / "late-2.json"), "--deployment", str(DEPLOYMENT), "--json")
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
@@ -263,11 +264,42 @@ def test_a_client_that_timed_one_first_token_in_twenty_with_the_last_is_client_b
     assert stage["measured_client_bound"] is True and stage["predicted"]["ttft_p50"] > 0  # shown, with its errors
     assert payload["summary"]["client_bound_stages"] == 1 and payload["summary"]["metrics"] == {}
     assert payload["notes"] == [
-        "late-2: client-bound: the client timed 2 of 30 first tokens with the request's last (it read its streams "
-        "only after they ended: its TTFTs are its own pauses; shown, not in the error medians)"
+        "late-2: client-bound: the client timed 2 of 30 first tokens with the request's last (it did not read its "
+        "streams as they came, or the API server fell a whole decode behind: not the engine's TTFTs; shown, not in "
+        "the error medians)"
     ]
-    text = run("accuracy", str(tmp_path / "late-2.json"), "--deployment", str(DEPLOYMENT))
-    assert "client-bound stages (shown, not in the medians; the notes say why): 1" in text.stdout
+    text = run("accuracy", str(tmp_path / "late-2.json"), "--deployment", str(DEPLOYMENT)).stdout
+    assert "2 req/s (client-bound)" in text and "no scored stages: every stage was measured overloaded" in text
+    assert "client-bound stages (shown; not in the medians, the interval or the SLO counts; the notes say" in text
+
+
+def test_one_late_read_in_twenty_is_client_bound_and_fewer_is_not() -> None:
+    def truth(late: int, requests: int = 60) -> StageTruth:
+        ttft = [0.05] * requests
+        e2e = [t + (0.0 if i < late else 0.2) for i, t in enumerate(ttft)]
+        return truth_from_requests("s", ttft, e2e, [16] * requests, 0)
+
+    assert truth(3).is_client_bound and not truth(2).is_client_bound  # 3 of 60 is 5 %
+    assert not truth(0).is_client_bound
+
+
+def test_aiperf_records_count_their_late_reads(tmp_path: Path) -> None:
+    """The aiperf reader passes its records' TTFT and latency through the same rule (two of its 24 profiling
+    records' first tokens moved to their last: 8 %)."""
+    lines = (REPORTS / "aiperf-0.13.0" / "profile_export.jsonl").read_text().splitlines()
+    moved = 0
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if moved < 2 and record["metadata"]["benchmark_phase"] == "profiling":
+            record["metrics"]["time_to_first_token"]["value"] = record["metrics"]["request_latency"]["value"]
+            lines[i], moved = json.dumps(record), moved + 1
+    folder = tmp_path / "aiperf"
+    folder.mkdir()
+    (folder / "profile_export.jsonl").write_text("\n".join(lines) + "\n")
+    summary = REPORTS / "aiperf-0.13.0" / "profile_export_aiperf.json"
+    (folder / summary.name).write_text(summary.read_text())
+    (run_,) = read_report(folder / "profile_export.jsonl").runs
+    assert (run_.truth.late_first_tokens, run_.truth.multi_token_requests) == (2, 24) and run_.truth.is_client_bound
 
 
 def test_the_device_core_server_is_a_deployment_with_its_own_costs() -> None:

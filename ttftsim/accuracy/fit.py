@@ -149,10 +149,10 @@ class Evaluator:
 
 
 def fitted_ratios(results: Sequence[StageResult]) -> Iterator[tuple[str, float]]:
-    """(run, predicted / measured) per fitted metric (metrics_of) of every scored stage (StageResult.scored),
+    """(run, predicted / measured) per fitted metric (metrics_of) of every scored stage (StageResult.is_scored),
     clipped to [1 / RATIO_CLIP, RATIO_CLIP]: an overloaded (infinite) prediction is RATIO_CLIP."""
     for result in results:
-        if not result.scored:
+        if not result.is_scored:
             continue
         for metric in metrics_of(result):
             measured, predicted = result.measured.get(metric), result.predicted.get(metric)
@@ -258,7 +258,7 @@ def median_errors(results: Sequence[StageResult], metrics: Sequence[str] = FIT_M
     """Median absolute percentage error per metric over the scored stages (neither overloaded nor client-bound)."""
     errors: dict[str, list[float]] = {}
     for result in results:
-        if not result.scored:
+        if not result.is_scored:
             continue
         for metric, error in result.errors().items():
             if metric in metrics:

@@ -13,7 +13,7 @@ from pathlib import Path
 from ttftsim.accuracy.fit import Evaluator, FitResult, Problem, fit, median_errors
 from ttftsim.accuracy.fit_checks import MIN_RUNS, SOURCE, check_effects, check_runs
 from ttftsim.accuracy.fit_select import select
-from ttftsim.accuracy.ground_truth import Case, client_bound_note
+from ttftsim.accuracy.ground_truth import Case, StageTruth, client_bound_note
 from ttftsim.accuracy.harness import OVERLOAD_TTFT_S
 from ttftsim.accuracy.reports import measured_cases
 from ttftsim.accuracy.reports.detect import is_metrics_snapshot
@@ -136,21 +136,29 @@ def _refuse_repeated(case: Case, report: Path, sources: dict[tuple[object, ...],
     sources[key] = (report, case.name)
 
 
+def _overloaded(stage: StageTruth) -> bool:
+    return stage.num_failed > 0 or stage.measured.get("ttft_p50", 0.0) > OVERLOAD_TTFT_S
+
+
 def fitted_cases(cases: list[Case], base: Path) -> tuple[list[Case], list[str], str, float]:
-    """The runs to fit (not skipped, not measured as overloaded: their requests timed out, and simulating
-    minutes of backlog says nothing about the factors), notes on the others, the hardware they all share and
-    the smallest host time per step."""
+    """The runs to fit (not skipped; not measured as overloaded: their requests timed out, and simulating
+    minutes of backlog says nothing about the factors; not client-bound: their TTFTs are not the engine's; a
+    run with some client-bound stages is kept, those stages not fitted to, with a note), notes on the others,
+    the hardware they all share and the smallest host time per step."""
     notes, kept = [], []
     for case in cases:
         if case.skip_reason is not None:
             notes.append(f"{case.name}: left out ({case.skip_reason})")
-        elif all(
-            stage.num_failed > 0 or stage.measured.get("ttft_p50", 0.0) > OVERLOAD_TTFT_S for stage in case.stages
-        ):
+        elif all(_overloaded(stage) for stage in case.stages):
             notes.append(f"{case.name}: left out (measured overloaded: requests failed or median TTFT over 10 s)")
-        elif all(stage.client_bound for stage in case.stages):
-            notes.append(f"{case.name}: left out ({client_bound_note(case.stages)})")
+        elif all(stage.is_client_bound for stage in case.stages):
+            notes.append(f"{case.name}: left out ({client_bound_note(case.stages, 'not fitted to')})")
+        elif all(stage.is_client_bound or _overloaded(stage) for stage in case.stages):
+            notes.append(f"{case.name}: left out (every stage measured overloaded or client-bound)")
         else:
+            if bound := [stage for stage in case.stages if stage.is_client_bound]:
+                labels = ", ".join(stage.label for stage in bound)
+                notes.append(f"{case.name} ({labels}): {client_bound_note(bound, 'those stages not fitted to')}")
             kept.append(case)
     if notes and len(kept) < MIN_RUNS:  # say why the others went, or the refusal reads as too few reports
         raise InputError(

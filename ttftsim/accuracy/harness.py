@@ -78,12 +78,12 @@ class StageResult:
     measured_overloaded: bool
     predicted_overloaded: bool
     intervals: dict[str, MetricInterval] = field(default_factory=dict)
-    # the client timed CLIENT_BOUND_SHARE or more of its first tokens with the last (StageTruth.client_bound):
+    # the client timed CLIENT_BOUND_SHARE or more of its first tokens with the last (StageTruth.is_client_bound):
     # shown, left out of the error medians
     measured_client_bound: bool = False
 
     @property
-    def scored(self) -> bool:
+    def is_scored(self) -> bool:
         """Whether the stage counts in the error medians: neither measured overloaded nor client-bound."""
         return not (self.measured_overloaded or self.measured_client_bound)
 
@@ -227,7 +227,7 @@ def run_case(case: Case, base: Path = Path(), max_seeds: int = NUM_SEEDS_RANDOM)
                 measured_over,
                 predicted_over,
                 intervals,
-                stage.client_bound,
+                measured_client_bound=stage.is_client_bound,
             )
         )
     return results
@@ -309,7 +309,7 @@ def summarize(results: list[StageResult]) -> dict[str, Any]:
     """Median and P90 absolute percentage error per metric over the scored stages (neither overloaded nor
     client-bound), overload detection, and SLO-side agreement of P99 TTFT (client-bound stages left out: their
     P99 is the client's)."""
-    normal = [r for r in results if r.scored]
+    normal = [r for r in results if r.is_scored]
     metrics = sorted({k for r in normal for k in r.errors()})
     per_metric = {}
     for metric in metrics:
