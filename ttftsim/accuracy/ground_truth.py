@@ -110,14 +110,14 @@ class StageTruth:
     # per-request values; 0 where unknown): the server streams each token as a step makes it (the first from
     # the prefill, the rest from later decode steps), so these are a client that did not read its stream
     # until it had ended (or an API server a whole decode behind, which merges what a stream has not taken);
-    # its TTFT for them is its own pause (accuracy/reports/measured.py, docs/engine-semantics.md 4).
+    # their TTFTs are not the engine's (accuracy/reports/measured.py, docs/engine-semantics.md 4).
     late_first_tokens: int = 0
     multi_token_requests: int = 0  # the requests of two or more output tokens that late_first_tokens is out of
 
     @property
     def is_client_bound(self) -> bool:
         """Whether the client timed at least CLIENT_BOUND_SHARE of its first tokens with the last: its TTFTs
-        measure its own pauses as much as the server (left out of the error medians, with a note)."""
+        are not only the engine's (left out of the error medians, with a note)."""
         return self.late_first_tokens > 0 and self.late_first_tokens >= CLIENT_BOUND_SHARE * self.multi_token_requests
 
 

@@ -98,7 +98,7 @@ def tpot_values(ttft_s: Sequence[float], e2e_s: Sequence[float], output_tokens: 
     return [(e - t) / (n - 1) for t, e, n in zip(ttft_s, e2e_s, output_tokens, strict=True) if n > 1]
 
 
-LATE_READ_S = 0.001  # a first token timed within 1 ms of the last: read with it (no decode step is that short)
+LATE_READ_S = 0.001  # a first token timed within 1 ms of the last: read with it (a decode step takes longer)
 
 
 def late_first_tokens(ttft_s: Sequence[float], e2e_s: Sequence[float], output_tokens: Sequence[int]) -> tuple[int, int]:
