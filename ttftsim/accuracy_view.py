@@ -52,6 +52,7 @@ class RunMetric:
     metric: str
     fold: int | None
     is_overloaded: bool  # measured as overloaded: left out of the fit and of its errors
+    is_client_bound: bool  # its client timed first tokens with the last: left out of the fit and of its errors
     measured: Estimate
     in_sample: Estimate
     held_out: Estimate | None
@@ -179,6 +180,7 @@ def _run_metrics(stage: StageRecord) -> list[RunMetric]:
                 metric,
                 stage.fold,
                 stage.measured_overloaded,
+                stage.measured_client_bound,
                 measured,
                 in_sample,
                 held_out,
@@ -216,6 +218,15 @@ def _ms(estimate: Estimate | None) -> str:
     return f"{text} [{lo}, {hi}]"
 
 
+def _left_out(row: RunMetric) -> str:
+    """Why the row was not fitted to, if it was not (fit_run.fitted_cases, fit.fitted_ratios)."""
+    if row.is_overloaded:
+        return " (overloaded: not fitted)"
+    if row.is_client_bound:
+        return " (client-bound: not fitted)"
+    return ""
+
+
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1%}"
 
@@ -228,7 +239,7 @@ def table_rows(view: FitView) -> list[dict[str, Any]]:
         rows.append(
             {
                 "run": row.run if row.stage in ("", row.run) else f"{row.run} / {row.stage}",
-                "metric": METRICS[row.metric] + (" (overloaded: not fitted)" if row.is_overloaded else ""),
+                "metric": METRICS[row.metric] + _left_out(row),
                 "measured": _ms(row.measured),
                 "in_sample": _ms(row.in_sample),
                 "in_sample_error": _percent(error_of(row.in_sample, row.measured)),

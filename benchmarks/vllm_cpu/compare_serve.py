@@ -55,7 +55,15 @@ SHARED_PREFIX_TOKENS = 384
 sys.path.insert(0, str(HERE))
 from serve_common import API_COSTS, DEVICE_CORE, MODEL_DIR, SERVER_CPUS, SERVER_ENV, hand_offs_s  # noqa: E402
 
+# The served model's config.json as the server had it; without the vLLM work folder (a fresh checkout predicting
+# with --step-cost-from, no vLLM needed) the committed copy of the same config.
+COMMITTED_MODELS = {
+    "serve-model": ROOT / "tests" / "data" / "reports" / "cpu-server-model",
+    "serve-model-small": HERE / "serve-model-small",
+}
 MODEL = MODEL_DIR / "config.json"
+if not MODEL.exists():
+    MODEL = COMMITTED_MODELS[MODEL_DIR.name] / "config.json"
 
 SUFFIX = "-device-core" if DEVICE_CORE else ""
 OUT = HERE / f"serve_compare{SUFFIX}.json"

@@ -156,7 +156,7 @@ def test_calibrations_are_found_by_their_format_inside_the_folder_only(
 
 def test_cells_say_overloaded_unbounded_and_missing() -> None:
     measured = Estimate(0.1, None, 0.3)
-    row = RunMetric("run", "run", "ttft_p99", None, True, measured, Estimate(float("inf")), None, Estimate(0.05))
+    row = RunMetric("run", "run", "ttft_p99", None, True, False, measured, Estimate(float("inf")), None, Estimate(0.05))
     view = FitView("c.json", "CPU-host", [], {}, [row], "")
     assert table_rows(view) == [
         {
@@ -173,6 +173,22 @@ def test_cells_say_overloaded_unbounded_and_missing() -> None:
         }
     ]
     assert error_of(Estimate(0.12), Estimate(0.1)) == pytest.approx(0.2) and error_of(None, measured) is None
+
+
+def test_a_client_bound_run_is_marked_as_not_fitted(root: Path) -> None:
+    record = root / "fits" / "cpu-cluster.runs.json"
+    data = json.loads(record.read_text())
+    data["stages"][0]["measured_client_bound"] = True  # as fit_run writes a stage whose client read late
+    record.write_text(json.dumps(data))
+    rows = table_rows(load_fit_view(root, "fits/cpu-cluster.json"))
+    marked = [r["metric"] for r in rows if r["metric"].endswith("(client-bound: not fitted)")]
+    first = data["stages"][0]
+    assert len(marked) == len([r for r in rows if r["run"].startswith(first["run"])]) > 0
+    assert marked[0] == "TTFT P50 (client-bound: not fitted)"
+    both = RunMetric("r", "r", "ttft_p50", None, True, True, Estimate(0.1), Estimate(0.1), None, Estimate(0.1))
+    assert table_rows(FitView("c.json", "CPU-host", [], {}, [both], ""))[0]["metric"].endswith(
+        "(overloaded: not fitted)"
+    )
 
 
 def test_the_callback_draws_a_fit_and_says_what_is_wrong_with_a_bad_file(root: Path) -> None:
