@@ -1,13 +1,15 @@
 """`ttftsim fit` on ../shared/validation's H100 runs treated as a user's: fitted on one model's runs, predicting
 the other model's (on the same GPU type, vLLM version and engine arguments).
 
-    .venv/bin/python benchmarks/fit_h100.py [--out benchmarks/fit_h100.json] [--factors a,b]
+    .venv/bin/python benchmarks/fit_h100.py [--out benchmarks/fit_h100.json] [--factors a,b] [--guard]
 
 h100_vllm_runs.json holds four runs per model (Llama-2-7b on one H100, CodeLlama-34b on two): codegen,
 roleplay, general and reasoning, at 4-20 req/s constant-rate stages. The reasoning runs were overloaded
 (timeouts) and are left out (fit_run.fitted_cases). The others are fitted on their TTFT P50/P90/P99 and
 TPOT P50 per stage, each stage cut to its first --max-stage-s seconds to keep the fit fast (the held-out
-model's predictions simulate whole stages); no folds inside (the other model is the held-out set).
+model's predictions simulate whole stages); no folds inside (the other model is the held-out set), unless
+--guard: then leave-one-out within the model's runs decides whether the fit is applied at all, as `ttftsim fit`
+does by default (fit_select.guarded).
 Predictions use the kernel curves fitted to H100 tables (kernel_costs auto).
 """
 
@@ -72,6 +74,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=HERE / "fit_h100.json")
     parser.add_argument("--factors", default=",".join(FACTOR_NAMES))
     parser.add_argument("--max-stage-s", type=float, default=300.0, help="fit on each stage's first seconds")
+    parser.add_argument(
+        "--guard",
+        action="store_true",
+        help="as `ttftsim fit` by default: leave-one-out within the model's runs, the fit applied only if it "
+        "predicts the runs its folds held out clearly better than none (fit_select.guarded)",
+    )
     args = parser.parse_args()
     names = parse_factors(args.factors)
     cases = read_ground_truth(shared_dir() / "validation" / "h100_vllm_runs.json")
@@ -84,7 +92,15 @@ def main() -> int:
             print(f"fit on {MODELS[train_key]}: {len(train)} runs", file=sys.stderr, flush=True)
             short = [shortened(case, args.max_stage_s) for case in train]
             calibration, result, notes = fit_cases(
-                short, Path(), folder, names, ["h100_vllm_runs.json"], "(the runs' own)", print_progress, False
+                short,
+                Path(),
+                folder,
+                names,
+                ["h100_vllm_runs.json"],
+                "(the runs' own)",
+                print_progress,
+                cross_validate=args.guard,
+                guard=args.guard,
             )
             held_out = predict(test, result.factors, folder, calibration.hardware)
             unfitted = predict(test, Factors(), folder, calibration.hardware)
@@ -93,6 +109,8 @@ def main() -> int:
                     "train": MODELS[train_key],
                     "test": MODELS[test_key],
                     "factors": {n: getattr(result.factors, n) for n in names},
+                    "rejected": None if result.rejected is None else result.rejected.model_dump(),
+                    "selection": [[list(subset), score] for subset, score in result.selection],
                     "intervals": {n: list(result.interval(n)) for n in names},
                     "train_errors": calibration.errors.model_dump() if calibration.errors else None,
                     "held_out": median_errors(held_out, METRICS),
@@ -102,7 +120,8 @@ def main() -> int:
                     "notes": notes,
                 }
             )
-    args.out.write_text(json.dumps({"factors": list(names), "ways": ways}, indent=1, default=float) + "\n")
+    summary = {"factors": list(names), "guard": args.guard, "ways": ways}
+    args.out.write_text(json.dumps(summary, indent=1, default=float) + "\n")
     for way in ways:
         print(f"fit on {way['train']} -> {way['test']}: {way['factors']}")
         print(f"  {'metric':<10}{'unfitted':>10}{'fitted':>10}  (median abs error, held-out stages)")

@@ -140,10 +140,17 @@ def rows(results: list[StageResult]) -> list[dict[str, Any]]:
 
 
 def one_way(
-    train: list[Case], test: list[Case], folder: Path, names: tuple[FactorName, ...], select: bool = False
+    train: list[Case],
+    test: list[Case],
+    folder: Path,
+    names: tuple[FactorName, ...],
+    select: bool = False,
+    guard: bool = False,
 ) -> dict[str, Any]:
     """Fit on `train`, predict `test`. select: best-subset selection by cross-validation within `train`
-    (fit_select.select, its own folds; `test` is never seen); otherwise every factor, without folds."""
+    (fit_select.select, its own folds; `test` is never seen); guard: every factor with cross-validation within
+    `train`, applied only if it predicts the runs its folds held out clearly better than none (as `ttftsim fit`
+    does by default: fit_select.guarded); otherwise every factor, without folds, applied as fitted."""
     calibration, result, _ = fit_cases(
         train,
         DEPLOYMENT.parent,
@@ -152,8 +159,9 @@ def one_way(
         [],
         str(DEPLOYMENT),
         print_progress,
-        cross_validate=select,
+        cross_validate=select or guard,
         select_factors=select,
+        guard=guard,
     )
     held_out = predict(test, result.factors, folder)
     unfitted = predict(test, Factors(), folder)
@@ -163,6 +171,7 @@ def one_way(
         "factors": result.factors.model_dump(),
         "fitted": list(result.names),
         "selection": [{"factors": list(subset), "cross_validated_score": score} for subset, score in result.selection],
+        "rejected": None if result.rejected is None else result.rejected.model_dump(),
         "intervals": {name: list(result.interval(name)) for name in result.names},
         "train_errors": calibration.errors.model_dump() if calibration.errors else None,
         "held_out": median_errors(held_out, METRICS),
@@ -202,6 +211,12 @@ def main() -> int:
         action="store_true",
         help="best-subset selection of the factors by cross-validation within each half (fit_select.select)",
     )
+    parser.add_argument(
+        "--guard",
+        action="store_true",
+        help="as `ttftsim fit` by default: every factor with cross-validation within each half, not applied unless "
+        "it predicts the runs its folds held out clearly better than none (fit_select.guarded)",
+    )
     args = parser.parse_args()
     DEPLOYMENT = args.deployment.resolve()
     skipped = set(filter(None, args.skip.split(",")))
@@ -213,7 +228,7 @@ def main() -> int:
         ways = []
         for train, test in (halves, halves[::-1]):
             print(f"fit on {', '.join(c.name for c in train)}", file=sys.stderr, flush=True)
-            ways.append(one_way(train, test, folder, parse_factors(args.factors), args.select))
+            ways.append(one_way(train, test, folder, parse_factors(args.factors), args.select, args.guard))
     for way in ways:
         way.pop("_results")
     summary = {
@@ -221,6 +236,7 @@ def main() -> int:
         "factors": args.factors.split(","),
         "skipped": sorted(skipped),
         "select": args.select,
+        "guard": args.guard,
         "deployment": str(DEPLOYMENT.relative_to(ROOT)),
         "held_out": pooled(ways, "held_out_rows"),
         "held_out_unfitted": pooled(ways, "unfitted_rows"),

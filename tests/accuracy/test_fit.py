@@ -4,6 +4,7 @@ was run with, cross-validation folds, and the refusals (one line)."""
 from __future__ import annotations
 
 import json
+import statistics
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -169,6 +170,35 @@ def test_fit_recovers_the_factors_the_runs_were_simulated_with(tmp_path: Path) -
     assert len(result.fold_factors) == 3 and notes == []
     low, high = result.interval("gemm_efficiency_scale")
     assert low <= high and low == pytest.approx(0.5, rel=0.05)
+    # the held-out runs are predicted far better than unfitted: the fit is applied, both scores kept
+    assert result.rejected is None and [subset for subset, _ in result.selection] == [(), names]
+    assert dict(result.selection)[()] > 0.3 > 0.01 > dict(result.selection)[names]
+
+
+def test_a_fit_that_predicts_held_out_runs_no_better_than_none_is_not_applied(tmp_path: Path) -> None:
+    # the neutral model is exact on two runs; the third measured 40 % slower than any factor explains (its noise)
+    cases = [measured_case(rate, Factors(), tmp_path) for rate in (2.0, 8.0, 20.0)]
+    odd = cases[2].stages[0]
+    cases[2] = replace(cases[2], stages=[replace(odd, measured={k: v * 1.4 for k, v in odd.measured.items()})])
+    names: tuple[FactorName, ...] = ("gemm_efficiency_scale", "step_overhead_s")
+    fitted = fit_cases(cases, Path(), tmp_path, names, [], "test", guard=False)[1]
+    calibration, result, _ = fit_cases(cases, Path(), tmp_path, names, [], "test")
+    assert result.names == () and result.factors == Factors() and calibration.fitted == []
+    assert result.rejected == fitted.factors != Factors()  # the optimiser's rest, kept aside
+    unfitted, held_out = dict(result.selection)[()], dict(result.selection)[names]
+    assert unfitted == pytest.approx(0.4 / 1.4 / 3) and held_out == pytest.approx(run_mean(fitted.cross_validated))
+    assert held_out > unfitted  # fitted to the odd run, the folds predict the two others worse than none
+    assert result.in_sample == result.cross_validated == result.unfitted
+    assert calibration.errors is not None and calibration.errors.cross_validated == calibration.errors.unfitted
+    assert result.fold_factors == [Factors()] * 3
+    no_folds = fit_cases(cases, Path(), tmp_path, names, [], "test", cross_validate=False)[1]
+    assert no_folds.rejected is None and no_folds.factors == fitted.factors  # no held-out runs: nothing to judge by
+
+
+def run_mean(results: list[StageResult]) -> float:
+    from ttftsim.accuracy.fit_select import run_errors
+
+    return statistics.fmean(run_errors(results).values())
 
 
 def test_selection_keeps_the_factor_that_predicts_left_out_runs(tmp_path: Path) -> None:
@@ -320,8 +350,19 @@ def test_fit_command_writes_a_calibration_that_simulations_accept(tmp_path: Path
     text = (REPORTS / "cpu-server.yaml").read_text().replace("cpu-server-model/config.json", MODEL)
     deploy.write_text(text.replace("engine:\n", "engine:\n  calibration: cal.json\n"))
     deployment = ["--deployment", str(deploy)]
+    # fitted on one run, the scale predicts the other worse than none in one of the two folds: not applied
     result = run("fit", *map(str, reports), *deployment, "--factors", "api_server_cost_scale", "-o", str(out))
     assert result.returncode == 0, result.stderr
+    neutral = DeploymentCalibration.model_validate_json(out.read_text())
+    assert neutral.fitted == [] and neutral.factors == Factors()
+    lines = result.stdout.splitlines()
+    start = lines.index("selection     mean held-out abs error per run")
+    assert lines[start + 1].endswith("(none: unfitted)") and lines[start + 2].endswith("api_server_cost_scale")
+    assert lines[start + 4].startswith("not applied: the fit on every run (api_server_cost_scale ")
+    factors = ["--factors", "api_server_cost_scale", "--apply-anyway"]
+    result = run("fit", *map(str, reports), *deployment, *factors, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "not applied: the fit" not in result.stdout and "selection" not in result.stdout
     note = f"note: {deploy} names engine.calibration {tmp_path / 'cal.json'}: not applied while fitting (the factors"
     assert note in result.stdout.splitlines()[-3]  # one line, unwrapped
     calibration = DeploymentCalibration.model_validate_json(out.read_text())

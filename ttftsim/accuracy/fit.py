@@ -220,6 +220,7 @@ class FitResult:
     in_sample: list[StageResult]
     cross_validated: list[StageResult]
     selection: tuple[tuple[tuple[FactorName, ...], float], ...] = ()  # select(): each set tried, its score
+    rejected: Factors | None = None  # fit_select.guarded: the fit on every run, not applied (no clear gain)
 
     def interval(self, name: FactorName) -> tuple[float, float]:
         """The range of the factor over the fold fits and the fit on every run."""

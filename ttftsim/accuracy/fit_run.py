@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ttftsim.accuracy.fit import Evaluator, FitResult, Problem, fit, median_errors
 from ttftsim.accuracy.fit_checks import MIN_RUNS, SOURCE, check_effects, check_runs
-from ttftsim.accuracy.fit_select import select
+from ttftsim.accuracy.fit_select import guarded, select
 from ttftsim.accuracy.ground_truth import Case, StageTruth, client_bound_note
 from ttftsim.accuracy.harness import OVERLOAD_TTFT_S
 from ttftsim.accuracy.reports import measured_cases
@@ -60,12 +60,14 @@ def fit_reports(
     progress: Callable[[str], None] = lambda _: None,
     select_factors: bool = False,
     before: Sequence[Path] = (),
+    guard: bool = True,
 ) -> tuple[DeploymentCalibration, FitResult, list[str]]:
     """Fit the factors to every run of the reports (a tool's report on the deployment file; a measured-run
     file of ../shared/validation names its own); the calibration, the fit, and notes (the runs left out, what
     each run's reader noted, a calibration the deployment names that the fit does not start from).
     before: a snapshot per /metrics report, in their order (the run is the difference).
-    select_factors: fit only the factors that selection by cross-validation keeps (fit_select.select)."""
+    select_factors: fit only the factors that selection by cross-validation keeps (fit_select.select).
+    guard: a fit that does not predict its held-out runs clearly better than none is not applied (fit_cases)."""
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="ttftsim-fit-") as folder:
         cases: list[Case] = []
         sources: dict[tuple[object, ...], tuple[Path, str]] = {}
@@ -78,7 +80,7 @@ def fit_reports(
         where = "(the reports' own)" if deployment is None else str(deployment)
         paths = [str(path) for path in reports]
         calibration, result, notes = fit_cases(
-            cases, base, Path(folder), names, paths, where, progress, select_factors=select_factors
+            cases, base, Path(folder), names, paths, where, progress, select_factors=select_factors, guard=guard
         )
         notes += _reader_notes(cases)
         named = sorted(
@@ -185,14 +187,24 @@ def fit_cases(
     progress: Callable[[str], None] = lambda _: None,
     cross_validate: bool = True,
     select_factors: bool = False,
+    guard: bool = True,
 ) -> tuple[DeploymentCalibration, FitResult, list[str]]:
+    """Fit the named factors to the runs that can be fitted (fitted_cases): every subset by cross-validation
+    (select_factors, fit_select.select), else all of them, with cross-validation unless told otherwise; with
+    it and `guard`, a fit that does not predict its held-out runs clearly better than none is not applied
+    (fit_select.guarded). The calibration, the fit, and notes on the runs left out."""
     cases, notes, hardware, min_overhead = fitted_cases(all_cases, base)
     check_runs(cases, len(names))
     problem = Problem(cases, base, folder, hardware, names, min_overhead)
     evaluator = Evaluator(problem, progress)
     progress("checking that the runs identify every factor")
     check_effects(evaluator)
-    result = select(evaluator, progress) if select_factors else fit(evaluator, progress, cross_validate)
+    if select_factors:
+        result = select(evaluator, progress)
+    else:
+        result = fit(evaluator, progress, cross_validate)
+        if cross_validate and guard:
+            result = guarded(result)
     return calibration_of(result, problem, reports, deployment), result, notes
 
 

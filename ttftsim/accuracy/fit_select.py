@@ -71,5 +71,21 @@ def select(evaluator: Evaluator, progress: Callable[[str], None] = lambda _: Non
     return replace(fits[kept], selection=tuple((subset, _mean(errors[subset])) for subset in subsets))
 
 
+def guarded(result: FitResult) -> FitResult:
+    """`fit`'s result (with cross-validation) if it predicts the runs each fold held out clearly better than the
+    unfitted model (clear_improvement: the rule select applies between subsets, here between none and every named
+    factor), else the neutral calibration, the fit kept aside as `rejected`; `selection` holds both scores either
+    way. A fit that only follows its runs' noise, or a mechanism ttftsim lacks that some runs show and others do
+    not, predicts runs it was not fitted to worse than none (docs/fit.md); it is not handed out as a calibration."""
+    unfitted, held_out = run_errors(result.unfitted), run_errors(result.cross_validated)
+    scores = (((), _mean(unfitted)), (result.names, _mean(held_out)))
+    if clear_improvement(unfitted, held_out):
+        return replace(result, selection=scores)
+    neutral = [Factors() for _ in result.fold_factors]
+    return FitResult(
+        (), Factors(), neutral, result.unfitted, result.unfitted, result.unfitted, scores, rejected=result.factors
+    )
+
+
 def _mean(errors: dict[str, float]) -> float:
     return statistics.fmean(errors.values()) if errors else math.inf

@@ -14,6 +14,7 @@ from ttftsim.cli.app import app, console
 from ttftsim.errors import InputError
 
 if TYPE_CHECKING:
+    from ttftsim.accuracy.fit import FitResult
     from ttftsim.config.deployment_calibration import MetricErrors
 
 DEFAULT_FACTORS = "gemm_efficiency_scale,attention_efficiency_scale,step_overhead_s,api_server_cost_scale"
@@ -49,6 +50,14 @@ def fit(
             "subset, slower",
         ),
     ] = False,
+    apply_anyway: Annotated[
+        bool,
+        typer.Option(
+            "--apply-anyway",
+            help="Write the fitted factors even where they do not predict the runs each fold held out clearly better "
+            "than none (by default the calibration is then neutral)",
+        ),
+    ] = False,
     before: Annotated[
         list[Path] | None,
         typer.Option(
@@ -58,7 +67,9 @@ def fit(
     ] = None,
 ) -> None:
     """Fit deployment factors (GEMM and attention efficiency, per-step host overhead, API-server cost) to
-    measured runs, with cross-validation over runs, and write a calibration file (engine.calibration)."""
+    measured runs, with cross-validation over runs, and write a calibration file (engine.calibration). A fit
+    that does not predict the runs each fold held out clearly better than none is not applied: the calibration
+    is then neutral, and the fitted values are printed."""
     from ttftsim.accuracy.fit_record import write_record
     from ttftsim.accuracy.fit_run import fit_reports, parse_factors, write_calibration
 
@@ -69,23 +80,15 @@ def fit(
         sys.stderr.write(f"{line}\n")
 
     calibration, result, notes = fit_reports(
-        reports, deployment, names, progress, select_factors=select, before=list(before or [])
+        reports, deployment, names, progress, select_factors=select, before=list(before or []), guard=not apply_anyway
     )
     write_calibration(calibration, out)
     record = write_record(result, calibration, out)
-    if result.selection:
-        console.print("selection     mean held-out abs error per run", markup=False, highlight=False)
-        for subset, score in result.selection:
-            console.print(f"  {_percent(score):>8}  {', '.join(subset) or '(none: unfitted)'}", markup=False)
-        if not result.names:
-            console.print(
-                "no factor predicts the runs left out of its fit clearly better than none: the calibration is neutral",
-                markup=False,
-                highlight=False,
-            )
-    console.print(
-        "factor                        fitted     range over CV folds and the fit", markup=False, highlight=False
-    )
+    _print_selection(result)
+    if result.names:
+        console.print(
+            "factor                        fitted     range over CV folds and the fit", markup=False, highlight=False
+        )
     for name in result.names:
         low, high = result.interval(name)
         value = getattr(result.factors, name)
@@ -119,6 +122,31 @@ def fit(
     console.print(
         f"wrote {record} (each run's predictions, for the dashboard's Fit view)", markup=False, highlight=False
     )
+
+
+def _print_selection(result: FitResult) -> None:
+    """Each set of factors tried with its mean held-out error (--select, or the guard's none against all), and
+    why the calibration is neutral if it is."""
+    if not result.selection:
+        return
+    console.print("selection     mean held-out abs error per run", markup=False, highlight=False)
+    for subset, score in result.selection:
+        console.print(f"  {_percent(score):>8}  {', '.join(subset) or '(none: unfitted)'}", markup=False)
+    if not result.names:
+        console.print(
+            "no factor predicts the runs left out of its fit clearly better than none: the calibration is neutral",
+            markup=False,
+            highlight=False,
+        )
+    if result.rejected is not None:
+        fitted = result.selection[-1][0]
+        values = ", ".join(f"{name} {_value(name, getattr(result.rejected, name)).strip()}" for name in fitted)
+        console.print(
+            f"not applied: the fit on every run ({values}); --select tries each subset of the factors",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,  # one line, whatever the terminal's width
+        )
 
 
 def worse_than_unfitted(errors: MetricErrors) -> list[str]:
