@@ -252,6 +252,17 @@ BAD_VALUES = [
         "servingEngineSpec.modelSpec.0.vllmConfig.extraArgs.0: a string is expected",
     ),
     (
+        "servingEngineSpec:\n  modelSpec:\n  - {name: a, modelURL: m, repository: r, tag: t, requestMemory: 1Gi,"
+        " requestCPU: 1, lmcacheConfig: {enabled: 'false'}}\n",
+        "servingEngineSpec.modelSpec.0.lmcacheConfig.enabled: true or false is expected, not 'false' (quoted: a "
+        "chart's `if` takes any non-empty string as true)",
+    ),
+    (
+        "servingEngineSpec:\n  modelSpec:\n  - {name: a, modelURL: m, repository: r, tag: t, requestMemory: 1Gi,"
+        " requestCPU: 1, enableLoRA: 1}\n",
+        "servingEngineSpec.modelSpec.0.enableLoRA: true or false is expected, not 1",
+    ),
+    (
         "modelArtifacts: {name: m, uri: 'oci://registry/m'}\n",
         "modelArtifacts.uri: oci://registry/m: only hf:// and pvc+hf:// are read (which model?)",
     ),

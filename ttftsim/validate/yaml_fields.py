@@ -80,5 +80,6 @@ class Fields:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise InputError(self.source, self.where(key), f"true or false is expected, not {value!r}")
+            quoted = " (quoted: a chart's `if` takes any non-empty string as true)" if isinstance(value, str) else ""
+            raise InputError(self.source, self.where(key), f"true or false is expected, not {value!r}{quoted}")
         return value
