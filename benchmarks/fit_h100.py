@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 import tempfile
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,9 +109,9 @@ def main() -> int:
                     "train": MODELS[train_key],
                     "test": MODELS[test_key],
                     "factors": {n: getattr(result.factors, n) for n in names},
-                    "rejected": None if result.rejected is None else result.rejected.model_dump(),
-                    "selection": [[list(subset), score] for subset, score in result.selection],
-                    "intervals": {n: list(result.interval(n)) for n in names},
+                    "rejected": None if result.rejected is None else result.rejected.factors.model_dump(),
+                    "verdict": None if result.verdict is None else asdict(result.verdict),
+                    "intervals": {n: list(result.interval(n)) for n in result.names},
                     "train_errors": calibration.errors.model_dump() if calibration.errors else None,
                     "held_out": median_errors(held_out, METRICS),
                     "held_out_unfitted": median_errors(unfitted, METRICS),

@@ -195,7 +195,16 @@ def _note(calibration: DeploymentCalibration, record: FitRecord) -> str:
     runs = len({stage.run for stage in record.stages})
     where = f" on {provenance.deployment}" if provenance is not None else ""
     folds = f"{len(record.folds)} cross-validation folds" if record.folds else "no cross-validation"
-    return f"fitted on {runs} runs{where} ({calibration.hardware}), {folds}; intervals {record.confidence:.0%}"
+    note = f"fitted on {runs} runs{where} ({calibration.hardware}), {folds}; intervals {record.confidence:.0%}"
+    rejected = calibration.not_applied
+    if rejected is None:
+        return note
+    values = ", ".join(f"{name} {getattr(rejected.factors, name):.3g}" for name in rejected.fitted)
+    return (
+        f"{note}; neutral: the fit ({values}) was not applied, its held-out runs' mean error "
+        f"{rejected.held_out_error:.1%} against {rejected.unfitted_error:.1%} without it (standard error "
+        f"{rejected.standard_error:.1%}), so every prediction here is the unfitted model's"
+    )
 
 
 def error_of(estimate: Estimate | None, measured: Estimate) -> float | None:

@@ -21,7 +21,7 @@ import json
 import statistics
 import sys
 import tempfile
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +171,8 @@ def one_way(
         "factors": result.factors.model_dump(),
         "fitted": list(result.names),
         "selection": [{"factors": list(subset), "cross_validated_score": score} for subset, score in result.selection],
-        "rejected": None if result.rejected is None else result.rejected.model_dump(),
+        "verdict": None if result.verdict is None else asdict(result.verdict),
+        "rejected": None if result.rejected is None else result.rejected.factors.model_dump(),
         "intervals": {name: list(result.interval(name)) for name in result.names},
         "train_errors": calibration.errors.model_dump() if calibration.errors else None,
         "held_out": median_errors(held_out, METRICS),

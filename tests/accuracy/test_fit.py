@@ -17,10 +17,11 @@ import pytest
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.accuracy.fit import Evaluator, Problem, folds_of, residuals_of, to_factors, to_vector
 from ttftsim.accuracy.fit_checks import check_effects
-from ttftsim.accuracy.fit_record import FitRecord
-from ttftsim.accuracy.fit_run import fit_cases, fitted_cases, parse_factors
+from ttftsim.accuracy.fit_record import FitRecord, write_record
+from ttftsim.accuracy.fit_run import fit_cases, fitted_cases, parse_factors, write_calibration
 from ttftsim.accuracy.ground_truth import Case, StageTruth, case_notes
 from ttftsim.accuracy.harness import StageResult, run_case
+from ttftsim.accuracy_view import load_fit_view
 from ttftsim.calibration.factors import ScaledKernelCosts, scaled_api_server, scaled_linear
 from ttftsim.config.deployment_calibration import DeploymentCalibration, FactorName, Factors
 from ttftsim.config.scenario import Scenario
@@ -170,9 +171,9 @@ def test_fit_recovers_the_factors_the_runs_were_simulated_with(tmp_path: Path) -
     assert len(result.fold_factors) == 3 and notes == []
     low, high = result.interval("gemm_efficiency_scale")
     assert low <= high and low == pytest.approx(0.5, rel=0.05)
-    # the held-out runs are predicted far better than unfitted: the fit is applied, both scores kept
-    assert result.rejected is None and [subset for subset, _ in result.selection] == [(), names]
-    assert dict(result.selection)[()] > 0.3 > 0.01 > dict(result.selection)[names]
+    # the held-out runs are predicted far better than unfitted: the fit is applied, with its verdict
+    assert result.rejected is None and calibration.not_applied is None and result.verdict is not None
+    assert result.verdict.clear and result.verdict.unfitted > 0.3 > 0.01 > result.verdict.held_out
 
 
 def test_a_fit_that_predicts_held_out_runs_no_better_than_none_is_not_applied(tmp_path: Path) -> None:
@@ -184,15 +185,29 @@ def test_a_fit_that_predicts_held_out_runs_no_better_than_none_is_not_applied(tm
     fitted = fit_cases(cases, Path(), tmp_path, names, [], "test", guard=False)[1]
     calibration, result, _ = fit_cases(cases, Path(), tmp_path, names, [], "test")
     assert result.names == () and result.factors == Factors() and calibration.fitted == []
-    assert result.rejected == fitted.factors != Factors()  # the optimiser's rest, kept aside
-    unfitted, held_out = dict(result.selection)[()], dict(result.selection)[names]
-    assert unfitted == pytest.approx(0.4 / 1.4 / 3) and held_out == pytest.approx(run_mean(fitted.cross_validated))
-    assert held_out > unfitted  # fitted to the odd run, the folds predict the two others worse than none
+    assert result.rejected is not None and result.rejected.factors == fitted.factors != Factors()  # kept aside
+    verdict = result.verdict
+    assert verdict is not None and verdict == fitted.verdict and not verdict.clear  # --apply-anyway: same verdict
+    assert verdict.unfitted == pytest.approx(0.4 / 1.4 / 3)
+    assert verdict.held_out == pytest.approx(run_mean(fitted.cross_validated))
+    assert verdict.held_out > verdict.unfitted  # fitted to the odd run, the folds predict the two others worse
     assert result.in_sample == result.cross_validated == result.unfitted
     assert calibration.errors is not None and calibration.errors.cross_validated == calibration.errors.unfitted
     assert result.fold_factors == [Factors()] * 3
+    # the calibration file says what was not applied, with that fit's own errors
+    rejected = calibration.not_applied
+    assert rejected is not None and rejected.factors == fitted.factors and rejected.fitted == list(names)
+    assert (rejected.held_out_error, rejected.unfitted_error) == (verdict.held_out, verdict.unfitted)
+    assert rejected.errors.cross_validated != calibration.errors.cross_validated
+    # a neutral calibration changes no prediction; the Fit view says why it is neutral
+    path = tmp_path / "neutral.json"
+    write_calibration(calibration, path)
+    write_record(result, calibration, path)
+    assert build_replica(scenario(8.0, str(path)), tmp_path).engine == build_replica(scenario(8.0), tmp_path).engine
+    note = load_fit_view(tmp_path, "neutral.json").note
+    assert "; neutral: the fit (gemm_efficiency_scale " in note and "so every prediction here is the unfitted" in note
     no_folds = fit_cases(cases, Path(), tmp_path, names, [], "test", cross_validate=False)[1]
-    assert no_folds.rejected is None and no_folds.factors == fitted.factors  # no held-out runs: nothing to judge by
+    assert no_folds.verdict is None and no_folds.factors == fitted.factors  # no held-out runs: nothing to judge by
 
 
 def run_mean(results: list[StageResult]) -> float:
@@ -355,14 +370,20 @@ def test_fit_command_writes_a_calibration_that_simulations_accept(tmp_path: Path
     assert result.returncode == 0, result.stderr
     neutral = DeploymentCalibration.model_validate_json(out.read_text())
     assert neutral.fitted == [] and neutral.factors == Factors()
+    assert neutral.not_applied is not None and neutral.not_applied.factors.api_server_cost_scale > 1.5
     lines = result.stdout.splitlines()
-    start = lines.index("selection     mean held-out abs error per run")
-    assert lines[start + 1].endswith("(none: unfitted)") and lines[start + 2].endswith("api_server_cost_scale")
-    assert lines[start + 4].startswith("not applied: the fit on every run (api_server_cost_scale ")
+    assert lines[0] == "factor                        fitted     range over CV folds and the fit  (not applied)"
+    verdict = next(line for line in lines if line.startswith("held-out runs: mean abs error per run "))
+    assert verdict.endswith(
+        "so not applied: the calibration is neutral (--apply-anyway writes the fit; --select "
+        "tries each subset of the factors)"
+    )
+    assert lines[-2].endswith("; neutral: it changes no prediction")
     factors = ["--factors", "api_server_cost_scale", "--apply-anyway"]
     result = run("fit", *map(str, reports), *deployment, *factors, "-o", str(out))
     assert result.returncode == 0, result.stderr
-    assert "not applied: the fit" not in result.stdout and "selection" not in result.stdout
+    verdict = next(line for line in result.stdout.splitlines() if line.startswith("held-out runs: "))
+    assert verdict.endswith("not better by more than its standard error; written anyway (--apply-anyway)")
     note = f"note: {deploy} names engine.calibration {tmp_path / 'cal.json'}: not applied while fitting (the factors"
     assert note in result.stdout.splitlines()[-3]  # one line, unwrapped
     calibration = DeploymentCalibration.model_validate_json(out.read_text())
@@ -501,10 +522,16 @@ def test_fit_command_with_selection_prints_each_set_tried(tmp_path: Path) -> Non
     kept = calibration.fitted == ["api_server_cost_scale"]
     assert kept == ("the calibration is neutral" not in result.stdout)
     assert kept or calibration.factors == Factors()
+    refused = run("fit", *map(str, reports), *deployment, *factors, "--apply-anyway", "-o", str(out))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert (
+        refused.stderr.strip()
+        == "error: --apply-anyway: has no effect with --select (selection keeps what its folds show to help): give one"
+    )
 
 
 def test_an_improvement_must_exceed_its_standard_error() -> None:
-    from ttftsim.accuracy.fit_select import clear_improvement
+    from ttftsim.accuracy.fit_select import clear_improvement, paired_difference
 
     before = {"a": 0.20, "b": 0.30, "c": 0.10}
     # differences -0.05, -0.05, -0.05: mean -0.05, no spread: clear
@@ -513,6 +540,9 @@ def test_an_improvement_must_exceed_its_standard_error() -> None:
     assert not clear_improvement(before, {"a": 0.05, "b": 0.35, "c": 0.11})
     assert clear_improvement({"a": 0.2}, {"a": 0.19}) and not clear_improvement({"a": 0.2}, {"a": 0.2})
     assert not clear_improvement(before, {})  # nothing in common: nothing shown
+    # one run's gain alone, the others unchanged, is never clear: its mean equals its standard error
+    assert paired_difference(before, {"a": 0.01, "b": 0.30, "c": 0.10}) == pytest.approx((-0.19 / 3, 0.19 / 3))
+    assert not clear_improvement(before, {"a": 0.01, "b": 0.30, "c": 0.10})
 
 
 def test_the_readers_notes_are_said_once_with_their_runs() -> None:

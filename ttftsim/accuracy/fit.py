@@ -209,6 +209,17 @@ def folds_of(num_runs: int) -> list[list[int]]:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """The fit of every named factor against none, on the runs the cross-validation folds held out
+    (fit_select.judge): each run's mean absolute error over its fitted metrics, averaged over runs."""
+
+    unfitted: float
+    held_out: float
+    standard_error: float  # of the mean paired per-run difference (held out - unfitted)
+    clear: bool  # held_out below unfitted by more than the standard error (fit_select.clear_improvement)
+
+
+@dataclass(frozen=True)
 class FitResult:
     """The fit on every run, each fold's fit, and the three sets of predictions (one StageResult list per
     run, in run order)."""
@@ -220,7 +231,8 @@ class FitResult:
     in_sample: list[StageResult]
     cross_validated: list[StageResult]
     selection: tuple[tuple[tuple[FactorName, ...], float], ...] = ()  # select(): each set tried, its score
-    rejected: Factors | None = None  # fit_select.guarded: the fit on every run, not applied (no clear gain)
+    verdict: Verdict | None = None  # fit_select.judge, where the fit was cross-validated (not --select)
+    rejected: FitResult | None = None  # fit_select.guarded: the fit not applied (no clear gain), whole
 
     def interval(self, name: FactorName) -> tuple[float, float]:
         """The range of the factor over the fold fits and the fit on every run."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ttftsim.accuracy.fit import Evaluator, FitResult, Problem, fit, median_errors
 from ttftsim.accuracy.fit_checks import MIN_RUNS, SOURCE, check_effects, check_runs
-from ttftsim.accuracy.fit_select import guarded, select
+from ttftsim.accuracy.fit_select import guarded, judge, select
 from ttftsim.accuracy.ground_truth import Case, StageTruth, client_bound_note
 from ttftsim.accuracy.harness import OVERLOAD_TTFT_S
 from ttftsim.accuracy.reports import measured_cases
@@ -23,6 +23,7 @@ from ttftsim.config.deployment_calibration import (
     FactorFit,
     FactorName,
     MetricErrors,
+    NotApplied,
     Provenance,
 )
 from ttftsim.errors import InputError
@@ -203,17 +204,36 @@ def fit_cases(
         result = select(evaluator, progress)
     else:
         result = fit(evaluator, progress, cross_validate)
-        if cross_validate and guard:
-            result = guarded(result)
+        if cross_validate:
+            result = guarded(result) if guard else judge(result)
     return calibration_of(result, problem, reports, deployment), result, notes
 
 
-def calibration_of(result: FitResult, problem: Problem, reports: list[str], deployment: str) -> DeploymentCalibration:
-    errors = MetricErrors(
+def metric_errors(result: FitResult) -> MetricErrors:
+    return MetricErrors(
         in_sample=median_errors(result.in_sample),
         cross_validated=median_errors(result.cross_validated),
         unfitted=median_errors(result.unfitted),
     )
+
+
+def not_applied(result: FitResult) -> NotApplied | None:
+    """The fit that fit_select.guarded kept aside, for the calibration file."""
+    rejected, verdict = result.rejected, result.verdict
+    if rejected is None or verdict is None:
+        return None
+    return NotApplied(
+        factors=rejected.factors,
+        fitted=list(rejected.names),
+        held_out_error=verdict.held_out,
+        unfitted_error=verdict.unfitted,
+        standard_error=verdict.standard_error,
+        errors=metric_errors(rejected),
+    )
+
+
+def calibration_of(result: FitResult, problem: Problem, reports: list[str], deployment: str) -> DeploymentCalibration:
+    errors = metric_errors(result)
     provenance = Provenance(
         deployment=deployment,
         reports=reports,
@@ -232,6 +252,7 @@ def calibration_of(result: FitResult, problem: Problem, reports: list[str], depl
         },
         errors=errors,
         provenance=provenance,
+        not_applied=not_applied(result),
     )
 
 

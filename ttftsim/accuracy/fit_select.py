@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ttftsim.accuracy.fit import Evaluator, FitResult, fit, fitted_ratios, folds_of
+from ttftsim.accuracy.fit import Evaluator, FitResult, Verdict, fit, fitted_ratios, folds_of
 from ttftsim.accuracy.harness import StageResult
 from ttftsim.config.deployment_calibration import FactorName, Factors
 
@@ -24,20 +24,28 @@ def run_errors(results: Sequence[StageResult]) -> dict[str, float]:
     return {run: statistics.fmean(values) for run, values in errors.items()}
 
 
+def paired_difference(before: dict[str, float], after: dict[str, float]) -> tuple[float, float] | None:
+    """The mean of the paired per-run differences `after - before` and its standard error (0 with one run);
+    None when no run is on both sides (a run that only one side predicts counts as nothing shown)."""
+    differences = [after[run] - before[run] for run in before if run in after]
+    if not differences:
+        return None
+    mean = statistics.fmean(differences)
+    if len(differences) == 1:
+        return mean, 0.0
+    return mean, statistics.stdev(differences) / math.sqrt(len(differences))
+
+
 def clear_improvement(before: dict[str, float], after: dict[str, float]) -> bool:
     """Whether `after` predicts the runs better than `before` by more than the noise of the comparison: the
     mean of the paired per-run differences is below zero by more than its standard error (a paired variant of
     the one-standard-error rule of cross-validated model selection, Hastie, Tibshirani and Friedman, The
     Elements of Statistical Learning, 2nd ed., section 7.10, which uses the best model's own standard error;
-    with one run, any decrease). A run that only one side predicts counts as nothing shown. Runs held out
-    together in one fold (more than MAX_LOO_RUNS runs) share a fit, so the standard error is a little low."""
-    differences = [after[run] - before[run] for run in before if run in after]
-    if not differences:
-        return False
-    mean = statistics.fmean(differences)
-    if len(differences) == 1:
-        return mean < 0
-    return mean + statistics.stdev(differences) / math.sqrt(len(differences)) < 0
+    with one run, any decrease). So a gain on one run alone, the others unchanged, is never clear (its mean is
+    its standard error), however large. Runs held out together in one fold (more than MAX_LOO_RUNS runs) share
+    a fit, so the standard error is a little low."""
+    paired = paired_difference(before, after)
+    return paired is not None and paired[0] + paired[1] < 0
 
 
 def select(evaluator: Evaluator, progress: Callable[[str], None] = lambda _: None) -> FitResult:
@@ -71,19 +79,35 @@ def select(evaluator: Evaluator, progress: Callable[[str], None] = lambda _: Non
     return replace(fits[kept], selection=tuple((subset, _mean(errors[subset])) for subset in subsets))
 
 
-def guarded(result: FitResult) -> FitResult:
-    """`fit`'s result (with cross-validation) if it predicts the runs each fold held out clearly better than the
-    unfitted model (clear_improvement: the rule select applies between subsets, here between none and every named
-    factor), else the neutral calibration, the fit kept aside as `rejected`; `selection` holds both scores either
-    way. A fit that only follows its runs' noise, or a mechanism ttftsim lacks that some runs show and others do
-    not, predicts runs it was not fitted to worse than none (docs/fit.md); it is not handed out as a calibration."""
+def judge(result: FitResult) -> FitResult:
+    """`fit`'s result (with cross-validation) with its verdict: whether it predicts the runs each fold held out
+    clearly better than the unfitted model (clear_improvement: the rule select applies between subsets, here
+    between none and every named factor)."""
     unfitted, held_out = run_errors(result.unfitted), run_errors(result.cross_validated)
-    scores = (((), _mean(unfitted)), (result.names, _mean(held_out)))
-    if clear_improvement(unfitted, held_out):
-        return replace(result, selection=scores)
+    _, standard_error = paired_difference(unfitted, held_out) or (0.0, 0.0)
+    clear = clear_improvement(unfitted, held_out)
+    return replace(result, verdict=Verdict(_mean(unfitted), _mean(held_out), standard_error, clear))
+
+
+def guarded(result: FitResult) -> FitResult:
+    """The judged fit (judge) if it is clearly better than none, else the neutral calibration with the fit kept
+    aside whole as `rejected`. A fit that only follows its runs' noise, or a mechanism ttftsim lacks that some
+    runs show and others do not, predicts runs it was not fitted to worse than none (docs/fit.md); it is not
+    handed out as a calibration."""
+    judged = judge(result)
+    assert judged.verdict is not None
+    if judged.verdict.clear:
+        return judged
     neutral = [Factors() for _ in result.fold_factors]
     return FitResult(
-        (), Factors(), neutral, result.unfitted, result.unfitted, result.unfitted, scores, rejected=result.factors
+        (),
+        Factors(),
+        neutral,
+        result.unfitted,
+        result.unfitted,
+        result.unfitted,
+        verdict=judged.verdict,
+        rejected=judged,
     )
 
 

@@ -75,6 +75,10 @@ def fit(
 
     names = parse_factors(factors)
     _check_out(out)  # said before the fit (a minute or more), not after it
+    if select and apply_anyway:
+        raise InputError(
+            "--apply-anyway", "", "has no effect with --select (selection keeps what its folds show to help): give one"
+        )
 
     def progress(line: str) -> None:
         sys.stderr.write(f"{line}\n")
@@ -85,68 +89,85 @@ def fit(
     write_calibration(calibration, out)
     record = write_record(result, calibration, out)
     _print_selection(result)
-    if result.names:
-        console.print(
-            "factor                        fitted     range over CV folds and the fit", markup=False, highlight=False
-        )
-    for name in result.names:
-        low, high = result.interval(name)
-        value = getattr(result.factors, name)
-        console.print(
-            f"{name:<28}{_value(name, value):>9}     {_value(name, low)} .. {_value(name, high)}", markup=False
-        )
-    errors = calibration.errors
+    shown = result.rejected or result  # a fit not applied is still shown: its factors and errors
+    _print_factors(shown, applied=result.rejected is None)
+    errors = calibration.errors if calibration.not_applied is None else calibration.not_applied.errors
     assert errors is not None
-    console.print("median abs error     unfitted  in-sample  cross-validated", markup=False, highlight=False)
+    title = "median abs error     unfitted  in-sample  cross-validated"
+    console.print(title + ("  (the fit not applied)" if result.rejected else ""), markup=False, highlight=False)
     for metric in ERROR_METRICS:
         if metric in errors.in_sample:
             cells = (errors.unfitted.get(metric), errors.in_sample.get(metric), errors.cross_validated.get(metric))
             console.print(f"{metric:<19}" + "".join(f"{_percent(cell):>11}" for cell in cells), markup=False)
-    worse = worse_than_unfitted(errors)
+    worse = worse_than_unfitted(errors) if result.names else []
     if worse:
-        console.print(
+        _line(
             f"warning: the cross-validated error is above the unfitted model's on {', '.join(worse)}: on runs it was "
             "not fitted to, the calibration predicts worse than none (the factors fit these runs' noise, or stand in "
-            "for a mechanism ttftsim lacks)",
-            markup=False,
-            highlight=False,
+            "for a mechanism ttftsim lacks)"
         )
+    _print_verdict(result)
     for note in notes:
-        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)  # paths unbroken
-    console.print(
-        f"wrote {out} ({len(calibration.provenance.runs) if calibration.provenance else 0} runs, "
-        f"{len(result.fold_factors)} folds); use it with engine: calibration: {out.name}",
-        markup=False,
-        highlight=False,
+        _line(f"note: {note}")  # paths unbroken
+    runs = len(calibration.provenance.runs) if calibration.provenance else 0
+    use = "neutral: it changes no prediction" if not result.names else f"use it with engine: calibration: {out.name}"
+    _line(f"wrote {out} ({runs} runs, {len(result.fold_factors)} folds); {use}")
+    _line(f"wrote {record} (each run's predictions, for the dashboard's Fit view)")
+
+
+def _line(text: str) -> None:
+    """One line of output, unbroken whatever the terminal's width."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_factors(result: FitResult, applied: bool) -> None:
+    if not result.names:
+        return
+    _line(
+        "factor                        fitted     range over CV folds and the fit"
+        + ("" if applied else "  (not applied)")
     )
-    console.print(
-        f"wrote {record} (each run's predictions, for the dashboard's Fit view)", markup=False, highlight=False
-    )
+    for name in result.names:
+        low, high = result.interval(name)
+        value = getattr(result.factors, name)
+        _line(f"{name:<28}{_value(name, value):>9}     {_value(name, low)} .. {_value(name, high)}")
 
 
 def _print_selection(result: FitResult) -> None:
-    """Each set of factors tried with its mean held-out error (--select, or the guard's none against all), and
-    why the calibration is neutral if it is."""
+    """--select: each set of factors tried with its mean held-out error, and why the calibration is neutral if
+    it is."""
     if not result.selection:
         return
-    console.print("selection     mean held-out abs error per run", markup=False, highlight=False)
+    _line("selection     mean held-out abs error per run")
     for subset, score in result.selection:
-        console.print(f"  {_percent(score):>8}  {', '.join(subset) or '(none: unfitted)'}", markup=False)
+        _line(f"  {_percent(score):>8}  {', '.join(subset) or '(none: unfitted)'}")
     if not result.names:
-        console.print(
-            "no factor predicts the runs left out of its fit clearly better than none: the calibration is neutral",
-            markup=False,
-            highlight=False,
+        _line(
+            "no set of factors predicts the runs left out of its fit clearly better than none: the calibration "
+            "is neutral"
         )
-    if result.rejected is not None:
-        fitted = result.selection[-1][0]
-        values = ", ".join(f"{name} {_value(name, getattr(result.rejected, name)).strip()}" for name in fitted)
-        console.print(
-            f"not applied: the fit on every run ({values}); --select tries each subset of the factors",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,  # one line, whatever the terminal's width
+
+
+def _print_verdict(result: FitResult) -> None:
+    """Whether the fit predicts the runs its folds held out clearly better than none, and what was written."""
+    verdict = result.verdict
+    if verdict is None:
+        return
+    difference = verdict.held_out - verdict.unfitted
+    line = (
+        f"held-out runs: mean abs error per run {_percent(verdict.held_out).strip()} with the fit, "
+        f"{_percent(verdict.unfitted).strip()} without (difference {difference * 100:+.1f} points, standard error "
+        f"{verdict.standard_error * 100:.1f})"
+    )
+    if verdict.clear:
+        _line(f"{line}: clearly better, applied")
+    elif result.rejected is not None:
+        _line(
+            f"{line}: not better by more than its standard error, so not applied: the calibration is neutral "
+            "(--apply-anyway writes the fit; --select tries each subset of the factors)"
         )
+    else:
+        _line(f"{line}: not better by more than its standard error; written anyway (--apply-anyway)")
 
 
 def worse_than_unfitted(errors: MetricErrors) -> list[str]:

@@ -80,6 +80,18 @@ class Provenance(StrictModel):
     ttftsim_version: str = Field(description="The ttftsim that fitted them")
 
 
+class NotApplied(StrictModel):
+    """A fit that `ttftsim fit` did not apply: on the runs its cross-validation folds held out it was not
+    clearly better than no fit (accuracy/fit_select.py `judge`), so the file's factors are neutral."""
+
+    factors: Factors = Field(description="The fit on every run, not applied")
+    fitted: list[FactorName] = Field(description="The factors that fit named")
+    held_out_error: float = Field(ge=0, description="Mean over runs of each run's mean abs error, held out")
+    unfitted_error: float = Field(ge=0, description="The same without a fit")
+    standard_error: float = Field(ge=0, description="Standard error of the mean paired per-run difference")
+    errors: MetricErrors = Field(description="That fit's prediction errors per metric")
+
+
 class DeploymentCalibration(StrictModel):
     """A calibration file. The factors apply to deployments on `hardware` only."""
 
@@ -93,3 +105,6 @@ class DeploymentCalibration(StrictModel):
     )
     errors: MetricErrors | None = Field(default=None, description="Prediction errors of the fit, per metric")
     provenance: Provenance | None = Field(default=None, description="What the factors were fitted to")
+    not_applied: NotApplied | None = Field(
+        default=None, description="A fit left out because it predicted held-out runs no better than none"
+    )

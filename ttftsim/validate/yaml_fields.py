@@ -80,6 +80,14 @@ class Fields:
         if value is None:
             return default
         if not isinstance(value, bool):
-            quoted = " (quoted: a chart's `if` takes any non-empty string as true)" if isinstance(value, str) else ""
+            boolean_word = isinstance(value, str) and value.strip().lower() in (
+                "true",
+                "false",
+                "yes",
+                "no",
+                "on",
+                "off",
+            )
+            quoted = " (quoted: a chart's `if` takes any non-empty string as true)" if boolean_word else ""
             raise InputError(self.source, self.where(key), f"true or false is expected, not {value!r}{quoted}")
         return value
