@@ -15,6 +15,7 @@ from tests.accuracy.test_report_errors import with_workload
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.accuracy.ground_truth import StageTruth
 from ttftsim.accuracy.reports import measured_cases
+from ttftsim.accuracy.reports.cases import UNSEEN_LATE_READS
 from ttftsim.accuracy.reports.detect import read_report
 from ttftsim.accuracy.reports.measured import Load, late_first_tokens, truth_from_requests
 
@@ -186,11 +187,18 @@ def test_closed_loop_with_warmup_is_compared_by_its_means() -> None:
         assert set(case.stages[0].measured) == {"ttft_mean", "tpot_mean"}
 
 
-def test_summary_without_lengths_uses_the_mean_lengths() -> None:
+def test_summary_without_lengths_uses_the_mean_lengths(tmp_path: Path) -> None:
     with measured_cases(REPORTS / "vllm-bench-0.32.0" / "concurrency-4-summary.json", DEPLOYMENT) as (cases, _):
         workload = cases[0].scenario.workload
         assert workload.prompt_tokens.type == "fixed" and workload.prompt_tokens.value == 71  # 1707 / 24
         assert workload.num_requests == 24 and not cases[0].closed_loop
+        assert cases[0].notes[-1] == UNSEEN_LATE_READS  # statistics only: late reads cannot be counted
+    with measured_cases(REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json", DEPLOYMENT) as (cases, _):
+        assert UNSEEN_LATE_READS not in cases[0].notes  # per-request values: counted (none late here)
+        assert (cases[0].stages[0].late_first_tokens, cases[0].stages[0].multi_token_requests) == (0, 30)
+    deployment = with_workload(tmp_path)
+    with measured_cases(REPORTS / "prometheus-2.42" / "query_range.json", deployment) as (cases, _):
+        assert UNSEEN_LATE_READS not in cases[0].notes  # a server's own metrics: no client to read late
 
 
 def test_metrics_keep_the_deployments_workload(tmp_path: Path) -> None:

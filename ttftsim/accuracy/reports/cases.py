@@ -79,7 +79,18 @@ def to_case(run: MeasuredRun, deployment: Deployment, folder: Path, index: int) 
         stage = replace(stage, measured={k: v for k, v in stage.measured.items() if k in CLOSED_LOOP_MEANS})
     warmup = run.load.warmup_requests if run.load is not None else 0
     stages = list(run.stages) or [stage]
-    return Case(run.name, scenario, stages, closed, warmup, problem, run.notes, server_side=run.server_side)
+    notes = run.notes
+    if not run.server_side and not any(stage.ttft_values_s for stage in stages):
+        notes = (*notes, UNSEEN_LATE_READS)
+    return Case(run.name, scenario, stages, closed, warmup, problem, notes, server_side=run.server_side)
+
+
+# A report of statistics only: the late first tokens that make a stage client-bound (ground_truth.py
+# StageTruth.is_client_bound, docs/engine-semantics.md 4) are counted from per-request values.
+UNSEEN_LATE_READS = (
+    "no per-request values: whether the client read its streams late (a client-bound stage) cannot be told; "
+    "scored as measured"
+)
 
 
 def _workload(run: MeasuredRun, load: Load, folder: Path, index: int) -> dict[str, Any]:
