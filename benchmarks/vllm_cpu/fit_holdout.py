@@ -219,6 +219,8 @@ def main() -> int:
         "it predicts the runs its folds held out clearly better than none (fit_select.guarded)",
     )
     args = parser.parse_args()
+    if args.select and args.guard:
+        parser.error("--guard has no effect with --select (selection keeps what its folds show to help): give one")
     DEPLOYMENT = args.deployment.resolve()
     skipped = set(filter(None, args.skip.split(",")))
     runs = {name: run for name, run in load_runs(args.tag).items() if name not in skipped}

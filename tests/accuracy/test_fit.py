@@ -4,6 +4,7 @@ was run with, cross-validation folds, and the refusals (one line)."""
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import warnings
 from dataclasses import replace
@@ -18,7 +19,14 @@ from tests.test_cli import _assert_one_line_error, run
 from ttftsim.accuracy.fit import Evaluator, Problem, folds_of, residuals_of, to_factors, to_vector
 from ttftsim.accuracy.fit_checks import check_effects
 from ttftsim.accuracy.fit_record import FitRecord, write_record
-from ttftsim.accuracy.fit_run import fit_cases, fitted_cases, parse_factors, write_calibration
+from ttftsim.accuracy.fit_run import (
+    fit_cases,
+    fit_reports,
+    fitted_cases,
+    parse_factors,
+    unique_names,
+    write_calibration,
+)
 from ttftsim.accuracy.ground_truth import Case, StageTruth, case_notes
 from ttftsim.accuracy.harness import StageResult, run_case
 from ttftsim.accuracy_view import load_fit_view
@@ -504,6 +512,25 @@ def test_a_fit_worse_than_none_on_held_out_runs_is_said() -> None:
     assert worse_than_unfitted(better) == []
     even = errors.model_copy(update={"cross_validated": dict(errors.unfitted)})  # no worse: not said
     assert worse_than_unfitted(even) == []
+
+
+def test_runs_named_alike_by_their_reports_stay_apart(tmp_path: Path) -> None:
+    # every tool writes reports of one name (GuideLLM: benchmarks.json): two runs must not pool as one
+    reports = []
+    for folder, name in (("a", "poisson-2rps-detailed.json"), ("b", "concurrency-4-summary.json")):
+        (tmp_path / folder).mkdir()
+        reports.append(tmp_path / folder / "x.json")
+        shutil.copy(REPORTS / "vllm-bench-0.32.0" / name, reports[-1])
+    deployment = tmp_path / "deploy.yaml"
+    deployment.write_text((REPORTS / "cpu-server.yaml").read_text().replace("cpu-server-model/config.json", MODEL))
+    names: tuple[FactorName, ...] = ("api_server_cost_scale",)
+    calibration, result, _ = fit_reports(reports, deployment, names)
+    assert calibration.provenance is not None
+    assert calibration.provenance.runs == [f"x ({reports[0]})", f"x ({reports[1]})"]
+    assert len(result.fold_factors) == 2 and result.verdict is not None
+    assert result.verdict.standard_error > 0.1  # two runs, one better and one worse: as under their own names
+    assert not result.verdict.clear and calibration.not_applied is not None
+    assert unique_names([(Case("a", scenario(2.0)), Path("r.json"))])[0].name == "a"  # a name alone: as it is
 
 
 def test_fit_command_with_selection_prints_each_set_tried(tmp_path: Path) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -70,14 +72,15 @@ def fit_reports(
     select_factors: fit only the factors that selection by cross-validation keeps (fit_select.select).
     guard: a fit that does not predict its held-out runs clearly better than none is not applied (fit_cases)."""
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="ttftsim-fit-") as folder:
-        cases: list[Case] = []
+        read: list[tuple[Case, Path]] = []
         sources: dict[tuple[object, ...], tuple[Path, str]] = {}
         base = Path() if deployment is None else deployment.parent
         for report, earlier in zip(reports, _pair_snapshots(reports, before), strict=True):
             report_cases, base = stack.enter_context(measured_cases(report, deployment, earlier))
             for case in report_cases:
                 _refuse_repeated(case, report, sources)
-            cases += report_cases
+            read += [(case, report) for case in report_cases]
+        cases = unique_names(read)
         where = "(the reports' own)" if deployment is None else str(deployment)
         paths = [str(path) for path in reports]
         calibration, result, notes = fit_cases(
@@ -93,6 +96,14 @@ def fit_reports(
                 "fitted to the uncalibrated model); use the file written instead of it, not on top of it"
             )
         return calibration, result, notes
+
+
+def unique_names(read: list[tuple[Case, Path]]) -> list[Case]:
+    """The runs, each named as its report names it, or with its report's path where another report names a run
+    the same (every GuideLLM report is benchmarks.json, its runs 'benchmarks #0', ...): errors, folds and the
+    verdict are per run, by name, and two runs under one name would count as one."""
+    counts = Counter(case.name for case, _ in read)
+    return [case if counts[case.name] == 1 else replace(case, name=f"{case.name} ({report})") for case, report in read]
 
 
 def _reader_notes(cases: list[Case]) -> list[str]:

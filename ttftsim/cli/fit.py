@@ -94,11 +94,11 @@ def fit(
     errors = calibration.errors if calibration.not_applied is None else calibration.not_applied.errors
     assert errors is not None
     title = "median abs error     unfitted  in-sample  cross-validated"
-    console.print(title + ("  (the fit not applied)" if result.rejected else ""), markup=False, highlight=False)
+    _line(title + ("  (the fit not applied)" if result.rejected else ""))
     for metric in ERROR_METRICS:
         if metric in errors.in_sample:
             cells = (errors.unfitted.get(metric), errors.in_sample.get(metric), errors.cross_validated.get(metric))
-            console.print(f"{metric:<19}" + "".join(f"{_percent(cell):>11}" for cell in cells), markup=False)
+            _line(f"{metric:<19}" + "".join(f"{_percent(cell):>11}" for cell in cells))
     worse = worse_than_unfitted(errors) if result.names else []
     if worse:
         _line(
