@@ -44,7 +44,11 @@ def clear_improvement(before: dict[str, float], after: dict[str, float]) -> bool
     with one run, any decrease). So a gain on one run alone, the others unchanged, is never clear (its mean is
     its standard error), however large. Runs held out together in one fold (more than MAX_LOO_RUNS runs) share
     a fit, so the standard error is a little low."""
-    paired = paired_difference(before, after)
+    return _is_clear(paired_difference(before, after))
+
+
+def _is_clear(paired: tuple[float, float] | None) -> bool:
+    """The rule of clear_improvement on a paired difference (mean, standard error)."""
     return paired is not None and paired[0] + paired[1] < 0
 
 
@@ -84,9 +88,9 @@ def judge(result: FitResult) -> FitResult:
     clearly better than the unfitted model (clear_improvement: the rule select applies between subsets, here
     between none and every named factor)."""
     unfitted, held_out = run_errors(result.unfitted), run_errors(result.cross_validated)
-    _, standard_error = paired_difference(unfitted, held_out) or (0.0, 0.0)
-    clear = clear_improvement(unfitted, held_out)
-    return replace(result, verdict=Verdict(_mean(unfitted), _mean(held_out), standard_error, clear))
+    paired = paired_difference(unfitted, held_out)
+    standard_error = paired[1] if paired is not None else 0.0
+    return replace(result, verdict=Verdict(_mean(unfitted), _mean(held_out), standard_error, _is_clear(paired)))
 
 
 def guarded(result: FitResult) -> FitResult:
