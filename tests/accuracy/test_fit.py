@@ -413,6 +413,26 @@ def test_fit_command_writes_a_calibration_that_simulations_accept(tmp_path: Path
     assert record.stages[0].measured["ttft_p50"] == pytest.approx(0.0399282594999022)  # vllm bench: median_ttft_ms
 
 
+def test_fit_says_when_the_profile_is_beyond_its_bounds(tmp_path: Path) -> None:
+    # the runs on the shipped CPU-host profile alone (its assumed 14 ms a step, no microbenchmark): the real steps
+    # take less than the profile's fixed time even with no host time left, so the overhead stops at that bound
+    deploy = tmp_path / "deploy.yaml"
+    text = (REPORTS / "cpu-server.yaml").read_text().replace("cpu-server-model/config.json", MODEL)
+    deploy.write_text(text.split("  api_server:\n")[0])  # the engine's arguments only: no measured costs
+    reports = [
+        REPORTS / "vllm-bench-0.32.0" / "poisson-2rps-detailed.json",
+        REPORTS / "guidellm-0.8.1" / "benchmarks.json",
+    ]
+    out = tmp_path / "cal.json"
+    options = ["--deployment", str(deploy), "--factors", "step_overhead_s", "-o", str(out)]
+    result = run("fit", *map(str, reports), *options)
+    assert result.returncode == 0, result.stderr
+    calibration = DeploymentCalibration.model_validate_json(out.read_text())
+    assert calibration.factors.step_overhead_s == pytest.approx(-0.014, abs=5e-5)  # hwprofiles/cpu-host.yaml
+    warning = next(line for line in result.stdout.splitlines() if line.startswith("warning: step_overhead_s"))
+    assert warning.startswith("warning: step_overhead_s stopped at its bound (-14.00 ms, no host time left per step)")
+
+
 def test_overloaded_runs_are_left_out_with_a_note(tmp_path: Path) -> None:
     cases = [measured_case(rate, Factors(), tmp_path) for rate in (2.0, 8.0)]
     failed = replace(cases[1], name="timed out", stages=[replace(cases[1].stages[0], num_failed=3)])
@@ -496,6 +516,26 @@ def test_an_output_that_cannot_be_written_is_said_before_the_fit(tmp_path: Path)
     for out, needle in ((tmp_path / "none" / "x.json", "no folder"), (tmp_path, "is a folder")):
         result = run("fit", *files, "-o", str(out), "--deployment", deployment)
         _assert_one_line_error(result, str(out), "--out", needle)
+
+
+def test_a_scale_stopped_at_its_bound_is_said() -> None:
+    # the shipped CPU profile is some twenty times slower than an AVX-512 host's bfloat16 GEMMs (docs/fit.md): a
+    # fit that ends at a bound has not reached the runs, and says so
+    from ttftsim.accuracy.fit import SCALE_BOUNDS, FitResult
+
+    def result(**factors: float) -> FitResult:
+        names = tuple(factors)
+        return FitResult(names, Factors(**factors), [], [], [], [])  # type: ignore[arg-type]
+
+    assert result(gemm_efficiency_scale=19.96, step_overhead_s=-0.01).at_bounds() == [("gemm_efficiency_scale", 20.0)]
+    assert result(attention_efficiency_scale=0.0505).at_bounds() == [("attention_efficiency_scale", 0.05)]
+    assert result(gemm_efficiency_scale=18.78, api_server_cost_scale=0.06).at_bounds() == []  # 6 % and 20 % away
+    assert SCALE_BOUNDS == (0.05, 20.0)
+    # the overhead's bounds: no host time left per step (the deployment's smallest), and MAX_OVERHEAD_S
+    floor = replace(result(step_overhead_s=-0.014), min_overhead_s=0.014)
+    assert floor.at_bounds() == [("step_overhead_s", -0.014)]
+    assert replace(floor, factors=Factors(step_overhead_s=-0.0138)).at_bounds() == []  # 0.2 ms above it
+    assert replace(floor, factors=Factors(step_overhead_s=0.2)).at_bounds() == [("step_overhead_s", 0.2)]
 
 
 def test_a_fit_worse_than_none_on_held_out_runs_is_said() -> None:

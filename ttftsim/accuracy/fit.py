@@ -39,7 +39,9 @@ MAX_LOO_RUNS = 8
 DEFAULT_FOLDS = 5
 OVERHEAD_UNIT_S = 0.005  # the overhead's fitting unit: a forward-difference step of 0.05 units is 0.25 ms
 SCALE_BOUNDS = (0.05, 20.0)
+AT_BOUND_LOG = 0.02  # a scale within 2 % of a bound has stopped there (FitResult.at_bounds)
 MAX_OVERHEAD_S = 0.2
+AT_BOUND_OVERHEAD_S = 5e-5  # the overhead within the fit's tolerance of a bound
 RATIO_CLIP = 1e3  # an overloaded prediction (infinite TTFT) counts as 1000x the measurement
 SIMPLEX_STEP = 0.5  # the first simplex: x 1.65 on a scale, 2.5 ms on the overhead
 FOLD_SIMPLEX_STEP = 0.2  # a fold starts from the fit on every run, nearby
@@ -233,11 +235,26 @@ class FitResult:
     selection: tuple[tuple[tuple[FactorName, ...], float], ...] = ()  # select(): each set tried, its score
     verdict: Verdict | None = None  # fit_select.judge, where the fit was cross-validated (not --select)
     rejected: FitResult | None = None  # fit_select.guarded: the fit not applied (no clear gain), whole
+    min_overhead_s: float = 0.0  # Problem.min_overhead_s: the overhead's lower bound is minus this
 
     def interval(self, name: FactorName) -> tuple[float, float]:
         """The range of the factor over the fold fits and the fit on every run."""
         values = [getattr(factors, name) for factors in (*self.fold_factors, self.factors)]
         return min(values), max(values)
+
+    def at_bounds(self) -> list[tuple[FactorName, float]]:
+        """The factors whose fit on every run stopped at a bound, with that bound: a scale at one of SCALE_BOUNDS,
+        the overhead at no host time left per step or at MAX_OVERHEAD_S. The hardware profile is then so far
+        from the runs that the fit could not reach them."""
+        found: list[tuple[FactorName, float]] = []
+        for name in self.names:
+            value = getattr(self.factors, name)
+            if name == "step_overhead_s":
+                ends = (-self.min_overhead_s, MAX_OVERHEAD_S)
+                found += [(name, end) for end in ends if abs(value - end) <= AT_BOUND_OVERHEAD_S]
+            else:
+                found += [(name, end) for end in SCALE_BOUNDS if abs(math.log(value / end)) <= AT_BOUND_LOG]
+        return found
 
 
 def fit(
@@ -246,6 +263,7 @@ def fit(
     """The fit on every run, then (cross_validate) each fold's; without folds, the intervals are the fitted
     values themselves and the cross-validated predictions the in-sample ones."""
     problem = evaluator.problem
+    floor = problem.min_overhead_s
     runs = list(range(len(problem.cases)))
     neutral = Factors()
     unfitted = evaluator.results(neutral, runs)
@@ -255,7 +273,7 @@ def fit(
     in_sample = evaluator.results(factors, runs)
     fold_factors, held_out = [], {}
     if not cross_validate:
-        return FitResult(problem.names, factors, [factors], unfitted, in_sample, in_sample)
+        return FitResult(problem.names, factors, [factors], unfitted, in_sample, in_sample, min_overhead_s=floor)
     for number, fold in enumerate(folds_of(len(runs)), start=1):
         progress(f"cross-validation fold {number}: runs {', '.join(problem.cases[i].name for i in fold)} held out")
         train = [i for i in runs if i not in fold]
@@ -264,7 +282,7 @@ def fit(
         for i in fold:
             held_out[i] = evaluator.results(fold_fit, [i])
     cross_validated = [result for i in runs for result in held_out[i]]
-    return FitResult(problem.names, factors, fold_factors, unfitted, in_sample, cross_validated)
+    return FitResult(problem.names, factors, fold_factors, unfitted, in_sample, cross_validated, min_overhead_s=floor)
 
 
 def median_errors(results: Sequence[StageResult], metrics: Sequence[str] = FIT_METRICS) -> dict[str, float]:

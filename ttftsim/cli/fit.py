@@ -131,6 +131,14 @@ def _print_factors(result: FitResult, applied: bool) -> None:
         low, high = result.interval(name)
         value = getattr(result.factors, name)
         _line(f"{name:<28}{_value(name, value):>9}     {_value(name, low)} .. {_value(name, high)}")
+    for name, bound in result.at_bounds():
+        overhead = name == "step_overhead_s"
+        _line(
+            f"warning: {name} stopped at its bound ({_value(name, bound) if overhead else f'{bound:g}'}"
+            + (", no host time left per step" if overhead and bound <= 0 else "")
+            + "): the hardware profile is that far from these runs and the fit could not go further; a profile "
+            "measured on this hardware predicts better than a fit can (docs/fit.md, the shipped CPU profile)"
+        )
 
 
 def _print_selection(result: FitResult) -> None:
