@@ -182,6 +182,9 @@ def test_fit_recovers_the_factors_the_runs_were_simulated_with(tmp_path: Path) -
     # the held-out runs are predicted far better than unfitted: the fit is applied, with its verdict
     assert result.rejected is None and calibration.not_applied is None and result.verdict is not None
     assert result.verdict.clear and result.verdict.unfitted > 0.3 > 0.01 > result.verdict.held_out
+    # a fold is fitted as if its held-out run did not exist: the same factors as a fit on the other runs alone
+    alone = fit_cases(cases[1:], Path(), tmp_path, names, [], "test", cross_validate=False)[1]
+    assert result.fold_factors[0] == alone.factors
 
 
 def test_a_fit_that_predicts_held_out_runs_no_better_than_none_is_not_applied(tmp_path: Path) -> None:
@@ -194,6 +197,7 @@ def test_a_fit_that_predicts_held_out_runs_no_better_than_none_is_not_applied(tm
     calibration, result, _ = fit_cases(cases, Path(), tmp_path, names, [], "test")
     assert result.names == () and result.factors == Factors() and calibration.fitted == []
     assert result.rejected is not None and result.rejected.factors == fitted.factors != Factors()  # kept aside
+    assert result.rejected.min_overhead_s == fitted.min_overhead_s == 0.006  # its bounds are still told (fixed_s)
     verdict = result.verdict
     assert verdict is not None and verdict == fitted.verdict and not verdict.clear  # --apply-anyway: same verdict
     assert verdict.unfitted == pytest.approx(0.4 / 1.4 / 3)
@@ -381,6 +385,7 @@ def test_fit_command_writes_a_calibration_that_simulations_accept(tmp_path: Path
     assert neutral.not_applied is not None and neutral.not_applied.factors.api_server_cost_scale > 1.5
     lines = result.stdout.splitlines()
     assert lines[0] == "factor                        fitted     range over CV folds and the fit  (not applied)"
+    assert not [line for line in lines if "stopped at its bound" in line]  # no factor near a bound
     verdict = next(line for line in lines if line.startswith("held-out runs: mean abs error per run "))
     assert verdict.endswith(
         "so not applied: the calibration is neutral (--apply-anyway writes the fit; --select "
@@ -430,7 +435,9 @@ def test_fit_says_when_the_profile_is_beyond_its_bounds(tmp_path: Path) -> None:
     calibration = DeploymentCalibration.model_validate_json(out.read_text())
     assert calibration.factors.step_overhead_s == pytest.approx(-0.014, abs=5e-5)  # hwprofiles/cpu-host.yaml
     warning = next(line for line in result.stdout.splitlines() if line.startswith("warning: step_overhead_s"))
-    assert warning.startswith("warning: step_overhead_s stopped at its bound (-14.00 ms, no host time left per step)")
+    assert warning.startswith(
+        "warning: step_overhead_s stopped at its bound (-14.00 ms, no host time left in the cheapest"
+    )
 
 
 def test_overloaded_runs_are_left_out_with_a_note(tmp_path: Path) -> None:
@@ -519,8 +526,8 @@ def test_an_output_that_cannot_be_written_is_said_before_the_fit(tmp_path: Path)
 
 
 def test_a_scale_stopped_at_its_bound_is_said() -> None:
-    # the shipped CPU profile is some twenty times slower than an AVX-512 host's bfloat16 GEMMs (docs/fit.md): a
-    # fit that ends at a bound has not reached the runs, and says so
+    # the shipped CPU profile fitted to an AVX-512 host's runs stops at GEMM scale 20 (docs/fit.md): a fit that
+    # ends at a bound has not reached the runs, and says so
     from ttftsim.accuracy.fit import SCALE_BOUNDS, FitResult
 
     def result(**factors: float) -> FitResult:
@@ -536,6 +543,7 @@ def test_a_scale_stopped_at_its_bound_is_said() -> None:
     assert floor.at_bounds() == [("step_overhead_s", -0.014)]
     assert replace(floor, factors=Factors(step_overhead_s=-0.0138)).at_bounds() == []  # 0.2 ms above it
     assert replace(floor, factors=Factors(step_overhead_s=0.2)).at_bounds() == [("step_overhead_s", 0.2)]
+    assert result(step_overhead_s=0.0).at_bounds() == []  # no floor known (not from fit()): no lower end checked
 
 
 def test_a_fit_worse_than_none_on_held_out_runs_is_said() -> None:

@@ -10,8 +10,8 @@ same hook as a user's later runs. Scales are fitted in log space; the overhead i
 units of OVERHEAD_UNIT_S.
 
 Cross-validation: runs dealt to k folds in order (k = the number of runs, leave-one-out, up to MAX_LOO_RUNS
-runs; else DEFAULT_FOLDS); each fold is fitted on the other runs (starting from the fit on all) and predicts
-its own. A factor's interval is the range of its fold fits (and of the fit on every run).
+runs; else DEFAULT_FOLDS); each fold is fitted on the other runs as if its own did not exist (from the neutral
+factors, as the fit on all runs) and predicts its own. A factor's interval is the range of its fold fits (and of the fit on every run).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ MAX_OVERHEAD_S = 0.2
 AT_BOUND_OVERHEAD_S = 5e-5  # the overhead within the fit's tolerance of a bound
 RATIO_CLIP = 1e3  # an overloaded prediction (infinite TTFT) counts as 1000x the measurement
 SIMPLEX_STEP = 0.5  # the first simplex: x 1.65 on a scale, 2.5 ms on the overhead
-FOLD_SIMPLEX_STEP = 0.2  # a fold starts from the fit on every run, nearby
 X_TOLERANCE = 0.01  # 1 % on a scale, 0.05 ms on the overhead
 F_TOLERANCE = 1e-4
 EVALUATIONS_PER_FACTOR = 40
@@ -235,7 +234,7 @@ class FitResult:
     selection: tuple[tuple[tuple[FactorName, ...], float], ...] = ()  # select(): each set tried, its score
     verdict: Verdict | None = None  # fit_select.judge, where the fit was cross-validated (not --select)
     rejected: FitResult | None = None  # fit_select.guarded: the fit not applied (no clear gain), whole
-    min_overhead_s: float = 0.0  # Problem.min_overhead_s: the overhead's lower bound is minus this
+    min_overhead_s: float | None = None  # Problem.min_overhead_s (the overhead's lower bound is minus this)
 
     def interval(self, name: FactorName) -> tuple[float, float]:
         """The range of the factor over the fold fits and the fit on every run."""
@@ -244,13 +243,14 @@ class FitResult:
 
     def at_bounds(self) -> list[tuple[FactorName, float]]:
         """The factors whose fit on every run stopped at a bound, with that bound: a scale at one of SCALE_BOUNDS,
-        the overhead at no host time left per step or at MAX_OVERHEAD_S. The hardware profile is then so far
-        from the runs that the fit could not reach them."""
+        the overhead at minus the deployment's smallest host time per step (when known) or at MAX_OVERHEAD_S.
+        The hardware profile is then far from the runs, or not of their shape."""
         found: list[tuple[FactorName, float]] = []
         for name in self.names:
             value = getattr(self.factors, name)
             if name == "step_overhead_s":
-                ends = (-self.min_overhead_s, MAX_OVERHEAD_S)
+                floor = () if self.min_overhead_s is None else (-self.min_overhead_s,)
+                ends = (*floor, MAX_OVERHEAD_S)
                 found += [(name, end) for end in ends if abs(value - end) <= AT_BOUND_OVERHEAD_S]
             else:
                 found += [(name, end) for end in SCALE_BOUNDS if abs(math.log(value / end)) <= AT_BOUND_LOG]
@@ -268,7 +268,8 @@ def fit(
     neutral = Factors()
     unfitted = evaluator.results(neutral, runs)
     progress("fitting on every run")
-    best = fit_runs(evaluator, runs, to_vector(problem.names, neutral))
+    start = to_vector(problem.names, neutral)
+    best = fit_runs(evaluator, runs, start)
     factors = to_factors(problem.names, best)
     in_sample = evaluator.results(factors, runs)
     fold_factors, held_out = [], {}
@@ -277,7 +278,9 @@ def fit(
     for number, fold in enumerate(folds_of(len(runs)), start=1):
         progress(f"cross-validation fold {number}: runs {', '.join(problem.cases[i].name for i in fold)} held out")
         train = [i for i in runs if i not in fold]
-        fold_fit = to_factors(problem.names, fit_runs(evaluator, train, best, FOLD_SIMPLEX_STEP))
+        # fitted as if its held-out runs did not exist: from the neutral factors, as the fit on every run (starting
+        # from that fit would carry the held-out runs' pull into their own predictions)
+        fold_fit = to_factors(problem.names, fit_runs(evaluator, train, start))
         fold_factors.append(fold_fit)
         for i in fold:
             held_out[i] = evaluator.results(fold_fit, [i])

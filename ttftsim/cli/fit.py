@@ -135,9 +135,9 @@ def _print_factors(result: FitResult, applied: bool) -> None:
         overhead = name == "step_overhead_s"
         _line(
             f"warning: {name} stopped at its bound ({_value(name, bound) if overhead else f'{bound:g}'}"
-            + (", no host time left per step" if overhead and bound <= 0 else "")
-            + "): the hardware profile is that far from these runs and the fit could not go further; a profile "
-            "measured on this hardware predicts better than a fit can (docs/fit.md, the shipped CPU profile)"
+            + (", no host time left in the cheapest step" if overhead and bound < 0 else "")
+            + "): the hardware profile is far from these runs, or not of their shape; a profile measured on this "
+            "hardware predicts better than a fit can (docs/fit.md, What fit refuses and says)"
         )
 
 
