@@ -22,7 +22,8 @@ clients.py) with the run's lengths distribution. Each is predicted with and with
 Tags run4 and run5 (2026-12-01) were measured back to back on an otherwise idle machine (nothing else
 running; run3 and earlier shared the two cores with other work, which slowed the server by an unknown
 factor), the server's processes not pinned, the clients on CPU 1. With TTFTSIM_SERVE_LAYOUT=device-core
-(serve_common.py) the defaults are run8 and run9 and the output serve_compare-device-core.json;
+(serve_common.py) the defaults are run8 and run9 and the output serve_compare-device-core.json (another --tag
+writes serve_compare-device-core-TAG.json unless --out says otherwise);
 serve_compare-device-core-cold.json is run6 against run7, written before the token-count warm-up existed (its
 microbenchmark ran without it, so the current script does not reproduce that file's step cost).
 """
@@ -352,7 +353,7 @@ def main() -> int:
     tags = ("run8", "run9") if DEVICE_CORE else ("run4", "run5")  # each layout's latest pair
     parser.add_argument("--tag", default=tags[0])
     parser.add_argument("--against", default=tags[1], help="another tag of the same workloads ('' = none)")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, help=f"default {OUT.name} for the layout's tag {tags[0]}, else -TAG added")
     default = ROOT / ".venv-vllm-cpu" / "ttftsim-work" / f"serve-microbench{SUFFIX}.json"
     parser.add_argument("--microbench", type=Path, default=default)
     parser.add_argument("--remeasure", action="store_true", help="time the step-cost microbenchmark again")
@@ -361,6 +362,8 @@ def main() -> int:
         "--step-cost-from", type=Path, help="take the step cost an earlier output of this script recorded (no vLLM)"
     )
     args = parser.parse_args()
+    if args.out is None:  # another tag's results never overwrite the default tag's committed file
+        args.out = OUT if args.tag == tags[0] else OUT.with_name(f"{OUT.stem}-{args.tag}.json")
     COSTS["api"] = args.api_costs
     if args.step_cost_from:
         cost = json.loads(args.step_cost_from.read_text())["step_cost"]
