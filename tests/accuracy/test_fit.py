@@ -185,6 +185,10 @@ def test_fit_recovers_the_factors_the_runs_were_simulated_with(tmp_path: Path) -
     # a fold is fitted as if its held-out run did not exist: the same factors as a fit on the other runs alone
     alone = fit_cases(cases[1:], Path(), tmp_path, names, [], "test", cross_validate=False)[1]
     assert result.fold_factors[0] == alone.factors
+    # the runs of each evaluation simulated in two processes: the same fit, the same predictions
+    parallel = fit_cases(cases, Path(), tmp_path, names, [], "test", workers=2)[1]
+    assert (parallel.factors, parallel.fold_factors) == (result.factors, result.fold_factors)
+    assert parallel.cross_validated == result.cross_validated and parallel.verdict == result.verdict
 
 
 def test_a_fit_that_predicts_held_out_runs_no_better_than_none_is_not_applied(tmp_path: Path) -> None:

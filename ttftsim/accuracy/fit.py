@@ -11,7 +11,8 @@ units of OVERHEAD_UNIT_S.
 
 Cross-validation: runs dealt to k folds in order (k = the number of runs, leave-one-out, up to MAX_LOO_RUNS
 runs; else DEFAULT_FOLDS); each fold is fitted on the other runs as if its own did not exist (from the neutral
-factors, as the fit on all runs) and predicts its own. A factor's interval is the range of its fold fits (and of the fit on every run).
+factors, as the fit on all runs) and predicts its own. A factor's interval is the range of its fold fits (and of
+the fit on every run).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import math
 import statistics
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from scipy.optimize import minimize
 from ttftsim.accuracy.ground_truth import Case
 from ttftsim.accuracy.harness import NUM_SEEDS_RANDOM, StageResult, run_case
 from ttftsim.config.deployment_calibration import FactorName, Factors
+from ttftsim.processes import local_pool, usable_workers
 
 FIT_METRICS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "ttft_mean", "tpot_mean")
 OPEN_LOOP_METRICS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50")
@@ -96,17 +99,29 @@ class Evaluator:
     """Predictions of runs under factors, memoised by the factor values (least squares asks again)."""
 
     def __init__(
-        self, problem: Problem, progress: Callable[[str], None] = lambda _: None, shared: Evaluator | None = None
+        self,
+        problem: Problem,
+        progress: Callable[[str], None] = lambda _: None,
+        shared: Evaluator | None = None,
+        workers: int = 1,
     ) -> None:
-        """shared: an evaluator of the same runs (fitting other factors) whose predictions and trial files
-        this one shares (fit_select tries several sets of factors on one memo)."""
+        """shared: an evaluator of the same runs (fitting other factors) whose predictions, trial files and
+        processes this one shares (fit_select tries several sets of factors on one memo). workers > 1: the runs
+        of one evaluation are simulated in that many processes (the same predictions: each run's seeds are its
+        own); `close` ends them."""
         self.problem = problem
         self.progress = progress
         self.evaluations = 0
-        self._memo: dict[tuple[tuple[float, ...], tuple[int, ...], int], list[StageResult]] = (
-            {} if shared is None else shared._memo
-        )
+        # one run's predictions under one set of factor values and seeds: a fold's evaluation reuses the runs it
+        # shares with an earlier evaluation at the same values (the neutral start and first simplex of every fit)
+        self._memo: dict[tuple[tuple[float, ...], int, int], list[StageResult]] = {} if shared is None else shared._memo
         self._files: itertools.count[int] = itertools.count(1) if shared is None else shared._files  # trial-N
+        self._pool: ProcessPoolExecutor | None
+        if shared is not None:
+            self._pool = shared._pool
+        else:
+            count = usable_workers(workers, len(problem.cases))
+            self._pool = local_pool(count) if count > 1 else None
 
     def with_names(self, names: tuple[FactorName, ...]) -> Evaluator:
         """An evaluator of the same runs fitting other factors, sharing this one's predictions and files."""
@@ -123,24 +138,33 @@ class Evaluator:
         path.write_text(json.dumps(document), encoding="utf-8")
         return path
 
+    def close(self) -> None:
+        """End the worker processes (an evaluator sharing them must not be used after)."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
     def results(self, factors: Factors, runs: Sequence[int], max_seeds: int = NUM_SEEDS_RANDOM) -> list[StageResult]:
         """The runs' predictions under the factors: the harness's (seeds pooled) to report, FIT_SEEDS to fit."""
-        key = (tuple(factors.model_dump().values()), tuple(runs), max_seeds)
-        cached = self._memo.get(key)
-        if cached is not None:
-            return cached
-        path = str(self.calibration_file(factors).resolve())
-        results: list[StageResult] = []
-        for index in runs:
-            case = self.problem.cases[index]
-            engine = case.scenario.engine.model_copy(update={"calibration": path})
-            results += run_case(
-                replace(case, scenario=case.scenario.model_copy(update={"engine": engine})),
-                self.problem.base,
-                max_seeds,
-            )
-        self._memo[key] = results
-        return results
+        values = tuple(factors.model_dump().values())
+        missing = [index for index in runs if (values, index, max_seeds) not in self._memo]
+        if missing:
+            path = str(self.calibration_file(factors).resolve())
+            cases = [self._calibrated(self.problem.cases[index], path) for index in missing]
+            base = self.problem.base
+            if self._pool is not None and len(cases) > 1:
+                futures = [self._pool.submit(run_case, case, base, max_seeds) for case in cases]
+                predicted = [future.result() for future in futures]
+            else:
+                predicted = [run_case(case, base, max_seeds) for case in cases]
+            for index, stages in zip(missing, predicted, strict=True):
+                self._memo[(values, index, max_seeds)] = stages
+        return [stage for index in runs for stage in self._memo[(values, index, max_seeds)]]
+
+    @staticmethod
+    def _calibrated(case: Case, path: str) -> Case:
+        engine = case.scenario.engine.model_copy(update={"calibration": path})
+        return replace(case, scenario=case.scenario.model_copy(update={"engine": engine}))
 
     def residuals(self, x: Sequence[float] | NDArray[np.float64], runs: Sequence[int]) -> NDArray[np.float64]:
         self.evaluations += 1

@@ -64,13 +64,15 @@ def fit_reports(
     select_factors: bool = False,
     before: Sequence[Path] = (),
     guard: bool = True,
+    workers: int = 1,
 ) -> tuple[DeploymentCalibration, FitResult, list[str]]:
     """Fit the factors to every run of the reports (a tool's report on the deployment file; a measured-run
     file of ../shared/validation names its own); the calibration, the fit, and notes (the runs left out, what
     each run's reader noted, a calibration the deployment names that the fit does not start from).
     before: a snapshot per /metrics report, in their order (the run is the difference).
     select_factors: fit only the factors that selection by cross-validation keeps (fit_select.select).
-    guard: a fit that does not predict its held-out runs clearly better than none is not applied (fit_cases)."""
+    guard: a fit that does not predict its held-out runs clearly better than none is not applied (fit_cases).
+    workers: processes that simulate the runs of one evaluation (fit_cases)."""
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="ttftsim-fit-") as folder:
         read: list[tuple[Case, Path]] = []
         sources: dict[tuple[object, ...], tuple[Path, str]] = {}
@@ -84,7 +86,16 @@ def fit_reports(
         where = "(the reports' own)" if deployment is None else str(deployment)
         paths = [str(path) for path in reports]
         calibration, result, notes = fit_cases(
-            cases, base, Path(folder), names, paths, where, progress, select_factors=select_factors, guard=guard
+            cases,
+            base,
+            Path(folder),
+            names,
+            paths,
+            where,
+            progress,
+            select_factors=select_factors,
+            guard=guard,
+            workers=workers,
         )
         notes += _reader_notes(cases)
         named = sorted(
@@ -189,7 +200,7 @@ def fitted_cases(cases: list[Case], base: Path) -> tuple[list[Case], list[str], 
     return kept, notes, names.pop(), min(overhead for _, overhead in hardware.values())
 
 
-def fit_cases(
+def fit_cases(  # noqa: PLR0913 (the runs, where they are, what to fit, and how: each told apart by name)
     all_cases: list[Case],
     base: Path,
     folder: Path,
@@ -200,23 +211,28 @@ def fit_cases(
     cross_validate: bool = True,
     select_factors: bool = False,
     guard: bool = True,
+    workers: int = 1,
 ) -> tuple[DeploymentCalibration, FitResult, list[str]]:
     """Fit the named factors to the runs that can be fitted (fitted_cases): every subset by cross-validation
     (select_factors, fit_select.select), else all of them, with cross-validation unless told otherwise; with
     it and `guard`, a fit that does not predict its held-out runs clearly better than none is not applied
-    (fit_select.guarded). The calibration, the fit, and notes on the runs left out."""
+    (fit_select.guarded). The runs of one evaluation are simulated in `workers` processes (the same fit). The
+    calibration, the fit, and notes on the runs left out."""
     cases, notes, hardware, min_overhead = fitted_cases(all_cases, base)
     check_runs(cases, len(names))
     problem = Problem(cases, base, folder, hardware, names, min_overhead)
-    evaluator = Evaluator(problem, progress)
-    progress("checking that the runs identify every factor")
-    check_effects(evaluator)
-    if select_factors:
-        result = select(evaluator, progress)
-    else:
-        result = fit(evaluator, progress, cross_validate)
-        if cross_validate:
-            result = guarded(result) if guard else judge(result)
+    evaluator = Evaluator(problem, progress, workers=workers)
+    try:
+        progress("checking that the runs identify every factor")
+        check_effects(evaluator)
+        if select_factors:
+            result = select(evaluator, progress)
+        else:
+            result = fit(evaluator, progress, cross_validate)
+            if cross_validate:
+                result = guarded(result) if guard else judge(result)
+    finally:
+        evaluator.close()
     return calibration_of(result, problem, reports, deployment), result, notes
 
 

@@ -65,6 +65,12 @@ def fit(
             "the n-th goes with the n-th /metrics report)"
         ),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1, max=1024, help="Runs simulated in parallel in each evaluation (at most one per CPU; the same fit)"
+        ),
+    ] = 2,
 ) -> None:
     """Fit deployment factors (GEMM and attention efficiency, per-step host overhead, API-server cost) to
     measured runs, with cross-validation over runs, and write a calibration file (engine.calibration). A fit
@@ -84,7 +90,14 @@ def fit(
         sys.stderr.write(f"{line}\n")
 
     calibration, result, notes = fit_reports(
-        reports, deployment, names, progress, select_factors=select, before=list(before or []), guard=not apply_anyway
+        reports,
+        deployment,
+        names,
+        progress,
+        select_factors=select,
+        before=list(before or []),
+        guard=not apply_anyway,
+        workers=workers,
     )
     write_calibration(calibration, out)
     record = write_record(result, calibration, out)
