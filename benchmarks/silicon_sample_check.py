@@ -1,6 +1,7 @@
 """Closed-loop points nobody fitted to: AIConfigurator's public silicon_sample.csv, beyond the 45 shared rows.
 
-    .venv/bin/python benchmarks/silicon_sample_check.py --csv PATH [--variants] [--out FILE.json]
+    .venv/bin/python benchmarks/silicon_sample_check.py --csv PATH [--variants] [--systems b200_sxm,...]
+        [--out FILE.json]
 
 PATH is aic-core/src/aiconfigurator_core/systems/silicon_sample.csv of a checkout of ai-dynamo/aiconfigurator
 (Apache-2.0; not copied into this project). Every vLLM aggregated row of plain tensor parallelism (no pipeline
@@ -112,8 +113,16 @@ def main() -> int:
     ap.add_argument("--csv", type=Path, required=True, help="AIConfigurator's silicon_sample.csv")
     ap.add_argument("--out", type=Path, help="write the per-group errors here (JSON)")
     ap.add_argument("--variants", action="store_true", help="also simulate each group under the harness variants")
+    ap.add_argument(
+        "--systems",
+        help="only these systems (comma-separated, e.g. b200_sxm); with --out, the other systems' groups already in "
+        "that file are kept",
+    )
     args = ap.parse_args()
     rows = points(args.csv)
+    only = set(args.systems.split(",")) if args.systems else None
+    if only is not None:
+        rows = rows[rows["system"].isin(only)]
     groups = []
     started = time.perf_counter()
     for (system, model, version), group in rows.groupby(
@@ -155,6 +164,9 @@ def main() -> int:
     simulated = sum(g["points"] for g in groups)
     print(f"{simulated} points simulated ({len(rows) - simulated} skipped) in {time.perf_counter() - started:.0f} s")
     if args.out:
+        if only is not None and args.out.exists():  # the other systems' groups as the file has them
+            kept = [g for g in json.loads(args.out.read_text())["groups"] if g["system"] not in only]
+            groups = sorted(kept + groups, key=lambda g: (g["system"], g["model"], g["vllm"]))
         args.out.write_text(json.dumps({"source": "silicon_sample.csv (ai-dynamo/aiconfigurator)", "groups": groups},
                                        indent=1) + "\n")  # fmt: skip
     return 0

@@ -147,3 +147,27 @@ def test_calibrated_costs_evaluate_every_operator_class(shared: Path) -> None:
     assert all(np.isfinite(v) and v >= 0 for v in timing.breakdown.values())
     run = model.decode_run_s(4, 4 * 1000, 5)
     assert np.allclose(run, [model.time_s(BatchShape(0, 0, 0, 0, 4, 4000 + 4 * j, 4)) for j in range(5)])
+
+
+def test_each_attention_table_keeps_its_own_phases_kernel() -> None:
+    # vLLM 0.24's Blackwell context-attention tables (aiconfigurator-core 0.12.0, b200_sxm, b300_sxm, gb300) also
+    # time FlashInfer's TRT-LLM decode kernel at one token per sequence; it sorts first, and was taken for prefill
+    from ttftsim.calibration.tables import _attention
+
+    def rows(kernel: str, isl: int, seconds_ms: float) -> dict[str, object]:
+        return {
+            "kernel_source": kernel, "attn_dtype": "bfloat16", "window_size": 0, "beam_width": 1, "step": 0,
+            "batch_size": 1, "isl": isl, "num_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+            "kv_cache_dtype": "bfloat16", "latency": seconds_ms,
+        }  # fmt: skip
+
+    context = pd.DataFrame(
+        [rows("vllm_flashinfer_trtllmdecode", 1, 0.01), rows("vllm_flashinfer_trtllmprefill", 4096, 0.5),
+         rows("vllm_flashinfer_trtllmprefill", 8192, 1.6), rows("vllm_triton_attn", 4096, 0.9)]
+    )  # fmt: skip
+    prefill = _attention(context, "prefill_attention")
+    assert prefill["isl"].tolist() == [4096, 8192] and prefill["seconds"].tolist() == [0.5e-3, 1.6e-3]
+    generation = pd.DataFrame([rows("vllm_flashinfer_trtllmdecode", 1, 0.02), rows("vllm_triton_attn", 1, 0.03)])
+    assert _attention(generation, "decode_attention")["seconds"].tolist() == [0.02e-3]
+    hopper = pd.DataFrame([rows("vllm_flash_attn_fa3", 4096, 0.7), rows("vllm_flash_attn_fa4", 4096, 0.6)])
+    assert _attention(hopper, "prefill_attention")["seconds"].tolist() == [0.7e-3]  # FA3, as before

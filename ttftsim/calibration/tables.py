@@ -81,7 +81,10 @@ def _attention(frame: pd.DataFrame, op: str) -> pd.DataFrame:
     for column, plain in (("window_size", 0), ("beam_width", 1)):  # older tables lack these columns
         if column in frame.columns:
             keep &= frame[column] == plain
-    frame = frame[keep]
+    # a table may time the other phase's kernel too (Blackwell's context tables of vLLM 0.24: FlashInfer's TRT-LLM
+    # decode kernel at one token per sequence beside its prefill kernel): this phase's only
+    other = "decode" if op == "prefill_attention" else "prefill"
+    frame = frame[keep & ~frame["kernel_source"].str.contains(other)]
     if frame["kernel_source"].nunique() > 1:
         frame = frame[frame["kernel_source"] == sorted(frame["kernel_source"].unique())[0]]
     step = frame["step"] if "step" in frame.columns else 0
