@@ -290,7 +290,7 @@ def fit_tables() -> list[str]:
             ]
     status += [
         "Each attention table keeps its own phase's kernel (`tables.py` `_attention`): the context-attention tables of "
-        "vLLM 0.24 on Blackwell (aiconfigurator-core 0.12.0: b200_sxm, b300_sxm, gb300) also time FlashInfer's "
+        "vLLM 0.24 on Blackwell (aiconfigurator-core 0.12.0: b200_sxm, gb200, b300_sxm, gb300) also time FlashInfer's "
         "TRT-LLM decode kernel at one token per sequence, which sorts first and was taken for prefill until "
         "2026-12-05: B200's prefill attention was fitted to 992 one-token rows and extrapolated to every prompt. "
         "Now its prefill kernel's 12,030 rows (prompts of 16 to 16,384 tokens).",

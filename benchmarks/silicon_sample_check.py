@@ -122,6 +122,9 @@ def main() -> int:
     rows = points(args.csv)
     only = set(args.systems.split(",")) if args.systems else None
     if only is not None:
+        if missing := sorted(only - set(rows["system"])):
+            print(f"--systems: no points can be simulated for {', '.join(missing)}", file=sys.stderr)
+            return 2
         rows = rows[rows["system"].isin(only)]
     groups = []
     started = time.perf_counter()

@@ -171,3 +171,8 @@ def test_each_attention_table_keeps_its_own_phases_kernel() -> None:
     assert _attention(generation, "decode_attention")["seconds"].tolist() == [0.02e-3]
     hopper = pd.DataFrame([rows("vllm_flash_attn_fa3", 4096, 0.7), rows("vllm_flash_attn_fa4", 4096, 0.6)])
     assert _attention(hopper, "prefill_attention")["seconds"].tolist() == [0.7e-3]  # FA3, as before
+    # the shipped Blackwell fits were made so: their prefill curves span real prompts, not one token
+    for name in ("b200-sxm-180gb", "gb200-nvl72-186gb", "b300-sxm-288gb", "gb300-nvl72-288gb"):
+        fits = json.loads((Path(__file__).resolve().parents[2] / "calibration" / "fits" / f"{name}.json").read_text())
+        for dtype in ("bf16", "fp8"):
+            assert fits["fits"][f"prefill_attention/{dtype}"]["range"]["isl"] == [16.0, 16384.0], (name, dtype)

@@ -106,7 +106,7 @@ def test_every_nvidia_profile_states_its_compute_capability_with_a_source(tmp_pa
     assert capabilities["L40S-48GB"] == "8.9" and capabilities["RTX-PRO-6000-Blackwell-Server-96GB"] == "12.0"
     assert capabilities["MI300X-192GB"] is None and capabilities["CPU-host"] is None
     nvidia = [p.name for p in all_profiles() if p.device_name.startswith("NVIDIA")]
-    assert capabilities["B300-SXM-288GB"] == capabilities["GB300-NVL72-279GB"] == "10.3"  # Blackwell Ultra, sm_103
+    assert capabilities["B300-SXM-288GB"] == capabilities["GB300-NVL72-288GB"] == "10.3"  # Blackwell Ultra, sm_103
     assert len(nvidia) == 15 and all(capabilities[name] is not None for name in nvidia)
     with pytest.raises(InputError, match="sources has no entry for cuda_compute_capability"):
         load_hardware(str(_without_source(tmp_path, "cuda_compute_capability")))

@@ -186,13 +186,14 @@ def test_short_names_pick_the_gpu_they_name_whole() -> None:
 
 def test_blackwell_ultra_gpus_are_found_by_their_aiconfigurator_systems() -> None:
     # AIConfigurator's silicon_sample.csv measures vLLM on b300_sxm and gb300: such rows were skipped before
-    assert [hardware_for_system(s) for s in ("b300_sxm", "gb300")] == ["B300-SXM-288GB", "GB300-NVL72-279GB"]
-    assert [load_hardware(ref).name for ref in ("b300", "gb300")] == ["B300-SXM-288GB", "GB300-NVL72-279GB"]
-    b300, gb300 = load_hardware("B300-SXM-288GB"), load_hardware("GB300-NVL72-279GB")
+    assert [hardware_for_system(s) for s in ("b300_sxm", "gb300")] == ["B300-SXM-288GB", "GB300-NVL72-288GB"]
+    assert [load_hardware(ref).name for ref in ("b300", "gb300")] == ["B300-SXM-288GB", "GB300-NVL72-288GB"]
+    b300, gb300 = load_hardware("B300-SXM-288GB"), load_hardware("GB300-NVL72-288GB")
     assert b300.memory_bytes == 275_040 * 2**20 and gb300.memory_bytes == 284_208 * 2**20  # nvidia-smi's MiB
     # Blackwell Ultra trades INT8 tensor throughput for FP4: INT8 far below FP8 (B200: INT8 = FP8)
     assert b300.peak_flops.int8 == 153.5e12 < b300.peak_flops.fp8 == 4.5e15
     assert gb300.cuda_compute_capability == b300.cuda_compute_capability == "10.3"
-    assert has_calibration("B300-SXM-288GB") and has_calibration("GB300-NVL72-279GB")  # aiconfigurator-core's tables
-    engine = resolve_engine(EngineArgs(), b300, 8192, "bf16")
-    assert (engine.max_num_batched_tokens, engine.max_num_seqs) == (8192, 1024)
+    assert has_calibration("B300-SXM-288GB") and has_calibration("GB300-NVL72-288GB")  # aiconfigurator-core's tables
+    # vLLM 0.28+ gives a device of 160 GiB or more 16,384 batched tokens (arg_utils _set_default_args); 0.15.1 8,192
+    tiers = [resolve_engine(EngineArgs(vllm_version=v), b300, 8192, "bf16") for v in ("0.15.1", "0.32")]
+    assert [(e.max_num_batched_tokens, e.max_num_seqs) for e in tiers] == [(8192, 1024), (16384, 1024)]

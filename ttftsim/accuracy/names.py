@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ttftsim.config.dtypes import WeightDtype
 from ttftsim.hardware.catalog import all_profiles, hardware_for_system
-from ttftsim.model.catalog import closest_presets, find_preset
+from ttftsim.model.catalog import closest_presets, find_preset, load_model
 from ttftsim.model.hf_ids import WEIGHT_DTYPES, parse_model_id
 
 _UNQUANTIZED = {"", "bf16", "bfloat16", "fp16", "float16", "half", "auto"}
@@ -102,12 +102,30 @@ def _model_problem(
     return None
 
 
+# Precision columns that name a 4-bit float format. A checkpoint published in MXFP4 (gpt-oss: its experts'
+# quantization_config) is served in its own format whatever the column calls it (AIConfigurator writes fp4, with
+# nvfp4 quant modes, for gpt-oss on H100 too, which has no FP4 unit): the checkpoint's own, as without a column.
+_FP4 = {"fp4", "mxfp4"}
+_NATIVE_FP4 = {"mxfp4"}  # quantization_config.quant_method of such checkpoints
+
+
+def _own_fp4(preset: str | None, precision: str | None) -> bool:
+    """Whether the precision column names the 4-bit float format the preset's checkpoint is published in."""
+    return (
+        preset is not None
+        and _precision_key(precision) in _FP4
+        and load_model(preset).quantization_method in _NATIVE_FP4
+    )
+
+
 def resolve_model(model_id: str, precision: str | None = None) -> ResolvedModel:
     """A Hugging Face id (organisation and quantization suffix optional; ttftsim/model/hf_ids.py) and an
     optional precision column."""
     parsed = parse_model_id(model_id)
-    problem = _model_problem(model_id, parsed.suffix, parsed.dtype, precision)
     preset = find_preset(parsed.base)
+    if _own_fp4(preset, precision) and parsed.suffix is None:
+        precision = None  # the checkpoint's own format (its quantization_config, read and said in the warnings)
+    problem = _model_problem(model_id, parsed.suffix, parsed.dtype, precision)
     if problem is None and preset is None:
         near = ", ".join(closest_presets(parsed.base)) or "none near; `ttftsim models` lists them"
         problem = f"unknown model {model_id!r}: no preset for {parsed.base!r} (closest presets: {near})"

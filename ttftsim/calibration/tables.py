@@ -84,7 +84,7 @@ def _attention(frame: pd.DataFrame, op: str) -> pd.DataFrame:
     # a table may time the other phase's kernel too (Blackwell's context tables of vLLM 0.24: FlashInfer's TRT-LLM
     # decode kernel at one token per sequence beside its prefill kernel): this phase's only
     other = "decode" if op == "prefill_attention" else "prefill"
-    frame = frame[keep & ~frame["kernel_source"].str.contains(other)]
+    frame = frame[keep & ~frame["kernel_source"].str.contains(other, regex=False)]
     if frame["kernel_source"].nunique() > 1:
         frame = frame[frame["kernel_source"] == sorted(frame["kernel_source"].unique())[0]]
     step = frame["step"] if "step" in frame.columns else 0
