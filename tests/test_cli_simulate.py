@@ -121,7 +121,7 @@ CLUSTER = Path(__file__).resolve().parents[1] / "examples" / "cluster-spike.yaml
         (("target: 5", "target: 0"), "cluster.autoscaling.metrics.0.target"),
         (("name: num_requests_waiting", "name: gpu_util"), "cluster.autoscaling.metrics.0.name"),
         (("type: least_outstanding", "type: random"), "cluster.router.type"),
-        (("hardware: H100-SXM5-80GB\n      gpus", "hardware: B300\n      gpus"), "cluster.node_pools.0.hardware"),
+        (("hardware: H100-SXM5-80GB\n      gpus", "hardware: X9000\n      gpus"), "cluster.node_pools.0.hardware"),
         (("weights_source: network_volume", "weights_source: floppy"), "cluster.pod.weights_source"),
         (("warm_pool: 0", "warm_pool: -1"), "cluster.warm_pool"),
     ],
