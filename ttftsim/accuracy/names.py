@@ -23,6 +23,7 @@ from ttftsim.config.dtypes import WeightDtype
 from ttftsim.hardware.catalog import all_profiles, hardware_for_system
 from ttftsim.model.catalog import closest_presets, find_preset, load_model
 from ttftsim.model.hf_ids import WEIGHT_DTYPES, parse_model_id
+from ttftsim.model.not_modelled import CLOSEST_DTYPE
 
 _UNQUANTIZED = {"", "bf16", "bfloat16", "fp16", "float16", "half", "auto"}
 PRECISIONS: dict[str, WeightDtype] = {
@@ -103,19 +104,20 @@ def _model_problem(
 
 
 # Precision columns that name a 4-bit float format. A checkpoint published in MXFP4 (gpt-oss: its experts'
-# quantization_config) is served in its own format whatever the column calls it (AIConfigurator writes fp4, with
-# nvfp4 quant modes, for gpt-oss on H100 too, which has no FP4 unit): the checkpoint's own, as without a column.
+# quantization_config) is served in that format whatever the column calls it (AIConfigurator writes fp4, with
+# nvfp4 quant modes, for gpt-oss on H100 too, which has no FP4 unit): sized as the weight dtype closest to it
+# (not_modelled.CLOSEST_DTYPE, MXFP4 -> int4, as an unquantized run's warning advises).
 _FP4 = {"fp4", "mxfp4"}
 _NATIVE_FP4 = {"mxfp4"}  # quantization_config.quant_method of such checkpoints
 
 
-def _own_fp4(preset: str | None, precision: str | None) -> bool:
-    """Whether the precision column names the 4-bit float format the preset's checkpoint is published in."""
-    return (
-        preset is not None
-        and _precision_key(precision) in _FP4
-        and load_model(preset).quantization_method in _NATIVE_FP4
-    )
+def _own_fp4(preset: str | None, precision: str | None) -> str | None:
+    """The precision to read for a column naming the 4-bit float format the preset's checkpoint is published in
+    (its closest weight dtype); None otherwise."""
+    if preset is None or _precision_key(precision) not in _FP4:
+        return None
+    method = load_model(preset).quantization_method
+    return CLOSEST_DTYPE[method] if method in _NATIVE_FP4 else None
 
 
 def resolve_model(model_id: str, precision: str | None = None) -> ResolvedModel:
@@ -123,8 +125,8 @@ def resolve_model(model_id: str, precision: str | None = None) -> ResolvedModel:
     optional precision column."""
     parsed = parse_model_id(model_id)
     preset = find_preset(parsed.base)
-    if _own_fp4(preset, precision) and parsed.suffix is None:
-        precision = None  # the checkpoint's own format (its quantization_config, read and said in the warnings)
+    if parsed.suffix is None and (closest := _own_fp4(preset, precision)) is not None:
+        precision = closest
     problem = _model_problem(model_id, parsed.suffix, parsed.dtype, precision)
     if problem is None and preset is None:
         near = ", ".join(closest_presets(parsed.base)) or "none near; `ttftsim models` lists them"
