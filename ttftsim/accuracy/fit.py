@@ -75,23 +75,25 @@ def to_factors(names: Sequence[FactorName], x: Sequence[float] | NDArray[np.floa
     return Factors.model_validate(values)
 
 
+def _coordinate(name: FactorName, value: float) -> float:
+    """A factor's value where the optimiser works: log of a scale, the overhead in OVERHEAD_UNIT_S."""
+    return value / OVERHEAD_UNIT_S if name == "step_overhead_s" else math.log(value)
+
+
 def to_vector(names: Sequence[FactorName], factors: Factors) -> NDArray[np.float64]:
-    values = [
-        getattr(factors, name) / OVERHEAD_UNIT_S if name == "step_overhead_s" else math.log(getattr(factors, name))
-        for name in names
-    ]
-    return np.asarray(values, dtype=np.float64)
+    return np.asarray([_coordinate(name, getattr(factors, name)) for name in names], dtype=np.float64)
+
+
+def factor_range(name: FactorName, min_overhead_s: float) -> tuple[float, float]:
+    """Where a factor is searched, in its own units: a scale within SCALE_BOUNDS; the overhead from minus the
+    deployment's smallest host time per step (none left) to MAX_OVERHEAD_S."""
+    return (-min_overhead_s, MAX_OVERHEAD_S) if name == "step_overhead_s" else SCALE_BOUNDS
 
 
 def bounds(problem: Problem) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    lows, highs = [], []
-    for name in problem.names:
-        if name == "step_overhead_s":
-            lows.append(-problem.min_overhead_s / OVERHEAD_UNIT_S)
-            highs.append(MAX_OVERHEAD_S / OVERHEAD_UNIT_S)
-        else:
-            lows.append(math.log(SCALE_BOUNDS[0]))
-            highs.append(math.log(SCALE_BOUNDS[1]))
+    ranges = [(name, factor_range(name, problem.min_overhead_s)) for name in problem.names]
+    lows = [_coordinate(name, low) for name, (low, _) in ranges]
+    highs = [_coordinate(name, high) for name, (_, high) in ranges]
     return np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
 
 
@@ -273,11 +275,11 @@ class FitResult:
         for name in self.names:
             value = getattr(self.factors, name)
             if name == "step_overhead_s":
-                floor = () if self.min_overhead_s is None else (-self.min_overhead_s,)
-                ends = (*floor, MAX_OVERHEAD_S)
+                low, high = factor_range(name, 0.0 if self.min_overhead_s is None else self.min_overhead_s)
+                ends = (high,) if self.min_overhead_s is None else (low, high)
                 found += [(name, end) for end in ends if abs(value - end) <= AT_BOUND_OVERHEAD_S]
             else:
-                found += [(name, end) for end in SCALE_BOUNDS if abs(math.log(value / end)) <= AT_BOUND_LOG]
+                found += [(name, end) for end in factor_range(name, 0.0) if abs(math.log(value / end)) <= AT_BOUND_LOG]
         return found
 
 
