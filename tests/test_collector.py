@@ -1,29 +1,38 @@
-"""Simulating with fewer garbage-collector passes leaves the collector as it found it, nested or threaded."""
+"""Simulating with the cyclic garbage collector off leaves it as it found it, nested or threaded."""
 
 from __future__ import annotations
 
 import gc
 import threading
 
-from ttftsim.simulate import YOUNG_COLLECTION_OBJECTS, fewer_collections
+from ttftsim.simulate import collector_off
 
 
-def test_settings_hold_until_the_last_run_ends_and_are_then_restored() -> None:
-    before, frozen = gc.get_threshold(), gc.get_freeze_count()
-    with fewer_collections:
-        assert gc.get_threshold()[0] == YOUNG_COLLECTION_OBJECTS and gc.get_freeze_count() > frozen
-        with fewer_collections:  # a second run inside (another thread, in the dashboard)
+def test_the_collector_stays_off_until_the_last_run_ends_and_is_then_restored() -> None:
+    assert gc.isenabled()
+    with collector_off:
+        assert not gc.isenabled()
+        with collector_off:  # a second run inside (another thread, in the dashboard)
             pass
-        assert gc.get_threshold()[0] == YOUNG_COLLECTION_OBJECTS  # the outer run still has them
-    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+        assert not gc.isenabled()  # the outer run still has it off
+    assert gc.isenabled()
 
 
-def test_overlapping_runs_in_threads_restore_the_settings() -> None:
-    before = gc.get_threshold()
+def test_a_collector_turned_off_before_stays_off() -> None:
+    gc.disable()
+    try:
+        with collector_off:
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_overlapping_runs_in_threads_restore_the_collector() -> None:
     inside, release = threading.Barrier(3), threading.Event()
 
     def run() -> None:
-        with fewer_collections:
+        with collector_off:
             inside.wait()
             release.wait()
 
@@ -31,8 +40,8 @@ def test_overlapping_runs_in_threads_restore_the_settings() -> None:
     for thread in threads:
         thread.start()
     inside.wait()
-    assert gc.get_threshold()[0] == YOUNG_COLLECTION_OBJECTS
+    assert not gc.isenabled()
     release.set()
     for thread in threads:
         thread.join()
-    assert gc.get_threshold() == before
+    assert gc.isenabled()

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from ttftsim.cluster.run import ClusterReport
 
 Progress = Callable[[float], None]
-YOUNG_COLLECTION_OBJECTS = 50_000  # allocations between two young-generation GC passes while simulating (700)
 
 
 # engine fields the summary shows only where they act (the run's seed is shown once, below)
@@ -246,37 +245,37 @@ def load_scenario(path: Path) -> Scenario:
     return load_file(Scenario, path)
 
 
-class FewerCollections(ContextDecorator):
-    """Simulate with the cyclic garbage collector frozen on what exists and passing over young objects
-    less often: a run allocates millions of objects in no cycle (requests, states, rows), and each pass
-    re-scanned the long-lived ones (7-12% of a run). Nothing simulated depends on it. The settings are
-    process-wide: runs in several threads (the dashboard) share one setting, restored by the last to end."""
+class CollectorOff(ContextDecorator):
+    """Simulate with the cyclic garbage collector off: a run allocates millions of objects in no cycle
+    (requests, states, rows, events), freed by reference counting, and each collector pass re-scanned the
+    young ones for cycles it hardly ever found (7-12% of a run with the collector on; frozen on what exists and
+    passing over young objects 70 times less often, still 7%). A fleet's hour has the same peak RSS either way
+    (docs/performance.md). Nothing simulated depends on it. The setting is process-wide: runs in several threads
+    (the dashboard) share it, restored by the last to end."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running = 0
-        self._saved = gc.get_threshold()
+        self._was_enabled = True
 
     def __enter__(self) -> None:
         with self._lock:
             if not self._running:
-                self._saved = gc.get_threshold()
-                gc.freeze()
-                gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *self._saved[1:])
+                self._was_enabled = gc.isenabled()
+                gc.disable()
             self._running += 1
 
     def __exit__(self, *exc: object) -> None:
         with self._lock:
             self._running -= 1
-            if not self._running:
-                gc.set_threshold(*self._saved)
-                gc.unfreeze()
+            if not self._running and self._was_enabled:
+                gc.enable()
 
 
-fewer_collections = FewerCollections()
+collector_off = CollectorOff()
 
 
-@fewer_collections
+@collector_off
 def simulate(
     scenario: Scenario,
     base: Path = Path(),

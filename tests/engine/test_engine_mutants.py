@@ -9,8 +9,6 @@ iteration boundary at or after that deadline.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 import simpy
 
@@ -293,7 +291,7 @@ def test_a_private_request_preempted_finds_its_own_blocks_as_a_shared_one_does()
     # prompt's block again whether or not another request could share it; ttftsim hashes a private request's
     # blocks only when it is preempted, with the same result (17 tokens recomputed at 5.0, not 33)
     shared = [request(0, 0.0, 16, 20), request(1, 0.0, 16, 20)]
-    private = [replace(r, private=True) for r in shared]
+    private = [r.replace(private=True) for r in shared]
     for closed_form in (True, False):
         assert _preemptions(4, private, closed_form) == _preemptions(4, shared, closed_form)
         assert 17 in _preemptions(4, private, closed_form)[1]

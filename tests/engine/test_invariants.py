@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -226,8 +225,8 @@ def test_private_requests_with_anonymous_blocks_equal_hashing_every_block(spec: 
     """Declaring unique-content requests private (no ids, no hashes until preempted) changes nothing a
     user can see: same timelines, same prefix-cache hits (their own blocks after preemption), same KV
     usage, and the free queue in the same order up to block labels."""
-    public = {**spec, "requests": [replace(r, private=False) for r in spec["requests"]]}
-    private = {**spec, "requests": [replace(r, private=r.segments[0][0] >= 100) for r in spec["requests"]]}
+    public = {**spec, "requests": [r.replace(private=False) for r in spec["requests"]]}
+    private = {**spec, "requests": [r.replace(private=r.segments[0][0] >= 100) for r in spec["requests"]]}
     first, first_steps, first_engine, _ = run(public)
     second, second_steps, second_engine, _ = run(private)
     pd.testing.assert_frame_equal(first, second)

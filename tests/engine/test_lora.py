@@ -4,7 +4,6 @@ adapter's size, and the configs vLLM refuses (engine/lora.py, docs/engine-semant
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ COST = LinearStepModel(0.01, 0.001)  # 10 ms a step + 1 ms per computed token
 
 
 def adapter_request(rid: int, arrival: float, adapter: int) -> Request:
-    return replace(request(rid, arrival, 20, 3), lora_id=adapter)
+    return request(rid, arrival, 20, 3).replace(lora_id=adapter)
 
 
 def test_the_slots_keep_the_most_recent_adapters_and_load_the_others() -> None:

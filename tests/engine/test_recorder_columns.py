@@ -131,3 +131,22 @@ def test_inter_token_gaps_come_back_in_recorded_order_with_their_weights() -> No
     assert handed.tolist()[-1] == 0.040 and len(recorder.itl_samples()[0]) == 0
     recorder.itl(0.050)
     assert handed.tolist()[-1] == 0.040 and recorder.itl_samples()[0].tolist() == [0.050]
+
+
+def test_chunks_keep_every_value_exact_whatever_the_mix_of_number_and_text_columns() -> None:
+    big = 2**52 + 1  # an integer column goes through doubles: exact up to 2**53
+    tables = {
+        ("id", "ttft_s"): [(big, 0.1 + 0.2), (-1, float("nan")), (7, -0.0)],  # numbers only
+        ("id", "status", "ttft_s"): [(big, "finished", 0.3), (2, "rejected", float("nan")), (3, "x", 1e-300)],
+        ("status", "id"): [("a", big), ("b", -5), ("c", 0)],  # one number column
+        ("status",): [("a",), ("b",), ("c",)],  # none
+    }
+    for names, rows in tables.items():
+        columns = Columns(names, {name: DTYPES[name] for name in names}, chunk_rows=2)
+        for row in rows:
+            columns.append(row)
+        frame = columns.frame()
+        assert frame.dtypes.astype(str).to_dict() == {name: DTYPES[name] for name in names}
+        for index, name in enumerate(names):
+            got, want = frame[name].tolist(), [row[index] for row in rows]
+            assert [repr(v) for v in got] == [repr(v) for v in want], name  # nan, -0.0 and the big id to the bit

@@ -78,6 +78,10 @@ class CalibratedCosts(RooflineCosts):
         # windows), the same object every iteration; hashing the dataclass costs as much as the line itself
         self._decode_shape: AttentionShape | None = None
         self._decode_lines: dict[int, tuple[float, float, splines.Table]] = {}
+        # the same for prefill attention: memoised per (tokens, query-key pairs, KV tokens) of each shape
+        self._prefill: dict[AttentionShape, dict[tuple[int, int, int], float]] = {}
+        self._prefill_shape: AttentionShape | None = None
+        self._prefill_values: dict[tuple[int, int, int], float] = {}
 
     @classmethod
     def load(cls, hardware: HardwareProfile) -> CalibratedCosts | None:
@@ -146,7 +150,14 @@ class CalibratedCosts(RooflineCosts):
         return float(curve) * self._table(key, "gemm", (0,), {"m": 1.0, "n": n, "k": k}).at(math.log2(m))
 
     def prefill_attention_s(self, tokens: int, pairs: int, kv_tokens: int, shape: AttentionShape) -> float:
-        return self._once("prefill", self._prefill_attention_s, tokens, pairs, kv_tokens, shape)
+        if shape is not self._prefill_shape:  # as the decode lines: the shape matched by identity, not hashed
+            self._prefill_shape = shape
+            self._prefill_values = self._prefill.setdefault(shape, {})
+        memo = (tokens, pairs, kv_tokens)
+        value = self._prefill_values.get(memo)
+        if value is None:
+            value = self._prefill_values[memo] = self._prefill_attention_s(tokens, pairs, kv_tokens, shape)
+        return value
 
     def _prefill_attention_s(self, tokens: int, pairs: int, kv_tokens: int, shape: AttentionShape) -> float:
         per_seq = 2.0 * pairs / tokens if tokens else 0.0  # pairs ~ s^2/2 per sequence of s tokens

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -83,7 +82,7 @@ class Gateway:
         self._owner[req.request_id] = pod
         if prefill:
             self._original[req.request_id] = (req, waiter)
-            pod.engine.submit(replace(req, output_tokens=1))
+            pod.engine.submit(req.replace(output_tokens=1))
         else:
             pod.engine.submit(req, waiter)
 
@@ -157,7 +156,7 @@ class Gateway:
         yield self.env.timeout(seconds)
         self.kv_transfer_s[req.request_id] = seconds
         self._prefilled.add(req.request_id)
-        self.route(replace(req, preloaded_tokens=max(req.prompt_tokens - 1, 0)), waiter)
+        self.route(req.replace(preloaded_tokens=max(req.prompt_tokens - 1, 0)), waiter)
 
     # ---- lost pods ----
 
@@ -181,7 +180,7 @@ class Gateway:
             self._prefilled.discard(state.rid)
             if attempts < policy.max_attempts and (not started or policy.retry_started):
                 self.attempts[state.rid] = attempts + 1
-                self.route(replace(req, preloaded_tokens=0), waiter)
+                self.route(req.replace(preloaded_tokens=0), waiter)
             else:
                 if pod.role == "prefill":
                     state = RequestState(req)
@@ -216,7 +215,7 @@ class Gateway:
         for req, _ in unended:
             if req.request_id not in recorded:
                 recorded.add(req.request_id)
-                self.recorder.request(RequestState(replace(req, preloaded_tokens=0)), -1, "in_flight")
+                self.recorder.request(RequestState(req.replace(preloaded_tokens=0)), -1, "in_flight")
 
     def _record(self, state: RequestState, replica: int, status: str) -> None:
         self.recorder.request(state, replica, status)

@@ -5,7 +5,6 @@ router) and, when it needs to know, waits on an event that fires when the reques
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, overload
 
@@ -28,7 +27,7 @@ from ttftsim.workload.arrivals import arrival_times
 from ttftsim.workload.budget import RequestCounter
 from ttftsim.workload.clients import behaviour
 from ttftsim.workload.lengths import sample_lengths
-from ttftsim.workload.request import ContentIds, Request
+from ttftsim.workload.request import ContentIds, Request, synthetic_requests
 from ttftsim.workload.traces import load_trace
 
 Submit = Callable[[Request, simpy.Event | None], object]
@@ -125,7 +124,7 @@ def with_adapters(requests: list[Request], lora: LoraTraffic, ctx: WorkloadConte
             if key not in per_adapter:
                 per_adapter[key] = ctx.content.new()
             segments = ((per_adapter[key], segments[0][1]), *segments[1:])
-        out.append(replace(request, lora_id=lora_id, segments=segments))
+        out.append(request.replace(lora_id=lora_id, segments=segments))
     return out
 
 
@@ -163,23 +162,20 @@ class SyntheticRequests(Sequence[Request]):
     ) -> None:
         self.columns = (times, prompts, outputs, priorities)
         self.shared = shared
-        self.shared_tokens = shared[0][1] if shared else 0
         self.first_id = ctx.request_ids.reserve(len(times))
         self.first_content = ctx.content.reserve(len(times))
 
     def __len__(self) -> int:
         return len(self.columns[0])
 
-    def _make(self, index: int, t: float, p: int, o: int, prio: int) -> Request:
-        segments = (*self.shared, (self.first_content + index, p))
-        return Request(self.first_id + index, t, self.shared_tokens + p, o, segments, prio, private=not self.shared)
+    def _chunk(self, start: int, stop: int) -> list[Request]:
+        times, prompts, outputs, priorities = (column[start:stop].tolist() for column in self.columns)
+        first_id, first_content = self.first_id + start, self.first_content + start
+        return synthetic_requests(first_id, first_content, self.shared, times, prompts, outputs, priorities)
 
     def __iter__(self) -> Iterator[Request]:
-        make = self._make
         for start in range(0, len(self), self.CHUNK):
-            columns = [column[start : start + self.CHUNK].tolist() for column in self.columns]
-            for offset, (t, p, o, prio) in enumerate(zip(*columns, strict=True)):
-                yield make(start + offset, t, p, o, prio)
+            yield from self._chunk(start, start + self.CHUNK)
 
     @overload
     def __getitem__(self, index: int) -> Request: ...
@@ -191,8 +187,7 @@ class SyntheticRequests(Sequence[Request]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         i = range(len(self))[index]  # negative indices, IndexError
-        t, p, o, prio = (column[i].item() for column in self.columns)
-        return self._make(i, t, p, o, prio)
+        return self._chunk(i, i + 1)[0]
 
 
 def _shared_prefix_requests(spec: SharedPrefixWorkload, ctx: WorkloadContext) -> list[Request]:
