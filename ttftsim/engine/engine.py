@@ -39,7 +39,7 @@ from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.scheduler import Scheduler
 from ttftsim.engine.speculative import DraftAcceptance
 from ttftsim.engine.state import RequestState
-from ttftsim.engine.step_plan import StepPlan, rejection, run_cap
+from ttftsim.engine.step_plan import StepPlan, rejection, run_cap, surely_accepted
 from ttftsim.engine.visible import VisibleTokens
 from ttftsim.kvcache.manager import KVCacheManager
 from ttftsim.kvcache.offload import CpuTier, RemoteStores
@@ -96,6 +96,9 @@ class Engine:
         self.drafts = DraftAcceptance(spec.acceptance, cfg.seed, replica) if spec is not None else None
         self.scheduler = Scheduler(cfg, self.kv, self.closed_form_decode, attention_window)
         self.num_blocks = num_blocks
+        self._accepted_tokens = surely_accepted(cfg, num_blocks)  # requests up to this long need no `rejection`
+        self._paged = cfg.kv_cache_mode == "paged"  # read every iteration: a native copy of the configuration's
+        self._async = cfg.async_scheduling
         self._wakeup = env.event()
         self._run: DecodeRun | None = None  # the closed-form decode run in flight
         self._feed: deque[Request] = deque()  # open-loop arrivals the engine pulls itself, in time order
@@ -138,7 +141,8 @@ class Engine:
             self._account_run(sent)
             state.submitted_s = self.api.ingress(sent, req.prompt_tokens)
             state.ingress_s = state.submitted_s - sent
-        reason = rejection(self.cfg, self.num_blocks, req)
+        fits = req.prompt_tokens + req.output_tokens <= self._accepted_tokens
+        reason = "" if fits else rejection(self.cfg, self.num_blocks, req)
         if reason:
             state.status, state.rejected_reason = "rejected", reason
             self._end(state, "rejected")
@@ -259,35 +263,44 @@ class Engine:
     # ---- the loop ----
 
     def _loop(self) -> Generator[simpy.Event, Any, None]:
-        """Schedule, run, apply, until fail_all interrupts (the replica is gone)."""
-        if self.cfg.pp > 1:
-            yield from self._pipeline_loop()
-            return
+        """The replica's SimPy process, until fail_all interrupts it (the replica is gone): the body's waits, where
+        a plain delay ends here when no other event is due before it (`advance`), without a SimPy event."""
+        env = self.env
+        body = self._pipeline_loop() if self.cfg.pp > 1 else self._body()
         try:
+            wait = next(body)
             while True:
-                self._pull_arrivals()
-                self._expire()
-                plan = self._schedule() if self.scheduler.has_work() else None
-                if plan is None or plan.is_empty:
-                    self._last_start_s = -1.0  # idle: the next arrival is scheduled at once
-                    if self.stalled_at_s is None and plan is not None and self._stuck():
-                        self.stalled_at_s = self.env.now
-                    yield idle_until(self)
-                    continue
-                self.stalled_at_s = None
-                sched = self.scheduler
-                run = run_cap(plan, sched.cohort, sched.deferred or sched.head_refused, self.closed_form_decode)
-                if run > 1:
-                    yield from self._decode_run(plan, run)
-                else:
-                    yield from self._step(plan)
-                if self.accepts_pushes and self.env.peek() <= self.env.now:
-                    # requests pushed at this very instant are seen by the next schedule: wait for the events
-                    # already due now (when none is, nothing can push before the next schedule, so no wait)
-                    yield self.env.timeout(0)
-
+                if not isinstance(wait, float):
+                    yield wait
+                elif not advance(env, wait):
+                    yield env.timeout(wait)
+                wait = body.send(None)
         except simpy.Interrupt:
             return
+
+    def _body(self) -> Generator[float | simpy.Event, Any, None]:
+        """Schedule, run, apply; each wait a delay in seconds or an event."""
+        while True:
+            self._pull_arrivals()
+            self._expire()
+            plan = self._schedule() if self.scheduler.has_work() else None
+            if plan is None or plan.is_empty:
+                self._last_start_s = -1.0  # idle: the next arrival is scheduled at once
+                if self.stalled_at_s is None and plan is not None and self._stuck():
+                    self.stalled_at_s = self.env.now
+                yield idle_wait(self)
+                continue
+            self.stalled_at_s = None
+            sched = self.scheduler
+            run = run_cap(plan, sched.cohort, sched.deferred or sched.head_refused, self.closed_form_decode)
+            if run > 1:
+                yield from self._decode_run(plan, run)
+            else:
+                yield from self._step(plan)
+            if self.accepts_pushes and self.env.peek() <= self.env.now:
+                # requests pushed at this very instant are seen by the next schedule: wait for the events
+                # already due now (when none is, nothing can push before the next schedule, so no wait)
+                yield self.env.timeout(0)
 
     def _stuck(self) -> bool:
         """Nothing was scheduled though the head of the queue has reached the engine, and nothing runs or loads
@@ -305,54 +318,51 @@ class Engine:
         only requests the engine had by then are admitted; when that step would be empty the engine was
         about to go idle, and the new arrivals are scheduled now."""
         now, sched = self.env.now, self.scheduler
-        if self.cfg.async_scheduling and 0.0 <= self._last_start_s < now:
+        if self._async and 0.0 <= self._last_start_s < now:
             plan = sched.schedule(now, self._last_start_s)
             if not plan.is_empty:
                 return plan
         return sched.schedule(now)
 
-    def _step(self, plan: StepPlan) -> Generator[simpy.Event, Any, None]:
+    def _step(self, plan: StepPlan) -> Generator[float | simpy.Event, Any, None]:
         from_idle = self._last_start_s < 0  # no step in flight to hide this one's host time under
         start = self._last_start_s = self.env.now
         duration = self.perf.idle_start_s(plan.shape) if from_idle else self.perf.time_s(plan.shape)
         duration += plan.shape.lora_load_s  # adapters copied into GPU slots before the forward pass (lora.py)
         duration = self.kv.with_transfers(duration)  # LMCache's chunk loads and stores (loading.py)
-        yield self.env.timeout(duration)
+        yield duration
         self._complete(plan, start, duration)
 
-    def _pipeline_loop(self) -> Generator[simpy.Event, Any, None]:
+    def _pipeline_loop(self) -> Generator[float | simpy.Event, Any, None]:
         """Pipeline parallelism (pipeline.py): fill the batch queue while the scheduler finds work, else
         wait for the oldest batch and apply it; idle as the plain loop when nothing is in flight."""
         queue = PipelineQueue(self.cfg.pp, cast(PipelineCostModel, self.perf))  # measured costs refused with PP
-        try:
-            while True:
-                self._pull_arrivals()
-                self._expire()
-                now = self.env.now
-                room = queue.has_room() and self.scheduler.has_work()
-                plan = self.scheduler.schedule(now) if room else None
-                if plan is not None and not plan.is_empty:
-                    self.stalled_at_s = None
-                    queue.start(plan, now)
-                    continue
-                if queue.batches:
-                    yield self.env.timeout(max(0.0, queue.batches[0].end_s - now))
-                    kept, start, duration = queue.finish_oldest()
-                    self._complete(kept, start, duration)
-                    continue
-                if plan is not None and self.stalled_at_s is None and self._stuck():
-                    self.stalled_at_s = now  # nothing in flight, nothing scheduled: as the plain loop
-                yield idle_until(self)
-        except simpy.Interrupt:
-            return
+        while True:
+            self._pull_arrivals()
+            self._expire()
+            now = self.env.now
+            room = queue.has_room() and self.scheduler.has_work()
+            plan = self.scheduler.schedule(now) if room else None
+            if plan is not None and not plan.is_empty:
+                self.stalled_at_s = None
+                queue.start(plan, now)
+                continue
+            if queue.batches:
+                yield max(0.0, queue.batches[0].end_s - now)
+                kept, start, duration = queue.finish_oldest()
+                self._complete(kept, start, duration)
+                continue
+            if plan is not None and self.stalled_at_s is None and self._stuck():
+                self.stalled_at_s = now  # nothing in flight, nothing scheduled: as the plain loop
+            yield idle_wait(self)
 
     def _complete(self, plan: StepPlan, start: float, duration: float) -> None:
         """Apply an iteration that ended now: the API server's delay for its tokens, the step record, the
         cohort's and each scheduled request's progress."""
-        delay = 0.0
+        delay, now = 0.0, self.env.now
         if self._api_on:  # arrivals during the step reach the API server before the step's tokens
             self._pull_arrivals()
-            delay = self.api.outputs(self.env.now, plan.shape.num_sampled) - self.env.now
+            delay = self.api.outputs(now, plan.shape.num_sampled) - now
         record_step(self, start, duration, plan.shape.num_tokens, 1)
         for state in plan.preempted:
             if state.first_preempt_s < 0:
@@ -360,7 +370,7 @@ class Engine:
         if not plan.per_request and self.scheduler.cohort.size:
             self.recorder.itl(duration, self.scheduler.cohort.size)
             if self.visible.awaiting:
-                self.visible.mark(self.scheduler.cohort, (self.env.now,), (delay,))
+                self.visible.mark(self.scheduler.cohort, (now,), (delay,))
             self._advance_cohort(1)
         for state, new in plan.scheduled:
             self._apply(state, new, duration, delay)
@@ -421,11 +431,11 @@ class Engine:
 
     # ---- closed-form decode runs ----
 
-    def _decode_run(self, plan: StepPlan, steps: int) -> Generator[simpy.Event, Any, None]:
+    def _decode_run(self, plan: StepPlan, steps: int) -> Generator[float | simpy.Event, Any, None]:
         """Up to `steps` decode-only iterations in one timeout; an arrival cuts the run after the
         iteration in progress."""
         env, start = self.env, self.env.now
-        free = self.kv.pool.num_free if self.cfg.kv_cache_mode == "paged" else None
+        free = self.kv.pool.num_free if self._paged else None
         cohort = self.scheduler.cohort
         times = run_times(self.perf, cohort, plan.shape.decode_kv_tokens, steps, self._next_arrival_in(), free)
         ends = times.ends
@@ -439,10 +449,10 @@ class Engine:
                 elapsed = env.now - start
                 done = bisect.bisect_right(ends, elapsed)
                 if done == 0 or ends[done - 1] < elapsed:
-                    yield env.timeout(float(ends[done]) - elapsed)
+                    yield float(ends[done]) - elapsed
                     done += 1
-        else:  # pulled arrivals already bounded the run: a plain timeout (no condition event) is enough
-            yield env.timeout(float(ends[-1]))
+        else:  # pulled arrivals already bounded the run: a plain delay (no condition event) is enough
+            yield float(ends[-1])
         if self._api_on:  # arrivals in the last iteration reach the API server before its tokens
             self._pull_arrivals()
         self._run = None
@@ -453,7 +463,7 @@ class Engine:
         cohort, start, ends = self.scheduler.cohort, run.start_s, run.times.ends
         self._last_start_s = start + (float(ends[done - 2]) if done > 1 else 0.0)
         record_step(self, start, float(ends[done - 1]), cohort.size * done, done)
-        if self.cfg.kv_cache_mode == "paged":
+        if self._paged:
             registers = self.scheduler.registers_decodes  # a CPU tier's stores, in stepping order
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
@@ -508,14 +518,34 @@ def record_step(engine: Engine, start: float, duration: float, tokens: int, step
 
 
 def idle_until(engine: Engine) -> simpy.Event:
+    """idle_wait as an event (the data-parallel group waits for any of its ranks')."""
+    wait = idle_wait(engine)
+    return engine.env.timeout(wait) if isinstance(wait, float) else wait
+
+
+def idle_wait(engine: Engine) -> float | simpy.Event:
     """What an idle engine waits for: a pushed request (its wake-up event), or the next pulled arrival, API-server
-    hand-off, KV copy from the CPU tier or timeout check, whichever comes first."""
+    hand-off, KV copy from the CPU tier or timeout check, whichever comes first (without pushes: that delay)."""
     engine._wakeup = engine.env.event()
     gap = engine._next_arrival_in()
     if gap is None:
         return engine._wakeup
-    timer = engine.env.timeout(gap)
-    return first_of(engine.env, timer, engine._wakeup) if engine.accepts_pushes else timer
+    if not engine.accepts_pushes:
+        return gap
+    return first_of(engine.env, engine.env.timeout(gap), engine._wakeup)
+
+
+def advance(env: simpy.Environment, delay: float) -> bool:
+    """Move the clock `delay` ahead, and say so, when no other event is due before then: SimPy would process a
+    timeout of that delay next, so the process may go on at once, with the same result and without the event (its
+    object, the queue, the resume: 0.7 us a wait). False when an event is due at or before then (SimPy orders
+    ties by when they were scheduled, and a timeout made now would come after it: the caller yields one). The
+    sum is the one SimPy's schedule makes."""
+    at = env.now + delay
+    if at < env.peek():
+        env._now = at
+        return True
+    return False
 
 
 def first_of(env: simpy.Environment, timer: simpy.Event, wakeup: simpy.Event) -> simpy.Event:

@@ -39,6 +39,16 @@ class Scheduler:
         self, engine: ResolvedEngine, kv: KVCacheManager, use_cohort: bool = True, attention_window: int = 0
     ) -> None:
         self.cfg = engine
+        # the limits read on every schedule, as native attributes: the configuration is a Python dataclass, and
+        # each attribute read from it is a dictionary lookup
+        self._budget = engine.max_num_batched_tokens
+        self._max_num_seqs = engine.max_num_seqs
+        self._chunked = engine.enable_chunked_prefill
+        self._long_prefill = engine.long_prefill_token_threshold
+        self._lora_slots = engine.lora_slots
+        self._reserve_inflight = engine.reserve_for_inflight_prefills
+        self._reserve_prompt = engine.reserve_full_prompt
+        self._load_s_per_block = engine.kv_load_s_per_block
         self.attention_window = attention_window  # the model's sliding window: each step's windowed sums, exact
         self.kv = kv
         self.running: list[RequestState] = []
@@ -153,10 +163,10 @@ class Scheduler:
         return lost
 
     def _chunk(self, remaining: int, budget: int) -> int:
-        if self.recompute_all or not self.cfg.enable_chunked_prefill:
+        if self.recompute_all or not self._chunked:
             return remaining if remaining <= budget else 0
-        if self.cfg.long_prefill_token_threshold:
-            remaining = min(remaining, self.cfg.long_prefill_token_threshold)
+        if self._long_prefill:
+            remaining = min(remaining, self._long_prefill)
         return min(remaining, budget)
 
     def schedule(self, now: float, admit_before: float | None = None) -> StepPlan:
@@ -170,7 +180,7 @@ class Scheduler:
         per_request = budget < 0
         if per_request:
             self.dissolve_cohort()
-            budget = self._schedule_running(self.cfg.max_num_batched_tokens, scheduled, preempted, shape)
+            budget = self._schedule_running(self._budget, scheduled, preempted, shape)
         if self.loading.states:
             for state in reversed(self.loading.done(now)):  # back to the front, in the order they left it
                 self.waiting.prepend(state)
@@ -202,7 +212,7 @@ class Scheduler:
         self, scheduled: list[tuple[RequestState, int]], preempted: list[RequestState], shape: BatchShapeBuilder
     ) -> int:
         """Schedule every running request at once; -1 when only the per-request loop can decide."""
-        budget = self.cfg.max_num_batched_tokens
+        budget = self._budget
         asks = self._prefill_asks(budget)
         if asks is None:
             return -1
@@ -393,20 +403,21 @@ class Scheduler:
         scheduled: list[tuple[RequestState, int]],
         shape: BatchShapeBuilder,
     ) -> None:
-        kv, cfg = self.kv, self.cfg
-        adapters = {0} | {s.req.lora_id for s in self.running} if cfg.lora_slots else {0}  # 0: the base model
+        kv = self.kv
+        slots = self._lora_slots
+        adapters = {0} | {s.req.lora_id for s in self.running} if slots else {0}  # 0: the base model
         skipped: list[RequestState] = []
-        while len(self.waiting) and budget > 0 and len(self.running) < cfg.max_num_seqs:
+        while len(self.waiting) and budget > 0 and len(self.running) < self._max_num_seqs:
             state = self.waiting.peek()
             lora_id = state.req.lora_id
-            if lora_id not in adapters and len(adapters) > cfg.lora_slots:  # vLLM: max_loras adapters a batch
+            if lora_id not in adapters and len(adapters) > slots:  # vLLM: max_loras adapters a batch
                 skipped.append(self.waiting.pop())  # skipped, not blocking: the queue goes on without it
                 continue
             if state.submitted_s > admit_before:
                 self.deferred = state.submitted_s <= now  # visible now: the next schedule may admit it
                 break
-            reserved = self.inflight_reservation if cfg.reserve_for_inflight_prefills else None
-            found = admission_start(state, now, kv, self.loading, self.waiting, cfg.kv_load_s_per_block, reserved)
+            reserved = self.inflight_reservation if self._reserve_inflight else None
+            found = admission_start(state, now, kv, self.loading, self.waiting, self._load_s_per_block, reserved)
             if isinstance(found, bool):  # it went to load blocks from the CPU tier, or there was no room to
                 if found:
                     continue
@@ -417,7 +428,7 @@ class Scheduler:
             if new == 0:  # over the budget: once its GPU hit is evicted into the tier it may leave to load (no budget)
                 self.head_refused = kv.tier is not None
                 break
-            reserve = state.num_tokens if cfg.reserve_full_prompt else 0
+            reserve = state.num_tokens if self._reserve_prompt else 0
             if not kv.allocate(state.rid, start + new, hit, reserve):
                 self.head_refused = kv.tier is not None
                 break

@@ -76,6 +76,19 @@ def rejection(cfg: ResolvedEngine, num_blocks: int, req: Request) -> str:
     return ""
 
 
+def surely_accepted(cfg: ResolvedEngine, num_blocks: int) -> int:
+    """The most tokens (prompt + output) of a request that `rejection` accepts whatever its other numbers (-1
+    when that depends on more than the total: sliding-window groups, or a static reservation refused for every
+    request), so that a replica checks only the rare request above it."""
+    if cfg.windowed_kv is not None and cfg.kv_cache_mode == "paged":
+        return -1
+    if cfg.kv_cache_mode == "static" and -(-cfg.max_model_len // cfg.block_size) > num_blocks:
+        return -1
+    if cfg.kv_cache_mode == "paged":
+        return min(cfg.max_model_len, num_blocks * cfg.block_size)  # cdiv(total, size) <= blocks
+    return cfg.max_model_len
+
+
 def windowed_peak_blocks(cfg: ResolvedEngine, groups: WindowedGroups, prompt: int, output: int) -> int:
     """The most blocks a request holds over all groups when it runs alone: each step frees what left the window
     of the c tokens computed before it, then holds cdiv(c + n, block) blocks in a full group and that less the
