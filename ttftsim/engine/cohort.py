@@ -24,6 +24,7 @@ class DecodeCohort:
         self.members: dict[int, RequestState] = {}
         self.size = 0  # len(members), read on every iteration
         self.kv_tokens = 0
+        # by residue, the members keyed by running position (admit_seq): `due` sorts plain ints, no key function
         self._buckets: list[dict[int, RequestState]] = [{} for _ in range(block_size)]
         self._finish: list[tuple[int, int, int]] = []
         self._seqs: list[int] = []  # members' admit_seq, sorted
@@ -40,7 +41,7 @@ class DecodeCohort:
         self.members[state.rid] = state
         self.size += 1
         self.kv_tokens += state.num_computed + 1
-        self._buckets[self._residue(state)][state.rid] = state
+        self._buckets[self._residue(state)][state.admit_seq] = state
         bisect.insort(self._seqs, state.admit_seq)
         finish_clock = self.clock + state.req.output_tokens - state.num_output
         heapq.heappush(self._finish, (finish_clock, state.admit_seq, state.rid))
@@ -55,7 +56,7 @@ class DecodeCohort:
         self.sync(state)
         del self.members[state.rid]
         self.size -= 1
-        del self._buckets[self._residue(state)][state.rid]
+        del self._buckets[self._residue(state)][state.admit_seq]
         del self._seqs[bisect.bisect_left(self._seqs, state.admit_seq)]
         self.kv_tokens -= state.num_computed + 1
 
@@ -78,7 +79,7 @@ class DecodeCohort:
     def due(self, clock: int) -> list[RequestState]:
         """Members whose next token, at this clock, starts a new KV block (running order)."""
         bucket = self._buckets[(-clock) % self.block_size]
-        return sorted(bucket.values(), key=_admit_order) if bucket else []
+        return [bucket[seq] for seq in sorted(bucket)] if bucket else []
 
     def due_count(self, clock: int) -> int:
         return len(self._buckets[(-clock) % self.block_size])
@@ -104,7 +105,3 @@ class DecodeCohort:
     def _live(self, entry: tuple[int, int, int]) -> bool:
         state = self.members.get(entry[2])
         return state is not None and state.admit_seq == entry[1]
-
-
-def _admit_order(state: RequestState) -> int:
-    return state.admit_seq

@@ -463,12 +463,13 @@ class Engine:
         cohort, start, ends = self.scheduler.cohort, run.start_s, run.times.ends
         self._last_start_s = start + (float(ends[done - 2]) if done > 1 else 0.0)
         record_step(self, start, float(ends[done - 1]), cohort.size * done, done)
-        if self._paged:
-            registers = self.scheduler.registers_decodes  # a CPU tier's stores, in stepping order
+        if self._paged and self.scheduler.registers_decodes:  # a CPU tier's stores, in stepping order
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
-                if registers:
-                    self.scheduler.register_fills(cohort.clock + step - 1)
+                self.scheduler.register_fills(cohort.clock + step - 1)
+        elif self._paged:  # the iterations' blocks in one call: the same allocations, in the same order
+            due = [member.rid for step in range(2, done + 1) for member in cohort.due(cohort.clock + step - 1)]
+            self.kv.append_blocks(due)
         self.recorder.itl_run(run.times.durations[:done], cohort.size)
         if self._api_on:
             run.hand_tokens(self.api, done, cohort.size)
@@ -541,8 +542,9 @@ def advance(env: simpy.Environment, delay: float) -> bool:
     object, the queue, the resume: 0.7 us a wait). False when an event is due at or before then (SimPy orders
     ties by when they were scheduled, and a timeout made now would come after it: the caller yields one). The
     sum is the one SimPy's schedule makes."""
-    at = env.now + delay
-    if at < env.peek():
+    at = env._now + delay  # SimPy's clock and queue read as its step and peek do (its properties are Python calls)
+    queue = env._queue
+    if not queue or at < queue[0][0]:
         env._now = at
         return True
     return False
