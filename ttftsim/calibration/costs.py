@@ -150,6 +150,8 @@ class CalibratedCosts(RooflineCosts):
         return float(curve) * self._table(key, "gemm", (0,), {"m": 1.0, "n": n, "k": k}).at(math.log2(m))
 
     def prefill_attention_s(self, tokens: int, pairs: int, kv_tokens: int, shape: AttentionShape) -> float:
+        if tokens <= 0:  # a step without prefills (the roofline's answer, which _prefill_attention_s would give)
+            return 0.0
         if shape is not self._prefill_shape:  # as the decode lines: the shape matched by identity, not hashed
             self._prefill_shape = shape
             self._prefill_values = self._prefill.setdefault(shape, {})
