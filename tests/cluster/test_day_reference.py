@@ -1,0 +1,46 @@
+"""The first three minutes of the fleet's day (benchmarks/cluster_day.py: diurnal traffic, HPA between 4 and 32
+replicas, Karpenter nodes, a warm pool, least-outstanding routing) give the requests the engine gave before the
+speed work of issue #22 (commit 18e4149): each request's replica, status, attempts and tokens, and its times to a
+nanosecond (the recorded file: tests/data/cluster-day-0.05h.csv.gz; `python -m tests.cluster.test_day_reference`
+writes it again with the code checked out)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ttftsim.config.scenario import Scenario
+from ttftsim.simulate import simulate
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED = ROOT / "tests" / "data" / "cluster-day-0.05h.csv.gz"
+HOURS = 0.05
+EXACT = ["request_id", "replica", "status", "attempts", "generated_tokens", "cached_tokens", "num_preemptions"]
+TIMES = ["first_scheduled_s", "first_token_s", "finish_s"]  # written to 0.1 ns
+
+
+def day_requests(hours: float = HOURS) -> pd.DataFrame:
+    spec = importlib.util.spec_from_file_location("cluster_day", ROOT / "benchmarks" / "cluster_day.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = simulate(Scenario.model_validate(module.scenario(hours)))
+    return result.requests[EXACT + TIMES].reset_index(drop=True)
+
+
+def test_the_first_minutes_of_the_day_give_the_recorded_requests() -> None:
+    got, want = day_requests(), pd.read_csv(RECORDED, keep_default_na=False, na_values=[""])
+    assert len(got) == len(want) > 6000
+    for column in EXACT:
+        assert got[column].astype(str).tolist() == want[column].astype(str).tolist(), column
+    for column in TIMES:
+        assert np.allclose(got[column], want[column], rtol=0.0, atol=1e-9, equal_nan=True), column
+
+
+if __name__ == "__main__":
+    day_requests().to_csv(RECORDED, index=False, float_format="%.12g")
+    sys.stdout.write(f"wrote {RECORDED}\n")
