@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -58,6 +58,23 @@ def _read(path: str, mtime_ns: int) -> Calibration:
     return Calibration.of(json.loads(Path(path).read_text(encoding="utf-8"))["fits"])
 
 
+_log2: Final = math.log2  # read every decode step: a static, not the math module's attribute looked up each time
+
+
+class DecodeLine:
+    """A batch size's decode attention: fixed + per KV token seconds, and the correction over the mean context.
+    Immutable (Final attributes); a plain compiled class, read every decode step (a tuple's floats are objects,
+    unboxed at each read)."""
+
+    def __init__(self, fixed_s: float, per_token_s: float, table: splines.Table) -> None:
+        self.fixed_s: Final = fixed_s
+        self.per_token_s: Final = per_token_s
+        self.table: Final = table
+
+    def __reduce__(self) -> tuple[type[DecodeLine], tuple[float, float, splines.Table]]:
+        return (DecodeLine, (self.fixed_s, self.per_token_s, self.table))
+
+
 class CalibratedCosts(RooflineCosts):
     """RooflineCosts whose operator classes use fitted curves where the calibration has them.
 
@@ -73,11 +90,11 @@ class CalibratedCosts(RooflineCosts):
         self.fits = fits
         self.source = source
         self._memo: dict[tuple[object, ...], float] = {}
-        self._decode: dict[AttentionShape, dict[int, tuple[float, float, splines.Table]]] = {}
+        self._decode: dict[AttentionShape, dict[int, DecodeLine]] = {}
         # the decode lines of the shape read last: a model has one decode shape (two with MLA or sliding
         # windows), the same object every iteration; hashing the dataclass costs as much as the line itself
         self._decode_shape: AttentionShape | None = None
-        self._decode_lines: dict[int, tuple[float, float, splines.Table]] = {}
+        self._decode_lines: dict[int, DecodeLine] = {}
         # the same for prefill attention: memoised per (tokens, query-key pairs, KV tokens) of each shape
         self._prefill: dict[AttentionShape, dict[tuple[int, int, int], float]] = {}
         self._prefill_shape: AttentionShape | None = None
@@ -189,18 +206,17 @@ class CalibratedCosts(RooflineCosts):
         line = self._decode_line(seqs, shape)
         if line is None:
             return super().decode_attention_s(seqs, kv_tokens, shape)
-        fixed_s, per_token_s, table = line
-        return (fixed_s + per_token_s * kv_tokens) * table.at(math.log2(max(kv_tokens, 1) / seqs))
+        return (line.fixed_s + line.per_token_s * kv_tokens) * line.table.at(_log2(max(kv_tokens, 1) / seqs))
 
     def decode_attention_many_s(self, seqs: int, kv_tokens: Array, shape: AttentionShape) -> Array:
         line = self._decode_line(seqs, shape)
         if line is None:
             return super().decode_attention_many_s(seqs, kv_tokens, shape)
-        fixed_s, per_token_s, table = line
+        fixed_s, per_token_s, table = line.fixed_s, line.per_token_s, line.table
         result: Array = (fixed_s + per_token_s * kv_tokens) * table.along(np.log2(np.maximum(kv_tokens, 1.0) / seqs))
         return result
 
-    def _decode_line(self, seqs: int, shape: AttentionShape) -> tuple[float, float, splines.Table] | None:
+    def _decode_line(self, seqs: int, shape: AttentionShape) -> DecodeLine | None:
         """For a batch of `seqs`: the curve's time as fixed + per KV token (it is linear in the batch's
         total context), and the correction over the mean context."""
         if shape is not self._decode_shape:  # read every iteration: the shape's lines, then the batch's
@@ -217,7 +233,7 @@ class CalibratedCosts(RooflineCosts):
                 2.0 * shape.kv_heads * shape.head_dim * shape.kv_bytes / (self.hw.mem_bw_bytes_per_s * efficiency)
             )
             table = self._attention_table(key, "decode_attention", shape).column(math.log2(seqs))
-            line = self._decode_lines[seqs] = (latency + per_seq * seqs, per_token, table)
+            line = self._decode_lines[seqs] = DecodeLine(latency + per_seq * seqs, per_token, table)
         return line
 
     def allreduce_s(self, message_bytes: float, ranks: int, link: Link) -> float:

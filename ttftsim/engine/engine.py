@@ -13,6 +13,10 @@ call overhead would dominate), block allocations are replayed in the order stepp
 an arrival during the run cuts it after the iteration in progress. `closed_form_decode=False` steps every
 iteration instead; a test checks that both give the same results.
 
+The loop's waits are delays where it can: a delay that no other event precedes ends in the replica's own
+process (`advance`: SimPy would process that timeout next), so a replica fed its arrivals runs whole stretches
+without a SimPy event; in a cluster the other replicas' events are interleaved exactly as before.
+
 This module is compiled with mypyc at install (ttftsim/_native.py), as are the scheduler, the KV cache
 and the cost model; it stays plain typed Python.
 """

@@ -1,0 +1,43 @@
+"""`advance` moves SimPy's clock itself only when SimPy would process that timeout next: strictly before every
+event already scheduled (a tie goes to the event scheduled first), and to the time SimPy's own sum gives."""
+
+from __future__ import annotations
+
+import simpy
+
+from ttftsim.engine.engine import advance, clock
+
+
+def test_a_delay_before_every_scheduled_event_moves_the_clock_and_a_tie_does_not() -> None:
+    env = simpy.Environment()
+    env.timeout(5.0)
+    assert advance(env, 3.0) and clock(env) == env.now == 3.0
+    assert not advance(env, 2.0) and env.now == 3.0  # at 5.0 with the event scheduled there first: SimPy's turn
+    assert not advance(env, 2.5) and env.now == 3.0
+    env.run()
+    assert env.now == 5.0 and advance(env, 0.1) and env.now == 5.0 + 0.1  # nothing left: the clock moves
+
+
+def test_the_clock_stops_before_the_horizon_of_a_run_as_simpy_would() -> None:
+    env = simpy.Environment()
+    seen: list[float] = []
+
+    def process() -> object:
+        while True:
+            if not advance(env, 0.3):
+                yield env.timeout(0.3)
+            seen.append(env.now)
+
+    env.process(process())
+    env.run(until=1.0)
+    reference = simpy.Environment()
+
+    def stepped() -> object:
+        while True:
+            yield reference.timeout(0.3)
+            seen.append(-reference.now)
+
+    reference.process(stepped())
+    reference.run(until=1.0)
+    assert [t for t in seen if t >= 0] == [-t for t in seen if t < 0] and env.now == reference.now == 1.0
+    assert len([t for t in seen if t >= 0]) == 3
