@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from ttftsim.engine.recorder import STEP_COLUMNS, Columns, Recorder
 
@@ -150,3 +151,10 @@ def test_chunks_keep_every_value_exact_whatever_the_mix_of_number_and_text_colum
         for index, name in enumerate(names):
             got, want = frame[name].tolist(), [row[index] for row in rows]
             assert [repr(v) for v in got] == [repr(v) for v in want], name  # nan, -0.0 and the big id to the bit
+
+
+def test_a_row_the_columns_cannot_hold_exactly_is_refused() -> None:
+    for row in [(float("nan"), 0.5), (2**53, 0.5), (1, 0.5, 7)]:  # no integer id, one past exact doubles, too long
+        columns = Columns(("id", "ttft_s"), {"id": "int64", "ttft_s": "float64"}, chunk_rows=1)
+        with pytest.raises(ValueError):
+            columns.append(row)

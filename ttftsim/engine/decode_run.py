@@ -1,4 +1,4 @@
-"""Closed-form runs of decode-only iterations: how many can run in one timeout, and when each ends.
+"""Closed-form runs of decode-only iterations: how many can run in one wait, and when each ends.
 
 A run is a stretch of iterations with an unchanged batch (every running request decoding, nothing
 admitted, no preemption). It is at most as long as the free KV blocks cover (decodes crossing a block

@@ -274,9 +274,9 @@ class Engine:
         try:
             wait = next(body)
             while True:
-                if not isinstance(wait, float):
+                if isinstance(wait, simpy.Event):
                     yield wait
-                elif not advance(env, wait):
+                elif not advance(env, wait):  # a delay (an int in plain Python: arrival times as given)
                     yield env.timeout(wait)
                 wait = body.send(None)
         except simpy.Interrupt:
@@ -436,7 +436,7 @@ class Engine:
     # ---- closed-form decode runs ----
 
     def _decode_run(self, plan: StepPlan, steps: int) -> Generator[float | simpy.Event, Any, None]:
-        """Up to `steps` decode-only iterations in one timeout; an arrival cuts the run after the
+        """Up to `steps` decode-only iterations in one wait; an arrival cuts the run after the
         iteration in progress."""
         env, start = self.env, clock(self.env)
         free = self.kv.pool.num_free if self._paged else None
@@ -508,7 +508,7 @@ class Engine:
         done = bisect.bisect_left(run.times.ends, clock(self.env) - run.start_s)
         if done:
             self._apply_run(run, done)
-        if 0 < done < len(run.times.ends) and self.cfg.kv_cache_mode == "paged":  # step 1 got its blocks when scheduled
+        if 0 < done < len(run.times.ends) and self._paged:  # step 1 got its blocks when scheduled
             cohort = self.scheduler.cohort
             self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock)])
             if self.scheduler.registers_decodes:
@@ -526,7 +526,7 @@ def record_step(engine: Engine, start: float, duration: float, tokens: int, step
 def idle_until(engine: Engine) -> simpy.Event:
     """idle_wait as an event (the data-parallel group waits for any of its ranks')."""
     wait = idle_wait(engine)
-    return engine.env.timeout(wait) if isinstance(wait, float) else wait
+    return wait if isinstance(wait, simpy.Event) else engine.env.timeout(wait)
 
 
 def idle_wait(engine: Engine) -> float | simpy.Event:
@@ -557,7 +557,7 @@ def advance(env: simpy.Environment, delay: float) -> bool:
     sum is the one SimPy's schedule makes."""
     at = env._now + delay  # SimPy's clock and queue read as its step and peek do (its properties are Python calls)
     queue = env._queue
-    if not queue or at < queue[0][0]:
+    if delay >= 0 and (not queue or at < queue[0][0]):  # a negative delay: SimPy's timeout refuses it
         env._now = at
         return True
     return False

@@ -103,13 +103,18 @@ class Columns:
         else:  # itemgetter of one index gives the value itself, of none fails
             values = (row[index] for row in rows for index in numeric)
         table = np.fromiter(values, dtype=np.float64, count=len(rows) * len(numeric)).reshape(len(rows), len(numeric))
+        if next(values, None) is not None:  # (fromiter itself refuses too few)
+            raise ValueError(f"rows longer than the {len(self.columns)} columns {self.columns}")
         chunk: list[NDArray[Any]] = []
         for index, name in enumerate(self.columns):
             dtype = self.dtypes[name]
             if dtype == "object":
                 chunk.append(np.array([row[index] for row in rows], dtype=object))
-            else:
-                chunk.append(table[:, numeric.index(index)].astype(dtype))
+                continue
+            column = table[:, numeric.index(index)]
+            if dtype != "float64" and not bool((np.abs(column) < 2.0**53).all()):  # NaN, inf, or past exact doubles
+                raise ValueError(f"column {name} ({dtype}) holds a value that is no integer below 2**53")
+            chunk.append(column.astype(dtype))
         self.chunks.append(chunk)
 
     def __len__(self) -> int:
