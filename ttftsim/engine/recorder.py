@@ -106,12 +106,13 @@ class Columns:
         if next(values, None) is not None:  # (fromiter itself refuses too few)
             raise ValueError(f"rows longer than the {len(self.columns)} columns {self.columns}")
         chunk: list[NDArray[Any]] = []
+        numbers = iter(table.T)  # the number columns, in order
         for index, name in enumerate(self.columns):
             dtype = self.dtypes[name]
             if dtype == "object":
                 chunk.append(np.array([row[index] for row in rows], dtype=object))
                 continue
-            column = table[:, numeric.index(index)]
+            column = next(numbers)
             if dtype != "float64" and not bool((np.abs(column) < 2.0**53).all()):  # NaN, inf, or past exact doubles
                 raise ValueError(f"column {name} ({dtype}) holds a value that is no integer below 2**53")
             chunk.append(column.astype(dtype))
