@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import simpy
 
-from ttftsim.engine.engine import advance, clock
+from ttftsim.engine.engine import advance, clock, unschedule
 
 
 def test_a_delay_before_every_scheduled_event_moves_the_clock_and_a_tie_does_not() -> None:
@@ -41,3 +41,20 @@ def test_the_clock_stops_before_the_horizon_of_a_run_as_simpy_would() -> None:
     reference.run(until=1.0)
     assert [t for t in seen if t >= 0] == [-t for t in seen if t < 0] and env.now == reference.now == 1.0
     assert len([t for t in seen if t >= 0]) == 3
+
+
+def test_an_unscheduled_timer_never_fires_and_the_other_events_keep_their_order() -> None:
+    """unschedule takes a timeout out of SimPy's queue: the rest are processed as they would have been (ties in
+    the order they were scheduled), and `advance` is no longer held back by the stale timer at the head."""
+    env = simpy.Environment()
+    fired: list[str] = []
+    events = {name: env.timeout(at) for name, at in (("a", 1.0), ("stale", 0.5), ("b", 1.0), ("c", 0.7), ("d", 2.0))}
+    for name, event in events.items():
+        callbacks = event.callbacks
+        assert callbacks is not None
+        callbacks.append(lambda _event, name=name: fired.append(name))
+    unschedule(env, events["stale"])
+    assert advance(env, 0.6) and env.now == 0.6  # the stale timer at 0.5 would have held the clock back
+    unschedule(env, events["stale"])  # not in the queue any more: nothing happens
+    env.run()
+    assert fired == ["c", "a", "b", "d"] and env.now == 2.0

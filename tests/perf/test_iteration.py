@@ -118,10 +118,11 @@ def test_decode_run_equals_stepwise_times_with_and_without_async_scheduling(is_a
     spec, hw = load_model("Llama-3.1-70B"), load_hardware("H100-SXM5-80GB")
     for overhead_s in (None, 0.05):  # 50 ms: host time above the device time, the async step takes it
         model = IterationModel(Deployment(spec, hw, 4, decode_graph_iteration_s=overhead_s, async_scheduling=is_async))
-        for seqs in (7, 37, 600):
-            run = model.decode_run_s(num_seqs=seqs, kv_tokens=seqs * 900, steps=20)
+        for seqs, context in ((7, 900), (37, 900), (600, 900), (3, 2**40 + 1)):  # the last: contexts far past 2**32
+            run = model.decode_run_s(num_seqs=seqs, kv_tokens=seqs * context, steps=20)
             shapes = [
-                BatchShape(num_decode_seqs=seqs, decode_kv_tokens=seqs * (900 + j), num_sampled=seqs) for j in range(20)
+                BatchShape(num_decode_seqs=seqs, decode_kv_tokens=seqs * (context + j), num_sampled=seqs)
+                for j in range(20)
             ]
             assert list(run) == [model.time_s(shape) for shape in shapes]
             step_s = model.decode_step_s(seqs)

@@ -172,9 +172,13 @@ class Table:
     low: tuple[float, ...]
     factors: Array
     _values: list[float] = field(init=False, repr=False, compare=False)  # 1-D factors as floats: at() is hot
+    _grid: Array = field(init=False, repr=False, compare=False)  # 1-D: where the factors lie (along() is hot)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_values", self.factors.tolist() if self.factors.ndim == 1 else [])
+        one = self.factors.ndim == 1
+        object.__setattr__(self, "_values", self.factors.tolist() if one else [])
+        grid = self.low[0] + TABLE_STEP * np.arange(len(self.factors)) if one else np.empty(0)
+        object.__setattr__(self, "_grid", grid)
 
     def at(self, x: float) -> float:
         """1-D, one point."""
@@ -184,8 +188,7 @@ class Table:
 
     def along(self, x: Array) -> Array:
         """1-D, many points."""
-        grid = self.low[0] + TABLE_STEP * np.arange(len(self.factors))
-        return np.interp(x, grid, self.factors)
+        return np.interp(x, self._grid, self.factors)
 
     def column(self, y: float) -> Table:
         """2-D -> 1-D: the factors along the first dimension at y in the second."""

@@ -84,8 +84,8 @@ def run_times(
         steps = blocks_cover(cohort, free_blocks, steps)
     if steps > SHORT_RUN_STEPS:
         durations = perf.decode_run_s(size, kv_tokens, steps)
-        ends = np.cumsum(durations)
-        cut = steps if gap_s is None else int(np.searchsorted(ends, gap_s, side="left")) + 1
+        ends = np.add.accumulate(durations)  # np.cumsum's sums without its Python wrapper (1 us a call)
+        cut = steps if gap_s is None else int(ends.searchsorted(gap_s, side="left")) + 1
         return RunTimes(ends[:cut], durations[:cut])
     times, end_times, end, limit = [first], [first], first, math.inf if gap_s is None else gap_s
     while end < limit and len(end_times) < steps:

@@ -450,6 +450,7 @@ class Engine:
             timer = env.timeout(float(ends[-1]))
             yield first_of(env, timer, self._wakeup)
             if not timer.processed:  # cut: finish the iteration in progress
+                unschedule(env, timer)
                 elapsed = clock(env) - start
                 done = bisect.bisect_right(ends, elapsed)
                 if done == 0 or ends[done - 1] < elapsed:
@@ -561,6 +562,21 @@ def advance(env: simpy.Environment, delay: float) -> bool:
         env._now = at
         return True
     return False
+
+
+def unschedule(env: simpy.Environment, timer: simpy.Event) -> None:
+    """Take a timeout nothing waits for any more (a cut decode run's) out of SimPy's queue, rather than let it be
+    processed later as a step that does nothing. The queue's order is total (time, priority, then the order of
+    scheduling), so the other events are processed in the same order; and a stale timer at the queue's head no
+    longer keeps `advance` from ending a wait in the process."""
+    queue = env._queue
+    for index, item in enumerate(queue):
+        if item[3] is timer:
+            last = queue.pop()
+            if index < len(queue):
+                queue[index] = last
+                heapq.heapify(queue)
+            return
 
 
 def first_of(env: simpy.Environment, timer: simpy.Event, wakeup: simpy.Event) -> simpy.Event:

@@ -89,6 +89,7 @@ class IterationModel:
             self._ffn.sliced_over_dp(deployment.dp, deployment.hardware)
         self._dense_cache: dict[tuple[int, int], dict[str, float]] = {}
         self._dense_total: dict[tuple[int, int], float] = {}
+        self._decode_fixed: dict[int, tuple[float, float]] = {}  # a decode batch size's dense and host seconds
         overhead = deployment.hardware.overhead
         eager = deployment.iteration_overhead_s
         graph = deployment.decode_graph_iteration_s
@@ -327,11 +328,8 @@ class IterationModel:
         """The time of a decode-only iteration of num_seqs sequences as a function of their KV total (sum,
         including this step's token): for runs short enough that numpy's call overhead would dominate.
         Equal, bit for bit, to time_s on the same shape."""
-        dense = self._dense_s(self.graphs.padded_tokens(num_seqs), num_seqs)
-        host = self.overhead_s(BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=num_seqs))
+        dense, host = self._decode_fixed_s(num_seqs)
         layers, attention, shape = self._layers, self._attn_costs.decode_attention_s, self._decode_attn
-        if self._mla is not None:
-            dense += layers * self._mla.absorbed_s(num_seqs)
         kinds = self._kinds
         if kinds.windowed:  # each sequence reads at most the window in a windowed layer (perf/attention.py)
             full, windowed, cap, overlap = kinds.full, kinds.windowed, num_seqs * kinds.window, self._async
@@ -346,16 +344,26 @@ class IterationModel:
             return lambda kv_tokens: max(dense + layers * attention(num_seqs, kv_tokens, shape), host)
         return lambda kv_tokens: dense + layers * attention(num_seqs, kv_tokens, shape) + host
 
+    def _decode_fixed_s(self, num_seqs: int) -> tuple[float, float]:
+        """What a decode-only iteration of num_seqs sequences spends whatever their context: its dense kernels (with
+        MLA's absorbed projections) and its host time; memoised (every decode run reads them)."""
+        fixed = self._decode_fixed.get(num_seqs)
+        if fixed is None:
+            dense = self._dense_s(self.graphs.padded_tokens(num_seqs), num_seqs)
+            host = self.overhead_s(BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=num_seqs))
+            if self._mla is not None:
+                dense += self._layers * self._mla.absorbed_s(num_seqs)
+            fixed = self._decode_fixed[num_seqs] = (dense, host)
+        return fixed
+
     def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:
         """Times of `steps` consecutive decode-only iterations of an unchanged batch of num_seqs sequences
         whose KV context starts at kv_tokens (sum, including this step's token) and grows by num_seqs per
         step. Equal, step by step, to calling time_s on each iteration's shape."""
-        shape = BatchShape(num_decode_seqs=num_seqs, decode_kv_tokens=kv_tokens, num_sampled=num_seqs)
-        dense = self._dense_s(self.graphs.padded_tokens(num_seqs), num_seqs)
-        if self._mla is not None:
-            dense += self._layers * self._mla.absorbed_s(num_seqs)
-        host = self.overhead_s(shape)
-        contexts = kv_tokens + num_seqs * np.arange(steps, dtype=np.float64)
+        dense, host = self._decode_fixed_s(num_seqs)
+        # kv_tokens + num_seqs * i, exact (integers below 2**53), in one call
+        stop, step = kv_tokens + num_seqs * steps, num_seqs
+        contexts = np.arange(kv_tokens, stop, step, dtype=np.float64) if step else np.full(steps, float(kv_tokens))
         attention = self._attn_costs.decode_attention_many_s(num_seqs, contexts, self._decode_attn)
         kinds = self._kinds
         if kinds.windowed:
