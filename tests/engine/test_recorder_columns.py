@@ -159,19 +159,3 @@ def test_a_row_the_columns_cannot_hold_exactly_is_refused() -> None:
         with pytest.raises(ValueError):
             columns.append(row)
 
-
-def test_a_table_of_numbers_reads_its_newest_rows_back_with_their_columns_types() -> None:
-    """The iterations' table keeps its newest rows as doubles: read back (the bandwidth meter reads the rows
-    appended since its cursor) they come through their columns' types, a replica an int again."""
-    recorder = Recorder()
-    rows = [(0.5, 0.01, 0, 512, 3, 1, 0.25, 1), (0.51, 0.02, 1, 4, 4, 0, 0.5, 2)]
-    recorder.step(rows[0])
-    assert len(recorder.steps) == 1 and list(recorder.steps.rows_from(0)) == [rows[0]]
-    recorder.step(rows[1])
-    back = list(recorder.steps.rows_from(1))
-    assert back == [rows[1]] and [type(v) for v in back[0]] == [type(v) for v in rows[1]]
-    assert len(recorder.steps) == 2 and recorder.steps.column("replica") == [0, 1]
-    assert recorder.steps_frame()["num_tokens"].tolist() == [512, 4]
-    with pytest.raises(ValueError, match="a row of 7 values"):  # refused when appended, before any chunk
-        recorder.steps.append(rows[0][:7])
-    assert len(recorder.steps) == 2

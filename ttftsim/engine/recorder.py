@@ -81,63 +81,51 @@ class Columns:
         self.chunks: list[list[NDArray[Any]]] = []  # each: one array per column, the same length
         self.pending: list[tuple[Any, ...]] = []
         self._numeric = tuple(i for i, c in enumerate(columns) if dtypes[c] != "object")  # the number columns
-        # a table of numbers only keeps its newest rows' values as doubles, row after row (the iterations')
-        self._numbers: array[float] | None = array("d") if len(self._numeric) == len(columns) else None
 
     def append(self, row: tuple[Any, ...]) -> None:
-        numbers = self._numbers
-        if numbers is None:
-            self.pending.append(row)
-            if len(self.pending) >= self.chunk_rows:
-                self._compact()
-            return
-        width = len(self.columns)
-        if len(row) != width:
-            raise ValueError(f"a row of {len(row)} values for the {width} columns {self.columns}")
-        numbers.extend(row)  # (a value that is no number is refused here)
-        if len(numbers) >= self.chunk_rows * width:
+        self.pending.append(row)
+        if len(self.pending) >= self.chunk_rows:
             self._compact()
 
     def _compact(self) -> None:
-        """The newest rows become one chunk: their numbers as one table of doubles (exact for the integer
-        columns, counts and ids far below 2**53), each column cast from it; text columns one by one. A table of
-        numbers only has them already (kept so as appended); the others' rows are read in one pass, four times
-        faster than a numpy conversion per column of the transposed rows."""
-        rows, numbers, numeric = self.pending, self._numbers, self._numeric
-        if numbers is not None:
-            if not numbers:
-                return
-            self._numbers = array("d")
-            table = np.frombuffer(numbers, dtype=np.float64).reshape(-1, len(numeric))
-        else:
-            if not rows:
-                return
-            self.pending = []
-            table = _number_table(rows, numeric, self.columns)
+        """The pending rows become one chunk: their numbers read in one pass into a table of doubles (exact for
+        the integer columns, counts and ids far below 2**53), each column cast from it; text columns one by one.
+        Four times faster than a numpy conversion per column of the transposed rows."""
+        rows = self.pending
+        if not rows:
+            return
+        self.pending = []
+        numeric = self._numeric
+        if len(numeric) == len(self.columns):
+            values: Iterator[Any] = chain.from_iterable(rows)
+        elif len(numeric) > 1:
+            values = chain.from_iterable(map(itemgetter(*numeric), rows))
+        else:  # itemgetter of one index gives the value itself, of none fails
+            values = (row[index] for row in rows for index in numeric)
+        table = np.fromiter(values, dtype=np.float64, count=len(rows) * len(numeric)).reshape(len(rows), len(numeric))
+        if next(values, None) is not None:  # (fromiter itself refuses too few)
+            raise ValueError(f"rows longer than the {len(self.columns)} columns {self.columns}")
         chunk: list[NDArray[Any]] = []
-        read = iter(table.T)  # the number columns, in order
+        numbers = iter(table.T)  # the number columns, in order
         for index, name in enumerate(self.columns):
             dtype = self.dtypes[name]
             if dtype == "object":
                 chunk.append(np.array([row[index] for row in rows], dtype=object))
                 continue
-            column = next(read)
+            column = next(numbers)
             if dtype != "float64" and not bool((np.abs(column) < 2.0**53).all()):  # NaN, inf, or past exact doubles
                 raise ValueError(f"column {name} ({dtype}) holds a value that is no integer below 2**53")
             chunk.append(column.astype(dtype))
         self.chunks.append(chunk)
 
     def __len__(self) -> int:
-        newest = len(self.pending) if self._numbers is None else len(self._numbers) // len(self.columns)
-        return sum(len(chunk[0]) for chunk in self.chunks) + newest
+        return sum(len(chunk[0]) for chunk in self.chunks) + len(self.pending)
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         return self.rows_from(0)
 
     def rows_from(self, start: int) -> Iterator[tuple[Any, ...]]:
         """The rows from index `start` on, as tuples of Python values."""
-        if self._numbers is not None:
-            self._compact()  # the newest values read back through their columns' types
         first = 0
         for chunk in self.chunks:
             size = len(chunk[0])
@@ -147,8 +135,6 @@ class Columns:
         yield from self.pending[max(0, start - first) :]
 
     def column(self, name: str) -> list[Any]:
-        if self._numbers is not None:
-            self._compact()
         index = self.columns.index(name)
         return [value for chunk in self.chunks for value in chunk[index].tolist()] + [r[index] for r in self.pending]
 
@@ -186,22 +172,6 @@ class Columns:
         order = np.argsort(key, kind="stable")
         for index, column in enumerate(arrays):
             arrays[index] = column[order]
-
-
-def _number_table(
-    rows: list[tuple[Any, ...]], numeric: tuple[int, ...], columns: tuple[str, ...]
-) -> NDArray[np.float64]:
-    """The number columns of `rows` (a value for each of `columns`) as a table of doubles, read in one pass."""
-    if len(numeric) == len(columns):
-        values: Iterator[Any] = chain.from_iterable(rows)
-    elif len(numeric) > 1:
-        values = chain.from_iterable(map(itemgetter(*numeric), rows))
-    else:  # itemgetter of one index gives the value itself, of none fails
-        values = (row[index] for row in rows for index in numeric)
-    table = np.fromiter(values, dtype=np.float64, count=len(rows) * len(numeric)).reshape(len(rows), len(numeric))
-    if next(values, None) is not None:  # (fromiter itself refuses too few)
-        raise ValueError(f"rows longer than the {len(columns)} columns {columns}")
-    return table
 
 
 def _frame(columns: tuple[str, ...], dtypes: dict[str, str], arrays: list[NDArray[Any]]) -> pd.DataFrame:
