@@ -7,10 +7,13 @@ from typing import get_args
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from tests.factories import make_engine
 from ttftsim.cluster.routing import Router, make_router
+from ttftsim.cluster.routing.base import best, least_outstanding
 from ttftsim.config.cluster import PrefixAwareRouter, RoundRobinRouter, RouterName
 from ttftsim.config.cluster import Router as RouterSpec
 from ttftsim.engine.engine import Engine
@@ -48,6 +51,20 @@ def test_least_outstanding_breaks_ties_with_the_runs_generator() -> None:
     # default_rng(0) draws 1, 1, 1, 0, 0: the second, second, second, then the first of the tied pair
     lor, group = router("least_outstanding", seed=0), pods([2, 0, 0])
     assert [lor.pick(group, req(i), 0.0).index for i in range(5)] == [2, 2, 2, 1, 1]
+
+
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=12), st.integers(0, 2**32 - 1))
+def test_least_outstanding_picks_and_draws_as_the_highest_of_minus_the_counts(counts: list[int], seed: int) -> None:
+    """The one-pass pick is `best` on minus the counts: the same replica, the same draws from the generator."""
+    group = pods_without_engines(counts)
+    ours, reference = np.random.default_rng(seed), np.random.default_rng(seed)
+    for _ in range(3):
+        assert least_outstanding(group, ours) is best(group, [-float(p.outstanding) for p in group], reference)
+    assert ours.integers(1 << 30) == reference.integers(1 << 30)
+
+
+def pods_without_engines(outstanding: list[int]) -> list[FakePod]:
+    return [FakePod(i, n, None) for i, n in enumerate(outstanding)]
 
 
 def test_power_of_two_takes_the_less_busy_of_its_pair_and_the_first_drawn_on_a_tie() -> None:

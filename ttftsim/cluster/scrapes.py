@@ -35,13 +35,18 @@ class TtftHistogram:
     """Counts of first tokens per TTFT bucket (the last one +Inf), as every serving pod's engine reports them."""
 
     def __init__(self, extra_s: float = 0.0) -> None:
-        self.counts = np.zeros(len(TTFT_BUCKETS) + 1, dtype=np.int64)
+        self._counts = [0] * (len(TTFT_BUCKETS) + 1)  # a list: every first token counts one (numpy's item, 0.3 us)
         self.extra_s = extra_s  # the API server's hand-offs inside vLLM's window (api_server.server_ttft_extra_s)
+
+    @property
+    def counts(self) -> NDArray[np.int64]:
+        """The counts so far, a copy."""
+        return np.array(self._counts, dtype=np.int64)
 
     def observe(self, state: RequestState) -> None:
         # vLLM's histogram: from the engine's arrival to the output handler (metrics/prometheus.py server_ttft_s)
         ttft = state.first_token_s - state.submitted_s + self.extra_s
-        self.counts[bisect.bisect_left(TTFT_BUCKETS, ttft)] += 1  # np.searchsorted(side="left") without numpy's call
+        self._counts[bisect.bisect_left(TTFT_BUCKETS, ttft)] += 1  # np.searchsorted(side="left") without numpy's call
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ class Prometheus:
                     waiting, running = queue_lengths(pod.engine)
                     gauges[pod.index] = PodGauges(float(waiting), float(running), pod.engine.kv.usage())
             now = self.env.now
-            self.scrapes.append(Scrape(now, self.histogram.counts.copy(), gauges))
+            self.scrapes.append(Scrape(now, self.histogram.counts, gauges))
             while self.scrapes and self.scrapes[0].time_s < now - self.keep_s - self.interval_s:
                 self.scrapes.popleft()
             yield self.env.timeout(self.interval_s)
