@@ -3,8 +3,11 @@ event already scheduled (a tie goes to the event scheduled first), and to the ti
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import simpy
 
+from tests.factories import make_engine, request
 from ttftsim.engine.engine import advance, clock, unschedule
 
 
@@ -58,3 +61,24 @@ def test_an_unscheduled_timer_never_fires_and_the_other_events_keep_their_order(
     unschedule(env, events["stale"])  # not in the queue any more: nothing happens
     env.run()
     assert fired == ["c", "a", "b", "d"] and env.now == 2.0
+
+
+def test_a_decode_run_cut_by_a_pushed_request_leaves_no_timer_in_the_queue() -> None:
+    """A request pushed in the middle of a closed-form decode run cuts it: the run's timer (its planned end) leaves
+    SimPy's queue at once, rather than firing later as a step that does nothing."""
+    env, engine, _ = make_engine()
+    engine.submit(request(0, 0.0, 16, 200))
+    env.run(until=0.2)
+    run = engine._run
+    assert run is not None  # decoding in a closed-form run
+    planned_end = run.start_s + float(run.times.ends[-1])
+    assert planned_end > 0.25 and any(item[0] == planned_end for item in env._queue)
+
+    def push() -> Generator[simpy.Event, None, None]:
+        yield env.timeout(0.05)
+        engine.submit(request(1, env.now, 16, 8))
+
+    env.process(push())
+    env.run(until=0.2501)  # the push at 0.25 has cut the run: the iteration in progress ends, then B is scheduled
+    assert engine.scheduler.num_waiting == 1
+    assert all(item[0] != planned_end for item in env._queue)

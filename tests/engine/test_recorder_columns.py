@@ -158,4 +158,3 @@ def test_a_row_the_columns_cannot_hold_exactly_is_refused() -> None:
         columns = Columns(("id", "ttft_s"), {"id": "int64", "ttft_s": "float64"}, chunk_rows=1)
         with pytest.raises(ValueError):
             columns.append(row)
-

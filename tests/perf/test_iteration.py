@@ -118,7 +118,8 @@ def test_decode_run_equals_stepwise_times_with_and_without_async_scheduling(is_a
     spec, hw = load_model("Llama-3.1-70B"), load_hardware("H100-SXM5-80GB")
     for overhead_s in (None, 0.05):  # 50 ms: host time above the device time, the async step takes it
         model = IterationModel(Deployment(spec, hw, 4, decode_graph_iteration_s=overhead_s, async_scheduling=is_async))
-        for seqs, context in ((7, 900), (37, 900), (600, 900), (3, 2**40 + 1)):  # the last: contexts far past 2**32
+        # the last: contexts near 2**53, as far as doubles hold integers
+        for seqs, context in ((7, 900), (37, 900), (600, 900), (3, 2**50 + 1)):
             run = model.decode_run_s(num_seqs=seqs, kv_tokens=seqs * context, steps=20)
             shapes = [
                 BatchShape(num_decode_seqs=seqs, decode_kv_tokens=seqs * (context + j), num_sampled=seqs)
@@ -128,6 +129,13 @@ def test_decode_run_equals_stepwise_times_with_and_without_async_scheduling(is_a
             step_s = model.decode_step_s(seqs)
             assert [step_s(shape.decode_kv_tokens) for shape in shapes] == list(run)
             assert [model.timing(shape).total_s for shape in shapes] == pytest.approx(list(run), rel=1e-12)
+
+
+def test_a_decode_run_of_no_sequences_times_every_step_alike() -> None:
+    """No decoding sequence (a cost model's edge, not a run the engine makes): every step reads the same context."""
+    model = _model("Llama-3.1-70B", tp=4)
+    run = model.decode_run_s(num_seqs=0, kv_tokens=100, steps=3)
+    assert len(run) == 3 and run[0] == run[1] == run[2] == model.decode_run_s(num_seqs=0, kv_tokens=100, steps=1)[0]
 
 
 def test_tp_must_divide_heads() -> None:

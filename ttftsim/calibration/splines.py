@@ -172,13 +172,11 @@ class Table:
     low: tuple[float, ...]
     factors: Array
     _values: list[float] = field(init=False, repr=False, compare=False)  # 1-D factors as floats: at() is hot
-    _grid: Array = field(init=False, repr=False, compare=False)  # 1-D: where the factors lie (along() is hot)
+    _grid: Array | None = field(init=False, repr=False, compare=False)  # 1-D: where the factors lie, once along()
 
     def __post_init__(self) -> None:
-        one = self.factors.ndim == 1
-        object.__setattr__(self, "_values", self.factors.tolist() if one else [])
-        grid = self.low[0] + TABLE_STEP * np.arange(len(self.factors)) if one else np.empty(0)
-        object.__setattr__(self, "_grid", grid)
+        object.__setattr__(self, "_values", self.factors.tolist() if self.factors.ndim == 1 else [])
+        object.__setattr__(self, "_grid", None)
 
     def at(self, x: float) -> float:
         """1-D, one point."""
@@ -188,7 +186,11 @@ class Table:
 
     def along(self, x: Array) -> Array:
         """1-D, many points."""
-        return np.interp(x, self._grid, self.factors)
+        grid = self._grid
+        if grid is None:  # made at the first call (column() makes a table for each prefill shape, most never along)
+            grid = self.low[0] + TABLE_STEP * np.arange(len(self.factors), dtype=np.float64)
+            object.__setattr__(self, "_grid", grid)
+        return np.interp(x, grid, self.factors)
 
     def column(self, y: float) -> Table:
         """2-D -> 1-D: the factors along the first dimension at y in the second."""

@@ -15,7 +15,9 @@ iteration instead; a test checks that both give the same results.
 
 The loop's waits are delays where it can: a delay that no other event precedes ends in the replica's own
 process (`advance`: SimPy would process that timeout next), so a replica fed its arrivals runs whole stretches
-without a SimPy event; in a cluster the other replicas' events are interleaved exactly as before.
+without a SimPy event; in a cluster the other replicas' events are interleaved exactly as before. A decode run
+cut by a pushed request takes its timer back out of SimPy's queue (`unschedule`). Both read SimPy's private
+clock and queue (`_now`, `_queue`), as its own step and peek do.
 
 This module is compiled with mypyc at install (ttftsim/_native.py), as are the scheduler, the KV cache
 and the cost model; it stays plain typed Python.
@@ -53,6 +55,7 @@ from ttftsim.workload.request import Request
 
 ENDED = ("finished", "rejected", "aborted", "failed")
 FEED_CHUNK = 4096  # attached open-loop arrivals read at a time
+UNSCHEDULE_SCAN = 64  # the longest SimPy queue searched for a cut decode run's timer (unschedule)
 
 
 def _release(waiter: simpy.Event, state: RequestState) -> None:
@@ -568,8 +571,12 @@ def unschedule(env: simpy.Environment, timer: simpy.Event) -> None:
     """Take a timeout nothing waits for any more (a cut decode run's) out of SimPy's queue, rather than let it be
     processed later as a step that does nothing. The queue's order is total (time, priority, then the order of
     scheduling), so the other events are processed in the same order; and a stale timer at the queue's head no
-    longer keeps `advance` from ending a wait in the process."""
+    longer keeps `advance` from ending a wait in the process. Nor does it end the simulation: a run without a
+    horizon ends at its last real event, as with pulled arrivals. A long queue (thousands of clients waiting)
+    keeps the timer: finding it would cost more than its step."""
     queue = env._queue
+    if len(queue) > UNSCHEDULE_SCAN:
+        return
     for index, item in enumerate(queue):
         if item[3] is timer:
             last = queue.pop()
