@@ -130,7 +130,7 @@ class Engine:
         self.on_end: Callable[[RequestState, str], None] | None = None  # cluster: a request left this engine
         self.on_first_token: Callable[[RequestState], None] | None = None  # cluster: the TTFT histogram
         # a data-parallel rank of an MoE model is stepped by its group (data_parallel.py), not by a loop of its own
-        self.process: simpy.Process | None = env.process(self._loop()) if run_loop else None
+        self.driver: Driver | None = Driver(env, self._loop_body()) if run_loop else None
 
     # ---- requests in and out ----
 
@@ -260,8 +260,8 @@ class Engine:
     def fail_all(self) -> list[RequestState]:
         """The replica dies: stop its loop and hand back every request not yet ended (nothing recorded;
         the caller retries or records them)."""
-        if self.process is not None and self.process.is_alive:
-            self.process.interrupt("replica lost")
+        if self.driver is not None:
+            self.driver.stop()
         self._run = None
         self._feed.clear()
         self._feed_rest = None
@@ -269,23 +269,11 @@ class Engine:
 
     # ---- the loop ----
 
-    def _loop(self) -> Generator[simpy.Event, Any, None]:
-        """The replica's SimPy process, until fail_all interrupts it (the replica is gone): the body's waits, where
-        a plain delay ends here when no other event is due before it (`advance`), without a SimPy event."""
-        env = self.env
-        body = self._pipeline_loop() if self.cfg.pp > 1 else self._body()
-        try:
-            wait = next(body)
-            while True:
-                if isinstance(wait, simpy.Event):
-                    yield wait
-                elif not advance(env, wait):  # a delay (an int in plain Python: arrival times as given)
-                    yield env.timeout(wait)
-                wait = body.send(None)
-        except simpy.Interrupt:
-            return
+    def _loop_body(self) -> Generator[Any, Any, None]:
+        """What the replica's driver runs (Driver): the plain loop, or the pipeline's with PP > 1."""
+        return self._pipeline_loop() if self.cfg.pp > 1 else self._body()
 
-    def _body(self) -> Generator[float | simpy.Event, Any, None]:
+    def _body(self) -> Generator[float | simpy.Event | Wake, Any, None]:
         """Schedule, run, apply; each wait a delay in seconds or an event."""
         while True:
             self._pull_arrivals()
@@ -307,7 +295,7 @@ class Engine:
             if self.accepts_pushes and self.env.peek() <= clock(self.env):
                 # requests pushed at this very instant are seen by the next schedule: wait for the events
                 # already due now (when none is, nothing can push before the next schedule, so no wait)
-                yield self.env.timeout(0)
+                yield 0.0  # (a zero delay: the driver schedules it as SimPy's timeout(0) would be)
 
     def _stuck(self) -> bool:
         """Nothing was scheduled though the head of the queue has reached the engine, and nothing runs or loads
@@ -331,7 +319,7 @@ class Engine:
                 return plan
         return sched.schedule(now)
 
-    def _step(self, plan: StepPlan) -> Generator[float | simpy.Event, Any, None]:
+    def _step(self, plan: StepPlan) -> Generator[float | simpy.Event | Wake, Any, None]:
         from_idle = self._last_start_s < 0  # no step in flight to hide this one's host time under
         start = self._last_start_s = clock(self.env)
         duration = self.perf.idle_start_s(plan.shape) if from_idle else self.perf.time_s(plan.shape)
@@ -340,7 +328,7 @@ class Engine:
         yield duration
         self._complete(plan, start, duration)
 
-    def _pipeline_loop(self) -> Generator[float | simpy.Event, Any, None]:
+    def _pipeline_loop(self) -> Generator[float | simpy.Event | Wake, Any, None]:
         """Pipeline parallelism (pipeline.py): fill the batch queue while the scheduler finds work, else
         wait for the oldest batch and apply it; idle as the plain loop when nothing is in flight."""
         queue = PipelineQueue(self.cfg.pp, cast(PipelineCostModel, self.perf))  # measured costs refused with PP
@@ -438,7 +426,7 @@ class Engine:
 
     # ---- closed-form decode runs ----
 
-    def _decode_run(self, plan: StepPlan, steps: int) -> Generator[float | simpy.Event, Any, None]:
+    def _decode_run(self, plan: StepPlan, steps: int) -> Generator[float | simpy.Event | Wake, Any, None]:
         """Up to `steps` decode-only iterations in one wait; an arrival cuts the run after the
         iteration in progress."""
         env, start = self.env, clock(self.env)
@@ -450,9 +438,9 @@ class Engine:
         done = len(ends)
         if self.accepts_pushes:  # a pushed request may cut the run
             self._wakeup = env.event()
-            timer = env.timeout(float(ends[-1]))
-            yield first_of(env, timer, self._wakeup)
-            if not timer.processed:  # cut: finish the iteration in progress
+            timer = wake_at(env, env._now + float(ends[-1]))
+            yield wake_first(env, timer, self._wakeup)
+            if timer.callbacks is not None:  # cut: finish the iteration in progress
                 unschedule(env, timer)
                 elapsed = clock(env) - start
                 done = bisect.bisect_right(ends, elapsed)
@@ -567,7 +555,7 @@ def advance(env: simpy.Environment, delay: float) -> bool:
     return False
 
 
-def unschedule(env: simpy.Environment, timer: simpy.Event) -> None:
+def unschedule(env: simpy.Environment, timer: object) -> None:
     """Take a timeout nothing waits for any more (a cut decode run's) out of SimPy's queue, rather than let it be
     processed later as a step that does nothing. The queue's order is total (time, priority, then the order of
     scheduling), so the other events are processed in the same order; and a stale timer at the queue's head no
@@ -586,6 +574,105 @@ def unschedule(env: simpy.Environment, timer: simpy.Event) -> None:
             return
 
 
+URGENT, NORMAL = 0, 1  # SimPy's event priorities (simpy.events): a process's start, then every other event
+
+
+class Wake:
+    """What SimPy's step processes for an engine's own waits, without SimPy's event classes (their constructors,
+    the scheduling call, `succeed`, all interpreted Python): the step reads `callbacks` (and sets it to None, so
+    `callbacks is None` means processed) and `_ok`; nothing else reads these events. Placed in SimPy's queue as
+    SimPy places its events (time, priority, then the order of scheduling from SimPy's own counter)."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[Any], None]] | None = []
+        self._ok = True
+        self.scheduled = False
+
+
+def wake_at(env: simpy.Environment, at: float, priority: int = NORMAL) -> Wake:
+    """A Wake processed at `at` (a time computed as SimPy computes it: now + delay), after the events scheduled
+    before it at that time and priority."""
+    wake = Wake()
+    schedule_at(env, at, priority, wake)
+    return wake
+
+
+def schedule_at(env: simpy.Environment, at: float, priority: int, wake: Wake) -> None:
+    """Into SimPy's queue as its schedule puts an event: (time, priority, its next event number, the event)."""
+    wake.scheduled = True
+    queue: list[Any] = env._queue
+    heapq.heappush(queue, (at, priority, next(env._eid), wake))
+
+
+def wake_first(env: simpy.Environment, timer: Wake, wakeup: simpy.Event) -> Wake:
+    """first_of for a decode run: a Wake scheduled when the first of its timer and the engine's wake-up event
+    is processed (SimPy's order, as first_of's event), without SimPy's event objects."""
+    fired = Wake()
+
+    def fire(_event: object) -> None:
+        if not fired.scheduled:
+            schedule_at(env, env._now, NORMAL, fired)
+
+    callbacks = timer.callbacks
+    assert callbacks is not None  # just scheduled
+    callbacks.append(fire)
+    waiting: list[Any] | None = cast(Any, wakeup).callbacks  # (SimPy declares a list: None once processed)
+    if waiting is None:  # already processed: as a Condition checks it at once
+        fire(wakeup)
+    else:
+        waiting.append(fire)
+    return fired
+
+
+class Driver:
+    """Runs an engine's loop as SimPy would run it as a process, without SimPy's Process: started by an urgent
+    Wake scheduled now (SimPy's Initialize), resumed when the event or Wake it waits for is processed (its
+    callback, where Process._resume is SimPy's: interpreted Python); a delay ends in place when no other event is
+    due before it (`advance`), else a Wake is scheduled now + delay (a Timeout's time, priority and place). A
+    waited event already processed resumes it at once, as SimPy's process does. `stop` ends it (the replica is
+    lost): what it waits for then resumes nothing, as SimPy's interrupt takes the process's callback off it."""
+
+    def __init__(self, env: simpy.Environment, body: Generator[Any, Any, None]) -> None:
+        self.env = env
+        self.body = body
+        self.alive = True
+        self._resume: Callable[[Any], None] = self.resume
+        start = Wake()
+        start_callbacks = start.callbacks
+        assert start_callbacks is not None
+        start_callbacks.append(self._resume)
+        schedule_at(env, env._now, URGENT, start)
+
+    def stop(self) -> None:
+        self.alive = False
+
+    def resume(self, _event: object) -> None:
+        if not self.alive:
+            return
+        env, body = self.env, self.body
+        while True:
+            try:
+                wait = body.send(None)
+            except StopIteration:  # the loop ended (an engine's does not; a test's may)
+                self.alive = False
+                return
+            if isinstance(wait, (Wake, simpy.Event)):
+                callbacks: list[Any] | None = cast(Any, wait).callbacks  # (None once processed)
+                if callbacks is not None:
+                    callbacks.append(self._resume)
+                    return
+                continue  # processed already
+            if advance(env, wait):  # a delay (an int in plain Python: arrival times as given)
+                continue
+            if wait < 0:
+                raise ValueError(f"Negative delay {wait}")  # as SimPy's timeout
+            wake = wake_at(env, env._now + wait)
+            wake_callbacks = wake.callbacks
+            assert wake_callbacks is not None
+            wake_callbacks.append(self._resume)
+            return
+
+
 def first_of(env: simpy.Environment, timer: simpy.Event, wakeup: simpy.Event) -> simpy.Event:
     """An event processed as `timer | wakeup` is: scheduled when the first of the two is processed, so it
     comes after the events due at that instant, in the same order. Without the Condition's bookkeeping (its
@@ -598,7 +685,7 @@ def first_of(env: simpy.Environment, timer: simpy.Event, wakeup: simpy.Event) ->
             fired.succeed()
 
     for event in (timer, wakeup):
-        callbacks = event.callbacks
+        callbacks: list[Any] | None = cast(Any, event).callbacks  # (SimPy declares a list: None once processed)
         if callbacks is None:  # already processed: the Condition checks it at once
             fire(event)
         else:
