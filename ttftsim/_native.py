@@ -41,6 +41,7 @@ COMPILED = (
     "engine.state",
     "engine.step_plan",
     "engine.visible",
+    "engine.waits",
     "kvcache.block_pool",
     "kvcache.hashing",
     "kvcache.manager",

@@ -8,7 +8,7 @@ from collections.abc import Generator
 import simpy
 
 from tests.factories import make_engine, request
-from ttftsim.engine.engine import advance, clock, unschedule
+from ttftsim.engine.waits import advance, clock, unschedule
 
 
 def test_a_delay_before_every_scheduled_event_moves_the_clock_and_a_tie_does_not() -> None:

@@ -12,7 +12,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ttftsim.engine.engine import Driver, Wake, advance, wake_at, wake_first
+from ttftsim.engine.waits import Driver, Wake, advance, wake_at, wake_first
 
 # a wait: ("delay", seconds), ("event", index of a shared event another process triggers), ("first", delay,
 # index): the first of a timer and a shared event, as a decode run that a pushed request may cut waits
