@@ -16,11 +16,12 @@ class InputError(Exception):
         self.source = source
         self.field = field
         self.message = message
-        super().__init__(self.one_line())
+        # its arguments the three parts: `type(error)(*error.args)` makes it again, as SimPy does to re-raise what
+        # a process raised (a closed-loop client reaching the request limit), and pickling (a plan's workers)
+        super().__init__(source, field, message)
 
-    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, str]]:
-        """Picklable with its three parts, so an error raised in a plan's worker process reaches the CLI."""
-        return (InputError, (self.source, self.field, self.message))
+    def __str__(self) -> str:
+        return self.one_line()
 
     def one_line(self) -> str:
         """Source, field and message on one line, each cut short: an error never echoes a whole input."""

@@ -269,6 +269,11 @@ def test_input_errors_survive_a_worker_process() -> None:
 
     error = pickle.loads(pickle.dumps(InputError("plan.yaml", "search.hardware.0", "unknown hardware")))
     assert isinstance(error, InputError) and error.one_line() == "plan.yaml: search.hardware.0: unknown hardware"
+    from ttftsim.workload.budget import WorkLimitError
+
+    limit = WorkLimitError("workload", "", "sent more than 20 requests")
+    again = type(limit)(*limit.args)  # as SimPy re-raises what a process raised (a closed-loop client's limit)
+    assert isinstance(again, WorkLimitError) and str(again) == str(limit) == "workload: sent more than 20 requests"
 
 
 def test_output_tokens_are_counted_per_unit_of_the_planned_rate() -> None:
