@@ -9,10 +9,10 @@ from collections.abc import Generator
 from typing import Any
 
 import simpy
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ttftsim.engine.waits import Driver, Wake, advance, wake_at, wake_first
+from ttftsim.engine.waits import NORMAL, URGENT, Driver, Wake, advance, wake_at, wake_first
 
 # a wait: ("delay", seconds), ("event", index of a shared event another process triggers), ("first", delay,
 # index): the first of a timer and a shared event, as a decode run that a pushed request may cut waits
@@ -88,6 +88,8 @@ class World:
 
 @settings(max_examples=300, deadline=None)
 @given(WAITS, OTHERS)
+@example([("delay", 0.5), ("event", 0), ("delay", 0.0)], [(0.0, 0), (0.5, 1)])  # an event processed before its wait
+@example([("first", 0.5, 0), ("first", 0.5, 0)], [(0.5, 0)])  # a timer and a push at one instant; then one done
 def test_the_driver_waits_as_a_simpy_process_did(waits: list[tuple[Any, ...]], others: list[tuple[float, int]]) -> None:
     assert World(waits, driven=True).run(others) == World(waits, driven=False).run(others)
 
@@ -115,3 +117,25 @@ def test_a_wake_is_processed_as_simpy_processes_its_events() -> None:
     assert isinstance(wake, Wake) and wake.scheduled and wake.callbacks == []
     env.run()
     assert wake.callbacks is None and env.now == 1.0
+
+
+def test_the_priorities_are_simpys() -> None:
+    assert (URGENT, NORMAL) == (simpy.events.URGENT, simpy.events.NORMAL)
+
+
+def test_a_driver_stopped_by_its_own_loop_goes_no_further() -> None:
+    env = simpy.Environment()
+    seen: list[float] = []
+    drivers: list[Driver] = []
+
+    def body() -> Generator[Any, Any, None]:
+        seen.append(env.now)
+        drivers[0].stop()  # the replica lost by what the loop itself did
+        yield 1.0
+        seen.append(env.now)
+
+    drivers.append(Driver(env, body()))
+    env.run(until=0.5)
+    assert not any(isinstance(item[3], Wake) for item in env._queue)  # its wait was not scheduled
+    env.run(until=5.0)
+    assert seen == [0.0]

@@ -9,9 +9,14 @@ delay, an interpreted `_resume` per wake-up (the engine woke some 3.4 times a re
 - `Driver` runs the loop as a Process would: started by an urgent event scheduled when it is made (SimPy's
   Initialize), a delay that cannot end in place scheduled as a Timeout is (now + delay, normal priority, the next
   number of SimPy's own counter), an event waited for by a callback on it. Its events are `Wake`s, a small
-  compiled class SimPy's step processes as its own (it reads `callbacks` and `_ok`, nothing else). A deliberate
-  exception to the style rule that long-lived actors are SimPy processes, for speed (issue #22): the order of
-  every event is SimPy's, and tests/engine/test_driver.py runs random waits both ways beside other processes.
+  compiled class SimPy's step processes as its own (it reads `callbacks` and `_ok`, nothing else); never hand a
+  Wake to SimPy's conditions (AnyOf) or to `run(until=)`, which read more. A deliberate exception to the style
+  rules that long-lived actors are SimPy processes and that there is no class per event type, for speed (issue
+  #22): the order of every event is SimPy's, and tests/engine/test_driver.py runs random waits both ways beside
+  other processes. Where it differs from a Process, no engine is affected: an error raised by the loop leaves
+  `env.run` at once (SimPy raises a copy when the process's own event is processed, after the events due at that
+  instant); `stop` takes effect at once (SimPy's interrupt is an urgent event: a loop stopped before its start
+  would still have run one pass, one stopped from inside its own loop would have raised).
 - `wake_first` waits for the first of a decode run's timer and the engine's wake-up event (a pushed request), as
   SimPy's `timer | event` would; `unschedule` takes the timer of a cut run back out of the queue.
 
@@ -77,7 +82,8 @@ URGENT, NORMAL = 0, 1  # SimPy's event priorities (simpy.events): a process's st
 class Wake:
     """What SimPy's step processes for an engine's own waits, without SimPy's event classes (their constructors,
     the scheduling call, `succeed`, all interpreted Python): the step reads `callbacks` (and sets it to None, so
-    `callbacks is None` means processed) and `_ok`; nothing else reads these events. Placed in SimPy's queue as
+    `callbacks is None` means processed) and `_ok`; nothing in ttftsim hands one to what reads more (SimPy's
+    conditions, `run(until=)`). Placed in SimPy's queue as
     SimPy places its events (time, priority, then the order of scheduling from SimPy's own counter)."""
 
     def __init__(self) -> None:
@@ -152,6 +158,8 @@ class Driver:
                 wait = body.send(None)
             except StopIteration:  # the loop ended (an engine's does not; a test's may)
                 self.alive = False
+                return
+            if not self.alive:  # stopped by what it just did (the replica lost from inside its own loop)
                 return
             if isinstance(wait, (Wake, simpy.Event)):
                 callbacks: list[Any] | None = cast(Any, wait).callbacks  # (None once processed)
