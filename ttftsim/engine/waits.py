@@ -83,8 +83,8 @@ class Wake:
     """What SimPy's step processes for an engine's own waits, without SimPy's event classes (their constructors,
     the scheduling call, `succeed`, all interpreted Python): the step reads `callbacks` (and sets it to None, so
     `callbacks is None` means processed) and `_ok`; nothing in ttftsim hands one to what reads more (SimPy's
-    conditions, `run(until=)`). Placed in SimPy's queue as
-    SimPy places its events (time, priority, then the order of scheduling from SimPy's own counter)."""
+    conditions, `run(until=)`). Placed in SimPy's queue as SimPy places its events (time, priority, then the
+    order of scheduling from SimPy's own counter)."""
 
     def __init__(self) -> None:
         self.callbacks: list[Callable[[Any], None]] | None = []
