@@ -436,7 +436,7 @@ class Engine:
         done = len(ends)
         if self.accepts_pushes:  # a pushed request may cut the run
             self._wakeup = env.event()
-            timer = wake_at(env, env._now + float(ends[-1]))
+            timer = wake_at(env, start + float(ends[-1]))  # start: the clock now
             yield wake_first(env, timer, self._wakeup)
             if timer.callbacks is not None:  # cut: finish the iteration in progress
                 unschedule(env, timer)

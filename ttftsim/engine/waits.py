@@ -86,16 +86,18 @@ class Wake:
     conditions, `run(until=)`). Placed in SimPy's queue as SimPy places its events (time, priority, then the
     order of scheduling from SimPy's own counter)."""
 
-    def __init__(self) -> None:
-        self.callbacks: list[Callable[[Any], None]] | None = []
+    def __init__(self, callback: Callable[[Any], None] | None = None) -> None:
+        self.callbacks: list[Callable[[Any], None]] | None = [] if callback is None else [callback]
         self._ok = True
         self.scheduled = False
 
 
-def wake_at(env: simpy.Environment, at: float, priority: int = NORMAL) -> Wake:
+def wake_at(
+    env: simpy.Environment, at: float, priority: int = NORMAL, callback: Callable[[Any], None] | None = None
+) -> Wake:
     """A Wake processed at `at` (a time computed as SimPy computes it: now + delay), after the events scheduled
-    before it at that time and priority."""
-    wake = Wake()
+    before it at that time and priority; `callback` called then."""
+    wake = Wake(callback)
     schedule_at(env, at, priority, wake)
     return wake
 
@@ -116,15 +118,19 @@ def wake_first(env: simpy.Environment, timer: Wake, wakeup: simpy.Event) -> Wake
         if not fired.scheduled:
             schedule_at(env, env._now, NORMAL, fired)
 
-    callbacks = timer.callbacks
-    assert callbacks is not None  # just scheduled
-    callbacks.append(fire)
-    waiting: list[Any] | None = cast(Any, wakeup).callbacks  # (SimPy declares a list: None once processed)
-    if waiting is None:  # already processed: as a Condition checks it at once
-        fire(wakeup)
-    else:
-        waiting.append(fire)
+    on_first(timer, wakeup, fire)
     return fired
+
+
+def on_first(timer: object, wakeup: object, fire: Callable[[Any], None]) -> None:
+    """`fire` called when each of the two is processed (at once for one processed already, as a Condition checks
+    it); fire itself acts on the first call only."""
+    for event in (timer, wakeup):
+        callbacks: list[Any] | None = cast(Any, event).callbacks  # (SimPy declares a list: None once processed)
+        if callbacks is None:
+            fire(event)
+        else:
+            callbacks.append(fire)
 
 
 class Driver:
@@ -140,11 +146,7 @@ class Driver:
         self.body = body
         self.alive = True
         self._resume: Callable[[Any], None] = self.resume
-        start = Wake()
-        start_callbacks = start.callbacks
-        assert start_callbacks is not None
-        start_callbacks.append(self._resume)
-        schedule_at(env, env._now, URGENT, start)
+        wake_at(env, env._now, URGENT, self._resume)  # as SimPy's Initialize
 
     def stop(self) -> None:
         self.alive = False
@@ -171,10 +173,7 @@ class Driver:
                 continue
             if wait < 0:
                 raise ValueError(f"Negative delay {wait}")  # as SimPy's timeout
-            wake = wake_at(env, env._now + wait)
-            wake_callbacks = wake.callbacks
-            assert wake_callbacks is not None
-            wake_callbacks.append(self._resume)
+            wake_at(env, env._now + wait, NORMAL, self._resume)
             return
 
 
@@ -185,14 +184,9 @@ def first_of(env: simpy.Environment, timer: simpy.Event, wakeup: simpy.Event) ->
     the caller tells which came first by `timer.processed`."""
     fired = env.event()
 
-    def fire(_event: simpy.Event) -> None:
+    def fire(_event: object) -> None:
         if not fired.triggered:
             fired.succeed()
 
-    for event in (timer, wakeup):
-        callbacks: list[Any] | None = cast(Any, event).callbacks  # (SimPy declares a list: None once processed)
-        if callbacks is None:  # already processed: the Condition checks it at once
-            fire(event)
-        else:
-            callbacks.append(fire)
+    on_first(timer, wakeup, fire)
     return fired
