@@ -346,7 +346,7 @@ def _num_or_dash(value: float) -> str:
 
 
 def render_validation(console: Console, report: Any) -> None:
-    """Findings by severity, then the prediction (a ttftsim.validate.run.Report)."""
+    """Findings by severity, then the prediction (a ttftsim.validate.report.Report)."""
     deployment = report.deployment
     predicted = report.prediction.replicas if report.prediction is not None else deployment["replicas"]
     if deployment["model"] is None:  # the files hold no workload the checks read (named in the findings)

@@ -578,7 +578,7 @@ def test_required_node_affinity_terms_are_alternatives_and_their_expressions_all
     """nodeSelectorTerms are ORed, a term's expressions ANDed: a GPU key is constrained only where every term
     constrains it (a term on another label admits any GPU: a nodeSelector naming another GPU is then no conflict),
     to the union of what each term allows; a term without expressions matches no node."""
-    from ttftsim.validate.run import _gpu_constraints
+    from ttftsim.validate.gpu_scheduling import _gpu_constraints
 
     def allowed(*terms: list[tuple[str, list[str]]]) -> dict[str, list[str]]:
         expressions = [
@@ -751,8 +751,8 @@ def test_a_keda_scaled_object_sets_the_replicas_predicted(tmp_path: Path) -> Non
 def test_the_rejected_fix_follows_the_reason_of_each_refusal() -> None:
     import pandas as pd
 
+    from ttftsim.validate.prediction import _refused
     from ttftsim.validate.report import Report
-    from ttftsim.validate.run import _refused
 
     rows = pd.DataFrame(
         {

@@ -384,7 +384,7 @@ def _check_offloading_start(version: str, command: VllmCommand, where: str) -> N
 
 
 def _not_modelled(command: VllmCommand, written: str) -> None:
-    """validate warns about each one (run.py _not_modelled), naming the flag as written."""
+    """validate warns about each one (pod_checks.py not_modelled), naming the flag as written."""
     if written not in command.not_modelled:
         command.not_modelled.append(written)
 
