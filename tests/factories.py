@@ -7,7 +7,8 @@ from typing import Any
 
 import simpy
 
-from ttftsim.config.engine import EngineArgs, resolve_engine
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.resolved_engine import resolve_engine
 from ttftsim.config.versions import ApiServerCosts
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder

@@ -12,7 +12,8 @@ from ttftsim.config.scenario import Scenario
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.run_summary import RunSummary
 from ttftsim.replica import resolve_ref
-from ttftsim.simulate import SimulationResult, load_scenario, simulate
+from ttftsim.simulate import load_scenario, simulate
+from ttftsim.simulation_result import SimulationResult
 
 
 @dataclass(frozen=True)

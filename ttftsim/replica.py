@@ -15,9 +15,9 @@ from numpy.typing import NDArray
 from ttftsim.calibration.costs import CalibratedCosts, fit_path
 from ttftsim.calibration.factors import scaled_api_server, scaled_kernel_costs, scaled_linear, with_overhead
 from ttftsim.config.deployment_calibration import DeploymentCalibration, Factors
-from ttftsim.config.engine import ResolvedEngine, WindowedGroups, resolve_engine
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.loading import load_file
+from ttftsim.config.resolved_engine import ResolvedEngine, WindowedGroups, resolve_engine
 from ttftsim.config.scenario import KernelCosts as KernelCostsChoice
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import ApiServerCosts

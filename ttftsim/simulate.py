@@ -1,5 +1,6 @@
-"""Run one scenario: build the replica from the model, hardware and engine arguments, drive it with the
-workload, and return per-request records, per-iteration records and inter-token latencies."""
+"""Run one scenario: build the replica from the model, hardware and engine arguments, drive it (or, with a
+`cluster` section, the whole cluster: cluster/run.py) with the workload, and return what the run leaves
+(simulation_result.py): per-request records, per-iteration records and inter-token latencies."""
 
 from __future__ import annotations
 
@@ -8,237 +9,28 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from contextlib import ContextDecorator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import simpy
-from numpy.typing import NDArray
 
-from ttftsim.config.engine import EngineArgs, ResolvedEngine
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
-from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import StagedArrivals
 from ttftsim.engine.data_parallel import ServingEngine, lmcache_tiers, serving_engine
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Columns, Recorder
 from ttftsim.errors import InputError
-from ttftsim.inputs.files import counted
-from ttftsim.metrics.prometheus import exposition
-from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, PrefixCache, RunConfig, RunSummary, SimulationFacts
-from ttftsim.metrics.summary import summarize
-from ttftsim.metrics.timeseries import time_series
-from ttftsim.model.not_modelled import model_warnings
 from ttftsim.perf.memory import DoesNotFitError
-from ttftsim.replica import Replica, build_replica, is_disaggregated, window_kept
+from ttftsim.replica import Replica, build_replica
+from ttftsim.simulation_result import SimulationResult
 from ttftsim.workload.budget import WorkLimitError, check_blocks, check_scenario
 from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
 
-if TYPE_CHECKING:
-    from ttftsim.cluster.run import ClusterReport
-
 Progress = Callable[[float], None]
-
-
-# engine fields the summary shows only where they act (the run's seed is shown once, below)
-QUIET_ENGINE_KEYS = (
-    "seed",
-    "windowed_kv",
-    "hybrid_kv_cache_manager",
-    "dp",
-    "reserve_for_inflight_prefills",
-    "compiled",
-    "cudagraph_mode",
-    "capture_sizes",
-    "max_num_queued_reqs",
-    "max_num_queued_tokens",
-)
-
-
-def _graph_settings(engine: ResolvedEngine, args: EngineArgs) -> dict[str, Any]:
-    """What vLLM compiles and captures (config/graphs.py), shown where it is not the default path (-O2's
-    FULL_AND_PIECEWISE over the default grid) or where the scenario set the sizes."""
-    default = engine.compiled and engine.cudagraph_mode == "FULL_AND_PIECEWISE"
-    sizes_set = args.cudagraph_capture_sizes is not None or args.max_cudagraph_capture_size is not None
-    if default and not sizes_set and args.performance_mode != "interactivity":
-        return {}
-    graphs = {"compiled": engine.compiled, "mode": engine.cudagraph_mode, "capture_sizes": list(engine.capture_sizes)}
-    return {"cudagraphs": graphs}
-
-
-@dataclass(frozen=True)
-class SimulationResult:
-    scenario: Scenario
-    seed: int
-    replica: Replica
-    requests: pd.DataFrame
-    steps: pd.DataFrame
-    itl_values: NDArray[np.float64]
-    itl_weights: NDArray[np.uint32]  # integer weights: how many requests saw each gap
-    prefix_query_tokens: int
-    prefix_hit_tokens: int
-    sim_end_s: float
-    wall_s: float
-    final_gauges: dict[str, float]
-    cluster: ClusterReport | None = None
-    external_prefix: tuple[int, int] | None = None  # LMCache's (query, hit) tokens, where it runs
-    stalled_at_s: float | None = None  # an engine stalled then with requests left in flight (Engine._stuck)
-    stalled_requests: int = 0  # the requests those stalled engines held at the end
-
-    def summary(self) -> RunSummary:
-        """Summary with the configuration that produced it, and what it read but did not model (warnings).
-        Only what the inputs and seed determine: the same bytes every run (the wall time is in run_info)."""
-        engine, memory = self.replica.engine, self.replica.memory
-        model, hardware = self.replica.perf.deployment.model, self.replica.perf.deployment.hardware
-        windowed = engine.windowed_kv
-        kept = window_kept(model, engine, is_disaggregated(self.scenario))
-        summary = summarize(
-            self.requests,
-            (self.itl_values, self.itl_weights),
-            self.scenario.slo,
-            (self.prefix_query_tokens, self.prefix_hit_tokens),
-            self.sim_end_s,
-        )
-        shown = {k: v for k, v in asdict(engine).items() if k not in QUIET_ENGINE_KEYS and not k.startswith("lmcache")}
-        config = RunConfig(
-            scenario=self.scenario.name,
-            model=model.name,
-            hardware=hardware.name,
-            engine=shown
-            | {  # the run's seed is below; LMCache's settings, the windowed groups, the hybrid manager's
-                # switch and the data-parallel engines only where they act
-                "api_server": engine.api_server.model_dump(),
-                "speculative": engine.speculative.model_dump() if engine.speculative is not None else None,
-            }
-            | ({"lmcache": engine.lmcache.model_dump()} if engine.lmcache is not None else {})
-            | ({"windowed_kv": asdict(windowed)} if windowed is not None else {})
-            | ({} if engine.hybrid_kv_cache_manager else {"hybrid_kv_cache_manager": False})
-            | ({"dp": engine.dp} if engine.dp > 1 else {})
-            | _graph_settings(engine, self.scenario.engine)
-            | {  # the API server's admission limits (engine/admission.py), where set
-                name: value
-                for name in ("max_num_queued_reqs", "max_num_queued_tokens")
-                if (value := getattr(engine, name)) is not None
-            }
-            | (  # vLLM >= 0.23's hold on CPU-tier loads, where there is a tier
-                {"reserve_for_inflight_prefills": engine.reserve_for_inflight_prefills}
-                if engine.kv_offload_blocks
-                else {}
-            ),
-            num_gpu_blocks=self.replica.num_blocks if windowed is None else windowed.num_blocks,  # vLLM's count
-            kv_capacity_tokens=self.replica.num_blocks * engine.block_size,
-            memory_plan_bytes=asdict(memory) if memory else None,
-            kernel_costs=self.replica.kernel_costs,
-            seed=self.seed,
-        )
-        return replace(
-            summary,
-            config=config,
-            cluster=None if self.cluster is None else self._cluster_summary(self.cluster),
-            simulation=SimulationFacts(self.sim_end_s, int(self.steps["num_steps"].sum()) if len(self.steps) else 0),
-            warnings=tuple(
-                version_warnings(self.scenario.engine.vllm_version)
-                + model_warnings(model, engine.max_model_len, engine.weight_dtype, kept)
-                + self.stall_warnings()
-            ),
-            external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
-        )
-
-    def stall_warnings(self) -> list[str]:
-        """Said in the summary's warnings and by validate: an engine that stopped for good, and why it may have."""
-        if self.stalled_at_s is None:
-            return []
-        why = (
-            "requests copied back from the CPU tier hold their blocks while they wait, vllm-project/vllm issue 45388"
-            if self.replica.engine.kv_offload_blocks
-            else "e.g. a preempted request whose recompute, prompt and output as one prefill, needs more blocks than "
-            "the cache has"
-        )
-        requests = counted(self.stalled_requests, "request")
-        return [
-            f"the engine stalled at {self.stalled_at_s:.3f} s and never moved again: {requests} waited with nothing "
-            f"running or loading, the first in the queue unable to get the KV blocks it needs ({why}; vLLM's "
-            "scheduler too stops at the first waiting request it cannot allocate). They never finished and are not "
-            "in the latency percentiles: give the GPU's KV cache more room (gpu_memory_utilization, "
-            "num_gpu_blocks_override, tensor parallelism), turn chunked prefill on, run vLLM 0.23 or later with a "
-            "CPU tier (its loads wait for room), or give the clients a timeout"
-        ]
-
-    def run_info(self) -> dict[str, Any]:
-        """What differs between two runs of the same inputs and seed (ttftsim/run_info.py)."""
-        return {"wall_s": self.wall_s}
-
-    def _cluster_summary(self, report: ClusterReport) -> ClusterFigures:
-        spec = self.scenario.cluster
-        assert spec is not None
-        pods = report.pods
-        cold = pods[pods["ready_s"] > pods["created_s"]]  # started cold (not warm at time 0), ready by the end
-        output_tokens = float(self.requests["generated_tokens"].sum())
-        target = self.scenario.slo.ttft_p99_s or self.scenario.slo.ttft_s
-        return ClusterFigures(
-            node_hours=report.cost["node_hours"],
-            gpu_hours=report.cost["gpu_hours"],
-            cost_usd=report.cost["cost_usd"],
-            cost_per_million_output_tokens_usd=report.cost["cost_usd"] / output_tokens * 1e6 if output_tokens else None,
-            slo_violation_minutes=(
-                report.slo_violation_minutes(self.requests, target, spec.slo_window_s) if target else None
-            ),
-            pods_created=len(pods),
-            cold_start_s=ColdStarts(
-                count=len(cold),
-                median=float((cold["ready_s"] - cold["created_s"]).median()) if len(cold) else None,
-                max=float((cold["ready_s"] - cold["created_s"]).max()) if len(cold) else None,
-            ),
-            max_ready_replicas=int(report.series["pods_ready"].max()) if len(report.series) else 0,
-            scale_events=int((report.hpa["desired"] != report.hpa["current"]).sum()) if len(report.hpa) else 0,
-            retried_requests=int((self.requests["attempts"] > 1).sum()),
-            failed_requests=int((self.requests["status"] == "failed").sum()),
-            faults=tuple(report.faults),
-            pods_not_starting=tuple(sorted(set(pods.loc[pods["state"] == "crashloop", "end_reason"]))),
-            pods_pending=int((pods["state"] == "pending").sum()),
-            pending_reasons=tuple(report.pending_reasons),
-            alerts=_alerts(report, self.requests, target, spec.slo_window_s),
-            controller_actions=_controller_actions(report),
-        )
-
-    def time_series(self) -> pd.DataFrame:
-        frame = time_series(self.requests, self.steps, self.scenario.metrics_window_s)
-        if self.cluster is None or not len(self.cluster.series):
-            return frame
-        series = self.cluster.series.rename(columns={"time_s": "window_start_s"})
-        return frame.merge(series, on="window_start_s", how="outer").sort_values("window_start_s")
-
-    def prometheus(self) -> str:
-        return exposition(
-            self.requests,
-            (self.itl_values, self.itl_weights),
-            self.final_gauges,
-            (self.prefix_query_tokens, self.prefix_hit_tokens),
-            self.scenario.model,
-            external=self.external_prefix,
-            server_ttft_extra_s=self.replica.engine.api_server.server_ttft_extra_s,
-        )
-
-
-def _alerts(report: ClusterReport, requests: pd.DataFrame, target: float | None, window_s: float) -> Any:
-    """The alert rules' figures as a plain mapping (None without rules)."""
-    figures = report.alerts(requests, target, window_s)
-    return None if figures is None else asdict(figures)
-
-
-def _controller_actions(report: ClusterReport) -> dict[str, int] | None:
-    """How many of a custom controller's periods ended in each action (add, move, hold, settling, at
-    max_replicas, nothing to move), add and move always present (None without a controller)."""
-    rows = report.log.controller if report.log is not None else []
-    if not rows:
-        return None
-    counts = {"add": 0, "move": 0}
-    for row in rows:
-        counts[row["action"]] = counts.get(row["action"], 0) + 1
-    return counts
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -458,7 +250,3 @@ def lmcache_counts(engines: list[ServingEngine]) -> tuple[int, int] | None:
     """LMCache's (query, hit) tokens summed over the engines, None where none runs it."""
     tiers = [tier for engine in engines for tier in lmcache_tiers(engine)]
     return (sum(t.query_tokens for t in tiers), sum(t.hit_tokens for t in tiers)) if tiers else None
-
-
-def _rate(counts: tuple[int, int]) -> tuple[int, int, float]:
-    return counts[0], counts[1], counts[1] / counts[0] if counts[0] else 0.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ttftsim.accuracy.ground_truth import Case, read_ground_truth
-from ttftsim.config.engine import resolve_engine
+from ttftsim.config.resolved_engine import resolve_engine
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.workload.clients import behaviour
 

@@ -10,7 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from ttftsim.config.scenario import Scenario
-from ttftsim.simulate import SimulationResult, simulate
+from ttftsim.simulate import simulate
+from ttftsim.simulation_result import SimulationResult
 
 WORKLOAD = {"type": "synthetic", "prompt_tokens": {"type": "fixed", "value": 200}}
 COMPLETE = WORKLOAD | {

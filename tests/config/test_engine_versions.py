@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ttftsim.config.engine import EngineArgs, resolve_engine
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.resolved_engine import resolve_engine
 from ttftsim.hardware.catalog import load_hardware
 
 

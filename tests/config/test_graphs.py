@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from ttftsim.config.engine import EngineArgs, ResolvedEngine, resolve_engine
+from ttftsim.config.engine import EngineArgs
 from ttftsim.config.graphs import capture_sizes, compile_and_mode
+from ttftsim.config.resolved_engine import ResolvedEngine, resolve_engine
 from ttftsim.hardware.catalog import load_hardware
 
 

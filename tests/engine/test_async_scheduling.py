@@ -53,7 +53,8 @@ def test_when_the_step_in_flight_ends_every_request_the_waiting_one_is_scheduled
 
 
 def test_async_is_off_on_cpu_hosts_and_follows_the_version() -> None:
-    from ttftsim.config.engine import EngineArgs, resolve_engine
+    from ttftsim.config.engine import EngineArgs
+    from ttftsim.config.resolved_engine import resolve_engine
     from ttftsim.hardware.catalog import load_hardware
 
     def resolved(version: str, hardware: str, flag: bool | None = None) -> bool:
@@ -74,7 +75,8 @@ def test_async_with_pipeline_parallelism_speculation_and_nodes_follows_each_rele
     does not support it) has it off unless asked for."""
     import re
 
-    from ttftsim.config.engine import EngineArgs, resolve_engine
+    from ttftsim.config.engine import EngineArgs
+    from ttftsim.config.resolved_engine import resolve_engine
     from ttftsim.hardware.catalog import load_hardware
 
     h100 = load_hardware("H100-SXM5-80GB")

@@ -13,7 +13,7 @@ import pytest
 import simpy
 
 from tests.factories import engine_config, feed, request
-from ttftsim.config.engine import ResolvedEngine
+from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import REQUEST_COLUMNS, Recorder
 from ttftsim.engine.state import RequestState

@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from tests.factories import make_engine, request
-from ttftsim.config.engine import EngineArgs, SpeculativeConfig, resolve_engine
+from ttftsim.config.engine import EngineArgs, SpeculativeConfig
+from ttftsim.config.resolved_engine import resolve_engine
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.batch import BatchShape

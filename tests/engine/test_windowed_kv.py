@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from tests.factories import engine_config, feed, make_engine, request
-from ttftsim.config.engine import WindowedGroups
+from ttftsim.config.resolved_engine import WindowedGroups
 from ttftsim.config.scenario import Scenario
 from ttftsim.engine.step_plan import windowed_peak_blocks
 from ttftsim.kvcache.windowed import WindowedKVCacheManager

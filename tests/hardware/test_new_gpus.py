@@ -12,7 +12,8 @@ import yaml
 
 from tests.test_cli import run
 from ttftsim.calibration.costs import has_calibration
-from ttftsim.config.engine import EngineArgs, resolve_engine
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.resolved_engine import resolve_engine
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, hardware_for_system, load_hardware
 from ttftsim.model.catalog import load_model

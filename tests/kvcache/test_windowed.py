@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ttftsim.config.engine import WindowedGroups
+from ttftsim.config.resolved_engine import WindowedGroups
 from ttftsim.kvcache.manager import NO_HIT, CacheHit
 from ttftsim.kvcache.windowed import COHORT_OFF, NULL, WindowedKVCacheManager, group_hash
 

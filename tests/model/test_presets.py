@@ -172,7 +172,8 @@ def test_a_quantization_format_without_a_weight_dtype_is_refused(model_id: str) 
 
 
 def test_the_suffix_dtype_is_what_the_engine_serves_by_default() -> None:
-    from ttftsim.config.engine import EngineArgs, resolve_engine
+    from ttftsim.config.engine import EngineArgs
+    from ttftsim.config.resolved_engine import resolve_engine
     from ttftsim.hardware.catalog import load_hardware
 
     spec = load_model("nvidia/Llama-3.1-8B-Instruct-FP8")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ttftsim.config.engine import mla_block_size
+from ttftsim.config.resolved_engine import mla_block_size
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.iteration import Deployment

@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from ttftsim.config.engine import EngineArgs, resolve_engine
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.resolved_engine import resolve_engine
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model
 from ttftsim.perf.batch import BatchShape

@@ -118,7 +118,8 @@ def memory(
 ) -> None:
     """Per-GPU memory plan as vLLM computes it: weights, activations, reserves, KV blocks (with pipeline
     parallelism, on the stage with the fewest blocks: every stage gets that many)."""
-    from ttftsim.config.engine import EngineArgs, default_limits, mla_block_size
+    from ttftsim.config.engine import EngineArgs
+    from ttftsim.config.resolved_engine import default_limits, mla_block_size
 
     deployment = deployment_from_options(model, gpu, tp, weight_dtype, kv_dtype, pp)
     tokens, seqs = default_limits(deployment.hardware, EngineArgs().vllm_version)  # the modelled default version

@@ -33,7 +33,7 @@ from typing import Any
 
 import simpy
 
-from ttftsim.config.engine import ResolvedEngine
+from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.engine.engine import Engine, idle_until
 from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.state import RequestState

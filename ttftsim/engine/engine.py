@@ -33,7 +33,7 @@ from typing import Any, cast
 
 import simpy
 
-from ttftsim.config.engine import ResolvedEngine
+from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.engine.admission import Admission
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.engine.decode_run import DecodeRun, run_times

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ttftsim.config.engine import ResolvedEngine
+from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.engine.queues import WaitingQueue
 from ttftsim.engine.state import RequestState
 from ttftsim.kvcache.manager import NO_HIT, CacheHit, KVCacheManager

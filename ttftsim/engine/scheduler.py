@@ -18,7 +18,7 @@ touched, in running order. Otherwise the cohort is dissolved and the loop runs r
 
 from __future__ import annotations
 
-from ttftsim.config.engine import ResolvedEngine
+from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.engine.cohort import DecodeCohort
 from ttftsim.engine.loading import LoadingRequests, admission_start
 from ttftsim.engine.lora import LoraSlots

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ttftsim.config.engine import ResolvedEngine, WindowedGroups
+from ttftsim.config.resolved_engine import ResolvedEngine, WindowedGroups
 from ttftsim.engine.cohort import DecodeCohort
 from ttftsim.engine.decode_run import MAX_RUN_STEPS
 from ttftsim.engine.state import RequestState

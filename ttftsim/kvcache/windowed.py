@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ttftsim.config.engine import WindowedGroups
+from ttftsim.config.resolved_engine import WindowedGroups
 from ttftsim.kvcache.hashing import Segment, extend_block_hashes
 from ttftsim.kvcache.manager import NO_HIT, CacheHit, KVCacheManager
 

@@ -25,7 +25,7 @@ def model_warnings(spec: ModelSpec, max_model_len: int, weight_dtype: str, windo
     """The warnings for this model served with this max_model_len and weight format (empty: nothing ignored);
     window_kept: the engine keeps the windowed layers' tokens where vLLM frees them (replica.window_kept)."""
     warnings = []
-    if max_model_len > spec.max_position_embeddings:  # only with allow_long_max_model_len (config/engine.py)
+    if max_model_len > spec.max_position_embeddings:  # only with allow_long_max_model_len (resolve_engine)
         warnings.append(
             f"max_model_len {max_model_len:,} exceeds {spec.name}'s max_position_embeddings "
             f"{spec.max_position_embeddings:,} (VLLM_ALLOW_LONG_MAX_MODEL_LEN): vLLM starts, warning that outputs "

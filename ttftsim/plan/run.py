@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 
 from ttftsim.config.deployment_calibration import DeploymentCalibration
-from ttftsim.config.engine import resolve_engine
 from ttftsim.config.loading import load_file
 from ttftsim.config.plan import Plan
+from ttftsim.config.resolved_engine import resolve_engine
 from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
