@@ -294,7 +294,7 @@ def test_cases_simulated_in_parallel_processes_give_the_serial_results_in_order(
 def test_an_interval_below_95_percent_shows_its_coverage() -> None:
     """A P99 of 30 requests cannot have 95% coverage (at most 1 - 0.99^30 = 26%): the table says so."""
     from ttftsim.metrics.intervals import Interval, sample_quantile_interval
-    from ttftsim.render import _interval
+    from ttftsim.render.accuracy import _interval
 
     p99 = sample_quantile_interval(np.arange(30.0) / 1e3, 0.99)
     # X(28)..X(30): 28 or 29 of the 30 requests below the true P99, B ~ Binomial(30, 0.99)

@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 from ttftsim.plan.run import PlanResult, run_plan
-from ttftsim.render import render_plan
+from ttftsim.render.plan import render_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = ROOT / "examples" / "plans" / "chat-70b-tpot.yaml"

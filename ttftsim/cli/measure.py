@@ -16,7 +16,7 @@ from ttftsim.config.scenario import KernelCosts
 from ttftsim.data_paths import data_folder
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
-from ttftsim.render import render_accuracy
+from ttftsim.render.accuracy import render_accuracy
 
 
 @app.command()

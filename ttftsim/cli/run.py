@@ -12,7 +12,10 @@ import typer
 
 from ttftsim.cli.app import MaxRequests, app, console, phase_progress, progress_bar, request_limit
 from ttftsim.errors import InputError
-from ttftsim.render import render_compare, render_plan, render_summary, render_validation
+from ttftsim.render.compare import render_compare
+from ttftsim.render.plan import render_plan
+from ttftsim.render.summary import render_summary
+from ttftsim.render.validation import render_validation
 
 
 @app.command()

@@ -1,0 +1,1 @@
+"""Terminal rendering (rich) of what each command prints: a module per command, sharing cells.py."""

@@ -1,0 +1,48 @@
+"""A comparison in the terminal (`ttftsim compare`): what B changes from A, the metrics side by side, and each
+side's SLO."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ttftsim.render.cells import render_warnings
+
+if TYPE_CHECKING:
+    pass
+
+
+def _num(value: float | None) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def render_compare(console: Console, result: dict[str, Any]) -> None:
+    console.print(
+        f"[bold]A[/] {escape(result['a'])} ({escape(result['a_file'])})  vs  [bold]B[/] {escape(result['b'])} "
+        f"({escape(result['b_file'])})  (traffic: {escape(result['traffic'])})",
+        soft_wrap=True,
+    )
+    differs = result["differences"]
+    console.print(
+        "B differs from A in: " + "; ".join(escape(d) for d in differs)
+        if differs
+        else "A and B deploy the same model, hardware, engine and cluster",
+        soft_wrap=True,
+    )
+    for note in result["notes"]:
+        console.print(f"note: {escape(note)}", soft_wrap=True)
+    table = Table("metric", "A", "B", "B - A", "change")
+    for row in result["rows"]:
+        change = "-" if row["relative"] is None else f"{row['relative']:+.1%}"
+        table.add_row(row["metric"], _num(row["a"]), _num(row["b"]), _num(row["delta"]), change)
+    console.print(table)
+    slo = next((row for row in result["rows"] if row["metric"].startswith("SLO met")), None)
+    for side in ("a", "b"):
+        if slo is not None and slo[side] == 0.0:  # each file's own SLO block
+            console.print(f"[red]{side.upper()} misses its SLO[/] ({escape(result[side + '_file'])})", soft_wrap=True)
+    render_warnings(console, result.get("warnings", []))

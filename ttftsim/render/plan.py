@@ -1,0 +1,134 @@
+"""A plan in the terminal (`ttftsim plan`): the answer in plain words, the ranked candidates, each GPU type's
+best, the Pareto front, the day's HPA options and the files written."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ttftsim.inputs.files import counted
+from ttftsim.render.cells import ms, render_warnings
+
+if TYPE_CHECKING:
+    pass
+
+
+def _money(value: float) -> str:
+    return "-" if value != value else f"${value:,.2f}"
+
+
+def render_plan(console: Console, result: Any, folder: Any) -> None:
+    """The answer in plain words first, then the ranked candidates, each GPU type's best and the Pareto
+    front (a ttftsim.plan.run.PlanResult)."""
+    from ttftsim.plan.explain import wanted, words
+    from ttftsim.plan.search import best_per_gpu
+
+    plan = result.plan
+    console.print(
+        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, {wanted(plan.slo)}; "
+        f"{counted(len(result.rows), 'candidate')}, {result.fully_simulated} confirmed by cluster simulation; "
+        f"tasks computed {result.computed}, from checkpoint {result.reused}"
+    )
+    if result.winner is not None:
+        console.print(f"[green]recommended:[/] {result.winner.explanation}", highlight=False)
+    table = Table(
+        "#",
+        "candidate",
+        "status",
+        "replicas",
+        "GPUs",
+        "$/hour",
+        "$/M tok",
+        "out tok/s",
+        "P99 TTFT ms",
+        "mean TPOT ms",
+        "P99 TPOT ms",
+        "limit (req/s per replica)",
+    )
+    shown = [r for r in result.rows if r.status in ("confirmed", "estimate", "missed")][:12]
+    for rank, row in enumerate(shown, 1):
+        table.add_row(
+            str(rank),
+            row.candidate.label(),
+            row.status,
+            str(row.replicas) if row.needed == row.replicas else f"{row.replicas} ({row.needed} + spare)",
+            str(row.gpus),
+            _money(row.cost_per_hour),
+            _money(row.cost_per_million_tokens),
+            _num_or_dash(row.output_tokens_per_s),
+            _ms_or_dash(row.ttft_p99_s),
+            _ms_or_dash(row.tpot_mean_s),
+            _ms_or_dash(row.tpot_p99_s),
+            f"{words(row.binding)} @ {row.max_rate:,.2f}" if row.binding else "-",
+        )
+    console.print(table)
+    counts: dict[str, int] = {}
+    for row in result.rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    console.print("candidates by status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    console.print("best per GPU type:")
+    for hardware, row in best_per_gpu(result.rows).items():
+        console.print(f"  {hardware}: {row.explanation}", highlight=False)
+    front = ", ".join(f"{_money(r.cost_per_hour)}/h -> {r.ttft_p99_s * 1e3:,.0f} ms" for r in result.front)
+    console.print(f"Pareto front (cost vs P99 TTFT): {front or '-'}")
+    console.print(_kernel_times(sorted({row.candidate.hardware for row in result.rows})))
+    if result.winner is None:
+        console.print(f"[red]no candidate meets the SLOs.[/] Closest: {result.closest()}")
+        render_warnings(console, list(result.warnings))
+        return
+    win = result.winner
+    spare = f", {win.pods_lost} pod lost in the confirming run" if win.pods_lost else ""
+    console.print(
+        f"[green]recommended:[/] {win.candidate.label()} x {counted(win.replicas, 'replica')} "
+        f"({counted(win.gpus, 'GPU')}, {_money(win.cost_per_hour)}/hour), "
+        f"predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms{spare}"
+    )
+    day = result.day_json()
+    if day is not None:
+        console.print(f"[green]over the day:[/] {day['recommendation']}", highlight=False)
+        for option in day["options"]:
+            hpa, minutes = option["option"], option["violation_minutes_per_day"]
+            console.print(
+                f"  HPA {hpa['min_replicas']}-{hpa['max_replicas']} on {day['metric']} {hpa['target']:g}: "
+                f"{_money(option['cost_per_day_usd'])}/day, "
+                f"{'?' if minutes is None else f'{minutes:,.0f}'} SLO-violation minutes/day, "
+                f"up to {option['max_ready_replicas']} replicas",
+                highlight=False,
+            )
+    render_warnings(console, list(result.warnings))
+    console.print(
+        f"wrote {folder}/: {', '.join(_result_files(folder))}; and run.json (this run's facts)", soft_wrap=True
+    )
+
+
+def _result_files(folder: Any) -> list[str]:
+    """The result's files as its completion marker lists them (ttftsim/result_folder.py), plan.json first."""
+    from ttftsim.result_folder import MARKER, parse_marker
+
+    try:
+        files = sorted(parse_marker((folder / MARKER).read_text(encoding="utf-8")).files)
+    except (OSError, ValueError):
+        return ["plan.json"]
+    return sorted(files, key=lambda name: name != "plan.json")
+
+
+def _ms_or_dash(value: float) -> str:
+    return "-" if value != value else ms(value)
+
+
+def _num_or_dash(value: float) -> str:
+    return "-" if value != value else f"{value:,.0f}"
+
+
+def _kernel_times(gpus: list[str]) -> str:
+    """Which GPUs' kernel times come from a calibration (the default where one exists) and which from the
+    roofline."""
+    from ttftsim.calibration.costs import has_calibration
+
+    calibrated = [g for g in gpus if has_calibration(g)]
+    roofline = [g for g in gpus if g not in calibrated]
+    parts = [f"calibrated for {', '.join(calibrated)}"] if calibrated else []
+    parts += [f"roofline for {', '.join(roofline)} (no calibration)"] if roofline else []
+    return "kernel times: " + "; ".join(parts)
