@@ -12,7 +12,7 @@ from ttftsim.config.loading import parse_mapping
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
 from ttftsim.model.hf_config import spec_from_hf_config
-from ttftsim.validate.vllm_command import upstream_vllm_image
+from ttftsim.validate.vllm_checks import upstream_vllm_image
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO: dict[str, Any] = {

@@ -1,4 +1,5 @@
-"""What a container runs, read as Kubernetes and the shell read it (ttftsim/validate/container_command.py)."""
+"""What a container runs, read as Kubernetes and the shell read it (ttftsim/validate/container_command.py,
+container_env.py and shell_words.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from ttftsim.validate.container_command import container_words, kubernetes_expand, shell_script
+from ttftsim.validate.container_command import container_words, shell_script
+from ttftsim.validate.container_env import kubernetes_expand
 
 ENV = [{"name": "TP", "value": "2"}, {"name": "MODEL", "value": "Qwen/Qwen2.5-7B-Instruct"}]
 ENV += [{"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
@@ -149,7 +151,7 @@ def test_configmap_and_secret_values_in_the_files_are_known_others_stay_as_writt
     """valueFrom's configMapKeyRef / secretKeyRef and envFrom (with its prefix) take the values of the ConfigMaps and
     Secrets given in the files (a Secret's data is base64, its stringData plain); an object not in the files leaves
     the reference as written."""
-    from ttftsim.validate.container_command import config_data
+    from ttftsim.validate.container_env import config_data
 
     stores = config_data(
         [
@@ -175,7 +177,7 @@ def test_a_pod_reads_the_configmap_of_its_own_namespace() -> None:
     """The kubelet looks a configMapKeyRef up in the pod's namespace: of two ConfigMaps of one name in two
     namespaces the pod's is read, one in another namespace is not known here, one that names none is (applied to
     the same namespace as the pod)."""
-    from ttftsim.validate.container_command import config_data
+    from ttftsim.validate.container_env import config_data
 
     def configmap(namespace: str | None, length: str) -> tuple[str, dict[str, object]]:
         metadata = {"name": "cfg"} | ({"namespace": namespace} if namespace else {})
@@ -221,7 +223,7 @@ def test_a_flag_ttftsim_does_not_model_with_an_unknown_variable_is_a_warning_not
 
 
 def test_the_scripts_own_assignments_are_its_variables_and_computed_ones_stay_unknown() -> None:
-    from ttftsim.validate.container_command import script_assignments
+    from ttftsim.validate.shell_words import script_assignments
 
     script = 'A="x y"; B=$A; D=$NOPE; E=; export F=$(( 1 + 2 )) && G=`hostname`; export H=8192 I=2 && run'
     assert script_assignments(script, {}) == ({"A": "x y", "B": "x y", "E": "", "H": "8192", "I": "2"}, {"D", "F", "G"})

@@ -15,17 +15,13 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import node_label_keys
 from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
-from ttftsim.validate.container_command import (
-    ConfigData,
-    config_data,
-    container_words,
-    container_words_are_shell,
-    literal_env,
-    missing_keys,
-)
+from ttftsim.validate.container_command import container_words, container_words_are_shell
+from ttftsim.validate.container_env import ConfigData, config_data, literal_env, missing_keys
 from ttftsim.validate.manifest_shapes import check_document
 from ttftsim.validate.vllm_args import API_SERVER_MODULE, vllm_arguments
-from ttftsim.validate.vllm_command import CommandFinding, read_vllm_container, upstream_vllm_image
+from ttftsim.validate.vllm_checks import upstream_vllm_image
+from ttftsim.validate.vllm_command import read_vllm_container
+from ttftsim.validate.vllm_invocation import CommandFinding
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 DEFAULT_VLLM = str(EngineArgs.model_fields["vllm_version"].default)
@@ -55,7 +51,7 @@ class ServingWorkload:
     hpa_source: str = ""
     keda: dict[str, Any] | None = None  # a KEDA ScaledObject that scales the workload
     workloads: set[tuple[str, str]] = field(default_factory=set)  # (kind, name) of every workload in the files
-    command_findings: list[CommandFinding] = field(default_factory=list)  # vllm_command.py: refusals, env
+    command_findings: list[CommandFinding] = field(default_factory=list)  # vllm_command.py and its checks: refusals
     port: int | None = None  # where vLLM listens (--port, default 8000); None: its command line does not say
 
     def is_scaled_by(self, hpa: dict[str, Any]) -> bool:
