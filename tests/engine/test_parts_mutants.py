@@ -5,11 +5,14 @@ speculative acceptance against its expected value, LoRA slots' eviction. The cas
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
 import pytest
 import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.factories import engine_config, feed, make_engine, request
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
@@ -166,6 +169,47 @@ def test_a_run_hands_each_iterations_tokens_once() -> None:
     assert run.handed == 2 and api.free_at == pytest.approx(2.040, abs=1e-12)
     run.hand_tokens(api, 3, 3)
     assert run.handed == 3 and api.free_at == pytest.approx(2.055, abs=1e-12)
+
+
+def test_crossings_count_the_clocks_each_member_is_due_at() -> None:
+    cohort = DecodeCohort(4)
+    a, b, c = _member(0, 6, 30, 10), _member(1, 3, 30, 11), _member(2, 7, 30, 12)  # due at clocks 2, 1, 1 (mod 4)
+    a.anonymous_kv = c.anonymous_kv = True
+    for state in (a, b, c):
+        cohort.join(state)
+    assert cohort.identified == 1  # b's blocks have ids
+    assert sorted(cohort.crossings(1, 1)) == [(1, 1), (2, 1)]  # fewer clocks than a block: clock by clock
+    assert cohort.crossings(3, 3) == []
+    assert sorted(cohort.crossings(1, 5)) == [(0, 1), (1, 2), (2, 2)]  # a block's worth and one: 1, 2, 3, 4, 5
+    assert sorted(cohort.crossings(2, 9)) == [(0, 2), (1, 2), (2, 2)]  # two whole blocks
+    assert sorted(cohort.crossings(3, 6)) == [(0, 1), (1, 1), (2, 1)]
+    cohort.leave(b)
+    assert cohort.identified == 0
+    cohort.join(b)
+    cohort.dissolve()
+    assert (cohort.identified, cohort.size) == (0, 0)
+
+
+@given(
+    computed=st.lists(st.integers(1, 300), min_size=1, max_size=12),
+    block=st.sampled_from([1, 2, 4, 16]),
+    advanced=st.integers(0, 40),
+    first=st.integers(0, 60),
+    span=st.integers(1, 70),
+)
+@settings(max_examples=200, deadline=None)
+def test_crossings_agree_with_due_clock_by_clock(
+    computed: list[int], block: int, advanced: int, first: int, span: int
+) -> None:
+    cohort = DecodeCohort(block)
+    for rid, tokens in enumerate(computed):
+        cohort.join(_member(rid, tokens, 1000, rid))
+    cohort.advance(advanced)
+    first += cohort.clock
+    expected = Counter(s.rid for clock in range(first, first + span) for s in cohort.due(clock))
+    counts = cohort.crossings(first, first + span - 1)
+    assert len(counts) == len({rid for rid, _ in counts})  # a member once
+    assert dict(counts) == dict(expected)
 
 
 def _cohort(*computed: int) -> DecodeCohort:

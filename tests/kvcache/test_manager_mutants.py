@@ -70,6 +70,35 @@ def test_a_batch_of_appends_takes_anonymous_blocks_before_each_shared_request() 
     kv.pool.check()
 
 
+def test_anonymous_appends_by_count_take_what_appends_by_id_take() -> None:
+    """append_anonymous((rid, n), ...) leaves the pool and the counts as append_blocks given each id n times: the
+    blocks come off the queue's front in one go (an identified free block among them loses its hash, its id goes
+    spare), whatever order the counts come in."""
+
+    def filled() -> KVCacheManager:
+        kv = KVCacheManager(num_blocks=8, block_size=16)
+        assert kv.allocate(9, 48)  # a shared request: blocks 0, 1, 2, cached, then freed (queue: 3..7 run, 2, 1, 0)
+        kv.cache_full_blocks(9, [(9, 48)], 48)
+        kv.free(9)
+        for rid in (1, 2):
+            kv.mark_private(rid)
+            assert kv.is_anonymous(rid)
+            assert kv.allocate(rid, 16)
+        return kv
+
+    by_id, by_count = filled(), filled()
+    assert not by_id.is_anonymous(9)
+    by_id.append_blocks([1, 2, 1, 2, 2])
+    by_count.append_anonymous([(2, 3), (1, 2)])
+    for kv in (by_id, by_count):
+        kv.pool.check()
+    assert by_count.anonymous == by_id.anonymous == {1: 3, 2: 4}
+    assert by_count.pool.free_order() == by_id.pool.free_order() == [0]  # blocks 2 and 1 taken, their hashes gone
+    assert by_count.pool.cached == by_id.pool.cached and len(by_count.pool.cached) == 1
+    by_count.append_anonymous([])
+    assert by_count.pool.num_free == 1
+
+
 def test_appends_without_caching_are_all_anonymous() -> None:
     kv = KVCacheManager(num_blocks=4, block_size=16, enable_caching=False)
     assert kv.allocate(1, 16) and kv.allocate(2, 16)

@@ -6,7 +6,9 @@ current = stored + (clock - sync_clock). Members are bucketed by num_computed mo
 that need a new KV block at a given clock are found without a scan, and a heap gives the clock at which
 the next one finishes. `sync` makes a member's counters exact before anyone reads them.
 
-Invariant: kv_tokens = sum over members of (current num_computed + 1), the next decode step's KV reads.
+Invariant: kv_tokens = sum over members of (current num_computed + 1), the next decode step's KV reads;
+identified = the members whose KV blocks have ids (a run's blocks are then allocated member by member, in
+stepping order; with none, only how many each member takes matters: `crossings`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class DecodeCohort:
         self.clock = 0
         self.members: dict[int, RequestState] = {}
         self.size = 0  # len(members), read on every iteration
+        self.identified = 0  # members whose KV blocks have ids (not RequestState.anonymous_kv)
         self.kv_tokens = 0
         # by residue, the members keyed by running position (admit_seq): `due` sorts plain ints, no key function
         self._buckets: list[dict[int, RequestState]] = [{} for _ in range(block_size)]
@@ -40,6 +43,8 @@ class DecodeCohort:
         state.sync_clock = self.clock
         self.members[state.rid] = state
         self.size += 1
+        if not state.anonymous_kv:
+            self.identified += 1
         self.kv_tokens += state.num_computed + 1
         self._buckets[self._residue(state)][state.admit_seq] = state
         bisect.insort(self._seqs, state.admit_seq)
@@ -56,6 +61,8 @@ class DecodeCohort:
         self.sync(state)
         del self.members[state.rid]
         self.size -= 1
+        if not state.anonymous_kv:
+            self.identified -= 1
         del self._buckets[self._residue(state)][state.admit_seq]
         del self._seqs[bisect.bisect_left(self._seqs, state.admit_seq)]
         self.kv_tokens -= state.num_computed + 1
@@ -65,7 +72,7 @@ class DecodeCohort:
         for state in self.members.values():
             self.sync(state)
         self.members.clear()
-        self.size = 0
+        self.size = self.identified = 0
         for bucket in self._buckets:
             bucket.clear()
         self._finish.clear()
@@ -80,6 +87,23 @@ class DecodeCohort:
         """Members whose next token, at this clock, starts a new KV block (running order)."""
         bucket = self._buckets[(-clock) % self.block_size]
         return [bucket[seq] for seq in sorted(bucket)] if bucket else []
+
+    def crossings(self, first: int, last: int) -> list[tuple[int, int]]:
+        """(rid, at how many of the clocks first..last the member is due) for each member due at least once, in no
+        particular order: the blocks a run's iterations at those clocks take, counted per member. A member is due
+        at the clocks congruent to minus its residue, once in any block_size consecutive clocks."""
+        size, span = self.block_size, last - first + 1
+        counts: list[tuple[int, int]] = []
+        if span < size:  # each residue at most once
+            for clock in range(first, last + 1):
+                counts.extend((state.rid, 1) for state in self._buckets[(-clock) % size].values())
+            return counts
+        whole, rest = divmod(span, size)
+        for residue, bucket in enumerate(self._buckets):
+            if bucket:
+                times = whole + ((-residue - first) % size < rest)  # the first due clock's offset from `first`
+                counts.extend((state.rid, times) for state in bucket.values())
+        return counts
 
     def due_count(self, clock: int) -> int:
         return len(self._buckets[(-clock) % self.block_size])

@@ -156,6 +156,7 @@ class Engine:
             self.admission.accepted(req.prompt_tokens)
         if req.private:
             self.kv.mark_private(req.request_id)
+        state.anonymous_kv = self.kv.is_anonymous(req.request_id)
         if self.client_timeout_s is not None:
             deadline = req.arrival_s + self.client_timeout_s
             heapq.heappush(self._deadlines, (deadline, req.request_id, state))
@@ -461,9 +462,11 @@ class Engine:
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
                 self.scheduler.register_fills(cohort.clock + step - 1)
-        elif self._paged:  # the iterations' blocks in one call: the same allocations, in the same order
+        elif self._paged and cohort.identified:  # the iterations' blocks in one call: the same allocations, in order
             due = [member.rid for step in range(2, done + 1) for member in cohort.due(cohort.clock + step - 1)]
             self.kv.append_blocks(due)
+        elif self._paged and done > 1:  # every member's blocks anonymous: only how many each takes matters
+            self.kv.append_anonymous(cohort.crossings(cohort.clock + 1, cohort.clock + done - 1))
         self.recorder.itl_run(run.times.durations[:done], cohort.size)
         if self._api_on:
             run.hand_tokens(self.api, done, cohort.size)

@@ -19,6 +19,7 @@ class RequestState:
 
     __slots__ = (
         "admit_seq",
+        "anonymous_kv",
         "cached_tokens",
         "finish_s",
         "first_preempt_s",
@@ -48,6 +49,7 @@ class RequestState:
         self.req = req
         self.rid = req.request_id
         self.num_computed = 0
+        self.anonymous_kv = False  # its KV blocks are a count, never ids (KVCacheManager.is_anonymous; engine sets it)
         self.num_inflight = 0  # tokens scheduled in pipeline batches still in flight (pipeline parallelism)
         self.num_output = 0
         self.status: Status = "waiting"

@@ -79,7 +79,8 @@ class KVCacheManager:
         if self.tier is None:
             self._private.add(request_id)
 
-    def _is_anonymous(self, request_id: int) -> bool:
+    def is_anonymous(self, request_id: int) -> bool:
+        """Whether the request's new blocks are anonymous (a count): no prefix cache, or a private request."""
         return not self.caching or request_id in self._private
 
     def num_held(self, request_id: int) -> int:
@@ -162,7 +163,7 @@ class KVCacheManager:
         return True
 
     def _grow(self, request_id: int, count: int) -> None:
-        if self._is_anonymous(request_id):
+        if self.is_anonymous(request_id):
             self.pool.take_anonymous(count)
             self.anonymous[request_id] += count
         else:
@@ -194,6 +195,19 @@ class KVCacheManager:
             self.blocks[request_id].extend(self.pool.allocate(1))
         if pending:
             self.pool.take_anonymous(pending)
+
+    def append_anonymous(self, counts: list[tuple[int, int]]) -> None:
+        """append_blocks for anonymous requests (is_anonymous), `count` blocks more for each, when the free queue is
+        known to cover them: the same counts and the same blocks out of the pool as append_blocks given each id
+        `count` times, in any order (anonymous blocks have no identity, and the pool gives them in one go)."""
+        if self.mode != "paged":
+            return
+        anonymous, total = self.anonymous, 0
+        for request_id, count in counts:
+            anonymous[request_id] += count
+            total += count
+        if total:
+            self.pool.take_anonymous(total)
 
     def blocks_needed(self, request_id: int, num_tokens_after: int) -> int:
         """New blocks a running request needs to hold num_tokens_after tokens (paged mode)."""
