@@ -6,9 +6,11 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.test_cli import _assert_one_line_error, run
+from ttftsim.simulation_result import refusal_warnings
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "llama31-8b-h100.yaml"
 
@@ -67,6 +69,46 @@ def test_a_version_newer_than_every_profile_is_said_to_use_the_newest(
         "API-server costs); check that release's notes for changed defaults"
     )
     assert json.loads(result.stdout)["warnings"] == ([expected] if warned else [])
+
+
+def test_rejected_requests_are_said_with_their_reason_when_they_miss_the_slo(tmp_path: Path) -> None:
+    """A limit that refuses requests (max_model_len below some prompts) misses the SLO with no latency figure;
+    the summary says how many were refused and why, not only that they were never served."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(EXAMPLE.read_text().replace("engine:", "engine:\n  max_model_len: 3000"))
+    result = run("simulate", str(scenario), "--json")
+    assert result.returncode == 1
+    summary = json.loads(result.stdout)
+    rejected = summary["requests"]["rejected"]
+    assert rejected > 0
+    [warning] = summary["warnings"]
+    assert warning.startswith(f"{rejected} of {summary['requests']['arrived']:,} requests rejected, never served: ")
+    assert re.search(r"e\.g\. prompt \d+ \+ output \d+ tokens exceed max_model_len 3000 ", warning), warning
+
+
+def test_refusals_are_grouped_by_kind_most_frequent_first() -> None:
+    rows = pd.DataFrame(
+        {
+            "status": ["finished", "rejected", "failed", "rejected", "rejected", "aborted"],
+            "reason": [
+                "",
+                "HTTP 503: 12 unfinished requests, max_num_queued_reqs 12",
+                "no ready replica (attempt 3)",
+                "prompt 4088 + output 37 tokens exceed max_model_len 4096",
+                "prompt 5000 + output 1 tokens exceed max_model_len 4096",
+                "client timeout after 5 s",
+            ],
+        }
+    )
+    assert refusal_warnings(rows) == [
+        "2 of 6 requests rejected, never served: e.g. prompt 4088 + output 37 tokens exceed max_model_len 4096" + TAIL,
+        "1 of 6 requests rejected, never served: e.g. HTTP 503: 12 unfinished requests, max_num_queued_reqs 12" + TAIL,
+        "1 of 6 requests failed at the gateway, never served: e.g. no ready replica (attempt 3)" + TAIL,
+    ]
+    assert refusal_warnings(rows[rows["status"] == "finished"]) == []
+
+
+TAIL = " (every request's reason: the reason column of requests.csv, written with --out)"
 
 
 def test_unmet_slo_exits_1(tmp_path: Path) -> None:

@@ -131,6 +131,7 @@ class SimulationResult:
                 version_warnings(self.scenario.engine.vllm_version)
                 + model_warnings(model, engine.max_model_len, engine.weight_dtype, kept)
                 + self.stall_warnings()
+                + refusal_warnings(self.requests)
             ),
             external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
         )
@@ -209,6 +210,27 @@ class SimulationResult:
             external=self.external_prefix,
             server_ttft_extra_s=self.replica.engine.api_server.server_ttft_extra_s,
         )
+
+
+def refusal_warnings(requests: pd.DataFrame) -> list[str]:
+    """A line for each kind of refusal (the engine's or its API server's rejections, the gateway's failures): how
+    many requests, and the first one's reason as the engine gave it. Kinds are reasons alike but for their numbers
+    ('prompt 4088 + output 37 tokens exceed max_model_len 4096'); the most frequent first."""
+    refused = requests[requests["status"].isin(("rejected", "failed"))]
+    if not len(refused):
+        return []
+    kinds = refused["reason"].astype(str).str.replace(r"\d[\d.,]*", "#", regex=True)
+    groups = refused.groupby(kinds.to_numpy(), sort=False)
+    order = sorted(groups.indices.items(), key=lambda item: (-len(item[1]), item[0]))
+    lines = []
+    for _, rows in order:
+        first = refused.iloc[int(rows[0])]
+        ended = "rejected" if first["status"] == "rejected" else "failed at the gateway"
+        lines.append(
+            f"{len(rows):,} of {counted(len(requests), 'request')} {ended}, never served: e.g. {first['reason']} "
+            "(every request's reason: the reason column of requests.csv, written with --out)"
+        )
+    return lines
 
 
 def _alerts(report: ClusterReport, requests: pd.DataFrame, target: float | None, window_s: float) -> Any:
