@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,22 @@ def test_models_and_hardware_list() -> None:
     assert "H100-SXM5-80GB" in run("hardware").stdout
 
 
+@pytest.mark.parametrize(
+    "args", [["models"], ["simulate", str(Path(__file__).parents[1] / "examples" / "llama31-8b-h100.yaml"), "--json"]]
+)
+def test_a_reader_gone_before_the_output_ends_it_quietly_with_141(args: list[str]) -> None:
+    """`ttftsim ... | head`: the pipe's reader is gone (here before the first write, so every write fails): exit 141,
+    as a shell reports SIGPIPE, never 1 (an SLO missed) or 2 (bad input), and nothing on stderr."""
+    read, write = os.pipe()
+    os.close(read)
+    with os.fdopen(write, "wb") as closed:
+        result = subprocess.run(
+            [sys.executable, "-m", "ttftsim", *args], stdout=closed, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    assert result.returncode == 141, result.stderr
+    assert result.stderr == ""
+
+
 def _assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
@@ -49,6 +66,29 @@ def _assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: s
     assert len(lines) == 1, result.stderr
     for needle in needles:
         assert needle in lines[0]
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("command", "file", "says"),
+    [
+        ("simulate", "plans/quickstart.yaml", "search: unknown field: this looks like a plan file, which ttftsim plan"),
+        ("validate", "llama31-8b-h100.yaml", ": unknown field: this looks like a scenario, which ttftsim simulate"),
+        ("plan", "validate/deploy.yaml", ": unknown field: this looks like a deploy file, which ttftsim validate"),
+    ],
+)
+def test_a_file_given_to_the_wrong_command_is_named_with_the_right_one(command: str, file: str, says: str) -> None:
+    _assert_one_line_error(run(command, str(EXAMPLES / file)), str(EXAMPLES / file), says)
+
+
+def test_a_misspelt_field_gets_no_other_kinds_hint(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text((EXAMPLES / "llama31-8b-h100.yaml").read_text().replace("workload:", "wrkload:"))
+    result = run("simulate", str(scenario))
+    _assert_one_line_error(result, "wrkload: unknown field (did you mean workload?)")
+    assert "looks like" not in result.stderr
 
 
 def test_invalid_profile_file_names_file_and_field(tmp_path: Path) -> None:

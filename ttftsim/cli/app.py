@@ -3,6 +3,7 @@ progress bars, a deployment from --model/--hardware options, the request limit, 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,25 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console() if sys.stdout.isatty() else Console(width=160)
+PIPE_CLOSED = 141  # the exit status a shell reports for a process killed by SIGPIPE (128 + 13)
+
+
+def pipe_closed() -> None:
+    """The reader of standard output went away (`ttftsim plan ... | head`): stop quietly with PIPE_CLOSED, never 1,
+    which says an SLO was missed (or no candidate meets them). Later writes go to /dev/null (Python's own advice,
+    docs.python.org library/signal.html, note on SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(PIPE_CLOSED)
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:  # rich's own exits 1
+        self.quiet = True
+        pipe_closed()
+
+
+console = _Console() if sys.stdout.isatty() else _Console(width=160)
 WeightDtypeOption = Annotated[
     str | None,
     typer.Option(help="bf16, fp16, fp8, int8 or int4 (default: the checkpoint's; fp8 for an id ending in -FP8)"),

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from ttftsim.cli.app import app
+from ttftsim.cli.app import app, pipe_closed
 from ttftsim.errors import InputError
 from ttftsim.heap import map_large_blocks
 from ttftsim.perf.memory import DoesNotFitError
@@ -43,22 +43,22 @@ def main() -> None:
     map_large_blocks()  # memory a long run frees goes back to the system (ttftsim/heap.py)
     try:
         code = app(standalone_mode=False)  # click's errors come here as exceptions, not as a framed box
+        sys.stdout.flush()  # a reader gone (`| head`) is found here, not when the interpreter exits
     except typer.Abort:  # end of input at a prompt
         _interrupted()
     except SystemExit as exc:
-        if exc.code == 130:  # Ctrl-C inside a command that exits 130 itself
-            _interrupted()
+        _exiting(exc)
         raise
     except InputError as exc:
-        _error(f"error: {exc.one_line()}")
+        from ttftsim.cli.file_kinds import with_kind_hint  # the three file kinds' schemas: 10 ms, on an error only
+
+        _error(f"error: {with_kind_hint(exc).one_line()}")
         sys.exit(2)
     except DoesNotFitError as exc:
         _error(f"error: does not fit: {exc}")
         sys.exit(2)
-    except OSError as exc:  # a path the user gave that the system refuses (a name too long, no permission)
-        where = InputError(str(exc.filename or "input"), "", exc.strerror or exc.__class__.__name__)
-        _error(f"error: {where.one_line()}")
-        sys.exit(2)
+    except OSError as exc:
+        _system_refused(exc)
     except Exception as exc:
         _usage_error(exc)
         raise
@@ -66,6 +66,25 @@ def main() -> None:
         _interrupted()
     if isinstance(code, int) and code:  # a command's typer.Exit(code)
         sys.exit(code)
+
+
+def _exiting(exc: SystemExit) -> None:
+    """A command's own exit, seen on its way out: Ctrl-C inside a command that exits 130 itself is said in one line;
+    click's exit 1 for a write to a reader gone (`| head`) becomes PIPE_CLOSED (1 says an SLO was missed)."""
+    if exc.code == 130:
+        _interrupted()
+    if isinstance(exc.__context__, BrokenPipeError):
+        pipe_closed()
+
+
+def _system_refused(exc: OSError) -> None:
+    """A path the user gave that the system refuses (a name too long, no permission): one line, exit 2; standard
+    output's reader gone (JSON written to `| head -c 100`): PIPE_CLOSED, quietly."""
+    if isinstance(exc, BrokenPipeError):
+        pipe_closed()
+    where = InputError(str(exc.filename or "input"), "", exc.strerror or exc.__class__.__name__)
+    _error(f"error: {where.one_line()}")
+    sys.exit(2)
 
 
 def _usage_error(exc: Exception) -> None:
