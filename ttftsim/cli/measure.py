@@ -99,7 +99,7 @@ def calibrate(
         typer.Option(
             "--from",
             help="Folder of AIConfigurator kernel tables (per-system folders), or aiconfigurator-core for the "
-            "installed package's (pip install 'ttftsim[aiconfigurator]')",
+            "installed package's (pip install 'ttftsim\\[aiconfigurator]')",
         ),
     ] = None,
     device: Annotated[bool, typer.Option("--device", help="Time our Triton kernels on this machine's GPU")] = False,

@@ -69,7 +69,10 @@ def plan(
     backend: Annotated[str, typer.Option(help="local (processes) or ray")] = "local",
     out: Annotated[
         Path | None,
-        typer.Option(help="Where results, manifests and the checkpoint go; tasks computed or reused: run.json"),
+        typer.Option(
+            help="Where results, manifests and the checkpoint go (default: plan-<plan file's name> in the current "
+            "folder); tasks computed or reused: run.json"
+        ),
     ] = None,
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted run in --out")] = False,
     as_json: Annotated[

@@ -4,15 +4,12 @@ warnings."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from ttftsim.metrics.intervals import CONFIDENCE
-
-if TYPE_CHECKING:
-    pass
 
 
 def ms(value: float | None) -> str:

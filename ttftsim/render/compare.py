@@ -3,7 +3,7 @@ side's SLO."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,14 +11,16 @@ from rich.table import Table
 
 from ttftsim.render.cells import render_warnings
 
-if TYPE_CHECKING:
-    pass
-
 
 def _num(value: float | None) -> str:
+    """A figure: whole numbers (counts) as they are, others to two decimals below 100."""
     if value is None or value != value:
         return "-"
-    return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
+    return f"{value:,.2f}" if abs(value) < 100 and not float(value).is_integer() else f"{value:,.0f}"
+
+
+def _met(value: float | None) -> str:
+    return "-" if value is None else "yes" if value else "no"
 
 
 def render_compare(console: Console, result: dict[str, Any]) -> None:
@@ -38,6 +40,10 @@ def render_compare(console: Console, result: dict[str, Any]) -> None:
         console.print(f"note: {escape(note)}", soft_wrap=True)
     table = Table("metric", "A", "B", "B - A", "change")
     for row in result["rows"]:
+        if row["metric"].startswith("SLO met"):  # yes or no, not a quantity
+            a, b = _met(row["a"]), _met(row["b"])
+            table.add_row(row["metric"], a, b, "-", "-" if a == b or "-" in (a, b) else f"{a} -> {b}")
+            continue
         change = "-" if row["relative"] is None else f"{row['relative']:+.1%}"
         table.add_row(row["metric"], _num(row["a"]), _num(row["b"]), _num(row["delta"]), change)
     console.print(table)

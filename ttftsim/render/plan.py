@@ -3,16 +3,13 @@ best, the Pareto front, the day's HPA options and the files written."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from ttftsim.inputs.files import counted
 from ttftsim.render.cells import ms, render_warnings
-
-if TYPE_CHECKING:
-    pass
 
 
 def _money(value: float) -> str:

@@ -4,15 +4,12 @@ prediction, PASS or FAIL."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 
 from ttftsim.inputs.files import counted
 from ttftsim.render.cells import ms, render_warnings
-
-if TYPE_CHECKING:
-    pass
 
 
 def render_validation(console: Console, report: Any) -> None:
