@@ -61,6 +61,8 @@ def test_bad_claims_and_options_are_one_line_errors(tmp_path: Path) -> None:
     bad.write_text(CLAIMS.read_text().replace("metric: ttft_p99", "metric: ttft_p42", 1))
     _assert_one_line_error(run("advice", "--quick", "--claims", str(bad), "--out", str(tmp_path / "a.md")), "metric")
     _assert_one_line_error(run("advice", "--only", "one"), "--only")
+    missing = run("advice", "--quick", "--claims", str(tmp_path / "none.yaml"), "--out", str(tmp_path / "a.md"))
+    _assert_one_line_error(missing, "--claims: file not found: the claims are examples/advice/claims.yaml of a")
     _assert_one_line_error(run("explain", "kv", "--model", "Llama-3.1-70B", "--dtype", "int3"), "--dtype")
 
 

@@ -49,13 +49,16 @@ def schema(
 
 @app.command()
 def advice(
-    claims: Annotated[Path, typer.Option(help="The claims and their scenario pairs")] = Path(
-        "examples/advice/claims.yaml"
+    claims: Annotated[
+        Path,
+        typer.Option(help="The claims and their scenario pairs (the default: in a checkout of ttftsim, from its root)"),
+    ] = Path("examples/advice/claims.yaml"),
+    out: Annotated[Path, typer.Option(help="The report to write (the default: the checkout's own)")] = Path(
+        "docs/advice.md"
     ),
-    out: Annotated[Path, typer.Option(help="The report to write")] = Path("docs/advice.md"),
-    pairs: Annotated[Path, typer.Option(help="Where each run's before/after scenarios go")] = Path(
-        "examples/advice/pairs"
-    ),
+    pairs: Annotated[
+        Path, typer.Option(help="Where each run's before/after scenarios go (the default: the checkout's own)")
+    ] = Path("examples/advice/pairs"),
     quick: Annotated[bool, typer.Option(help="Shortened traffic (for CI): indicative numbers only")] = False,
     only: Annotated[str | None, typer.Option(help="Comma-separated claim numbers")] = None,
 ) -> None:
@@ -68,6 +71,13 @@ def advice(
             wanted = {int(part) for part in only.split(",")}
         except ValueError:
             raise InputError("--only", "", f"expects claim numbers like 1,15,17, got {only!r}") from None
+    if not claims.is_file():  # the claims ship with the repository, not the package
+        raise InputError(
+            str(claims),
+            "--claims",
+            "file not found: the claims are examples/advice/claims.yaml of a checkout of ttftsim's repository; run "
+            "from its root or give --claims (and --out, --pairs: their defaults are the checkout's own files)",
+        )
     results = write_advice(claims, out, pairs, quick, wanted)
     for item in results:
         claim = item["claim"]
