@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.test_cli import _assert_one_line_error, run
+from ttftsim.compare import differences
+from ttftsim.simulate import load_scenario
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "llama31-8b-h100.yaml"
 
@@ -72,3 +74,13 @@ def test_every_part_of_the_mean_ttft_is_a_row_and_a_missed_slo_is_flagged(tmp_pa
         assert total == pytest.approx(rows["TTFT mean (ms)"][side], rel=1e-9)
     assert (rows["SLO met (1 yes, 0 no)"]["a"], rows["SLO met (1 yes, 0 no)"]["b"]) == (1.0, 0.0)
     assert f"B misses its SLO ({slow})" in run("compare", str(EXAMPLE), str(slow)).stdout
+
+
+def test_an_empty_mapping_the_other_side_fills_is_said_by_its_fields_alone() -> None:
+    """A's node_affinity.required is {} and B's sets a pool: one line for the pool, none for the empty mapping."""
+    pairs = EXAMPLE.parent / "advice" / "pairs"
+    before, after = load_scenario(pairs / "01-1-before.yaml"), load_scenario(pairs / "01-1-after.yaml")
+    assert differences(before, after) == [
+        "cluster.pod.gpus: 0 -> 1",
+        "cluster.pod.node_affinity.required.pool: default -> gpu",
+    ]

@@ -81,10 +81,13 @@ def differences(a: Scenario, b: Scenario) -> list[str]:
     the schema's field order (unset: the version's default); the traffic fields are A's in both runs."""
     left = _flat(a.model_dump(mode="json", exclude={"name", *TRAFFIC}))
     right = _flat(b.model_dump(mode="json", exclude={"name", *TRAFFIC}))
+    keys = list(dict.fromkeys([*left, *right]))
+    # an empty mapping on one side whose fields the other side sets is said by those fields alone
+    filled = {key for key in keys if any(other.startswith(key + ".") for other in keys)}
     return [
         f"{key}: {_shown(left.get(key))} -> {_shown(right.get(key))}"
-        for key in dict.fromkeys([*left, *right])
-        if left.get(key) != right.get(key)
+        for key in keys
+        if left.get(key) != right.get(key) and key not in filled
     ]
 
 
