@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_cli import _assert_one_line_error, run
-from ttftsim.compare import differences
+from ttftsim.compare import changes, differences
 from ttftsim.simulate import load_scenario
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "llama31-8b-h100.yaml"
@@ -84,3 +84,9 @@ def test_an_empty_mapping_the_other_side_fills_is_said_by_its_fields_alone() -> 
         "cluster.pod.gpus: 0 -> 1",
         "cluster.pod.node_affinity.required.pool: default -> gpu",
     ]
+
+
+def test_only_an_empty_mapping_gives_way_to_the_fields_set_in_it() -> None:
+    assert changes({"required": {}}, {"required.pool": "gpu"}) == ["required.pool: default -> gpu"]
+    labels = {"labels.nvidia.com/gpu": "a", "labels.nvidia.com/gpu.product": "H100"}  # two labels, one with a dot
+    assert changes(labels, labels | {"labels.nvidia.com/gpu": "b"}) == ["labels.nvidia.com/gpu: a -> b"]

@@ -81,9 +81,16 @@ def differences(a: Scenario, b: Scenario) -> list[str]:
     the schema's field order (unset: the version's default); the traffic fields are A's in both runs."""
     left = _flat(a.model_dump(mode="json", exclude={"name", *TRAFFIC}))
     right = _flat(b.model_dump(mode="json", exclude={"name", *TRAFFIC}))
+    return changes(left, right)
+
+
+def changes(left: dict[str, Any], right: dict[str, Any]) -> list[str]:
+    """`path: A -> B` for each leaf (a dotted path, _flat) that differs, in order of appearance."""
     keys = list(dict.fromkeys([*left, *right]))
-    # an empty mapping on one side whose fields the other side sets is said by those fields alone
-    filled = {key for key in keys if any(other.startswith(key + ".") for other in keys)}
+    # an empty mapping on one side whose fields the other side sets is said by those fields alone (only an empty
+    # mapping: node labels hold dots, `nvidia.com/gpu` beside `nvidia.com/gpu.product` is two fields)
+    empty = [key for key in keys if {} in (left.get(key), right.get(key))]
+    filled = {key for key in empty if any(other.startswith(key + ".") for other in keys)}
     return [
         f"{key}: {_shown(left.get(key))} -> {_shown(right.get(key))}"
         for key in keys
