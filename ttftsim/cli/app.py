@@ -4,6 +4,7 @@ progress bars, a deployment from --model/--hardware options, the request limit, 
 from __future__ import annotations
 
 import os
+import select
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,8 +37,22 @@ def pipe_closed() -> None:
     raise SystemExit(PIPE_CLOSED)
 
 
+def stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader went away (its write end polls an error): a broken pipe
+    elsewhere (a worker's) is an error to report, not this."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLERR)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):  # no file descriptor (a test's captured output)
+        return False
+
+
 class _Console(Console):
-    def on_broken_pipe(self) -> None:  # rich's own exits 1
+    """The console on standard output: a write that finds its reader gone ends the run as pipe_closed does (rich's
+    own handler exits 1, after pointing standard output at /dev/null, which leaves stdout_gone nothing to see)."""
+
+    def on_broken_pipe(self) -> None:
         self.quiet = True
         pipe_closed()
 

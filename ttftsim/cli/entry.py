@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from ttftsim.cli.app import app, pipe_closed
+from ttftsim.cli.app import app, pipe_closed, stdout_gone
 from ttftsim.errors import InputError
 from ttftsim.heap import map_large_blocks
 from ttftsim.perf.memory import DoesNotFitError
@@ -25,7 +25,7 @@ def _error(line: str) -> None:
     """An error's one line on stderr; with --json also `{"error": ...}` on stdout, so a CI step that parses the
     JSON gets a document saying why (the exit code is 2 either way)."""
     _fail(line)
-    if "--json" in sys.argv[1:]:
+    if "--json" in sys.argv[1:] and not stdout_gone():  # (nobody to read it: the line on stderr says it)
         sys.stdout.write(json.dumps({"error": line.removeprefix("error: ").replace("\n", " "), "exit_code": 2}) + "\n")
 
 
@@ -73,14 +73,14 @@ def _exiting(exc: SystemExit) -> None:
     click's exit 1 for a write to a reader gone (`| head`) becomes PIPE_CLOSED (1 says an SLO was missed)."""
     if exc.code == 130:
         _interrupted()
-    if isinstance(exc.__context__, BrokenPipeError):
+    if isinstance(exc.__context__, BrokenPipeError) and stdout_gone():
         pipe_closed()
 
 
 def _system_refused(exc: OSError) -> None:
     """A path the user gave that the system refuses (a name too long, no permission): one line, exit 2; standard
     output's reader gone (JSON written to `| head -c 100`): PIPE_CLOSED, quietly."""
-    if isinstance(exc, BrokenPipeError):
+    if isinstance(exc, BrokenPipeError) and stdout_gone():
         pipe_closed()
     where = InputError(str(exc.filename or "input"), "", exc.strerror or exc.__class__.__name__)
     _error(f"error: {where.one_line()}")

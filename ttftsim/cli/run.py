@@ -70,8 +70,8 @@ def plan(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="Where results, manifests and the checkpoint go (default: plan-<plan file's name> in the current "
-            "folder); tasks computed or reused: run.json"
+            help="Where results, manifests and the checkpoint go (default: plan-<the plan file's name without its "
+            "extension> in the current folder); tasks computed or reused: run.json"
         ),
     ] = None,
     resume: Annotated[bool, typer.Option(help="Reuse the checkpoint of an interrupted run in --out")] = False,
