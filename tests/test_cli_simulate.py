@@ -89,7 +89,7 @@ def test_rejected_requests_are_said_with_their_reason_when_they_miss_the_slo(tmp
 def test_refusals_are_grouped_by_kind_most_frequent_first() -> None:
     rows = pd.DataFrame(
         {
-            "status": ["finished", "rejected", "failed", "rejected", "rejected", "aborted"],
+            "status": ["finished", "rejected", "failed", "rejected", "rejected", "aborted", "rejected", "failed"],
             "reason": [
                 "",
                 "HTTP 503: 12 unfinished requests, max_num_queued_reqs 12",
@@ -97,13 +97,18 @@ def test_refusals_are_grouped_by_kind_most_frequent_first() -> None:
                 "prompt 4088 + output 37 tokens exceed max_model_len 4096",
                 "prompt 5000 + output 1 tokens exceed max_model_len 4096",
                 "client timeout after 5 s",
+                None,
+                "prompt 9 + output 9 tokens exceed max_model_len 16",  # a failure alike a rejection: its own kind
             ],
         }
     )
     assert refusal_warnings(rows) == [
-        "2 of 6 requests rejected, never served: e.g. prompt 4088 + output 37 tokens exceed max_model_len 4096" + TAIL,
-        "1 of 6 requests rejected, never served: e.g. HTTP 503: 12 unfinished requests, max_num_queued_reqs 12" + TAIL,
-        "1 of 6 requests failed at the gateway, never served: e.g. no ready replica (attempt 3)" + TAIL,
+        "2 of 8 requests rejected, never served: e.g. prompt 4088 + output 37 tokens exceed max_model_len 4096" + TAIL,
+        "1 of 8 requests failed at the gateway, never served: e.g. no ready replica (attempt 3)" + TAIL,
+        "1 of 8 requests failed at the gateway, never served: e.g. prompt 9 + output 9 tokens exceed max_model_len 16"
+        + TAIL,
+        "1 of 8 requests rejected, never served: e.g. no reason recorded" + TAIL,
+        "1 of 8 requests rejected, never served: e.g. HTTP 503: 12 unfinished requests, max_num_queued_reqs 12" + TAIL,
     ]
     assert refusal_warnings(rows[rows["status"] == "finished"]) == []
 

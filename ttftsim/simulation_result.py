@@ -219,15 +219,17 @@ def refusal_warnings(requests: pd.DataFrame) -> list[str]:
     refused = requests[requests["status"].isin(("rejected", "failed"))]
     if not len(refused):
         return []
-    kinds = refused["reason"].astype(str).str.replace(r"\d[\d.,]*", "#", regex=True)
+    alike = refused["reason"].fillna("").astype(str).str.replace(r"\d[\d.,]*", "#", regex=True)
+    kinds = refused["status"].astype(str) + ": " + alike  # a rejection and a failure are two kinds
     groups = refused.groupby(kinds.to_numpy(), sort=False)
     order = sorted(groups.indices.items(), key=lambda item: (-len(item[1]), item[0]))
     lines = []
     for _, rows in order:
         first = refused.iloc[int(rows[0])]
         ended = "rejected" if first["status"] == "rejected" else "failed at the gateway"
+        reason = first["reason"] if isinstance(first["reason"], str) and first["reason"] else "no reason recorded"
         lines.append(
-            f"{len(rows):,} of {counted(len(requests), 'request')} {ended}, never served: e.g. {first['reason']} "
+            f"{len(rows):,} of {counted(len(requests), 'request')} {ended}, never served: e.g. {reason} "
             "(every request's reason: the reason column of requests.csv, written with --out)"
         )
     return lines
