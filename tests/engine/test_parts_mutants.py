@@ -174,20 +174,21 @@ def test_a_run_hands_each_iterations_tokens_once() -> None:
 def test_crossings_count_the_clocks_each_member_is_due_at() -> None:
     cohort = DecodeCohort(4)
     a, b, c = _member(0, 6, 30, 10), _member(1, 3, 30, 11), _member(2, 7, 30, 12)  # due at clocks 2, 1, 1 (mod 4)
-    a.anonymous_kv = c.anonymous_kv = True
+    a.is_anonymous_kv = c.is_anonymous_kv = True
     for state in (a, b, c):
         cohort.join(state)
-    assert cohort.identified == 1  # b's blocks have ids
+    assert cohort.num_identified == 1  # b's blocks have ids
     assert sorted(cohort.crossings(1, 1)) == [(1, 1), (2, 1)]  # fewer clocks than a block: clock by clock
     assert cohort.crossings(3, 3) == []
     assert sorted(cohort.crossings(1, 5)) == [(0, 1), (1, 2), (2, 2)]  # a block's worth and one: 1, 2, 3, 4, 5
     assert sorted(cohort.crossings(2, 9)) == [(0, 2), (1, 2), (2, 2)]  # two whole blocks
     assert sorted(cohort.crossings(3, 6)) == [(0, 1), (1, 1), (2, 1)]
     cohort.leave(b)
-    assert cohort.identified == 0
+    assert cohort.num_identified == 0
     cohort.join(b)
+    assert cohort.num_identified == 1
     cohort.dissolve()
-    assert (cohort.identified, cohort.size) == (0, 0)
+    assert (cohort.num_identified, cohort.size) == (0, 0)
 
 
 @given(

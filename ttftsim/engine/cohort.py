@@ -7,7 +7,7 @@ that need a new KV block at a given clock are found without a scan, and a heap g
 the next one finishes. `sync` makes a member's counters exact before anyone reads them.
 
 Invariant: kv_tokens = sum over members of (current num_computed + 1), the next decode step's KV reads;
-identified = the members whose KV blocks have ids (a run's blocks are then allocated member by member, in
+num_identified = the members whose new KV blocks get ids (a run's blocks are then allocated member by member, in
 stepping order; with none, only how many each member takes matters: `crossings`).
 """
 
@@ -25,7 +25,7 @@ class DecodeCohort:
         self.clock = 0
         self.members: dict[int, RequestState] = {}
         self.size = 0  # len(members), read on every iteration
-        self.identified = 0  # members whose KV blocks have ids (not RequestState.anonymous_kv)
+        self.num_identified = 0  # members whose new KV blocks get ids (not RequestState.is_anonymous_kv)
         self.kv_tokens = 0
         # by residue, the members keyed by running position (admit_seq): `due` sorts plain ints, no key function
         self._buckets: list[dict[int, RequestState]] = [{} for _ in range(block_size)]
@@ -43,8 +43,8 @@ class DecodeCohort:
         state.sync_clock = self.clock
         self.members[state.rid] = state
         self.size += 1
-        if not state.anonymous_kv:
-            self.identified += 1
+        if not state.is_anonymous_kv:
+            self.num_identified += 1
         self.kv_tokens += state.num_computed + 1
         self._buckets[self._residue(state)][state.admit_seq] = state
         bisect.insort(self._seqs, state.admit_seq)
@@ -61,8 +61,8 @@ class DecodeCohort:
         self.sync(state)
         del self.members[state.rid]
         self.size -= 1
-        if not state.anonymous_kv:
-            self.identified -= 1
+        if not state.is_anonymous_kv:
+            self.num_identified -= 1
         del self._buckets[self._residue(state)][state.admit_seq]
         del self._seqs[bisect.bisect_left(self._seqs, state.admit_seq)]
         self.kv_tokens -= state.num_computed + 1
@@ -72,7 +72,7 @@ class DecodeCohort:
         for state in self.members.values():
             self.sync(state)
         self.members.clear()
-        self.size = self.identified = 0
+        self.size = self.num_identified = 0
         for bucket in self._buckets:
             bucket.clear()
         self._finish.clear()
@@ -90,8 +90,9 @@ class DecodeCohort:
 
     def crossings(self, first: int, last: int) -> list[tuple[int, int]]:
         """(rid, at how many of the clocks first..last the member is due) for each member due at least once, in no
-        particular order: the blocks a run's iterations at those clocks take, counted per member. A member is due
-        at the clocks congruent to minus its residue, once in any block_size consecutive clocks."""
+        particular order: the blocks a run's iterations at those clocks take, counted per member, for a cohort
+        whose blocks are all anonymous (KVCacheManager.append_anonymous; `due` lists them in order for the rest).
+        A member is due at the clocks congruent to minus its residue, once in any block_size consecutive clocks."""
         size, span = self.block_size, last - first + 1
         counts: list[tuple[int, int]] = []
         if span < size:  # each residue at most once

@@ -156,7 +156,7 @@ class Engine:
             self.admission.accepted(req.prompt_tokens)
         if req.private:
             self.kv.mark_private(req.request_id)
-        state.anonymous_kv = self.kv.is_anonymous(req.request_id)
+        state.is_anonymous_kv = self.kv.is_anonymous(req.request_id)
         if self.client_timeout_s is not None:
             deadline = req.arrival_s + self.client_timeout_s
             heapq.heappush(self._deadlines, (deadline, req.request_id, state))
@@ -462,7 +462,7 @@ class Engine:
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
                 self.scheduler.register_fills(cohort.clock + step - 1)
-        elif self._paged and cohort.identified:  # the iterations' blocks in one call: the same allocations, in order
+        elif self._paged and cohort.num_identified:  # the iterations' blocks in one call: the same allocations, in turn
             due = [member.rid for step in range(2, done + 1) for member in cohort.due(cohort.clock + step - 1)]
             self.kv.append_blocks(due)
         elif self._paged and done > 1:  # every member's blocks anonymous: only how many each takes matters

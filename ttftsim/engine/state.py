@@ -19,13 +19,13 @@ class RequestState:
 
     __slots__ = (
         "admit_seq",
-        "anonymous_kv",
         "cached_tokens",
         "finish_s",
         "first_preempt_s",
         "first_scheduled_s",
         "first_token_s",
         "ingress_s",
+        "is_anonymous_kv",
         "kv_ready_s",
         "last_admit_s",
         "loaded_tokens",
@@ -49,7 +49,7 @@ class RequestState:
         self.req = req
         self.rid = req.request_id
         self.num_computed = 0
-        self.anonymous_kv = False  # its KV blocks are a count, never ids (KVCacheManager.is_anonymous; engine sets it)
+        self.is_anonymous_kv = False  # its new KV blocks are a count, not ids (KVCacheManager.is_anonymous)
         self.num_inflight = 0  # tokens scheduled in pipeline batches still in flight (pipeline parallelism)
         self.num_output = 0
         self.status: Status = "waiting"

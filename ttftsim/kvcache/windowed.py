@@ -232,6 +232,9 @@ class WindowedKVCacheManager(KVCacheManager):
     def append_blocks(self, request_ids: list[int]) -> None:
         raise RuntimeError(COHORT_OFF)
 
+    def append_anonymous(self, counts: list[tuple[int, int]]) -> None:
+        raise RuntimeError(COHORT_OFF)
+
     def free(self, request_id: int) -> None:
         """Release a finished or preempted request's blocks, group by group in vLLM's order, each table last
         block first."""
