@@ -23,7 +23,7 @@ from ttftsim.validate.vllm_args import parse_command, vllm_arguments
 from ttftsim.validate.vllm_checks import check_image, check_offloading_start, check_quantization
 from ttftsim.validate.vllm_env import check_environment
 from ttftsim.validate.vllm_flags import MODELLED, interpret
-from ttftsim.validate.vllm_invocation import CommandFinding, VllmCommand, not_modelled
+from ttftsim.validate.vllm_invocation import CommandFinding, VllmCommand, note_not_modelled
 
 _UNEXPANDED = re.compile(
     r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]*\}|\$([A-Za-z_][A-Za-z0-9_]*)"
@@ -141,7 +141,7 @@ def _lmcache_settings(env: list[Any], command: VllmCommand, where: str) -> None:
     if settings:
         command.engine["lmcache"] = settings
     for name in unmodelled:
-        not_modelled(command, name)
+        note_not_modelled(command, name)
     if config_file:
         command.findings.append(
             CommandFinding(

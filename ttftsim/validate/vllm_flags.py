@@ -16,7 +16,7 @@ from ttftsim.config.graphs import COMPILATION_KEYS, CudagraphMode
 from ttftsim.config.versions import at_least
 from ttftsim.validate.lmcache_env import kv_transfer_value
 from ttftsim.validate.vllm_args import ParsedCommand
-from ttftsim.validate.vllm_invocation import CommandFinding, VllmCommand, not_modelled
+from ttftsim.validate.vllm_invocation import CommandFinding, VllmCommand, note_not_modelled
 
 
 def words(text: str) -> frozenset[str]:
@@ -128,11 +128,11 @@ def interpret(parsed: ParsedCommand, command: VllmCommand, where: str, version: 
                     )
                 )
             elif value is None:
-                not_modelled(command, f"{given.written} {given.value}")
+                note_not_modelled(command, f"{given.written} {given.value}")
             else:
                 command.engine[dest] = value
         elif dest not in NO_EFFECT:
-            not_modelled(command, given.written)
+            note_not_modelled(command, given.written)
 
 
 def _engine_value(dest: str, value: Any) -> Any:
@@ -164,13 +164,13 @@ def _compilation(written: str, value: Any, command: VllmCommand, level_is_compil
     """The keys of --compilation-config that are engine arguments (COMPILATION_KEYS; before vLLM 0.13 also `level`,
     the -O of those versions); every other key is read by vLLM and not modelled (a warning naming it)."""
     if not isinstance(value, dict):
-        not_modelled(command, f"{written} {value}")
+        note_not_modelled(command, f"{written} {value}")
         return
     for key, item in value.items():
         name = "optimization_level" if key == "level" and level_is_compilation else key
         converted = _compilation_value(name, item) if name in (*COMPILATION_KEYS, "optimization_level") else None
         if converted is None:
-            not_modelled(command, f"{written}.{key} {item}")
+            note_not_modelled(command, f"{written}.{key} {item}")
         else:
             command.engine[name] = converted
 

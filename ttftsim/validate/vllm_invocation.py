@@ -29,7 +29,7 @@ class VllmCommand:
     findings: list[CommandFinding] = field(default_factory=list)
 
 
-def not_modelled(command: VllmCommand, written: str) -> None:
+def note_not_modelled(command: VllmCommand, written: str) -> None:
     """validate warns about each one (pod_checks.py not_modelled), naming the flag as written."""
     if written not in command.not_modelled:
         command.not_modelled.append(written)
