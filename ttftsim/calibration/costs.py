@@ -61,28 +61,6 @@ def _read(path: str, mtime_ns: int) -> Calibration:
 _log2: Final = math.log2  # read every decode step: a static, not the math module's attribute looked up each time
 
 
-# what each shape feature of the fitted curves is, for a warning a user reads
-SHAPE_WORDS = {
-    "isl": "a prefill's length by its query-key pairs: a late chunk of a long prompt counts its context",
-    "batch": "sequences in the batch",
-    "heads": "attention heads",
-    "kv_heads": "KV heads",
-    "head_dim": "head size",
-    "kv_bytes": "bytes per KV element",
-    "hit": "cached tokens",
-    "m": "tokens through the GEMM",
-    "n": "GEMM output width",
-    "k": "GEMM input width",
-    "message_bytes": "bytes all-reduced",
-    "ranks": "GPUs in the all-reduce",
-    "tokens": "tokens through the experts",
-    "experts": "experts",
-    "top_k": "experts a token",
-    "hidden": "hidden size",
-    "inter": "expert width",
-}
-
-
 class DecodeLine:
     """A batch size's decode attention: fixed + per KV token seconds, and the correction over the mean context.
     Immutable (Final attributes); a plain compiled class, read every decode step (a tuple's floats are objects,
@@ -162,7 +140,7 @@ class CalibratedCosts(RooflineCosts):
             low, high = fit["range"].get(name, (value, value))
             if not low <= value <= high and key not in self.calibration.warned:
                 self.calibration.warned.add(key)
-                meaning = SHAPE_WORDS.get(name, name)
+                meaning = curves.SHAPE_WORDS.get(name, name)
                 warnings.warn(
                     f"{key}: {name}={value:g} ({meaning}) outside the calibrated range [{low:g}, {high:g}] "
                     f"({self.source}): the time there extrapolates the fitted curve",

@@ -28,6 +28,28 @@ from numpy.typing import NDArray
 Array = NDArray[np.float64]
 Values = Array | float  # a column of shapes (fitting) or one shape (the simulator, as plain floats: faster)
 Params = Array | Sequence[float]
+
+# what each shape feature of the fitted curves is, in words (a calibration's warnings)
+SHAPE_WORDS = {
+    "isl": "a prefill's length by its query-key pairs: a late chunk of a long prompt counts its context",
+    "batch": "sequences in the batch",
+    "heads": "attention heads",
+    "kv_heads": "KV heads",
+    "head_dim": "head size",
+    "kv_bytes": "bytes per KV element",
+    "hit": "cached tokens",
+    "m": "tokens through the GEMM",
+    "n": "GEMM output width",
+    "k": "GEMM input width",
+    "message_bytes": "bytes all-reduced",
+    "ranks": "GPUs in the all-reduce",
+    "tokens": "tokens through the experts",
+    "experts": "experts",
+    "top_k": "experts a token",
+    "hidden": "hidden size",
+    "inter": "expert width",
+}
+
 WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0}
 
 
