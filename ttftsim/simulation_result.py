@@ -19,7 +19,7 @@ from ttftsim.config.versions import version_warnings
 from ttftsim.inputs.files import counted
 from ttftsim.metrics.prometheus import exposition
 from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, PrefixCache, RunConfig, RunSummary, SimulationFacts
-from ttftsim.metrics.summary import summarize
+from ttftsim.metrics.summary import reason_kinds, summarize
 from ttftsim.metrics.timeseries import time_series
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.replica import Replica, is_disaggregated, window_kept
@@ -219,8 +219,7 @@ def refusal_warnings(requests: pd.DataFrame) -> list[str]:
     refused = requests[requests["status"].isin(("rejected", "failed"))]
     if not len(refused):
         return []
-    alike = refused["reason"].fillna("").astype(str).str.replace(r"\d[\d.,]*", "#", regex=True)
-    kinds = refused["status"].astype(str) + ": " + alike  # a rejection and a failure are two kinds
+    kinds = refused["status"].astype(str) + ": " + reason_kinds(refused["reason"])  # by status too
     groups = refused.groupby(kinds.to_numpy(), sort=False)
     order = sorted(groups.indices.items(), key=lambda item: (-len(item[1]), item[0]))
     lines = []

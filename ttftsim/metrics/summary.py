@@ -78,6 +78,12 @@ def _counts(requests: pd.DataFrame) -> RequestCounts:
     )
 
 
+def reason_kinds(reasons: pd.Series) -> pd.Series:
+    """Each request's reason with its numbers as '#' ('prompt # + output # tokens exceed max_model_len #'): reasons
+    alike but for their numbers are one kind (the summary's warnings and validate's finding on refused requests)."""
+    return reasons.fillna("").astype(str).str.replace(r"\d[\d.,]*", "#", regex=True)
+
+
 def summarize(
     requests: pd.DataFrame,
     itl: tuple[NDArray[np.float64], NDArray[Any]],

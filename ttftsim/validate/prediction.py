@@ -16,6 +16,7 @@ from ttftsim.config.deploy import Deploy
 from ttftsim.config.workload import ConversationWorkload, SyntheticWorkload
 from ttftsim.inputs.files import counted
 from ttftsim.metrics.slo import SloCheck, judge, slo_figures
+from ttftsim.metrics.summary import reason_kinds
 from ttftsim.simulate import simulate
 from ttftsim.validate.report import Prediction, Report
 from ttftsim.validate.target import Target, scenario_for
@@ -139,7 +140,7 @@ def _refused(report: Report, requests: Any) -> int:
     if not count:
         return 0
     reasons = requests.loc[rejected, "reason"].astype(str)
-    shapes = reasons.str.replace(r"\d[\d,]*", "N", regex=True)  # one reason, whatever its numbers
+    shapes = reason_kinds(reasons)  # one reason, whatever its numbers
     kinds = shapes.value_counts()
     example = reasons[shapes == kinds.index[0]].iloc[0]
     too_long = reasons.str.contains("tokens exceed max_model_len", regex=False)
