@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from ttftsim.config.workload import LognormalLength
 from ttftsim.plan.run import PlanResult, run_plan
 from ttftsim.render.plan import render_plan
+from ttftsim.workload.expected import expected_length
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = ROOT / "examples" / "plans" / "chat-70b-tpot.yaml"
@@ -78,7 +80,21 @@ def test_tpot_throughput_and_cost_per_token_are_columns(chat: tuple[Path, PlanRe
     first = text.splitlines()[1]  # the answer comes right after the plan's line
     assert first.startswith("recommended: 7 x H100-SXM5-80GB TP2, w fp8, least_outstanding ($42.00/h):")
     assert "  L40S-48GB: L40S-48GB TP2, w fp8, least_outstanding: infeasible: misses the SLO" in text
-    assert "mean TPOT ms" in text and "out tok/s" in text
+    assert "mean TPOT ms" in text and "$/M tok" in text
+    demand = 40 * expected_length(LognormalLength(type="lognormal", mean=211, std=163, high=1000), Path())
+    assert f"Llama-3.1-70B at 40 req/s ({demand:,.0f} output tokens/s)" in text.splitlines()[0]
+
+
+def test_every_row_is_priced_at_the_same_demand(chat: tuple[Path, PlanResult]) -> None:
+    """$/M tokens is $/h over the traffic's expected output tokens (40 req/s x the clipped lognormal's mean),
+    for confirmed and estimated rows alike: two rows of the same $/h show the same $/M tokens."""
+    _, result = chat
+    demand = 40 * expected_length(LognormalLength(type="lognormal", mean=211, std=163, high=1000), Path())
+    priced = [r for r in result.rows if r.cost_per_million_tokens == r.cost_per_million_tokens]
+    assert {r.status for r in priced} >= {"confirmed", "estimate"}
+    for row in priced:
+        assert row.output_tokens_per_s == pytest.approx(demand, rel=1e-12)
+        assert row.cost_per_million_tokens == pytest.approx(row.cost_per_hour / (demand * 3600) * 1e6, rel=1e-12)
 
 
 def test_a_p99_tpot_stand_in_binds_on_tpot_and_costs_more(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from ttftsim.config.plan import Plan
@@ -28,6 +29,7 @@ from ttftsim.plan.evaluate import Candidate
 from ttftsim.plan.explain import check_key, missed, sentence
 from ttftsim.plan.store import Store
 from ttftsim.processes import local_pool, usable_workers
+from ttftsim.workload.expected import output_tokens_per_unit
 
 WAVE = 8  # capacity bisections per pruning decision (fixed: the same result for any worker count)
 PREDICT_TOP = 20
@@ -73,6 +75,14 @@ class Runner:
     progress: Progress | None = None
     computed: int = 0
     _pool: Any = field(default=None, repr=False)
+    _demand: float | None = field(default=None, repr=False)
+
+    def demand(self) -> float:
+        """Output tokens the traffic asks for per unit of the plan's rate (workload/expected.py): every row's
+        $/M tokens and output tokens/s are at this one demand, not at its own run's sample of lengths."""
+        if self._demand is None:
+            self._demand = output_tokens_per_unit(self.plan.workload, Path(self.base))
+        return self._demand
 
     def run(self, phase: str, jobs: list[tuple[str, Candidate, float]]) -> list[Any]:
         """Results of (kind, candidate, arg) jobs in order: from the checkpoint, or computed (and stored)."""
@@ -204,12 +214,13 @@ class Row:
         """'8 x H100-SXM5-80GB TP2, least_outstanding ($48.00/h)'."""
         return f"{self.replicas} x {self.candidate.label()} (${self.cost_per_hour:,.2f}/h)"
 
-    def take_figures(self, plan: Plan, figures: SloFigures) -> None:
-        """The figures of a prediction or confirmation: the table's, each target's, the sentence."""
+    def take_figures(self, plan: Plan, figures: SloFigures, demand: float) -> None:
+        """The figures of a prediction or confirmation: the table's, each target's, the sentence; the output
+        tokens at the traffic's `demand` (output tokens per unit of rate), the same for every row."""
         self.ttft_p50_s, self.ttft_p99_s = figures.ttft_p50_s, figures.ttft_p99_s
         self.tpot_mean_s, self.tpot_p99_s = figures.tpot_mean_s, figures.tpot_p99_s
-        self.output_tokens_per_s = plan.target_rate * figures.output_tokens_per_unit
-        self.cost_per_million_tokens = _per_million(plan, self.cost_per_hour, figures)
+        self.output_tokens_per_s = plan.target_rate * demand
+        self.cost_per_million_tokens = _per_million(self.cost_per_hour, self.output_tokens_per_s)
         verdict = judge(plan.slo, figures)
         checks = () if verdict is None else verdict.checks
         self.figures = {check_key(c): math.nan if c.figure_s is None else c.figure_s for c in checks}
@@ -321,7 +332,7 @@ def _best_of_pruned_types(runner: Runner, rows: dict[str, Row]) -> list[Row]:
 def _predict(runner: Runner, rows: list[Row]) -> None:
     jobs = [("predict", r.candidate, float(r.replicas)) for r in rows]
     for row, result in zip(rows, runner.run("predict", jobs), strict=True):
-        row.take_figures(runner.plan, SloFigures.from_dict(result))
+        row.take_figures(runner.plan, SloFigures.from_dict(result), runner.demand())
         if row.status == "pruned":
             row.explanation += f" (pruned: {row.reason})"
 
@@ -335,7 +346,7 @@ def _confirm(runner: Runner, rows: list[Row]) -> None:
         row.cost_per_hour = size_gpus * evaluate.price_per_gpu_hour(plan, row.candidate.hardware)
         row.pods_lost = int(result.get("pods_lost", 0))
         figures = SloFigures.from_dict(result)
-        row.take_figures(plan, figures)
+        row.take_figures(plan, figures, runner.demand())
         if row.max_rate == row.max_rate:
             row.headroom = 1.0 - plan.target_rate / (row.replicas * row.max_rate)
         row.status = "confirmed" if result["met"] else "missed"
@@ -343,8 +354,8 @@ def _confirm(runner: Runner, rows: list[Row]) -> None:
             row.reason = f"cluster run misses with {result['replicas']} replicas: {missed(plan.slo, figures)}"
 
 
-def _per_million(plan: Plan, cost_per_hour: float, figures: SloFigures) -> float:
-    tokens_per_hour = plan.target_rate * figures.output_tokens_per_unit * 3600
+def _per_million(cost_per_hour: float, output_tokens_per_s: float) -> float:
+    tokens_per_hour = output_tokens_per_s * 3600
     return cost_per_hour / tokens_per_hour * 1e6 if tokens_per_hour > 0 else math.nan
 
 

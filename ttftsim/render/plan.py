@@ -23,8 +23,10 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     from ttftsim.plan.search import best_per_gpu
 
     plan = result.plan
+    tokens = next((r.output_tokens_per_s for r in result.rows if r.output_tokens_per_s > 0), 0.0)  # one demand
+    demand = f" ({tokens:,.0f} output tokens/s)" if tokens else ""
     console.print(
-        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s, {wanted(plan.slo)}; "
+        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s{demand}, {wanted(plan.slo)}; "
         f"{counted(len(result.rows), 'candidate')}, {result.fully_simulated} confirmed by cluster simulation; "
         f"tasks computed {result.computed}, from checkpoint {result.reused}"
     )
@@ -38,7 +40,6 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
         "GPUs",
         "$/hour",
         "$/M tok",
-        "out tok/s",
         "P99 TTFT ms",
         "mean TPOT ms",
         "P99 TPOT ms",
@@ -54,7 +55,6 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
             str(row.gpus),
             _money(row.cost_per_hour),
             _money(row.cost_per_million_tokens),
-            _num_or_dash(row.output_tokens_per_s),
             _ms_or_dash(row.ttft_p99_s),
             _ms_or_dash(row.tpot_mean_s),
             _ms_or_dash(row.tpot_p99_s),
@@ -113,10 +113,6 @@ def _result_files(folder: Any) -> list[str]:
 
 def _ms_or_dash(value: float) -> str:
     return "-" if value != value else ms(value)
-
-
-def _num_or_dash(value: float) -> str:
-    return "-" if value != value else f"{value:,.0f}"
 
 
 def _kernel_times(gpus: list[str]) -> str:
