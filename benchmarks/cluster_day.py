@@ -1,8 +1,13 @@
 """A fleet's day (issue "A fleet's day in a minute"): 24 hours of diurnal traffic (Poisson with a
 piecewise-linear rate, mean 50 req/s, peak 3x trough: 25 to 75 req/s, trough at 04:00, peak at 16:00),
-ShareGPT-like lengths (lognormal prompts mean 230, outputs mean 200 tokens), Llama-3.1-8B on H100 nodes of
+ShareGPT-like lengths (lognormal prompts mean 230, outputs mean 200 tokens), Llama-3.1-8B on L40S nodes of
 8 GPUs provisioned by Karpenter, the HPA between 4 and 32 replicas on TTFT P99 (0.5 s), a warm pool of 2,
 least-outstanding routing. About 4.3 million requests. Target: <= 60 s whole process on one core.
+
+L40S, not H100: four H100 replicas serve the peak's 75 req/s at a P99 TTFT of 65 ms, so on H100 the HPA never
+leaves its minimum and no node is ever provisioned; on L40S the fleet follows the traffic (4 to 6 replicas
+ready over the day, a second node provisioned when the warm pool is spent; the HPA asks for up to 9 when P99 TTFT
+spikes, tests/cluster/test_day_reference.py replays such a stretch).
 
 Each run is `ttftsim simulate FILE --json` in a fresh process pinned to one core, timed whole (start to
 exit, imports included); peak RSS is the child's (getrusage). The baseline, measured in the same run, is
@@ -41,26 +46,30 @@ finally:
 """
 
 
-def diurnal_points(hours: float) -> list[list[float]]:
+def diurnal_points(hours: float, start_hour: float = 0.0) -> list[list[float]]:
     """Hourly (time s, rate) points of mean * (1 + a sin(2 pi (h - 10) / 24)), a = (3 - 1) / (3 + 1): trough
-    25 req/s at 04:00, peak 75 at 16:00, mean 50 over a whole day."""
+    25 req/s at 04:00, peak 75 at 16:00, mean 50 over a whole day; time 0 is `start_hour` o'clock."""
     amplitude = (PEAK_OVER_TROUGH - 1) / (PEAK_OVER_TROUGH + 1)
     steps = math.ceil(hours)
-    return [[h * 3600.0, MEAN_RATE * (1 + amplitude * math.sin(2 * math.pi * (h - 10) / 24))] for h in range(steps + 1)]
+    return [
+        [h * 3600.0, MEAN_RATE * (1 + amplitude * math.sin(2 * math.pi * (start_hour + h - 10) / 24))]
+        for h in range(steps + 1)
+    ]
 
 
-def scenario(hours: float) -> dict[str, object]:
+def scenario(hours: float, start_hour: float = 0.0) -> dict[str, object]:
+    """The day's first `hours` (from `start_hour` o'clock: a test replays a stretch where the fleet scales)."""
     return {
-        "name": f"cluster-day-{hours:g}h",
+        "name": f"cluster-day-{hours:g}h" + (f"-from-{start_hour:g}h" if start_hour else ""),
         "model": "Llama-3.1-8B",
-        "hardware": "H100-SXM5-80GB",
+        "hardware": "L40S-48GB",
         "engine": {"vllm_version": "0.15.1"},
         "seed": 11,
         "metrics_window_s": 60,
         "slo": {"ttft_p99_s": 1.0},
         "workload": {
             "type": "synthetic",
-            "arrivals": {"type": "rate_curve", "points": diurnal_points(hours)},
+            "arrivals": {"type": "rate_curve", "points": diurnal_points(hours, start_hour)},
             "prompt_tokens": {"type": "lognormal", "mean": 230, "std": 300, "high": 4000},
             "output_tokens": {"type": "lognormal", "mean": 200, "std": 220, "high": 2000},
             "duration_s": hours * 3600.0,
@@ -68,8 +77,8 @@ def scenario(hours: float) -> dict[str, object]:
         "cluster": {
             "node_pools": [
                 {
-                    "name": "h100",
-                    "hardware": "H100-SXM5-80GB",
+                    "name": "l40s",
+                    "hardware": "L40S-48GB",
                     "gpus_per_node": 8,
                     "initial_nodes": 1,
                     "max_nodes": 5,
