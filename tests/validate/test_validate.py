@@ -671,7 +671,7 @@ def test_which_other_kinds_run_a_vllm_server() -> None:
 
 
 def test_a_json_value_with_a_negative_number_is_one_argument() -> None:
-    from ttftsim.validate.manifests import _check_one_argument_each
+    from ttftsim.validate.serving_container import _check_one_argument_each
 
     container = {"command": ["vllm", "serve", "m"], "args": ["--override-generation-config", '{"temperature": -1}']}
     _check_one_argument_each("k8s.yaml", 0, container)  # no error

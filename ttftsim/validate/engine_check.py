@@ -14,8 +14,9 @@ from ttftsim.engine.step_plan import rejection
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import UNMODELLED_FORMAT, load_model
+from ttftsim.model.spec import ModelSpec
 from ttftsim.perf.memory import DoesNotFitError
-from ttftsim.replica import build_replica, resolve_ref
+from ttftsim.replica import Replica, build_replica, resolve_ref
 from ttftsim.validate.report import Report
 from ttftsim.validate.target import Target, scenario_for
 from ttftsim.workload.request import Request
@@ -25,24 +26,7 @@ UNKNOWN_MODEL_ERRORS = ("unknown model", UNMODELLED_FORMAT)
 
 
 def check_engine(report: Report, deploy: Deploy, target: Target, base: Path, source: str) -> Any:
-    if deploy.model is None and target.serving is not None and target.model.startswith(("/", ".", "~")):
-        raise InputError(  # a path in the container: the machine running validate has other files there
-            target.serving.source,
-            "vllm serve",
-            f"the model {target.model} is a path inside the container, not read from this machine; name the model "
-            f"in {source} (model: a Hugging Face id or a preset, ttftsim models)",
-        )
-    try:
-        model = load_model(resolve_ref(target.model, base), source)
-    except InputError as exc:
-        if deploy.model is not None or target.serving is None or not exc.message.startswith(UNKNOWN_MODEL_ERRORS):
-            raise  # a config.json's own error names its file and field
-        # the name came from the manifests' vllm command (KServe serves a local path such as /mnt/models)
-        raise InputError(
-            target.serving.source,
-            "vllm serve",
-            f"{exc.message}; name the model in {source} (model: a Hugging Face id or a preset, ttftsim models)",
-        ) from None
+    model = _load_model(deploy, target, base, source)
     tp = target.engine.tensor_parallel_size
     if model.num_attention_heads % tp:
         report.add(
@@ -56,9 +40,42 @@ def check_engine(report: Report, deploy: Deploy, target: Target, base: Path, sou
     if target.hardware is None:
         return None
     hardware = load_hardware(resolve_ref(target.hardware, base), source)
+    replica = _build(report, deploy, target, base, source)
+    if replica is None:
+        return None
+    _check_kv_capacity(report, replica, hardware.name)
+    return replica
+
+
+def _load_model(deploy: Deploy, target: Target, base: Path, source: str) -> ModelSpec:
+    """The model to predict with; a name the manifests' vllm command gave that ttftsim cannot read is an input
+    error naming that command, with the deployment file's model: as the way out."""
+    if deploy.model is None and target.serving is not None and target.model.startswith(("/", ".", "~")):
+        raise InputError(  # a path in the container: the machine running validate has other files there
+            target.serving.source,
+            "vllm serve",
+            f"the model {target.model} is a path inside the container, not read from this machine; name the model "
+            f"in {source} (model: a Hugging Face id or a preset, ttftsim models)",
+        )
+    try:
+        return load_model(resolve_ref(target.model, base), source)
+    except InputError as exc:
+        if deploy.model is not None or target.serving is None or not exc.message.startswith(UNKNOWN_MODEL_ERRORS):
+            raise  # a config.json's own error names its file and field
+        # the name came from the manifests' vllm command (KServe serves a local path such as /mnt/models)
+        raise InputError(
+            target.serving.source,
+            "vllm serve",
+            f"{exc.message}; name the model in {source} (model: a Hugging Face id or a preset, ttftsim models)",
+        ) from None
+
+
+def _build(report: Report, deploy: Deploy, target: Target, base: Path, source: str) -> Replica | None:
+    """One replica as vLLM would start it; None, with an error finding, where it does not fit or an engine
+    argument is refused."""
     scenario = scenario_for(deploy, target, 1)
     try:
-        replica = build_replica(scenario, base, source)
+        return build_replica(scenario, base, source)
     except DoesNotFitError as exc:
         where = f"{target.serving.kind}/{target.serving.name} ({target.serving.source}): " if target.serving else ""
         report.add(
@@ -76,13 +93,18 @@ def check_engine(report: Report, deploy: Deploy, target: Target, base: Path, sou
             exc = InputError(target.serving.source, flag, exc.message)
         report.add("error", "engine", exc.one_line())  # names the file and field (a calibration file, ...)
         return None
+
+
+def _check_kv_capacity(report: Report, replica: Replica, hardware_name: str) -> None:
+    """The KV cache's capacity against max_model_len x max_num_seqs (info), and a warning where one request of
+    max_model_len tokens can never be held."""
     engine = replica.engine
     capacity = replica.num_blocks * engine.block_size
     worst = engine.max_model_len * engine.max_num_seqs
     report.add(
         "info",
         "kv-capacity",
-        f"KV cache {capacity:,} tokens on {engine.rank_gpus} x {hardware.name}"
+        f"KV cache {capacity:,} tokens on {engine.rank_gpus} x {hardware_name}"
         + (f" (each of {engine.dp} data-parallel engines)" if engine.dp > 1 else "")
         + f"; max_model_len x max_num_seqs = {worst:,}",
     )
@@ -96,4 +118,3 @@ def check_engine(report: Report, deploy: Deploy, target: Target, base: Path, sou
             "check sizes a sequence by the sliding-window layers) and such a request is never scheduled",
             "lower --max-model-len, or add KV memory (TP, fp8 KV cache)",
         )
-    return replica

@@ -12,8 +12,9 @@ from typing import Any
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, load_hardware, node_label_keys
 from ttftsim.inputs.files import counted
-from ttftsim.validate.manifests import GPU_RESOURCES, ServingWorkload
+from ttftsim.validate.manifests import ServingWorkload
 from ttftsim.validate.report import Report
+from ttftsim.validate.serving_container import GPU_RESOURCES
 from ttftsim.validate.target import Target
 
 SHARED_SUFFIX = "-SHARED"  # k8s-device-plugin sharing.timeSlicing.renameByDefault
@@ -53,6 +54,16 @@ def check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Targe
             "GPUs per pod",
         )
     selector, allowed = _gpu_constraints(serving.pod_spec)
+    _check_pinned_gpus(report, where, selector, allowed, resources)
+    _check_several_gpu_types(report, where, allowed, target.hardware)
+
+
+def _check_pinned_gpus(
+    report: Report, where: str, selector: dict[str, str], allowed: dict[str, list[str]], resources: dict[str, Any]
+) -> None:
+    """The GPU labels the pods are pinned to: a nodeSelector and a required affinity that admit no node together,
+    and a GPU resource of a vendor the pinned nodes are not (both leave the pods Pending)."""
+    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
     for key, value in selector.items():
         if key in allowed and value.lower() not in {v.lower() for v in allowed[key]}:
             report.add(
@@ -73,6 +84,10 @@ def check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Targe
             f"but are pinned to nodes by {', '.join(sorted(vendors))} GPU labels: no such node offers it",
             "request the GPU resource of the vendor the nodes are pinned to",
         )
+
+
+def _check_several_gpu_types(report: Report, where: str, allowed: dict[str, list[str]], hardware: str | None) -> None:
+    """A required affinity that admits several known GPU types: a warning, since one of them is predicted."""
     for key, values in allowed.items():
         kinds = list(dict.fromkeys(h for h in (label_hardware(v) for v in values) if h))
         if len(kinds) > 1:
@@ -80,8 +95,7 @@ def check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Targe
                 "warning",
                 "gpu-affinity",
                 f"{where}: the required node affinity allows {key} in {', '.join(values)}: the pods may land on "
-                f"{', '.join(kinds)}; predicted on {target.hardware}"
-                + (" (the slowest)" if target.hardware in kinds else ""),
+                f"{', '.join(kinds)}; predicted on {hardware}" + (" (the slowest)" if hardware in kinds else ""),
                 "pin one GPU type, or validate once per type (hardware: in the deployment file)",
             )
 

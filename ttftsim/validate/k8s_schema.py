@@ -2,11 +2,12 @@
 
 Built-in kinds go through `kubernetes-validate` (its strict JSON schemas, generated from each release's
 OpenAPI document: an unknown field is an error, as `kubectl apply`'s default strict field validation makes
-it), for the oldest and the newest Kubernetes release ttftsim supports (KUBERNETES_VERSIONS): a field that
-only a newer release knows is said as such. Custom resources (LeaderWorkerSet, InferencePool, HTTPRoute,
-KServe InferenceService) go through their published CRD schemas (ttftsim/validate/crd_schemas.py). Each
-object gives at most one finding per release, on one line: file and document, kind/name, field path, what
-is wrong.
+it; ttftsim/validate/builtin_schemas.py), for the oldest and the newest Kubernetes release ttftsim supports
+(KUBERNETES_VERSIONS): a field that only a newer release knows is said as such. Custom resources
+(LeaderWorkerSet, InferencePool, HTTPRoute, KServe InferenceService) go through their published CRD schemas
+(ttftsim/validate/crd_schemas.py). Each object gives at most one finding per release, on one line: file and
+document, kind/name, field path, what is wrong; then one for each rule the API server adds beyond the schemas
+(ttftsim/validate/api_server_rules.py).
 
 Kinds the deployment checks cannot read (KServe, llm-d, Helm chart values) are named here, so that a set of
 manifests without a Deployment, StatefulSet or LeaderWorkerSet says what it holds instead of only "no
@@ -17,22 +18,18 @@ Deployment". Not checked: CEL rules of CRDs, admission webhooks, anything the cl
 from __future__ import annotations
 
 import difflib
-import json
-import re
 from dataclasses import dataclass
-from functools import cache
-from importlib.resources import files
 from typing import Any
 
 import jsonschema
-from referencing import Registry, Resource
 
+from ttftsim.validate.api_server_rules import api_server_rules
+from ttftsim.validate.builtin_schemas import CHECKED_VERSIONS, QUANTITY_PATTERN, builtin_validator, served_versions
+from ttftsim.validate.builtin_schemas import KUBERNETES_VERSIONS as KUBERNETES_VERSIONS  # named from here too
 from ttftsim.validate.crd_schemas import crd_schema
-from ttftsim.validate.manifests import WORKLOAD_KINDS, runs_vllm_server
+from ttftsim.validate.manifests import WORKLOAD_KINDS
+from ttftsim.validate.serving_container import runs_vllm_server
 
-# the releases kubernetes-validate 1.37 ships schemas for, from the oldest still on the clouds' extended support
-KUBERNETES_VERSIONS = ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
-CHECKED_VERSIONS = (KUBERNETES_VERSIONS[0], KUBERNETES_VERSIONS[-1])
 MAX_VALUE_CHARS = 60
 # Kinds people deploy vLLM with that the deployment checks do not read: what to tell them
 UNSUPPORTED_KINDS = {
@@ -96,51 +93,6 @@ def check_objects(documents: list[tuple[str, dict[str, Any]]]) -> list[SchemaFin
             SchemaFinding("error", "k8s-schema", f"{where}: {problem}") for problem in api_server_rules(document)
         ]
     return findings
-
-
-def api_server_rules(document: Any, path: str = "") -> list[str]:
-    """What the API server's validation refuses beyond the OpenAPI schemas, in every container list of the object
-    (pod templates of any kind, a LeaderWorkerSet's two): a containerPort outside 1-65535, a hostPort outside
-    0-65535 (k8s.io/kubernetes pkg/apis/core/validation validateContainerPorts), a negative resource quantity
-    (ValidateResourceQuantityValue: "must be greater than or equal to 0")."""
-    problems: list[str] = []
-    if isinstance(document, dict):
-        for key, value in document.items():
-            here = f"{path}.{key}" if path else str(key)
-            if key in ("containers", "initContainers") and isinstance(value, list):
-                for index, container in enumerate(value):
-                    if isinstance(container, dict):
-                        problems += _container_rules(container, f"{here}.{index}")
-            else:
-                problems += api_server_rules(value, here)
-    elif isinstance(document, list):
-        for index, value in enumerate(document):
-            problems += api_server_rules(value, f"{path}.{index}")
-    return problems
-
-
-def _container_rules(container: dict[str, Any], path: str) -> list[str]:
-    problems = []
-    ports = container.get("ports")
-    for index, port in enumerate(ports if isinstance(ports, list) else []):
-        if not isinstance(port, dict):
-            continue
-        for key, low in (("containerPort", 1), ("hostPort", 0)):
-            number = port.get(key)
-            if isinstance(number, int) and not isinstance(number, bool) and not low <= number <= 65535:
-                problems.append(
-                    f"{path}.ports.{index}.{key}: {number} is not a port ({low}-65535); the API server refuses it"
-                )
-    resources = container.get("resources")
-    for part in ("requests", "limits"):
-        values = resources.get(part) if isinstance(resources, dict) else None
-        for name, quantity in (values if isinstance(values, dict) else {}).items():
-            if str(quantity).strip().startswith("-") and str(quantity).strip("-0. ") != "":
-                problems.append(
-                    f"{path}.resources.{part}.{name}: {quantity} is negative (must be greater than or equal to 0); "
-                    "the API server refuses it"
-                )
-    return problems
 
 
 NOT_AN_OBJECT = "not-an-object"
@@ -237,38 +189,7 @@ def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
         if best is not None:
             failures.append((version, _describe(best)))
     if all(message == "" for _, message in failures) and len(failures) == len(CHECKED_VERSIONS):
-        served = served_versions(kind) if _built_in_group(api_version) else []
-        if served:  # a built-in kind under an apiVersion no release serves it as: the API server refuses it
-            return [
-                SchemaFinding(
-                    "error",
-                    "k8s-schema",
-                    f"{where}: apiVersion {api_version} does not serve {kind} in Kubernetes {_range()} (it is served "
-                    f"as {', '.join(served)}): kubectl apply refuses it without a CRD of that group and kind",
-                    f"set apiVersion: {served[-1]}",
-                )
-            ]
-        # core, apps, batch, ...: no CRD can add a kind there (a List is kubectl's wrapper, not a served kind)
-        if "." not in api_version.rpartition("/")[0] and not kind.endswith("List"):
-            near = difflib.get_close_matches(kind, COMMON_KINDS, n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            return [
-                SchemaFinding(
-                    "error",
-                    "k8s-schema",
-                    f"{where}: {api_version} has no kind {kind} in Kubernetes {_range()}{hint}: kubectl apply "
-                    "refuses it (a custom resource's group has a dot, so none can add kinds to this one)",
-                    f"set kind: {near[0]}" if near else "",
-                )
-            ]
-        return [
-            SchemaFinding(
-                "info",
-                "k8s-schema",
-                f"{where}: no schema for {api_version} {kind} (Kubernetes {_range()} or the vendored CRDs); "
-                "not checked",
-            )
-        ]
+        return _no_schema(where, api_version, kind)
     if len(failures) == len(CHECKED_VERSIONS):  # wrong in every release: each distinct message once
         messages = dict.fromkeys(message or "this apiVersion and kind are not served" for _, message in failures)
         return [SchemaFinding("error", "k8s-schema", f"{where}: {m} (Kubernetes {_range()})") for m in messages]
@@ -283,80 +204,49 @@ def _check_one(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
     ]
 
 
+def _no_schema(where: str, api_version: str, kind: str) -> list[SchemaFinding]:
+    """No checked release and no vendored CRD has a schema for the apiVersion and kind: an error where the API
+    server would refuse it (a built-in kind under a group that does not serve it, a kind a built-in group lacks),
+    else an info line (a custom resource of a CRD ttftsim does not vendor)."""
+    served = served_versions(kind) if _built_in_group(api_version) else []
+    if served:  # a built-in kind under an apiVersion no release serves it as: the API server refuses it
+        return [
+            SchemaFinding(
+                "error",
+                "k8s-schema",
+                f"{where}: apiVersion {api_version} does not serve {kind} in Kubernetes {_range()} (it is served "
+                f"as {', '.join(served)}): kubectl apply refuses it without a CRD of that group and kind",
+                f"set apiVersion: {served[-1]}",
+            )
+        ]
+    # core, apps, batch, ...: no CRD can add a kind there (a List is kubectl's wrapper, not a served kind)
+    if "." not in api_version.rpartition("/")[0] and not kind.endswith("List"):
+        near = difflib.get_close_matches(kind, COMMON_KINDS, n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        return [
+            SchemaFinding(
+                "error",
+                "k8s-schema",
+                f"{where}: {api_version} has no kind {kind} in Kubernetes {_range()}{hint}: kubectl apply "
+                "refuses it (a custom resource's group has a dot, so none can add kinds to this one)",
+                f"set kind: {near[0]}" if near else "",
+            )
+        ]
+    return [
+        SchemaFinding(
+            "info",
+            "k8s-schema",
+            f"{where}: no schema for {api_version} {kind} (Kubernetes {_range()} or the vendored CRDs); not checked",
+        )
+    ]
+
+
 def _built_in_group(api_version: str) -> bool:
     """Kubernetes' own API groups: the core group (v1), those without a dot (apps, batch, autoscaling, policy,
     extensions) and *.k8s.io; any other is a custom resource's (Knative's serving.knative.dev/v1 Service, Volcano's
     batch.volcano.sh Job), which a kind name shared with a built-in one does not make wrong."""
     group = api_version.rpartition("/")[0]
     return "." not in group or group.endswith(".k8s.io")
-
-
-@cache
-def served_versions(kind: str) -> list[str]:
-    """The apiVersions (group's first label / version, as kubernetes-validate names its files) that serve a
-    built-in kind in any checked release; empty for a kind no release serves (a custom resource's)."""
-    found: set[str] = set()
-    for version in CHECKED_VERSIONS:
-        folder = files("kubernetes_validate").joinpath("kubernetes-json-schema", f"v{version}.0-local-strict")
-        prefix = f"{kind.lower()}-"
-        for entry in folder.iterdir():
-            name = entry.name
-            if name.startswith(prefix) and name.endswith(".json"):
-                group, _, api = name[len(prefix) : -len(".json")].rpartition("-")
-                found.add(f"{FULL_GROUPS.get(group, group)}/{api}" if group else api)
-    return sorted(found)
-
-
-# kubernetes-validate names a schema file by its group's first label: the built-in groups' full names
-FULL_GROUPS = (
-    {
-        label: f"{label}.k8s.io"
-        for label in ("networking", "storage", "scheduling", "coordination", "node", "discovery", "certificates")
-    }
-    | {label: f"{label}.k8s.io" for label in ("admissionregistration", "apiextensions", "events", "resource")}
-    | {
-        "rbac": "rbac.authorization.k8s.io",
-        "authentication": "authentication.k8s.io",
-        "authorization": "authorization.k8s.io",
-        "flowcontrol": "flowcontrol.apiserver.k8s.io",
-        "apiregistration": "apiregistration.k8s.io",
-        "internal": "internal.apiserver.k8s.io",
-    }
-)
-
-
-@cache
-def builtin_validator(version: str, api_version: str, kind: str) -> jsonschema.Draft202012Validator | None:
-    """kubernetes-validate's strict schema of a built-in kind in one release, made once per run (its own
-    validate() reads and parses the 1 MB definitions file on every call: ~35 ms an object). Same files, same
-    lookup as kubernetes_validate.utils.validate: `<kind>-<group's first label>-<version>.json` beside
-    `_definitions.json` in `v<release>.0-local-strict`; None when the release does not serve the kind."""
-    folder = files("kubernetes_validate").joinpath("kubernetes-json-schema", f"v{version}.0-local-strict")
-    name = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    path = folder.joinpath(f"{kind.lower()}-{name}.json")
-    if not path.is_file():
-        return None
-    schema = json.loads(path.read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema, registry=_definitions(version) @ Registry())
-
-
-@cache
-def _definitions(version: str) -> Resource[Any]:
-    """kubernetes-validate's shared definitions, with a Quantity's text checked as the API server parses it:
-    its schema says only "string or number", so `memory: 64Gb` would pass here and be refused by kubectl."""
-    folder = files("kubernetes_validate").joinpath("kubernetes-json-schema", f"v{version}.0-local-strict")
-    contents = json.loads(folder.joinpath("_definitions.json").read_text(encoding="utf-8"))
-    contents["$defs"][QUANTITY_DEFINITION] = {"type": ["string", "number", "null"], "pattern": QUANTITY_PATTERN}
-    return Resource.from_contents(contents)
-
-
-QUANTITY_DEFINITION = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-# A resource.Quantity's text (k8s.io/apimachinery/pkg/api/resource/quantity.go, ParseQuantity's grammar: a signed
-# decimal, then a binary suffix Ki..Ei, a decimal one n u m k M G T P E, or an exponent), the pattern
-# controller-gen writes into every CRD's Quantity fields (as in the vendored LeaderWorkerSet CRD)
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
 
 
 def _first_error(schema: dict[str, Any], document: dict[str, Any]) -> str | None:

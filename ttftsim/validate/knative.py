@@ -19,8 +19,8 @@ from typing import Any
 
 from ttftsim.validate.container_command import container_words
 from ttftsim.validate.k8s_schema import SchemaFinding
-from ttftsim.validate.manifests import runs_vllm_server
 from ttftsim.validate.rendered import Documents, RenderedWorkload, note, with_tcp_readiness, workload
+from ttftsim.validate.serving_container import runs_vllm_server
 from ttftsim.validate.yaml_fields import Fields
 
 GROUP = "serving.knative.dev"

@@ -1,11 +1,11 @@
 """Read what `ttftsim validate` needs from real Kubernetes manifests: the serving workload (Deployment,
 StatefulSet or LeaderWorkerSet), its vLLM container and `vllm serve` arguments, resources, placement
-rules, probes, volumes, and the HPA that scales it. Which node labels name a GPU, and which values mean
-which GPU, is the hardware profiles' (hwprofiles/*.yaml node_labels), never a table here."""
+rules, probes, volumes, and the HPA that scales it. Which container of the pod is the vLLM server is
+serving_container.py's. Which node labels name a GPU, and which values mean which GPU, is the hardware
+profiles' (hwprofiles/*.yaml node_labels), never a table here."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,17 +15,14 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import node_label_keys
 from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
-from ttftsim.validate.container_command import container_words, container_words_are_shell
 from ttftsim.validate.container_env import ConfigData, config_data, literal_env, missing_keys
 from ttftsim.validate.manifest_shapes import check_document
-from ttftsim.validate.vllm_args import API_SERVER_MODULE, vllm_arguments
-from ttftsim.validate.vllm_checks import upstream_vllm_image
+from ttftsim.validate.serving_container import GPU_RESOURCES, listening_port, vllm_containers
 from ttftsim.validate.vllm_command import read_vllm_container
-from ttftsim.validate.vllm_invocation import CommandFinding
+from ttftsim.validate.vllm_invocation import CommandFinding, VllmCommand
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 DEFAULT_VLLM = str(EngineArgs.model_fields["vllm_version"].default)
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")  # the device plugins' extended resource names
 
 
 class NoServingWorkloadError(InputError):
@@ -134,50 +131,7 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
     for source, document in documents:
         if document.get("kind") not in WORKLOAD_KINDS:
             continue
-        placed = (document.get("metadata") or {}).get("namespace")
-        stores = config_data(documents, None if placed is None else str(placed))
-        spec = document.get("spec") or {}
-        if document["kind"] == "LeaderWorkerSet":
-            template = ((spec.get("leaderWorkerTemplate") or {}).get("leaderTemplate")) or (
-                (spec.get("leaderWorkerTemplate") or {}).get("workerTemplate")
-            )
-            size = int((spec.get("leaderWorkerTemplate") or {}).get("size", 1))
-        else:
-            template, size = spec.get("template"), 1
-        pod_spec = (template or {}).get("spec") or {}
-        for _, container, words in _vllm_containers(source, pod_spec, stores):
-            name = str((document.get("metadata") or {}).get("name", ""))
-            where = f"{document['kind']}/{name}"
-            listed = container.get("env")
-            env = listed if isinstance(listed, list) else []
-            origin, image = f"{source} container {container.get('name', '')}", str(container.get("image") or "")
-            values = literal_env(container, stores)  # as the kubelet builds it: ConfigMaps, Secrets, order
-            read = read_vllm_container(words, env, vllm_version, where, origin, image, values)
-            read.findings += [
-                CommandFinding(
-                    "error",
-                    f"{where}: env {missing}: the kubelet does not start the container (CreateContainerConfigError)",
-                    "add the key, or mark the reference optional: true",
-                )
-                for missing in missing_keys(container, stores)
-            ]
-            found.append(
-                ServingWorkload(
-                    source,
-                    str(document["kind"]),
-                    name,
-                    int(spec.get("replicas", 1)),
-                    size,
-                    container,
-                    pod_spec,
-                    read.model,
-                    read.engine,
-                    read.pipeline_parallel,
-                    read.not_modelled,
-                    command_findings=read.findings,
-                    port=_listening_port(words),
-                )
-            )
+        found += _serving_workloads(source, document, documents, vllm_version)
     if not found:
         raise NoServingWorkloadError(
             ", ".join(sorted({s.split("#")[0] for s, _ in documents})) or "manifests",
@@ -199,138 +153,68 @@ def find_serving(documents: list[tuple[str, dict[str, Any]]], vllm_version: str 
     return serving
 
 
-def _vllm_containers(
-    source: str, pod_spec: dict[str, Any], stores: ConfigData
-) -> list[tuple[int, dict[str, Any], list[str]]]:
-    """The pod's vLLM server container (index, container, the words it runs): one whose command runs vLLM, else
-    one that leaves the command to a vLLM image's entrypoint (see _runs_vllm). Several in one pod are an error
-    naming them."""
+def _serving_workloads(
+    source: str, document: dict[str, Any], documents: list[tuple[str, dict[str, Any]]], vllm_version: str
+) -> list[ServingWorkload]:
+    """The workload document's vLLM container (at most one: several in one pod are an error), read with the
+    ConfigMaps and Secrets of its namespace among `documents`."""
+    placed = (document.get("metadata") or {}).get("namespace")
+    stores = config_data(documents, None if placed is None else str(placed))
+    spec = document.get("spec") or {}
+    if document["kind"] == "LeaderWorkerSet":
+        template = ((spec.get("leaderWorkerTemplate") or {}).get("leaderTemplate")) or (
+            (spec.get("leaderWorkerTemplate") or {}).get("workerTemplate")
+        )
+        size = int((spec.get("leaderWorkerTemplate") or {}).get("size", 1))
+    else:
+        template, size = spec.get("template"), 1
+    pod_spec = (template or {}).get("spec") or {}
     found = []
-    for index, container in enumerate(pod_spec.get("containers") or []):
-        _check_lists(source, index, container)
-        try:
-            words = container_words(container, stores)
-        except ValueError as exc:  # shlex: an unbalanced quote
-            name = container.get("name", index) if isinstance(container, dict) else index
-            message = f"cannot split the command and args of container {name!r} as its shell would ({exc})"
-            raise InputError(source, f"containers.{index}.command", message) from None
-        if _runs_vllm(container, words):
-            _check_one_argument_each(source, index, container)
-            found.append((index, container, words))
-        elif not container_words_are_shell(container):
-            _check_no_command_line_in_one_item(source, index, container)
-    if len(found) > 1:
-        names = ", ".join(f"{c.get('name', i)} ({c.get('image', '')})" for i, c, _ in found)
-        raise InputError(
-            source,
-            f"containers.{found[1][0]}",
-            f"{len(found)} containers of one pod run a vLLM server ({names}); validate checks one per deploy file",
+    for _, container, words in vllm_containers(source, pod_spec, stores):
+        name = str((document.get("metadata") or {}).get("name", ""))
+        read = _read_container(container, words, stores, vllm_version, f"{document['kind']}/{name}", source)
+        found.append(
+            ServingWorkload(
+                source,
+                str(document["kind"]),
+                name,
+                int(spec.get("replicas", 1)),
+                size,
+                container,
+                pod_spec,
+                read.model,
+                read.engine,
+                read.pipeline_parallel,
+                read.not_modelled,
+                command_findings=read.findings,
+                port=listening_port(words),
+            )
         )
     return found
 
 
-def _listening_port(words: list[str]) -> int | None:
-    """The port a `vllm serve` (or API-server module) command line listens on: its last --port, else vLLM's 8000;
-    None for an image's entrypoint (its wrapper may choose) or a port that is not a number."""
-    if not _explicit_vllm(words):
-        return None
-    port: str | None = "8000"
-    arguments = (vllm_arguments(words) or ([], True))[0]
-    for index, word in enumerate(arguments):
-        if word == "--port":
-            port = arguments[index + 1] if index + 1 < len(arguments) else None
-        elif word.startswith("--port="):
-            port = word.split("=", 1)[1]
-    return int(port) if port is not None and port.isdigit() else None
+def _read_container(
+    container: dict[str, Any], words: list[str], stores: ConfigData, vllm_version: str, where: str, source: str
+) -> VllmCommand:
+    """The vLLM container's command line and environment read (vllm_command.py), with an error for each env key
+    its ConfigMaps and Secrets lack."""
+    listed = container.get("env")
+    env = listed if isinstance(listed, list) else []
+    origin, image = f"{source} container {container.get('name', '')}", str(container.get("image") or "")
+    values = literal_env(container, stores)  # as the kubelet builds it: ConfigMaps, Secrets, order
+    read = read_vllm_container(words, env, vllm_version, where, origin, image, values)
+    read.findings += [
+        CommandFinding(
+            "error",
+            f"{where}: env {missing}: the kubelet does not start the container (CreateContainerConfigError)",
+            "add the key, or mark the reference optional: true",
+        )
+        for missing in missing_keys(container, stores)
+    ]
+    return read
 
 
 def _keda_target(scaled_object: dict[str, Any]) -> dict[str, Any]:
     """A ScaledObject's target in an HPA's shape (its scaleTargetRef's kind defaults to Deployment)."""
     ref = (scaled_object.get("spec") or {}).get("scaleTargetRef") or {}
     return {"spec": {"scaleTargetRef": {"kind": ref.get("kind", "Deployment"), "name": ref.get("name")}}}
-
-
-def _check_lists(source: str, index: int, container: dict[str, Any]) -> None:
-    """command and args as Kubernetes takes them: lists of strings (the API server refuses a string)."""
-    for part in ("command", "args"):
-        value = container.get(part)
-        if value is not None and not isinstance(value, list):
-            raise InputError(
-                source,
-                f"containers.{index}.{part}",
-                f"must be a list of strings, one argument each, got {type(value).__name__} (Kubernetes does not split "
-                "a string)",
-            )
-
-
-FLAG_INSIDE = re.compile(r"\s--?[A-Za-z]")
-
-
-def _check_one_argument_each(source: str, index: int, container: dict[str, Any]) -> None:
-    """An item of a vLLM container's command line holding several flags (`"M --max-model-len 8192 -tp 2"`) reaches
-    vLLM as one argument (no shell splits it): refused, naming the item. A shell wrapper's script is one word."""
-    if container_words_are_shell(container):
-        return
-    for part in ("command", "args"):
-        for item_index, item in enumerate(container.get(part) or []):
-            text = str(item).strip()
-            if not text.startswith(("{", "[")) and FLAG_INSIDE.search(text):
-                raise InputError(
-                    source,
-                    f"containers.{index}.{part}.{item_index}",
-                    f"{text!r} holds several words: Kubernetes passes it to vLLM as one argument; write one flag or "
-                    "value per item",
-                )
-
-
-def _check_no_command_line_in_one_item(source: str, index: int, container: dict[str, Any]) -> None:
-    """A whole `vllm serve ...` line in one item of command or args (no shell to split it): Kubernetes runs a
-    program of that whole name, which does not exist. Refused naming the item, as when the args hold it."""
-    for part in ("command", "args"):
-        for item_index, item in enumerate(container.get(part) or []):
-            text = str(item).strip()
-            if _explicit_vllm(text.split()) and len(text.split()) > 1:
-                raise InputError(
-                    source,
-                    f"containers.{index}.{part}.{item_index}",
-                    f"{text!r} holds several words: Kubernetes runs it as one program name (no shell splits it); "
-                    "write one word per item, or run it with [sh, -c, ...]",
-                )
-
-
-def _runs_vllm(container: dict[str, Any], words: list[str]) -> bool:
-    """The container runs a vLLM server: its command runs `vllm serve` or the OpenAI API-server module; or it sets no
-    command, so that its image's entrypoint runs with its args, and the image is vLLM's own or a GPU container's
-    whose name holds vllm (vendor builds: RHOAI's vllm-cuda-rhel9). A sidecar or a router whose image name holds
-    "vllm" (lmcache/vllm_router, a metrics exporter) requests no GPU and is not one."""
-    if _explicit_vllm(words):
-        return True
-    return not container.get("command") and _entrypoint_image(container)
-
-
-def runs_vllm_server(container: Any) -> bool:
-    """Whether a container (of any pod) runs a vLLM server, as _runs_vllm decides; a command that cannot be split
-    runs none."""
-    if not isinstance(container, dict):
-        return False
-    try:
-        return _runs_vllm(container, container_words(container))
-    except ValueError:  # shlex: an unbalanced quote
-        return False
-
-
-def _explicit_vllm(words: list[str]) -> bool:
-    return (
-        any(word == "serve" and i > 0 and words[i - 1].rsplit("/", 1)[-1] == "vllm" for i, word in enumerate(words))
-        or API_SERVER_MODULE in words
-    )
-
-
-def _entrypoint_image(container: dict[str, Any]) -> bool:
-    """No program of its own, and an image whose entrypoint is vLLM's server (see _runs_vllm)."""
-    image = str(container.get("image") or "")
-    if upstream_vllm_image(image):
-        return True
-    limits = ((container.get("resources") or {}).get("limits")) or {}
-    requests = ((container.get("resources") or {}).get("requests")) or {}
-    return "vllm" in image.lower() and any(name in limits or name in requests for name in GPU_RESOURCES)

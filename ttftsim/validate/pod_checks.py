@@ -23,32 +23,38 @@ def check_manifests(report: Report, serving: ServingWorkload, target: Target) ->
     where = f"{serving.kind}/{serving.name}"
     tp = target.engine.tensor_parallel_size * serving.pipeline_parallel * target.engine.data_parallel_size
     check_gpu_count(report, serving, target)
+    _check_gpu_label(report, serving, target, where)
+    anti = (serving.pod_spec.get("affinity") or {}).get("podAntiAffinity") or serving.pod_spec.get(
+        "topologySpreadConstraints"
+    )
+    if target.replicas > 1 and not anti:
+        report.add(
+            "warning",
+            "anti-affinity",
+            f"{where}: {target.replicas} replicas without podAntiAffinity or topology spread; one node failure can "
+            "take several replicas at once",
+            "add podAntiAffinity (preferred, topologyKey kubernetes.io/hostname) or a topologySpreadConstraint",
+        )
+    _check_requests(report, serving, where)
+    if tp > 1 and not _has_shm(serving):
+        report.add(
+            "warning",
+            "shared-memory",
+            f"{where}: {tp} GPUs a replica (tensor x pipeline x data parallel) without an in-memory /dev/shm "
+            "volume; NCCL falls back or fails with the 64 MB default",
+            "mount an emptyDir with medium: Memory at /dev/shm",
+        )
+
+
+def _check_gpu_label(report: Report, serving: ServingWorkload, target: Target, where: str) -> None:
+    """The GPU type label the pods are pinned to: on a key ttftsim cannot read, none, time-sliced, or unknown. Each
+    is an error without hardware in the deployment file (nothing names the GPU to predict on)."""
     label = gpu_label(serving)
     unknown = unknown_gpu_keys(serving) if label is None and serving.hardware_label() is None else []
     if unknown:  # pinned on a label of the cluster's own: the GPU type is there, ttftsim cannot read it
-        known = ", ".join(node_label_keys()[:3])
-        report.add(
-            "info" if target.hardware else "error",
-            "gpu-affinity",
-            f"{where}: the pods select on {', '.join(unknown)}, not a GPU type label ttftsim reads ({known}, ...)"
-            + ("" if target.hardware else ": ttftsim cannot tell which GPU they get"),
-            "set hardware in the deployment file" if not target.hardware else "",
-        )
+        _unreadable_gpu_keys(report, target, where, unknown)
     elif label is None:
-        report.add(
-            "warning" if target.hardware else "error",
-            "gpu-affinity",
-            (
-                f"{where}: a term of the required node affinity names no GPU type label (terms are alternatives: it "
-                "admits any GPU)"
-                if serving.hardware_label() is not None  # some term names one
-                else f"{where}: no nodeSelector or required node affinity on a GPU type label"
-            )
-            + "; in a cluster with several GPU types the pods land on any of them"
-            + ("" if target.hardware else ", and ttftsim cannot tell which"),
-            "add a required nodeAffinity on nvidia.com/gpu.product"
-            + ("" if target.hardware else " (or set hardware in the deployment file)"),
-        )
+        _no_gpu_label(report, serving, target, where)
     elif label.upper().endswith(SHARED_SUFFIX) and label_hardware(label):
         report.add(
             "warning",
@@ -66,17 +72,40 @@ def check_manifests(report: Report, serving: ServingWorkload, target: Target) ->
             + ("" if target.hardware else ": ttftsim cannot tell the GPU, so memory and the SLO go unchecked"),
             "" if target.hardware else "set hardware in the deployment file (e.g. hardware: H100-SXM5-80GB)",
         )
-    anti = (serving.pod_spec.get("affinity") or {}).get("podAntiAffinity") or serving.pod_spec.get(
-        "topologySpreadConstraints"
+
+
+def _unreadable_gpu_keys(report: Report, target: Target, where: str, unknown: list[str]) -> None:
+    """The pods select on GPU-like label keys no hardware profile names GPUs by."""
+    known = ", ".join(node_label_keys()[:3])
+    report.add(
+        "info" if target.hardware else "error",
+        "gpu-affinity",
+        f"{where}: the pods select on {', '.join(unknown)}, not a GPU type label ttftsim reads ({known}, ...)"
+        + ("" if target.hardware else ": ttftsim cannot tell which GPU they get"),
+        "set hardware in the deployment file" if not target.hardware else "",
     )
-    if target.replicas > 1 and not anti:
-        report.add(
-            "warning",
-            "anti-affinity",
-            f"{where}: {target.replicas} replicas without podAntiAffinity or topology spread; one node failure can "
-            "take several replicas at once",
-            "add podAntiAffinity (preferred, topologyKey kubernetes.io/hostname) or a topologySpreadConstraint",
+
+
+def _no_gpu_label(report: Report, serving: ServingWorkload, target: Target, where: str) -> None:
+    """No GPU type label constrains every pod: any GPU of the cluster may run them."""
+    report.add(
+        "warning" if target.hardware else "error",
+        "gpu-affinity",
+        (
+            f"{where}: a term of the required node affinity names no GPU type label (terms are alternatives: it "
+            "admits any GPU)"
+            if serving.hardware_label() is not None  # some term names one
+            else f"{where}: no nodeSelector or required node affinity on a GPU type label"
         )
+        + "; in a cluster with several GPU types the pods land on any of them"
+        + ("" if target.hardware else ", and ttftsim cannot tell which"),
+        "add a required nodeAffinity on nvidia.com/gpu.product"
+        + ("" if target.hardware else " (or set hardware in the deployment file)"),
+    )
+
+
+def _check_requests(report: Report, serving: ServingWorkload, where: str) -> None:
+    """Memory and CPU asked of the scheduler: without them the pod may be evicted or starved."""
     resources = serving.container.get("resources") or {}
     if "memory" not in (resources.get("limits") or {}) and "memory" not in (resources.get("requests") or {}):
         report.add(
@@ -92,14 +121,6 @@ def check_manifests(report: Report, serving: ServingWorkload, target: Target) ->
             "requests-limits",
             f"{where}: no CPU request; tokenisation and scheduling starve",
             "request 4-8 CPUs",
-        )
-    if tp > 1 and not _has_shm(serving):
-        report.add(
-            "warning",
-            "shared-memory",
-            f"{where}: {tp} GPUs a replica (tensor x pipeline x data parallel) without an in-memory /dev/shm "
-            "volume; NCCL falls back or fails with the 64 MB default",
-            "mount an emptyDir with medium: Memory at /dev/shm",
         )
 
 

@@ -55,15 +55,30 @@ def predict(report: Report, deploy: Deploy, target: Target, base: Path) -> None:
     floor = _lone_decode_s(result) if target.engine.speculative_config is None else 0.0
     beyond = [check for check in missed if check.target.startswith(("tpot", "itl")) and floor > check.target_s]
     if beyond:  # a lower bound no replica count moves: every token of a request alone takes a decode step
-        report.add(
-            "error",
-            "slo",
-            f"predicted {_checks_text(missed)} with {counted(replicas, 'replica')} misses the SLO",
-            f"a request alone on a replica waits {floor:.4f} s a token (one sequence's decode step at the median "
-            f"prompt), over the {_checks_text(beyond, figures=False)}: more replicas cannot meet it; a faster GPU, "
-            "more tensor parallelism or quantization might (ttftsim plan)",
-        )
+        _decode_floor_miss(report, replicas, missed, beyond, floor)
         return
+    _miss_with_replicas_needed(report, deploy, target, base, replicas, missed, refused)
+
+
+def _decode_floor_miss(
+    report: Report, replicas: int, missed: list[SloCheck], beyond: list[SloCheck], floor: float
+) -> None:
+    """The SLO missed on a TPOT or ITL target below one lone decode step: an error no replica count fixes."""
+    report.add(
+        "error",
+        "slo",
+        f"predicted {_checks_text(missed)} with {counted(replicas, 'replica')} misses the SLO",
+        f"a request alone on a replica waits {floor:.4f} s a token (one sequence's decode step at the median "
+        f"prompt), over the {_checks_text(beyond, figures=False)}: more replicas cannot meet it; a faster GPU, "
+        "more tensor parallelism or quantization might (ttftsim plan)",
+    )
+
+
+def _miss_with_replicas_needed(
+    report: Report, deploy: Deploy, target: Target, base: Path, replicas: int, missed: list[SloCheck], refused: int
+) -> None:
+    """The SLO missed: an error whose fix is the fewest replicas that meet it (each count simulated, up to
+    MAX_EXTRA_REPLICAS more), else a faster configuration."""
     needed = None
     for extra in range(1, MAX_EXTRA_REPLICAS + 1):
         run = simulate(scenario_for(deploy, target, replicas + extra, cluster=True), base)

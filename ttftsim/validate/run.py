@@ -88,28 +88,14 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
     # a file named twice (in manifests: and by --manifest, one path relative, one not) is read once
     files = list({file.resolve(): file for file in [base / m for m in deploy.manifests] + list(extra)}.values())
     if not files:
-        if deploy.model is None or deploy.hardware is None:
-            missing = "model" if deploy.model is None else "hardware"
-            raise InputError(
-                source,
-                missing,
-                f"no {missing}: give Kubernetes manifests, or model and hardware (and engine arguments)",
-            )
-        engine = deploy.engine if deploy.engine is not None else EngineArgs(vllm_version=deploy.vllm_version)
-        return Target(deploy.model, deploy.hardware, engine, deploy.replicas or 1, None)
+        return _target_without_manifests(deploy, source)
     documents = _read_manifests(files)
     rendered = render_workloads(documents)  # formats.py: KServe resources and chart values as their workloads
     schema_findings = rendered.kept(check_objects(documents)) + rendered.findings  # before the deployment checks
     if deploy.model is not None:  # the deployment file names the model that KServe's storage holds
         schema_findings = [f for f in schema_findings if f.check != MODEL_SOURCE]
     documents = documents + rendered.documents
-    try:
-        serving = find_serving(documents, deploy.vllm_version)
-    except NoServingWorkloadError as exc:
-        unsupported = unsupported_deployment(documents, schema_findings)
-        if unsupported is None:
-            raise
-        raise unsupported from exc
+    serving = _serving(documents, deploy.vllm_version, schema_findings)
     if deploy.engine is not None or deploy.replicas is not None:
         field_name = "engine" if deploy.engine is not None else "replicas"
         raise InputError(
@@ -123,19 +109,52 @@ def _target(deploy: Deploy, path: Path, base: Path, extra: list[Path]) -> Target
         raise InputError(
             serving.source, "vllm serve", "no model named (vllm serve MODEL) and none in the deployment file"
         )
-    try:
-        stages = {"pipeline_parallel_size": serving.pipeline_parallel} if serving.pipeline_parallel > 1 else {}
-        fitted = {"calibration": deploy.calibration} if deploy.calibration else {}  # ttftsim fit's factors
-        args = {"vllm_version": deploy.vllm_version, **serving.engine, **stages, **fitted}
-        engine = EngineArgs.model_validate(args, context={COMMAND_LINE: True})  # strings, converted as argparse does
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
+    engine = _engine_args(deploy, serving)
     label = gpu_label(serving)
     pinned = label_hardware(label) if label else None
     hardware = deploy.hardware or pinned
     schema_findings += _overrides(deploy, serving, pinned, source)
     return Target(model, hardware, engine, serving.replicas, serving, schema_findings)
+
+
+def _target_without_manifests(deploy: Deploy, source: str) -> Target:
+    """The deployment file's own model, hardware and engine arguments (both named, or an input error)."""
+    if deploy.model is None or deploy.hardware is None:
+        missing = "model" if deploy.model is None else "hardware"
+        raise InputError(
+            source,
+            missing,
+            f"no {missing}: give Kubernetes manifests, or model and hardware (and engine arguments)",
+        )
+    engine = deploy.engine if deploy.engine is not None else EngineArgs(vllm_version=deploy.vllm_version)
+    return Target(deploy.model, deploy.hardware, engine, deploy.replicas or 1, None)
+
+
+def _serving(
+    documents: list[tuple[str, dict[str, Any]]], vllm_version: str, schema_findings: list[SchemaFinding]
+) -> ServingWorkload:
+    """The manifests' one vLLM workload; where there is none, and the files deploy a model in a form the checks
+    cannot read, the error naming that form instead."""
+    try:
+        return find_serving(documents, vllm_version)
+    except NoServingWorkloadError as exc:
+        unsupported = unsupported_deployment(documents, schema_findings)
+        if unsupported is None:
+            raise
+        raise unsupported from exc
+
+
+def _engine_args(deploy: Deploy, serving: ServingWorkload) -> EngineArgs:
+    """The engine arguments of the workload's vllm command line, with the deployment file's vLLM version and
+    calibration; a value they refuse is an input error naming the flag."""
+    try:
+        stages = {"pipeline_parallel_size": serving.pipeline_parallel} if serving.pipeline_parallel > 1 else {}
+        fitted = {"calibration": deploy.calibration} if deploy.calibration else {}  # ttftsim fit's factors
+        args = {"vllm_version": deploy.vllm_version, **serving.engine, **stages, **fitted}
+        return EngineArgs.model_validate(args, context={COMMAND_LINE: True})  # strings, converted as argparse does
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
 
 
 def _overrides(deploy: Deploy, serving: ServingWorkload, pinned: str | None, source: str) -> list[SchemaFinding]:

@@ -18,8 +18,8 @@ from typing import Any
 
 from ttftsim.errors import InputError
 from ttftsim.validate.lmcache_env import lmcache_environment
-from ttftsim.validate.vllm_arg_list import arg_list_for
-from ttftsim.validate.vllm_args import parse_command, vllm_arguments
+from ttftsim.validate.vllm_arg_list import ChosenList, arg_list_for
+from ttftsim.validate.vllm_args import ParsedCommand, parse_command, vllm_arguments
 from ttftsim.validate.vllm_checks import check_image, check_offloading_start, check_quantization
 from ttftsim.validate.vllm_env import check_environment
 from ttftsim.validate.vllm_flags import MODELLED, interpret
@@ -77,9 +77,32 @@ def read_vllm_container(
     arguments, positional = split if split is not None else ([], True)
     parsed = parse_command(arguments, chosen, positional)
     command = VllmCommand(parsed.model, {}, 1)
-    note = f" ({chosen.note(version)})" if not chosen.is_exact else ""
     if parsed.model and (unknown := unknown_variable(parsed.model)):
         raise InputError(source, "model", unknown)
+    _note_refusals(parsed, chosen, command, version, where, source)
+    interpret(parsed, command, where, version)
+    check_quantization(parsed, command, where)
+    check_offloading_start(version, command, where)
+    check_image(image, version, command, where)
+    known = chosen.args.environment_variables
+    check_environment(env, parsed, command, known, version, where)
+    allow_long = (values if values is not None else {}).get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "")
+    if "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in known and allow_long.strip().lower() in ("1", "true"):  # vllm/envs.py
+        command.engine["allow_long_max_model_len"] = True
+    if "kv_transfer_config" in command.engine:
+        _lmcache_settings(env, command, where)
+        if command.engine.get("enable_prefix_caching") is False:
+            _without_lmcache(command, where)
+    return command
+
+
+def _note_refusals(
+    parsed: ParsedCommand, chosen: ChosenList, command: VllmCommand, version: str, where: str, source: str
+) -> None:
+    """What vLLM `version` refuses in the command line: an unknown flag is a finding (an error where the argument
+    list is that version's own, else a warning); a value it cannot read is an InputError, or a warning for a flag
+    the prediction does not depend on whose value is still an unexpanded variable."""
+    note = f" ({chosen.note(version)})" if not chosen.is_exact else ""
     for refusal in parsed.refusals:
         unknown = unknown_variable(refusal.message) if refusal.kind == "value" else None
         if unknown and refusal.dest not in MODELLED:  # the prediction does not depend on this flag's value
@@ -103,20 +126,6 @@ def read_vllm_container(
                 f"{hint}check {refusal.option} against `vllm serve --help=all` of vLLM {version}",
             )
         )
-    interpret(parsed, command, where, version)
-    check_quantization(parsed, command, where)
-    check_offloading_start(version, command, where)
-    check_image(image, version, command, where)
-    known = chosen.args.environment_variables
-    check_environment(env, parsed, command, known, version, where)
-    allow_long = (values if values is not None else {}).get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "")
-    if "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in known and allow_long.strip().lower() in ("1", "true"):  # vllm/envs.py
-        command.engine["allow_long_max_model_len"] = True
-    if "kv_transfer_config" in command.engine:
-        _lmcache_settings(env, command, where)
-        if command.engine.get("enable_prefix_caching") is False:
-            _without_lmcache(command, where)
-    return command
 
 
 def _without_lmcache(command: VllmCommand, where: str) -> None:
