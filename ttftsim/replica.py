@@ -1,37 +1,30 @@
 """Build one engine replica from a scenario: resolve its model and hardware references, the engine
 arguments, the memory plan (KV blocks) and the iteration-cost model (roofline, calibrated kernel times, or
-measured step costs). What the single-replica run, the cluster's pods, the plan and validate all start
-engines from; it builds values only and runs nothing."""
+measured step costs: step_costs.py). What the single-replica run, the cluster's pods, the plan and validate all
+start engines from; it builds values only and runs nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
-from numpy.typing import NDArray
-
-from ttftsim.calibration.costs import CalibratedCosts, fit_path
-from ttftsim.calibration.factors import scaled_api_server, scaled_kernel_costs, scaled_linear, with_overhead
+from ttftsim.calibration.factors import scaled_api_server, scaled_kernel_costs, with_overhead
 from ttftsim.config.deployment_calibration import DeploymentCalibration, Factors
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.loading import load_file
 from ttftsim.config.resolved_engine import ResolvedEngine, WindowedGroups, resolve_engine
-from ttftsim.config.scenario import KernelCosts as KernelCostsChoice
 from ttftsim.config.scenario import Scenario
-from ttftsim.config.versions import ApiServerCosts
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.inputs.files import exists
 from ttftsim.model.catalog import load_model
 from ttftsim.model.spec import ModelSpec
-from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.iteration import Deployment, IterationModel
-from ttftsim.perf.kernels import KernelCosts, RooflineCosts
+from ttftsim.perf.kernels import RooflineCosts
 from ttftsim.perf.kv_groups import KvCacheGroups
-from ttftsim.perf.linear import LinearStepModel, StepCostModel
+from ttftsim.perf.linear import StepCostModel
 from ttftsim.perf.memory import MemoryPlan, MemorySettings, plan_memory
+from ttftsim.step_costs import kernel_costs_for, step_cost
 
 
 @dataclass(frozen=True)
@@ -53,41 +46,78 @@ def resolve_ref(ref: str, base: Path) -> str:
 
 
 def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> Replica:
+    """The replica a scenario describes (its paths relative to base; source names it in errors): the engine
+    arguments resolved, the memory planned and counted in KV blocks, host transfers sized, the cost model chosen."""
     model = load_model(resolve_ref(scenario.model, base), source)
     disaggregated = is_disaggregated(scenario)
     hardware = load_hardware(resolve_ref(scenario.hardware, base), source)
     factors = deployment_factors(scenario.engine.calibration, hardware, base)
     try:
-        engine = resolve_engine(
-            scenario.engine, hardware, model.max_position_embeddings, model.native_dtype, model.mla_nope_dim
-        )
-        engine = replace(engine, api_server=scaled_api_server(engine.api_server, factors), seed=scenario.seed)
-        eager_s, graph_s = engine.iteration_overhead_s, engine.decode_graph_iteration_s
-        host_used = scenario.measured_step_cost is None  # a measured step cost holds its own host time
-        deployment = Deployment(
-            model,
-            hardware,
-            engine.tp,
-            engine.weight_dtype,
-            engine.kv_dtype,
-            engine.capture_sizes,
-            engine.cudagraph_mode,
-            with_overhead(hardware.overhead.iteration_s if eager_s is None else eager_s, factors, used=host_used),
-            with_overhead(
-                hardware.overhead.decode_graph_iteration_s if graph_s is None else graph_s, factors, used=host_used
-            ),
-            engine.max_num_seqs,
-            engine.async_scheduling,
-            engine.pp,
-            *speculation(engine, hardware, source, base),
-            engine.max_lora_rank if engine.lora_slots else 0,
-            scenario.engine.enable_expert_parallel,
-            engine.dp,
-            scenario.engine.expert_load_imbalance,
-        )
+        engine = _resolved_engine(scenario, model, hardware, factors)
+        deployment = _deployment(scenario, engine, model, hardware, factors, source, base)
     except ValueError as exc:
         raise InputError(source, "engine", str(exc)) from None
-    settings = MemorySettings(
+    memory = plan_memory(deployment, _memory_settings(engine, disaggregated))
+    blocks = engine.num_gpu_blocks_override or memory.num_blocks
+    windowed = windowed_groups(model, engine, memory, disaggregated)
+    if windowed is not None:  # the windowed KV manager's pool; vLLM's override counts one group's blocks
+        engine = replace(engine, windowed_kv=windowed)
+        if engine.num_gpu_blocks_override:
+            blocks = engine.num_gpu_blocks_override // (windowed.full + windowed.windowed)
+    engine = _with_lora_loads(scenario, engine, deployment, hardware)
+    engine = _with_kv_tiers(engine, model, hardware, memory, source)
+    return _with_costs(scenario, engine, deployment, hardware, memory, blocks, factors, source)
+
+
+def _resolved_engine(
+    scenario: Scenario, model: ModelSpec, hardware: HardwareProfile, factors: Factors
+) -> ResolvedEngine:
+    """The engine arguments with every default applied, the API server's costs scaled and the run's seed."""
+    engine = resolve_engine(
+        scenario.engine, hardware, model.max_position_embeddings, model.native_dtype, model.mla_nope_dim
+    )
+    return replace(engine, api_server=scaled_api_server(engine.api_server, factors), seed=scenario.seed)
+
+
+def _deployment(
+    scenario: Scenario,
+    engine: ResolvedEngine,
+    model: ModelSpec,
+    hardware: HardwareProfile,
+    factors: Factors,
+    source: str,
+    base: Path,
+) -> Deployment:
+    """The model on the hardware as the engine runs it: parallelism, dtypes, CUDA graphs, the host's time per
+    iteration (with the deployment factors), speculation's draft, LoRA's rank and the experts' layout."""
+    eager_s, graph_s = engine.iteration_overhead_s, engine.decode_graph_iteration_s
+    host_used = scenario.measured_step_cost is None  # a measured step cost holds its own host time
+    return Deployment(
+        model,
+        hardware,
+        engine.tp,
+        engine.weight_dtype,
+        engine.kv_dtype,
+        engine.capture_sizes,
+        engine.cudagraph_mode,
+        with_overhead(hardware.overhead.iteration_s if eager_s is None else eager_s, factors, used=host_used),
+        with_overhead(
+            hardware.overhead.decode_graph_iteration_s if graph_s is None else graph_s, factors, used=host_used
+        ),
+        engine.max_num_seqs,
+        engine.async_scheduling,
+        engine.pp,
+        *speculation(engine, hardware, source, base),
+        engine.max_lora_rank if engine.lora_slots else 0,
+        scenario.engine.enable_expert_parallel,
+        engine.dp,
+        scenario.engine.expert_load_imbalance,
+    )
+
+
+def _memory_settings(engine: ResolvedEngine, disaggregated: bool) -> MemorySettings:
+    """What the memory plan reads of the engine's arguments."""
+    return MemorySettings(
         engine.gpu_memory_utilization,
         engine.max_num_batched_tokens,
         engine.max_num_seqs,
@@ -97,14 +127,13 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         hybrid_kv_cache(engine, disaggregated),
         engine.measured_kv_sizing,
     )
-    memory = plan_memory(deployment, settings)
-    blocks = engine.num_gpu_blocks_override or memory.num_blocks
-    windowed = windowed_groups(model, engine, memory, disaggregated)
-    if windowed is not None:  # the windowed KV manager's pool; vLLM's override counts one group's blocks
-        engine = replace(engine, windowed_kv=windowed)
-        if engine.num_gpu_blocks_override:
-            blocks = engine.num_gpu_blocks_override // (windowed.full + windowed.windowed)
-    if engine.lora_slots:  # an adapter's copy into its GPU slot, and its read from disk into host memory
+
+
+def _with_lora_loads(
+    scenario: Scenario, engine: ResolvedEngine, deployment: Deployment, hardware: HardwareProfile
+) -> ResolvedEngine:
+    """With LoRA on: an adapter's copy into its GPU slot, and its read from disk into host memory."""
+    if engine.lora_slots:
         lora = getattr(scenario.workload, "lora", None)
         adapter = deployment.lora_adapter_bytes(lora.rank if lora is not None else engine.max_lora_rank)
         read_bw = scenario.engine.lora_read_bytes_per_s
@@ -113,6 +142,14 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             lora_h2d_s=adapter / hardware.host_to_device_bw_bytes_per_s,
             lora_read_s=adapter * engine.rank_gpus / read_bw,
         )
+    return engine
+
+
+def _with_kv_tiers(
+    engine: ResolvedEngine, model: ModelSpec, hardware: HardwareProfile, memory: MemoryPlan, source: str
+) -> ResolvedEngine:
+    """The KV tiers beyond the GPU sized from the memory plan: the CPU tier of KV offloading (blocks, a block's
+    load time) and LMCache's chunks; a chunk LMCache's capacities cannot hold is refused."""
     if engine.kv_offloading_gib:
         capacity, load_s = offload_sizes(engine, memory, hardware)
         engine = replace(engine, kv_offload_blocks=capacity, kv_load_s_per_block=load_s)
@@ -123,6 +160,21 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
             raise InputError(source, f"engine.lmcache.{problem[0]}", problem[1])
         host_bw, layers = hardware.host_to_device_bw_bytes_per_s, model.num_hidden_layers
         engine = replace(engine, lmcache_chunk_bytes=chunk, lmcache_h2d_bytes_per_s=host_bw, lmcache_num_layers=layers)
+    return engine
+
+
+def _with_costs(
+    scenario: Scenario,
+    engine: ResolvedEngine,
+    deployment: Deployment,
+    hardware: HardwareProfile,
+    memory: MemoryPlan,
+    num_blocks: int,
+    factors: Factors,
+    source: str,
+) -> Replica:
+    """The replica with its cost model (step_costs.py): the iteration model on the kernel times asked for, and
+    what the engine is timed with; its note says which kernel times and factors were used."""
     measured = scenario.measured_step_cost
     # measured step costs replace the kernel costs: asking for a calibration that does not exist refuses nothing
     choice = "auto" if measured is not None and scenario.kernel_costs == "calibrated" else scenario.kernel_costs
@@ -130,30 +182,11 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     perf = IterationModel(
         deployment, scaled_kernel_costs(RooflineCosts(hardware) if kernel_costs is None else kernel_costs, factors)
     )
-    if measured is not None and engine.pp > 1:
-        raise InputError(
-            source, "engine.pipeline_parallel_size", "pipeline parallelism needs per-stage times: use kernel costs, "
-            "not measured_step_cost",
-        )  # fmt: skip
-    cost: StepCostModel = (
-        perf
-        if measured is None
-        else scaled_linear(
-            LinearStepModel(
-                measured.fixed_s,
-                measured.per_token_s,
-                measured.per_kv_token_s,
-                measured.per_attn_pair_s,
-                measured.per_decode_token_s,
-            ),
-            factors,
-        )
-    )
-    cost = shared_core(cost, engine, source) if scenario.engine.api_server_shares_core else cost
+    cost = step_cost(scenario, engine, perf, factors, source)
     note = kernel_note if measured is None else "measured step costs (measured_step_cost)"
     if scenario.engine.calibration is not None:
         note += f", deployment factors of {scenario.engine.calibration}"
-    return Replica(engine, perf, memory, blocks, cost, note)
+    return Replica(engine, perf, memory, num_blocks, cost, note)
 
 
 def hybrid_kv_cache(engine: ResolvedEngine, disaggregated: bool = False) -> bool:
@@ -234,68 +267,3 @@ def deployment_factors(calibration: str | None, hardware: HardwareProfile, base:
             "fit the runs of this hardware (ttftsim fit)",
         )  # fmt: skip
     return loaded.factors
-
-
-def kernel_costs_for(
-    choice: KernelCostsChoice, hardware: HardwareProfile, source: str
-) -> tuple[KernelCosts | None, str]:
-    """The calibrated costs where asked for and available (None means the roofline), and a note that says
-    which were used."""
-    if choice == "roofline":
-        return None, "roofline (kernel_costs: roofline)"
-    costs = CalibratedCosts.load(hardware)
-    if costs is not None:
-        return costs, f"calibrated ({fit_path(hardware.name).name})"
-    if choice == "calibrated":
-        raise InputError(
-            source,
-            "kernel_costs",
-            f"no calibration for {hardware.name} ({fit_path(hardware.name)}); "
-            "run `ttftsim calibrate --from ...` or use kernel_costs: roofline",
-        )
-    return None, f"roofline (no calibration for {hardware.name})"
-
-
-def shared_core(cost: StepCostModel, engine: ResolvedEngine, source: str) -> StepCostModel:
-    """The step costs of an engine whose API server shares the engine core's CPU core (SharedCoreCost)."""
-    if engine.pp > 1 or engine.dp > 1:
-        what = "pipeline parallelism (per-stage times)" if engine.pp > 1 else "data parallelism (an engine core a rank)"
-        raise InputError(source, "engine.api_server_shares_core", f"not modelled with {what}")
-    return SharedCoreCost(cost, engine.api_server)
-
-
-class SharedCoreCost:
-    """Step costs when the API server and the engine core share one CPU core (engine.api_server_shares_core).
-    When a step ends, the engine core hands its outputs to the API server and prepares the next step; on one
-    core the two take turns, and the API server, woken by the outputs, holds the core while it detokenizes
-    and writes them (AsyncLLM.output_handler; engine/api_server.py): the next step starts that much later.
-    Charged as the step's own batch's work (per_step_s + per_output_token_s per token sampled: in a run of
-    decodes the batch before it), on every step but one started from idle, whose predecessor's outputs were
-    sent while the engine waited. The tokens' delivery is modelled as before (engine/api_server.py): a token
-    reaches the client the server's work after its step, and the step after it starts then too. Measured on
-    the real CPU server (benchmarks/vllm_cpu/closed_loop_trace.py, the API server, engine core and client on
-    one core): decode steps of 8 ran 0.66 ms over the in-process microbenchmark, of 4 0.23 ms, where this
-    charges 0.85 and 0.59 ms (the API server measured on the same host); an upper bound, the core's sharing
-    being the OS's time slicing. Speculative decoding's accepted drafts are not counted as tokens here."""
-
-    def __init__(self, inner: StepCostModel, api: ApiServerCosts) -> None:
-        self.inner = inner
-        self.per_step_s = api.per_step_s
-        self.per_token_s = api.per_output_token_s
-
-    def _outputs_s(self, num_sampled: int) -> float:
-        return self.per_step_s + self.per_token_s * num_sampled if num_sampled else 0.0
-
-    def time_s(self, shape: BatchShape) -> float:
-        return self.inner.time_s(shape) + self._outputs_s(shape.num_sampled)
-
-    def idle_start_s(self, shape: BatchShape) -> float:
-        return self.inner.idle_start_s(shape)  # the outputs before it went out while the engine was idle
-
-    def decode_step_s(self, num_seqs: int) -> Callable[[int], float]:
-        step, extra = self.inner.decode_step_s(num_seqs), self._outputs_s(num_seqs)
-        return lambda kv_tokens: step(kv_tokens) + extra
-
-    def decode_run_s(self, num_seqs: int, kv_tokens: int, steps: int) -> NDArray[np.float64]:
-        result: NDArray[np.float64] = self.inner.decode_run_s(num_seqs, kv_tokens, steps) + self._outputs_s(num_seqs)
-        return result

@@ -105,12 +105,32 @@ def _run(
     push_arrivals: bool,
     progress: Progress | None,
 ) -> SimulationResult:
+    """Run the replica (with a cluster section, the cluster) under the workload until the horizon, or until
+    nothing is left to happen."""
     if scenario.cluster is not None:
         return _simulate_cluster(scenario, base, seed, replica, source, started)
     env = simpy.Environment()
     recorder = Recorder(replica.engine.client_latency_s)
     run_seed = scenario.seed if seed is None else seed
-    engine = serving_engine(
+    engine = _serving_engine(env, scenario, replica, recorder, run_seed, closed_form_decode)
+    _start_traffic(env, scenario, base, engine, run_seed, push_arrivals)
+    expected = scenario.horizon_s or expected_duration(scenario)
+    if progress is not None and expected:
+        env.process(_ticker(env, expected, progress))
+    env.run(until=scenario.horizon_s)
+    return _replica_result(scenario, run_seed, replica, env, engine, recorder, started)
+
+
+def _serving_engine(
+    env: simpy.Environment,
+    scenario: Scenario,
+    replica: Replica,
+    recorder: Recorder,
+    run_seed: int,
+    closed_form_decode: bool,
+) -> ServingEngine:
+    """The replica's engine (its data-parallel ranks behind their load balancer, where it has several)."""
+    return serving_engine(
         env,
         replace(replica.engine, seed=run_seed),  # the seed also draws accepted draft tokens
         replica.cost,
@@ -122,16 +142,31 @@ def _run(
         first_visible_token=scenario.first_visible_token,
         attention_window=replica.perf.attention_window,
     )
+
+
+def _start_traffic(
+    env: simpy.Environment, scenario: Scenario, base: Path, engine: ServingEngine, run_seed: int, push_arrivals: bool
+) -> None:
+    """Start the workload: a single engine takes an open loop's arrivals from its feed unless push_arrivals;
+    otherwise a source process submits them at their times."""
     rng = np.random.default_rng(run_seed)
     requests = start_workload(env, scenario.workload, WorkloadContext(rng, base), engine.submit, scenario.client)
     if requests is not None and isinstance(engine, Engine) and not push_arrivals:
         engine.attach_feed(requests)
     elif requests is not None:  # pushed at their arrival times (DP ranks: through the load balancer)
         env.process(open_loop_source(env, requests, engine.submit))
-    expected = scenario.horizon_s or expected_duration(scenario)
-    if progress is not None and expected:
-        env.process(_ticker(env, expected, progress))
-    env.run(until=scenario.horizon_s)
+
+
+def _replica_result(
+    scenario: Scenario,
+    run_seed: int,
+    replica: Replica,
+    env: simpy.Environment,
+    engine: ServingEngine,
+    recorder: Recorder,
+    started: float,
+) -> SimulationResult:
+    """What the run leaves once it has ended: requests still in flight recorded as such, the final gauges."""
     gauges = {
         "num_requests_running": float(engine.num_running),
         "num_requests_waiting": float(engine.num_waiting),

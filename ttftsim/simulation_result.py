@@ -54,6 +54,34 @@ def _graph_settings(engine: ResolvedEngine, args: EngineArgs) -> dict[str, Any]:
     return {"cudagraphs": graphs}
 
 
+def _shown_engine(engine: ResolvedEngine, args: EngineArgs) -> dict[str, Any]:
+    """The engine's resolved arguments as the summary shows them: the quiet ones and LMCache's only where they act,
+    the run's seed not at all (RunConfig has it)."""
+    windowed = engine.windowed_kv
+    shown = {k: v for k, v in asdict(engine).items() if k not in QUIET_ENGINE_KEYS and not k.startswith("lmcache")}
+    return (
+        shown
+        | {  # LMCache's settings, the windowed groups, the hybrid manager's switch and the data-parallel
+            # engines only where they act
+            "api_server": engine.api_server.model_dump(),
+            "speculative": engine.speculative.model_dump() if engine.speculative is not None else None,
+        }
+        | ({"lmcache": engine.lmcache.model_dump()} if engine.lmcache is not None else {})
+        | ({"windowed_kv": asdict(windowed)} if windowed is not None else {})
+        | ({} if engine.hybrid_kv_cache_manager else {"hybrid_kv_cache_manager": False})
+        | ({"dp": engine.dp} if engine.dp > 1 else {})
+        | _graph_settings(engine, args)
+        | {  # the API server's admission limits (engine/admission.py), where set
+            name: value
+            for name in ("max_num_queued_reqs", "max_num_queued_tokens")
+            if (value := getattr(engine, name)) is not None
+        }
+        | (  # vLLM >= 0.23's hold on CPU-tier loads, where there is a tier
+            {"reserve_for_inflight_prefills": engine.reserve_for_inflight_prefills} if engine.kv_offload_blocks else {}
+        )
+    )
+
+
 @dataclass(frozen=True)
 class SimulationResult:
     """One run: the scenario and seed it ran with, the replica it built, its frames (requests in id order,
@@ -79,10 +107,6 @@ class SimulationResult:
     def summary(self) -> RunSummary:
         """Summary with the configuration that produced it, and what it read but did not model (warnings).
         Only what the inputs and seed determine: the same bytes every run (the wall time is in run_info)."""
-        engine, memory = self.replica.engine, self.replica.memory
-        model, hardware = self.replica.perf.deployment.model, self.replica.perf.deployment.hardware
-        windowed = engine.windowed_kv
-        kept = window_kept(model, engine, is_disaggregated(self.scenario))
         summary = summarize(
             self.requests,
             (self.itl_values, self.itl_weights),
@@ -90,50 +114,43 @@ class SimulationResult:
             (self.prefix_query_tokens, self.prefix_hit_tokens),
             self.sim_end_s,
         )
-        shown = {k: v for k, v in asdict(engine).items() if k not in QUIET_ENGINE_KEYS and not k.startswith("lmcache")}
-        config = RunConfig(
+        return replace(
+            summary,
+            config=self._run_config(),
+            cluster=None if self.cluster is None else self._cluster_summary(self.cluster),
+            simulation=SimulationFacts(self.sim_end_s, int(self.steps["num_steps"].sum()) if len(self.steps) else 0),
+            warnings=self._warnings(),
+            external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
+        )
+
+    def _run_config(self) -> RunConfig:
+        """The configuration that produced the run: the scenario, model and hardware by name, the engine's
+        arguments as shown (_shown_engine), vLLM's count of KV blocks, the memory plan, the kernel costs, the seed."""
+        engine, memory = self.replica.engine, self.replica.memory
+        model, hardware = self.replica.perf.deployment.model, self.replica.perf.deployment.hardware
+        windowed = engine.windowed_kv
+        return RunConfig(
             scenario=self.scenario.name,
             model=model.name,
             hardware=hardware.name,
-            engine=shown
-            | {  # the run's seed is below; LMCache's settings, the windowed groups, the hybrid manager's
-                # switch and the data-parallel engines only where they act
-                "api_server": engine.api_server.model_dump(),
-                "speculative": engine.speculative.model_dump() if engine.speculative is not None else None,
-            }
-            | ({"lmcache": engine.lmcache.model_dump()} if engine.lmcache is not None else {})
-            | ({"windowed_kv": asdict(windowed)} if windowed is not None else {})
-            | ({} if engine.hybrid_kv_cache_manager else {"hybrid_kv_cache_manager": False})
-            | ({"dp": engine.dp} if engine.dp > 1 else {})
-            | _graph_settings(engine, self.scenario.engine)
-            | {  # the API server's admission limits (engine/admission.py), where set
-                name: value
-                for name in ("max_num_queued_reqs", "max_num_queued_tokens")
-                if (value := getattr(engine, name)) is not None
-            }
-            | (  # vLLM >= 0.23's hold on CPU-tier loads, where there is a tier
-                {"reserve_for_inflight_prefills": engine.reserve_for_inflight_prefills}
-                if engine.kv_offload_blocks
-                else {}
-            ),
+            engine=_shown_engine(engine, self.scenario.engine),
             num_gpu_blocks=self.replica.num_blocks if windowed is None else windowed.num_blocks,  # vLLM's count
             kv_capacity_tokens=self.replica.num_blocks * engine.block_size,
             memory_plan_bytes=asdict(memory) if memory else None,
             kernel_costs=self.replica.kernel_costs,
             seed=self.seed,
         )
-        return replace(
-            summary,
-            config=config,
-            cluster=None if self.cluster is None else self._cluster_summary(self.cluster),
-            simulation=SimulationFacts(self.sim_end_s, int(self.steps["num_steps"].sum()) if len(self.steps) else 0),
-            warnings=tuple(
-                version_warnings(self.scenario.engine.vllm_version)
-                + model_warnings(model, engine.max_model_len, engine.weight_dtype, kept)
-                + self.stall_warnings()
-                + refusal_warnings(self.requests)
-            ),
-            external_prefix_cache=None if self.external_prefix is None else PrefixCache(*_rate(self.external_prefix)),
+
+    def _warnings(self) -> tuple[str, ...]:
+        """What the run read but did not model, or what went wrong in it: the version's, the model's, a stall's
+        and the refusals' warnings, in that order."""
+        engine, model = self.replica.engine, self.replica.perf.deployment.model
+        kept = window_kept(model, engine, is_disaggregated(self.scenario))
+        return tuple(
+            version_warnings(self.scenario.engine.vllm_version)
+            + model_warnings(model, engine.max_model_len, engine.weight_dtype, kept)
+            + self.stall_warnings()
+            + refusal_warnings(self.requests)
         )
 
     def stall_warnings(self) -> list[str]:

@@ -18,8 +18,8 @@ from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
 from ttftsim.errors import InputError
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.linear import LinearStepModel
-from ttftsim.replica import SharedCoreCost
 from ttftsim.simulate import simulate
+from ttftsim.step_costs import SharedCoreCost
 
 COSTS = ApiServerCostsS(per_request_s=0.001, per_output_token_s=0.0001)
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.factories import feed, make_engine
 from ttftsim.config.versions import ApiServerCosts
 from ttftsim.perf.linear import LinearStepModel
-from ttftsim.replica import SharedCoreCost
+from ttftsim.step_costs import SharedCoreCost
 from ttftsim.workload.request import Request
 
 COST = LinearStepModel(0.005, 0.0002, 0.00001)
@@ -74,7 +74,7 @@ def scenarios(draw: Any) -> dict[str, Any]:
         },
         "horizon": draw(st.one_of(st.none(), st.floats(0.1, 3.0))),
         "first_visible_token": draw(st.sampled_from([1, 1, 2, 3])),
-        "shares_core": draw(st.booleans()),  # each step also takes the API server's work (replica.SharedCoreCost)
+        "shares_core": draw(st.booleans()),  # each step also takes the API server's work (step_costs.SharedCoreCost)
     }
 
 

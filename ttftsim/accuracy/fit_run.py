@@ -30,7 +30,8 @@ from ttftsim.config.deployment_calibration import (
 )
 from ttftsim.errors import InputError
 from ttftsim.perf.linear import LinearStepModel
-from ttftsim.replica import SharedCoreCost, build_replica
+from ttftsim.replica import build_replica
+from ttftsim.step_costs import SharedCoreCost
 
 
 def parse_factors(text: str) -> tuple[FactorName, ...]:

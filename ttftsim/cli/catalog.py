@@ -82,7 +82,7 @@ def step(
 ) -> None:
     """Time of one engine iteration and its breakdown by operator (calibrated kernel times where the GPU
     has a calibration, as in simulate; --kernel-costs roofline for the uncalibrated roofline)."""
-    from ttftsim.replica import kernel_costs_for
+    from ttftsim.step_costs import kernel_costs_for
 
     deployment = deployment_from_options(model, gpu, tp, weight_dtype, kv_dtype)
     shape = BatchShape.from_sequences(
@@ -119,7 +119,8 @@ def memory(
     """Per-GPU memory plan as vLLM computes it: weights, activations, reserves, KV blocks (with pipeline
     parallelism, on the stage with the fewest blocks: every stage gets that many)."""
     from ttftsim.config.engine import EngineArgs
-    from ttftsim.config.resolved_engine import default_limits, mla_block_size
+    from ttftsim.config.engine_limits import default_limits
+    from ttftsim.config.resolved_engine import mla_block_size
 
     deployment = deployment_from_options(model, gpu, tp, weight_dtype, kv_dtype, pp)
     tokens, seqs = default_limits(deployment.hardware, EngineArgs().vllm_version)  # the modelled default version

@@ -5,15 +5,18 @@ tiers by device memory (>= 70 GiB and not A100: 8192 tokens / 1024 seqs in recen
 0.28: 16384 / 1024; otherwise 2048 / 256; CPU 2048 / 128), gpu_memory_utilization 0.9 (0.92 from 0.20; from 0.34
 1.0 on GPUs, the KV cache sized from measured memory: perf/memory.py), block 16 (64 on NVIDIA GPUs from 0.34),
 prefix caching and chunked prefill on, FCFS, preemption by recompute of the last running request.
+engine_limits.py resolves and checks the context length, the batch budget and the block size; the other
+arguments (MLA's block size, CUDA graphs, async scheduling) are resolved here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.engine import EngineArgs, KvMode, SpeculativeConfig
+from ttftsim.config.engine_limits import engine_limits
 from ttftsim.config.graphs import CudagraphMode, compile_and_mode, graph_sizes
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.kv_transfer import LMCacheConfig
@@ -99,39 +102,6 @@ class ResolvedEngine:
         return self.tp * self.pp
 
 
-def default_limits(hardware: HardwareProfile, version: str) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) that this vLLM version's API server takes on this hardware."""
-    return _tier(hardware, version_defaults(version))
-
-
-def _tier(hardware: HardwareProfile, defaults: VersionDefaults) -> tuple[int, int]:
-    if hardware.kind == "cpu":
-        return defaults.cpu_tier
-    if defaults.huge_gpu_tier is not None and hardware.memory_bytes >= 160 * 2**30:  # vLLM's own tests
-        return defaults.huge_gpu_tier
-    big = hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.device_name.lower()
-    return defaults.big_gpu_tier if big else defaults.small_gpu_tier
-
-
-def _block_size(args: EngineArgs, hardware: HardwareProfile, defaults: VersionDefaults) -> int:
-    """--block-size, else the version's default on an NVIDIA GPU (vLLM CacheConfig.DEFAULT_BLOCK_SIZE, which
-    FlashAttention and FlashInfer keep: Platform._preferred_block_size_for_backends), else 16: ROCm's default
-    attention backend asks for 16 (v1/attention/backends/rocm_attn.py get_preferred_block_size, 0.34), and CPUs
-    keep ttftsim's 16."""
-    if args.block_size is not None:
-        return args.block_size
-    return defaults.block_size if hardware.kind == "gpu" and hardware.cuda_compute_capability is not None else 16
-
-
-def _measured_kv_sizing(args: EngineArgs, hardware: HardwareProfile, defaults: VersionDefaults) -> bool:
-    """vLLM >= 0.34's extensible KV cache: on by default on CUDA and ROCm (config/cache.py
-    enable_extensible_kv_cache None), never on a CPU; asking for it on a version without it is an error."""
-    if args.enable_extensible_kv_cache and not defaults.measured_kv_sizing:
-        raise ValueError(f"enable_extensible_kv_cache: vLLM {args.vllm_version} has no extensible KV cache (0.34+)")
-    wanted = defaults.measured_kv_sizing if args.enable_extensible_kv_cache is None else args.enable_extensible_kv_cache
-    return wanted and hardware.kind == "gpu"
-
-
 def _async_scheduling(args: EngineArgs, hardware: HardwareProfile, defaults: VersionDefaults) -> bool:
     """Whether step k+1 is scheduled while step k still runs on the device. vLLM's engine core
     (v1/engine/core.py step_with_batch_queue) only keeps a second batch in flight while the first one's
@@ -189,42 +159,13 @@ def resolve_engine(
     """Apply the version's defaults; raise ValueError (quoting values) on inconsistent arguments.
     mla_qk_nope_head_dim: the model's, for a multi-head latent attention model (None: not MLA)."""
     defaults = version_defaults(args.vllm_version)
-    tier_tokens, tier_seqs = _tier(hardware, defaults)
-    max_model_len = args.max_model_len or model_max_len
-    if max_model_len > model_max_len and not args.allow_long_max_model_len:  # vLLM _get_and_verify_max_len
-        raise ValueError(f"max_model_len {max_model_len} exceeds the model's max_position_embeddings {model_max_len}")
-    if args.performance_mode == "throughput":  # arg_utils.py _set_default_max_num_seqs_and_batched_tokens_args
-        tier_tokens, tier_seqs = 2 * tier_tokens, 2 * tier_seqs
-    batched = args.max_num_batched_tokens or tier_tokens
-    if not args.enable_chunked_prefill and args.max_num_batched_tokens is None:
-        batched = max(batched, max_model_len)  # vLLM raises the budget to max_model_len without chunking
-    if not args.enable_chunked_prefill and batched < max_model_len:
-        raise ValueError(
-            f"with chunked prefill off, max_num_batched_tokens ({batched}) must be >= max_model_len ({max_model_len})"
-        )
-    weight = args.quantization or (native_dtype if args.dtype == "auto" else args.dtype)
-    block_size = _block_size(args, hardware, defaults)
-    chunk = (args.lmcache or LMCacheConfig()).chunk_size
-    if args.kv_transfer_config is not None and chunk % block_size:
-        raise ValueError(
-            f"lmcache chunk_size {chunk} is not a multiple of block_size {block_size} (the default of "
-            f"vLLM {args.vllm_version} here; ttftsim keys a chunk by its last block's prefix hash)"
-        )
-    measured = _measured_kv_sizing(args, hardware, defaults)
-    max_num_seqs = args.max_num_seqs or tier_seqs
-    if batched < max_num_seqs:  # SchedulerConfig.verify_max_model_len (0.11-0.34): vLLM exits at start
-        raise ValueError(
-            f"max_num_batched_tokens ({batched}) must be greater than or equal to max_num_seqs ({max_num_seqs}) "
-            "(vLLM refuses to start)"
-        )
-    # FlashMLA (an MLA model's backend on Hopper) runs FULL graphs for uniform batches only, as FlashAttention 2 does
-    full_mixed = _flash_attention_3(hardware) and mla_qk_nope_head_dim is None
-    compiled, cudagraph_mode, sizes = _graphs(args, hardware, max_num_seqs, batched, full_mixed)
-    return ResolvedEngine(
+    limits = engine_limits(args, hardware, defaults, model_max_len)
+    block_size, measured = limits.block_size, limits.measured_kv_sizing
+    engine = ResolvedEngine(
         tp=args.tensor_parallel_size,
-        max_num_batched_tokens=batched,
-        max_num_seqs=max_num_seqs,
-        max_model_len=max_model_len,
+        max_num_batched_tokens=limits.max_num_batched_tokens,
+        max_num_seqs=limits.max_num_seqs,
+        max_model_len=limits.max_model_len,
         block_size=(
             block_size if mla_qk_nope_head_dim is None else mla_block_size(block_size, hardware, mla_qk_nope_head_dim)
         ),
@@ -234,7 +175,7 @@ def resolve_engine(
         enable_chunked_prefill=args.enable_chunked_prefill,
         long_prefill_token_threshold=args.long_prefill_token_threshold,
         scheduling_policy=args.scheduling_policy,
-        weight_dtype=weight,
+        weight_dtype=args.quantization or (native_dtype if args.dtype == "auto" else args.dtype),
         kv_dtype="bf16" if args.kv_cache_dtype == "auto" else args.kv_cache_dtype,
         enforce_eager=args.enforce_eager,
         num_gpu_blocks_override=args.num_gpu_blocks_override,
@@ -243,6 +184,25 @@ def resolve_engine(
         api_server=args.api_server or defaults.api_server,
         reserve_full_prompt=defaults.reserve_full_prompt,
         reserve_for_inflight_prefills=defaults.reserve_for_inflight_prefills,
+    )
+    return _with_features(engine, args, hardware, defaults, mla_qk_nope_head_dim)
+
+
+def _with_features(
+    engine: ResolvedEngine,
+    args: EngineArgs,
+    hardware: HardwareProfile,
+    defaults: VersionDefaults,
+    mla_qk_nope_head_dim: int | None,
+) -> ResolvedEngine:
+    """The engine with its arguments beyond the batch budget and the KV cache: CUDA graphs and async scheduling
+    (either may refuse the arguments, in that order), parallelism, speculation, LoRA, KV tiers, admission limits."""
+    # FlashMLA (an MLA model's backend on Hopper) runs FULL graphs for uniform batches only, as FlashAttention 2 does
+    full_mixed = _flash_attention_3(hardware) and mla_qk_nope_head_dim is None
+    batched = engine.max_num_batched_tokens
+    compiled, cudagraph_mode, sizes = _graphs(args, hardware, engine.max_num_seqs, batched, full_mixed)
+    return replace(
+        engine,
         async_scheduling=_async_scheduling(args, hardware, defaults),
         iteration_overhead_s=defaults.iteration_overhead_s,
         decode_graph_iteration_s=defaults.decode_graph_iteration_s,

@@ -19,8 +19,24 @@ def _money(value: float) -> str:
 def render_plan(console: Console, result: Any, folder: Any) -> None:
     """The answer in plain words first, then the ranked candidates, each GPU type's best and the Pareto
     front (a ttftsim.plan.run.PlanResult)."""
-    from ttftsim.plan.explain import wanted, words
-    from ttftsim.plan.search import best_per_gpu
+    _render_heading(console, result)
+    console.print(_candidates_table(result))
+    _render_overview(console, result)
+    if result.winner is None:
+        console.print(f"[red]no candidate meets the SLOs.[/] Closest: {result.closest()}")
+        render_warnings(console, list(result.warnings))
+        return
+    _render_recommendation(console, result.winner)
+    _render_day(console, result.day_json())
+    render_warnings(console, list(result.warnings))
+    console.print(
+        f"wrote {folder}/: {', '.join(_result_files(folder))}; and run.json (this run's facts)", soft_wrap=True
+    )
+
+
+def _render_heading(console: Console, result: Any) -> None:
+    """The plan's question in one line (model, traffic, SLOs, how many candidates and tasks), then the answer."""
+    from ttftsim.plan.explain import wanted
 
     plan = result.plan
     tokens = next((r.output_tokens_per_s for r in result.rows if r.output_tokens_per_s > 0), 0.0)  # one demand
@@ -32,6 +48,12 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     )
     if result.winner is not None:
         console.print(f"[green]recommended:[/] {result.winner.explanation}", highlight=False)
+
+
+def _candidates_table(result: Any) -> Table:
+    """The first 12 candidates that were simulated (confirmed, estimated or missed), in rank order."""
+    from ttftsim.plan.explain import words
+
     table = Table(
         "#",
         "candidate",
@@ -60,7 +82,14 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
             _ms_or_dash(row.tpot_p99_s),
             f"{words(row.binding)} @ {row.max_rate:,.2f}" if row.binding else "-",
         )
-    console.print(table)
+    return table
+
+
+def _render_overview(console: Console, result: Any) -> None:
+    """Every candidate counted by status, each GPU type's best, the Pareto front and whose kernel times are
+    calibrated."""
+    from ttftsim.plan.search import best_per_gpu
+
     counts: dict[str, int] = {}
     for row in result.rows:
         counts[row.status] = counts.get(row.status, 0) + 1
@@ -71,18 +100,21 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     front = ", ".join(f"{_money(r.cost_per_hour)}/h -> {r.ttft_p99_s * 1e3:,.0f} ms" for r in result.front)
     console.print(f"Pareto front (cost vs P99 TTFT): {front or '-'}")
     console.print(_kernel_times(sorted({row.candidate.hardware for row in result.rows})))
-    if result.winner is None:
-        console.print(f"[red]no candidate meets the SLOs.[/] Closest: {result.closest()}")
-        render_warnings(console, list(result.warnings))
-        return
-    win = result.winner
+
+
+def _render_recommendation(console: Console, win: Any) -> None:
+    """The winner in one line: its deployment, size, cost and predicted P99 TTFT."""
     spare = f", {win.pods_lost} pod lost in the confirming run" if win.pods_lost else ""
     console.print(
         f"[green]recommended:[/] {win.candidate.label()} x {counted(win.replicas, 'replica')} "
         f"({counted(win.gpus, 'GPU')}, {_money(win.cost_per_hour)}/hour), "
         f"predicted P99 TTFT {win.ttft_p99_s * 1e3:,.0f} ms{spare}"
     )
-    day = result.day_json()
+
+
+def _render_day(console: Console, day: dict[str, Any] | None) -> None:
+    """Over a day's traffic (a plan with one): the recommendation and each HPA option's cost, SLO-violation
+    minutes and most replicas."""
     if day is not None:
         console.print(f"[green]over the day:[/] {day['recommendation']}", highlight=False)
         for option in day["options"]:
@@ -94,10 +126,6 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
                 f"up to {option['max_ready_replicas']} replicas",
                 highlight=False,
             )
-    render_warnings(console, list(result.warnings))
-    console.print(
-        f"wrote {folder}/: {', '.join(_result_files(folder))}; and run.json (this run's facts)", soft_wrap=True
-    )
 
 
 def _result_files(folder: Any) -> list[str]:
