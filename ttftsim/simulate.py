@@ -28,7 +28,8 @@ from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import Replica, build_replica
 from ttftsim.simulation_result import SimulationResult
 from ttftsim.workload.budget import WorkLimitError, check_blocks, check_scenario
-from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
+from ttftsim.workload.sources import WorkloadContext, open_loop_source
+from ttftsim.workload.start import start_workload
 
 Progress = Callable[[float], None]
 

@@ -11,7 +11,7 @@ import simpy
 from ttftsim.cluster.accounting import Accounting
 from ttftsim.cluster.placement import Node
 from ttftsim.cluster.pod import Pod
-from ttftsim.config.cluster import NodePool
+from ttftsim.config.cluster_nodes import NodePool
 
 
 def pool(name: str, gpus: int, price: float) -> NodePool:

@@ -16,7 +16,7 @@ from ttftsim.cluster.hpa import ExternalMetricInput, MetricInput, PodsMetricInpu
 from ttftsim.cluster.pod import Pod
 from ttftsim.cluster.run import run_cluster
 from ttftsim.cluster.scrapes import Prometheus, TtftHistogram
-from ttftsim.config.cluster import Autoscaling
+from ttftsim.config.cluster_autoscaling import Autoscaling
 from ttftsim.config.loading import load_file
 from ttftsim.config.scenario import Scenario
 from ttftsim.engine.recorder import Recorder

@@ -9,7 +9,7 @@ import pytest
 
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
 from ttftsim.cluster.metrics import histogram_quantile
-from ttftsim.config.cluster import PodSpec
+from ttftsim.config.cluster_nodes import PodSpec
 
 
 def test_cold_start_phases_on_a_bare_node_and_a_warm_one() -> None:

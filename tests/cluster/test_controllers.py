@@ -17,8 +17,8 @@ from ttftsim.cluster.cluster import ClusterSim
 from ttftsim.cluster.controllers import busiest_pod, closed_loop_step, ttft_step
 from ttftsim.cluster.placement import Node
 from ttftsim.cluster.pod import Pod
-from ttftsim.config.cluster import NodePool
 from ttftsim.config.cluster_control import ClosedLoopController, TtftScaleOutController
+from ttftsim.config.cluster_nodes import NodePool
 from ttftsim.engine.data_parallel import serving_engine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.workload.sources import open_loop_source

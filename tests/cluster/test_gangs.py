@@ -15,7 +15,8 @@ from tests.cluster.factories import FAST_POD, cluster_sim, cluster_spec
 from ttftsim.cluster.gangs import member_gang, missing_members, place_members
 from ttftsim.cluster.placement import Binder, Gang, Node, PodShape
 from ttftsim.cluster.pod import Pod
-from ttftsim.config.cluster import Cluster, NodePool, PodSpec
+from ttftsim.config.cluster import Cluster
+from ttftsim.config.cluster_nodes import NodePool, PodSpec
 
 
 def _spec(gang: bool, initial: int = 4, most: int = 6) -> Cluster:

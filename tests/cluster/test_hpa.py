@@ -11,7 +11,7 @@ from ttftsim.cluster.hpa import (
     external_metric_replicas,
     pods_metric_replicas,
 )
-from ttftsim.config.cluster import Autoscaling, HpaMetric, ScalingPolicy, ScalingRules
+from ttftsim.config.cluster_autoscaling import Autoscaling, HpaMetric, ScalingPolicy, ScalingRules
 
 
 def spec(**overrides: object) -> Autoscaling:

@@ -11,7 +11,8 @@ from tests.cluster.factories import COST
 from ttftsim.cluster.interference import SharedCost, shared_costs, slowdown
 from ttftsim.cluster.placement import Node
 from ttftsim.cluster.pod import Pod
-from ttftsim.config.cluster import Interference, NodePool
+from ttftsim.config.cluster import Interference
+from ttftsim.config.cluster_nodes import NodePool
 from ttftsim.perf.batch import BatchShape
 
 

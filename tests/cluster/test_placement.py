@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ttftsim.cluster.placement import Binder, Gang, Node, PodShape, passes_filters, pick_node, scores
-from ttftsim.config.cluster import NodePool, PodSpec
+from ttftsim.config.cluster_nodes import NodePool, PodSpec
 
 
 def pool(name: str, **fields: object) -> NodePool:

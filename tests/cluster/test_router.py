@@ -14,8 +14,8 @@ from pydantic import TypeAdapter, ValidationError
 from tests.factories import make_engine
 from ttftsim.cluster.routing import Router, make_router
 from ttftsim.cluster.routing.base import best, least_outstanding
-from ttftsim.config.cluster import PrefixAwareRouter, RoundRobinRouter, RouterName
-from ttftsim.config.cluster import Router as RouterSpec
+from ttftsim.config.cluster_routing import PrefixAwareRouter, RoundRobinRouter, RouterName
+from ttftsim.config.cluster_routing import Router as RouterSpec
 from ttftsim.engine.engine import Engine
 from ttftsim.workload.request import Request
 

@@ -10,7 +10,8 @@ from tests.cluster.factories import GPU_POOL
 from ttftsim.cluster.placement import Node
 from ttftsim.cluster.pod import Pod
 from ttftsim.cluster.scale_down import log2_rank, make_ranking, pseudo_uid
-from ttftsim.config.cluster import Autoscaling, DeletionCostScaleDown, NodePool, ReplicaSetScaleDown
+from ttftsim.config.cluster_autoscaling import Autoscaling, DeletionCostScaleDown, ReplicaSetScaleDown
+from ttftsim.config.cluster_nodes import NodePool
 
 POOL = NodePool.model_validate({**GPU_POOL, "gpus_per_node": 8})
 NODE_A, NODE_B = Node(0, POOL, 8), Node(1, POOL, 8)

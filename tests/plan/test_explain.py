@@ -13,8 +13,8 @@ from ttftsim.config.slo import Slo
 from ttftsim.metrics.slo import SloFigures
 from ttftsim.plan import evaluate
 from ttftsim.plan.explain import THROUGHPUT, binding, closest, missed, sentence, wanted, words
+from ttftsim.plan.ranking import Row, best_per_gpu
 from ttftsim.plan.run import load_plan
-from ttftsim.plan.search import Row, best_per_gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "plans" / "quickstart.yaml"

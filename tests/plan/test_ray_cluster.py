@@ -69,7 +69,7 @@ def test_ray_failing_is_one_line_naming_the_backend_and_resume(monkeypatch: pyte
     from ttftsim.config.plan import Plan
     from ttftsim.errors import InputError
     from ttftsim.plan.evaluate import Candidate
-    from ttftsim.plan.search import Runner
+    from ttftsim.plan.runner import Runner
 
     plan = Plan.model_validate(yaml.safe_load(QUICKSTART.read_text()))
     runner = Runner(plan=plan, base=".", store=None)  # type: ignore[arg-type]  # _execute_ray stores nothing

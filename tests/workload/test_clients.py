@@ -14,7 +14,8 @@ from tests.factories import make_engine
 from ttftsim.config.scenario import Client
 from ttftsim.config.workload import SyntheticWorkload
 from ttftsim.perf.linear import LinearStepModel
-from ttftsim.workload.sources import WorkloadContext, start_workload
+from ttftsim.workload.sources import WorkloadContext
+from ttftsim.workload.start import start_workload
 
 
 def _run(

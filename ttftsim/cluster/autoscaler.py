@@ -16,7 +16,7 @@ import simpy
 from ttftsim.cluster.hpa import ExternalMetricInput, Hpa
 from ttftsim.cluster.lifecycle import PodLifecycle
 from ttftsim.cluster.scrapes import Prometheus
-from ttftsim.config.cluster import Autoscaling
+from ttftsim.config.cluster_autoscaling import Autoscaling
 
 
 class Autoscaler:

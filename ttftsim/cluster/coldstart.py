@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttftsim.config.cluster import WEIGHT_SOURCE_BW, PodSpec
+from ttftsim.config.cluster_nodes import WEIGHT_SOURCE_BW, PodSpec
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ttftsim.config.cluster import Autoscaling, ScalingRules
+from ttftsim.config.cluster_autoscaling import Autoscaling, ScalingRules
 
 
 @dataclass(frozen=True)

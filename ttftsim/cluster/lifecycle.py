@@ -29,7 +29,8 @@ from ttftsim.cluster.placement import Binder, Node
 from ttftsim.cluster.pod import Pod, ReplicaBuild
 from ttftsim.cluster.provisioner import Provisioner
 from ttftsim.cluster.scale_down import make_ranking
-from ttftsim.config.cluster import Cluster, ReplicaSetScaleDown
+from ttftsim.config.cluster import Cluster
+from ttftsim.config.cluster_autoscaling import ReplicaSetScaleDown
 from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.state import RequestState
 from ttftsim.hardware.catalog import load_hardware

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ttftsim.config.cluster import NodePool, PodSpec
+from ttftsim.config.cluster_nodes import NodePool, PodSpec
 from ttftsim.hardware.catalog import load_hardware
 
 WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "BalancedAllocation": 1, "ImageLocality": 1}

@@ -25,7 +25,8 @@ from ttftsim.cluster.placement import (
     passes_filters,
     unschedulable_reason,
 )
-from ttftsim.config.cluster import Cluster, NodePool
+from ttftsim.config.cluster import Cluster
+from ttftsim.config.cluster_nodes import NodePool
 
 CA_SCAN_S = 10.0  # Cluster Autoscaler --scan-interval
 KARPENTER_BATCH_S = 1.0  # BATCH_IDLE_DURATION

@@ -23,7 +23,8 @@ from ttftsim.kvcache.offload import RemoteStores
 from ttftsim.metrics.percentiles import slo_percentile
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import build_replica, resolve_ref
-from ttftsim.workload.sources import WorkloadContext, open_loop_source, start_workload
+from ttftsim.workload.sources import WorkloadContext, open_loop_source
+from ttftsim.workload.start import start_workload
 
 CHUNK_S = 30.0  # without a horizon, the run stops at the first chunk end with traffic over and nothing left,
 DRAIN_LIMIT_S = 3600.0  # or nothing able to serve what is left, or this long after the last arrival

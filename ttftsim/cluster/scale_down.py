@@ -32,7 +32,7 @@ from collections import Counter
 from typing import Protocol
 
 from ttftsim.cluster.pod import Pod
-from ttftsim.config.cluster import DeletionCostScaleDown, ReplicaSetScaleDown
+from ttftsim.config.cluster_autoscaling import DeletionCostScaleDown, ReplicaSetScaleDown
 
 PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 

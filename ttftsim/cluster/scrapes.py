@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from ttftsim.cluster.hpa import ExternalMetricInput, MetricInput, PodsMetricInput
 from ttftsim.cluster.metrics import TTFT_BUCKETS, histogram_quantile
 from ttftsim.cluster.pod import Pod
-from ttftsim.config.cluster import Autoscaling
+from ttftsim.config.cluster_autoscaling import Autoscaling
 from ttftsim.engine.data_parallel import queue_lengths
 from ttftsim.engine.state import RequestState
 

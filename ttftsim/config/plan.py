@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from ttftsim.config.base import Label, StrictModel
-from ttftsim.config.cluster import RouterName
+from ttftsim.config.cluster_routing import RouterName
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.manifest_options import ManifestOptions

@@ -23,12 +23,15 @@ from ttftsim.model.catalog import load_model, preset_repository
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.plan import day, evaluate
 from ttftsim.plan.manifests import write_deployment
-from ttftsim.plan.search import Progress, Row, Runner, best_per_gpu, pareto, search
+from ttftsim.plan.ranking import Row, best_per_gpu, pareto
+from ttftsim.plan.runner import Progress, Runner
+from ttftsim.plan.search import search
 from ttftsim.plan.store import Store
 from ttftsim.replica import resolve_ref, window_kept
 from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
 from ttftsim.workload.budget import check_plan as check_plan_work
+from ttftsim.workload.expected import output_tokens_per_unit
 
 HF_IDS = {  # presets -> the repository `vllm serve` loads
     "Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct",
@@ -51,6 +54,7 @@ class PlanResult:
     winner: Row | None
     computed: int
     reused: int
+    output_tokens_per_s: float  # the traffic's demand at the peak rate: every row is priced at it
     warnings: tuple[str, ...] = ()  # what the plan reads but does not model
     day: list[dict[str, Any]] = field(default_factory=list)  # the winner over the day: HPA settings, fixed last
 
@@ -76,6 +80,7 @@ class PlanResult:
         return {
             "plan": self.plan.name,
             "target_rate": self.plan.target_rate,
+            "output_tokens_per_s": self.output_tokens_per_s,
             "slo": self.plan.slo.model_dump(exclude_none=True, exclude_defaults=True),
             "availability": self.plan.availability.model_dump(),
             "candidates": len(self.rows),
@@ -148,14 +153,18 @@ def run_plan(
         plan = plan.model_copy(update={"peak_rate": rate})
     store = Store(out / "checkpoint.sqlite", evaluate.plan_digest(plan), resume)
     runner = Runner(plan, str(path.resolve().parent), store, backend, workers, progress)
+    # $/M tokens at what the traffic asks for (workload/expected.py), not at each run's own sample of lengths
+    demand = plan.target_rate * output_tokens_per_unit(plan.workload, path.resolve().parent)
     try:
-        rows = search(runner)
+        rows = search(runner, demand)
         winner = next((r for r in rows if r.status == "confirmed"), None)
         day_results = _day(runner, winner)
     finally:
         runner.close()
         store.close()
-    result = PlanResult(plan, rows, pareto(rows), winner, runner.computed, store.reused, tuple(warnings), day_results)
+    result = PlanResult(
+        plan, rows, pareto(rows), winner, runner.computed, store.reused, demand, tuple(warnings), day_results
+    )
     write_outputs(result, out, str(path.resolve().parent))
     return result
 

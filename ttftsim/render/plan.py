@@ -39,8 +39,8 @@ def _render_heading(console: Console, result: Any) -> None:
     from ttftsim.plan.explain import wanted
 
     plan = result.plan
-    tokens = next((r.output_tokens_per_s for r in result.rows if r.output_tokens_per_s > 0), 0.0)  # one demand
-    demand = f" ({tokens:,.0f} output tokens/s)" if tokens else ""
+    tokens = result.output_tokens_per_s  # the traffic's demand, at which every row is priced
+    demand = f" ({tokens:,.0f} output tokens/s)" if tokens > 0 else ""
     console.print(
         f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s{demand}, {wanted(plan.slo)}; "
         f"{counted(len(result.rows), 'candidate')}, {result.fully_simulated} confirmed by cluster simulation; "
@@ -88,7 +88,7 @@ def _candidates_table(result: Any) -> Table:
 def _render_overview(console: Console, result: Any) -> None:
     """Every candidate counted by status, each GPU type's best, the Pareto front and whose kernel times are
     calibrated."""
-    from ttftsim.plan.search import best_per_gpu
+    from ttftsim.plan.ranking import best_per_gpu
 
     counts: dict[str, int] = {}
     for row in result.rows:

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
-from ttftsim.config.cluster import PodSpec
+from ttftsim.config.cluster_nodes import PodSpec
 from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.hardware.catalog import node_label_keys
 from ttftsim.validate.gpu_scheduling import SHARED_SUFFIX, check_gpu_count, gpu_label, label_hardware, unknown_gpu_keys

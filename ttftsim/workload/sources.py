@@ -1,6 +1,10 @@
-"""Workload drivers as SimPy processes: an open-loop source replaying arrival times, closed-loop clients,
-and multi-turn conversations that resend their history. Each hands requests to `submit` (an engine or a
-router) and, when it needs to know, waits on an event that fires when the request ends."""
+"""Open-loop workloads: every request drawn up front (synthetic, shared-prefix or a trace), and a SimPy
+source that replays their arrival times, handing each request to `submit` (an engine or a router) without
+waiting for it to end. Also what every driver of a run shares: its context (RNG, request and content ids)
+and the synthetic prompt pool.
+
+Closed-loop clients are workload/closed_loop.py, multi-turn conversations workload/conversations.py;
+workload/start.py picks a workload's driver."""
 
 from __future__ import annotations
 
@@ -15,7 +19,6 @@ from numpy.typing import NDArray
 from ttftsim.config.scenario import Client, DatasetSampling
 from ttftsim.config.workload import (
     ClosedLoop,
-    ConversationWorkload,
     LoraTraffic,
     SharedPrefixWorkload,
     SyntheticWorkload,
@@ -228,146 +231,3 @@ def open_loop_source(
             yield env.timeout(req.arrival_s - env.now)
         submit(req, None)
     return float(env.now)  # when the traffic ended
-
-
-class ClientProcess:
-    """The load generator's sending process: a client can send `turnaround_s` after the moment it could (a
-    response ended, a phase began), each client on its own; the process then sends one request at a time,
-    `send_s` each (workload/clients.py)."""
-
-    def __init__(self, turnaround_s: float, send_s: float) -> None:
-        self.turnaround_s = turnaround_s
-        self.send_s = send_s
-        self.free_at = 0.0
-
-    def send_at(self, ready_s: float) -> float:
-        self.free_at = max(ready_s + self.turnaround_s, self.free_at) + self.send_s
-        return self.free_at
-
-
-class WarmupBarrier:
-    """Counts warm-up requests sent and returned; `open` fires when the last one returns."""
-
-    def __init__(self, env: simpy.Environment, warmup_requests: int) -> None:
-        self.left_to_send = warmup_requests
-        self.left_to_return = warmup_requests
-        self.open = env.event()
-        if not warmup_requests:
-            self.open.succeed()
-
-    def returned(self) -> None:
-        self.left_to_return -= 1
-        if self.left_to_return == 0 and not self.open.triggered:
-            self.open.succeed()
-
-
-def closed_loop_client(
-    env: simpy.Environment,
-    spec: SyntheticWorkload,
-    ctx: WorkloadContext,
-    submit: Submit,
-    budget: list[int],
-    prompts: PromptPool,
-    sender: ClientProcess | None = None,
-    barrier: WarmupBarrier | None = None,
-) -> Generator[simpy.Event, Any, None]:
-    """One client: send, wait for the answer, think, repeat; stops at duration_s or when budget runs out.
-    Each client waits the tool's turnaround on its own, then sends through the tool's one process (ClientProcess),
-    one send at a time. With a warm-up barrier, a client whose warm-up share is sent waits for every warm-up
-    request to return; then all clients start the measured phase together."""
-    loop = spec.arrivals
-    assert isinstance(loop, ClosedLoop)
-    sender = sender or ClientProcess(0.0, 0.0)
-    if loop.ramp_up_s:  # only ideal clients have one (Scenario refuses it for a real tool)
-        yield env.timeout(float(ctx.rng.uniform(0.0, loop.ramp_up_s)))
-    while (spec.duration_s is None or env.now < spec.duration_s) and budget[0] > 0:
-        warming = False
-        if barrier is not None:
-            if barrier.left_to_send:
-                barrier.left_to_send -= 1
-                warming = True
-            elif not barrier.open.triggered:
-                yield barrier.open
-                continue
-        if sender.turnaround_s or sender.send_s:
-            yield env.timeout(sender.send_at(env.now) - env.now)
-        budget[0] -= 1
-        ctx.sent.add()
-        done = env.event()
-        submit(prompts.request(env.now), done)
-        yield done
-        if warming:
-            assert barrier is not None
-            barrier.returned()
-        if loop.think_time_s:
-            yield env.timeout(loop.think_time_s)
-
-
-def conversation(
-    env: simpy.Environment,
-    spec: ConversationWorkload,
-    ctx: WorkloadContext,
-    submit: Submit,
-    session: int,
-    system: tuple[Segment, ...],
-) -> Generator[simpy.Event, Any, None]:
-    """One chat: each turn's prompt is the whole history so far plus a new user message."""
-    turns = int(sample_lengths(spec.turns, ctx.rng, 1, ctx.base)[0])
-    history: list[Segment] = list(system)
-    for turn in range(turns):
-        user = int(sample_lengths(spec.user_tokens, ctx.rng, 1, ctx.base)[0])
-        output = int(sample_lengths(spec.output_tokens, ctx.rng, 1, ctx.base)[0])
-        history.append((ctx.content.new(), user))
-        prompt = sum(length for _, length in history)
-        answer = ctx.content.new()
-        ctx.sent.add()
-        done = env.event()
-        submit(
-            Request(
-                next(ctx.request_ids),
-                env.now,
-                prompt,
-                output,
-                tuple(history),
-                session_id=session,
-                output_content_id=answer,
-            ),
-            done,
-        )
-        yield done
-        history.append((answer, output))
-        if turn + 1 < turns:
-            yield env.timeout(spec.think_time_s)
-
-
-def conversation_starter(
-    env: simpy.Environment, spec: ConversationWorkload, ctx: WorkloadContext, submit: Submit
-) -> Generator[simpy.Event, Any, None]:
-    starts = arrival_times(spec.arrivals, ctx.rng, spec.duration_s, spec.num_requests)
-    system: tuple[Segment, ...] = ((ctx.content.new(), spec.system_prompt_tokens),) if spec.system_prompt_tokens else ()
-    for session, start in enumerate(starts):
-        if start > env.now:
-            yield env.timeout(float(start) - env.now)
-        env.process(conversation(env, spec, ctx, submit, session, system))
-
-
-def start_workload(
-    env: simpy.Environment, workload: Workload, ctx: WorkloadContext, submit: Submit, client: Client | None = None
-) -> Sequence[Request] | None:
-    """Start the processes of a closed-loop or conversation workload (returns None); for an open-loop
-    workload return its requests, which the caller feeds (a source process, or the engine itself)."""
-    if isinstance(workload, ConversationWorkload):
-        env.process(conversation_starter(env, workload, ctx, submit))
-        return None
-    if isinstance(workload, SyntheticWorkload) and isinstance(workload.arrivals, ClosedLoop):
-        budget = [workload.num_requests if workload.num_requests is not None else 1 << 62]
-        client = client or Client()
-        tool = behaviour(client)
-        prompts = PromptPool(workload, ctx, tool.dataset_entries, tool.sampling)
-        warmup = client.warmup_requests if tool.barrier_after_warmup else 0
-        barrier = WarmupBarrier(env, warmup) if warmup else None
-        sender = ClientProcess(tool.turnaround_s, tool.send_s)
-        for _ in range(workload.arrivals.clients):
-            env.process(closed_loop_client(env, workload, ctx, submit, budget, prompts, sender, barrier))
-        return None
-    return open_loop_requests(workload, ctx, client)

@@ -15,7 +15,7 @@ import numpy as np
 from ttftsim.cluster.routing.base import Routable, Router
 from ttftsim.cluster.routing.counts import LeastOutstanding, PowerOfTwo, RoundRobin, SessionAffinity
 from ttftsim.cluster.routing.scraped import KvAware, PrefixAware
-from ttftsim.config.cluster import (
+from ttftsim.config.cluster_routing import (
     KvAwareRouter,
     LeastOutstandingRouter,
     PowerOfTwoRouter,
@@ -23,7 +23,7 @@ from ttftsim.config.cluster import (
     RoundRobinRouter,
     SessionAffinityRouter,
 )
-from ttftsim.config.cluster import Router as RouterSpec
+from ttftsim.config.cluster_routing import Router as RouterSpec
 
 __all__ = ["Routable", "Router", "make_router"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ttftsim.cluster.routing.base import PodT, Routable, Router, best
-from ttftsim.config.cluster import KvAwareRouter, PrefixAwareRouter
+from ttftsim.config.cluster_routing import KvAwareRouter, PrefixAwareRouter
 from ttftsim.kvcache.hashing import block_hashes
 from ttftsim.workload.request import Request
 

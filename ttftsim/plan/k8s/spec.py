@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
-from ttftsim.config.cluster import PodSpec
+from ttftsim.config.cluster_nodes import PodSpec
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.graphs import COMPILATION_KEYS, compile_and_mode
 from ttftsim.config.hardware import HardwareProfile
