@@ -7,7 +7,7 @@ least-outstanding routing. About 4.3 million requests. Target: <= 60 s whole pro
 L40S, not H100: four H100 replicas serve the peak's 75 req/s at a P99 TTFT of 65 ms, so on H100 the HPA never
 leaves its minimum and no node is ever provisioned; on L40S the fleet follows the traffic (4 to 6 replicas
 ready over the day, a second node provisioned when the warm pool is spent; the HPA asks for up to 9 when P99 TTFT
-spikes, tests/cluster/test_day_reference.py replays such a stretch).
+spikes; tests/cluster/test_day_reference.py replays such a stretch, from 13:00 with a fresh fleet).
 
 Each run is `ttftsim simulate FILE --json` in a fresh process pinned to one core, timed whole (start to
 exit, imports included); peak RSS is the child's (getrusage). The baseline, measured in the same run, is
@@ -58,7 +58,8 @@ def diurnal_points(hours: float, start_hour: float = 0.0) -> list[list[float]]:
 
 
 def scenario(hours: float, start_hour: float = 0.0) -> dict[str, object]:
-    """The day's first `hours` (from `start_hour` o'clock: a test replays a stretch where the fleet scales)."""
+    """The day's first `hours`, or `hours` from `start_hour` o'clock with the fleet at its minimum (a test replays
+    a stretch where the fleet scales)."""
     return {
         "name": f"cluster-day-{hours:g}h" + (f"-from-{start_hour:g}h" if start_hour else ""),
         "model": "Llama-3.1-8B",

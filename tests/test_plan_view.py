@@ -70,7 +70,6 @@ def test_table_cells_are_in_their_headers_units() -> None:
         "gpus": 4,
         "cost_per_hour": 12.0,
         "cost_per_million_tokens": 0.417,
-        "output_tokens_per_s": 8000,
         "ttft_p50_ms": 80.1,
         "ttft_p99_ms": 346.5,
         "tpot_mean_ms": 52.34,

@@ -25,7 +25,6 @@ COLUMNS: tuple[tuple[str, str, str, float, int], ...] = (
     ("gpus", "GPUs", "gpus", 1, 0),
     ("cost_per_hour", "cost ($/h)", "cost_per_hour", 1, 2),
     ("cost_per_million_tokens", "cost ($/1M output tokens)", "cost_per_million_tokens", 1, 3),
-    ("output_tokens_per_s", "throughput (output tokens/s)", "output_tokens_per_s", 1, 0),
     ("ttft_p50_ms", "P50 TTFT (ms)", "ttft_p50_s", 1e3, 1),
     ("ttft_p99_ms", "P99 TTFT (ms)", "ttft_p99_s", 1e3, 1),
     ("tpot_mean_ms", "mean TPOT (ms)", "tpot_mean_s", 1e3, 2),

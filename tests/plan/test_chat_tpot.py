@@ -88,8 +88,9 @@ def test_tpot_throughput_and_cost_per_token_are_columns(chat: tuple[Path, PlanRe
 def test_every_row_is_priced_at_the_same_demand(chat: tuple[Path, PlanResult]) -> None:
     """$/M tokens is $/h over the traffic's expected output tokens (40 req/s x the clipped lognormal's mean),
     for confirmed and estimated rows alike: two rows of the same $/h show the same $/M tokens."""
-    _, result = chat
+    out, result = chat
     demand = 40 * expected_length(LognormalLength(type="lognormal", mean=211, std=163, high=1000), Path())
+    assert json.loads((out / "plan.json").read_text())["output_tokens_per_s"] == pytest.approx(demand, rel=1e-12)
     priced = [r for r in result.rows if r.cost_per_million_tokens == r.cost_per_million_tokens]
     assert {r.status for r in priced} >= {"confirmed", "estimate"}
     for row in priced:

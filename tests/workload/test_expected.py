@@ -102,6 +102,24 @@ def test_output_tokens_per_unit_of_each_workload(tmp_path: Path) -> None:
     )
     assert output_tokens_per_unit(chat, Path()) == 3 * 40  # per conversation: turns x answer tokens
     trace = tmp_path / "trace.csv"
-    trace.write_text("arrival_s,input_tokens,output_tokens\n0,10,5\n1,10,0\n2,10,10\n")
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0,10,5\n1,10,0\n2,10,10\n3,10,30\n")
     replay = TraceWorkload.model_validate({"type": "trace", "format": "csv", "path": str(trace), "num_requests": 1})
-    assert output_tokens_per_unit(replay, Path()) == (5 + 1 + 10) / 3  # every row, each at least one token
+    assert output_tokens_per_unit(replay, Path()) == (5 + 1 + 10 + 30) / 4  # every row, each at least one token
+    # the window (from start_s, for duration_s) its rate is measured on: the rows at 1 and 2 s
+    window = replay.model_copy(update={"start_s": 1.0, "duration_s": 1.5})
+    assert output_tokens_per_unit(window, Path()) == (1 + 10) / 2
+
+
+def test_a_heavy_tail_past_the_summed_terms_is_integrated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lognormal(300, 3000) summed term by term, against the same with all but the first 1,000 terms integrated;
+    and turns of mean 5 and std 500 clipped at 1e9 (1e-15 tail at 1.5e9 tokens) without an array of that length."""
+    from ttftsim.workload import expected
+
+    spec = LognormalLength(type="lognormal", mean=300, std=3000)
+    summed = expected_length(spec, Path())
+    monkeypatch.setattr(expected, "SUMMED", 1000)
+    assert expected_length(spec, Path()) == pytest.approx(summed, abs=1e-4)
+    monkeypatch.undo()
+    heavy = LognormalLength(type="lognormal", mean=5, std=500, high=1_000_000_000)
+    draws = sample_lengths(heavy, np.random.default_rng(3), 2_000_000)
+    assert 5 < expected_length(heavy, Path()) < 7 and abs(expected_length(heavy, Path()) - draws.mean()) < 1.0

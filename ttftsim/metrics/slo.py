@@ -58,7 +58,7 @@ class SloFigures:
     e2e_p95_s: float
     e2e_p99_s: float
     goodput_share: float
-    output_tokens_per_unit: float
+    output_tokens_per_unit: float  # served, per request or session (validate --json); plans price at the demand
     per_priority: dict[int, SloFigures] = field(default_factory=dict)
 
     def meets(self, slo: Slo) -> bool:

@@ -40,8 +40,7 @@ from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.plan.explain import binding, closest, missed, ratios
 from ttftsim.replica import build_replica
 from ttftsim.simulate import simulate
-from ttftsim.workload.request import ContentIds
-from ttftsim.workload.traces import load_trace
+from ttftsim.workload.traces import window_requests
 
 LOW_LOAD = 0.05  # the bisection's known-good end, as a fraction of the saturated throughput
 # a flood that never queued (it fit in one batch) is repeated this many times larger, up to this many floods
@@ -180,9 +179,7 @@ def scenario(
 def trace_rate(workload_json: str, base: str) -> float:
     """Requests per second of a trace as its workload replays it (loaded once per process)."""
     spec = TraceWorkload.model_validate_json(workload_json)
-    requests = load_trace(
-        spec.model_copy(update={"num_requests": None}), Path(base), np.random.default_rng(0), ContentIds()
-    )
+    requests = window_requests(spec, Path(base))
     span = requests[-1].arrival_s - requests[0].arrival_s if len(requests) > 1 else 0.0
     if span <= 0:
         raise InputError(str(spec.path), "", "a plan needs a trace with at least two distinct arrival times")

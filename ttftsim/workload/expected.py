@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import integrate, stats
 
 from ttftsim.config.workload import (
     ConversationWorkload,
@@ -26,10 +26,10 @@ from ttftsim.config.workload import (
     Workload,
 )
 from ttftsim.workload.lengths import read_empirical
-from ttftsim.workload.request import ContentIds
-from ttftsim.workload.traces import load_trace
+from ttftsim.workload.traces import window_requests
 
 TAIL = 1e-15  # a tail probability below this changes an expected length by under a millionth of a token
+SUMMED = 1 << 22  # terms summed one by one (32 MB of doubles); the rest of a longer tail is integrated
 
 
 def expected_length(spec: LengthDist, base: Path) -> float:
@@ -55,17 +55,24 @@ def expected_length(spec: LengthDist, base: Path) -> float:
 def _rounded_clipped_mean(dist: Any, low: int, high: int) -> float:
     """E[clip(rint(X), low, high)] = low + sum over k = low .. high - 1 of P(X > k + 1/2): each whole length
     above low counts once for every draw that reaches it. Terms where P is within TAIL of 1 (below the bulk) or
-    of 0 (above it) are counted as 1 and 0."""
+    of 0 (above it) are counted as 1 and 0. Past SUMMED terms (a heavy tail barely clipped: turns of mean 5 and
+    std 500 reach 1e-15 only at 1.5e9) the sum is the integral of P(X > x) (each term is P's midpoint over its unit
+    interval, and P changes by a tiny fraction per unit out there), not an array of that length."""
     first = min(max(low, math.floor(dist.ppf(TAIL))), high)
     last = min(max(first, math.ceil(dist.isf(TAIL))), high)
-    lengths = np.arange(first, last, dtype=np.float64)
-    return float(low + (first - low) + dist.sf(lengths + 0.5).sum())
+    stop = min(last, first + SUMMED)
+    lengths = np.arange(first, stop, dtype=np.float64)
+    mean: float = low + (first - low) + float(dist.sf(lengths + 0.5).sum())
+    if last > stop:
+        mean += float(integrate.quad(dist.sf, stop, last, limit=200)[0])
+    return mean
 
 
 def output_tokens_per_unit(workload: Workload, base: Path) -> float:
     """Output tokens asked for per unit of a plan's rate: per request, or per conversation for a conversation
-    workload (its rate is of conversations, each asking turns x answer tokens); a trace's mean over the rows it
-    replays (every row asks for at least one token, as it is replayed)."""
+    workload (its rate is of conversations, each asking turns x answer tokens); for a trace, the mean over its
+    window's rows, those its rate is measured on (traces.window_requests; every row asks for at least one token,
+    as it is replayed)."""
     if isinstance(workload, SyntheticWorkload):
         return expected_length(workload.output_tokens, base)
     if isinstance(workload, SharedPrefixWorkload):
@@ -73,6 +80,5 @@ def output_tokens_per_unit(workload: Workload, base: Path) -> float:
     if isinstance(workload, ConversationWorkload):
         return expected_length(workload.turns, base) * expected_length(workload.output_tokens, base)
     assert isinstance(workload, TraceWorkload)
-    spec = workload.model_copy(update={"num_requests": None})
-    requests = load_trace(spec, base, np.random.default_rng(0), ContentIds())
+    requests = window_requests(workload, base)
     return float(np.mean([r.output_tokens for r in requests])) if requests else 0.0

@@ -251,3 +251,9 @@ def load_trace(spec: TraceWorkload, base: Path, rng: np.random.Generator, conten
             segments = ((content.new(), prompt),)
         requests.append(Request(i, float(arrivals[i]), prompt, int(outputs[i]), segments, private=hash_lists is None))
     return requests
+
+
+def window_requests(spec: TraceWorkload, base: Path) -> list[Request]:
+    """Every request of the trace's window (start_s, duration_s), num_requests aside: what a plan measures the
+    trace's rate and its output-token demand on (a fixed seed: it only draws the jitter within buckets)."""
+    return load_trace(spec.model_copy(update={"num_requests": None}), base, np.random.default_rng(0), ContentIds())
