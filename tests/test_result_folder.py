@@ -133,10 +133,27 @@ def test_a_target_that_cannot_be_a_folder_is_refused_before_any_work(tmp_path: P
     afile = tmp_path / "afile"
     afile.write_text("")
     with pytest.raises(InputError, match="exists and is not a folder"):
-        check_target(afile)
+        check_target(afile, "simulation")
     with pytest.raises(InputError, match="afile is not a folder"):
-        check_target(afile / "sub")
-    check_target(tmp_path / "new" / "deeper")  # created when written
+        check_target(afile / "sub", "simulation")
+    check_target(tmp_path / "new" / "deeper", "simulation")  # created when written
+
+
+def test_a_complete_result_of_another_kind_is_refused_before_any_work(tmp_path: Path) -> None:
+    """A simulation's --out over a plan's folder would remove plan.json and the manifests (its files replace the
+    older result's): refused, exit 2, the plan left whole; the same kind is replaced as before."""
+    folder = tmp_path / "plan-quick"
+    with staged(folder, "plan") as stage:
+        (stage / "plan.json").write_text("{}")
+        (stage / "manifests.yaml").write_text("")
+    (folder / "NOTES.txt").write_text("mine")
+    result = run("simulate", str(SCENARIO), "--out", str(folder))
+    _assert_one_line_error(result, str(folder), "holds a plan result; writing a simulation there would remove")
+    assert sorted(p.name for p in folder.iterdir()) == ["NOTES.txt", MARKER, "manifests.yaml", "plan.json"]
+    write_results(tmp_path / "sim", pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), summary(), "")
+    with pytest.raises(InputError, match="holds a simulation result; writing a plan there"):
+        check_target(tmp_path / "sim", "plan")
+    check_target(folder, "plan")  # a plan over a plan: its files replaced, as before
 
 
 def test_bad_out_and_report_targets_are_one_line_errors(tmp_path: Path) -> None:

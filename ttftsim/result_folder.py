@@ -3,7 +3,8 @@ folder beside the target (`.<name>.partial-<random>`: hidden, and skipped by rea
 marker, `complete.json` (the kind of result and each file's size in bytes), is written last.
 
 - A new target: the staging folder, marker included, is renamed into place (one atomic rename).
-- An existing target (an older result, a plan's checkpoint, files of the user's): its marker is removed
+- An existing target (an older result of the same kind, a plan's checkpoint, files of the user's; a complete
+  result of another kind is refused, so that a simulation never removes a plan's manifests): its marker is removed
   first, so that it reads as incomplete; the staged files then replace their namesakes (an atomic rename
   each), the older result's files that the new one lacks are removed, and the marker comes last.
 
@@ -54,14 +55,30 @@ def parse_marker(text: str) -> Marker:
     return Marker(data["kind"], dict(files))
 
 
-def check_target(target: Path) -> None:
-    """Refuse, before any work, an --out that cannot become a folder: a file, or a path under a file."""
+def check_target(target: Path, kind: str) -> None:
+    """Refuse, before any work, an --out that cannot become a folder (a file, or a path under a file), or a folder
+    that holds a complete result of another kind (a plan's manifests would be removed by a simulation's files)."""
     for path in (target, *target.parents):
         if path.is_dir():
+            _check_kind(target, kind)
             return
         if path.exists() or path.is_symlink():
             where = "exists and is not a folder" if path == target else f"{path} is not a folder"
             raise InputError(str(target), "", f"{where} (results go to a folder)")
+
+
+def _check_kind(target: Path, kind: str) -> None:
+    try:
+        held = parse_marker((target / MARKER).read_text(encoding="utf-8")).kind
+    except (OSError, ValueError, RecursionError):
+        return  # no marker (a new folder, the user's files, an interrupted run): nothing to lose by kind
+    if held != kind:
+        raise InputError(
+            str(target),
+            "",
+            f"holds a {held} result; writing a {kind} there would remove its files: give another --out, or remove "
+            "the folder first",
+        )
 
 
 @contextmanager
@@ -70,7 +87,7 @@ def staged(target: Path, kind: str) -> Iterator[Path]:
     exception the result is marked complete and moved into place. On an exception (KeyboardInterrupt
     included) the staging folder is removed and target is left as it was."""
     target = Path(os.path.abspath(target))  # `--out .` has a name, and a parent to stage beside
-    check_target(target)
+    check_target(target, kind)
     stage = target.parent / f".{target.name}{STAGING}{secrets.token_hex(4)}"
     try:
         _create(stage)

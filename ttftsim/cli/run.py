@@ -45,7 +45,7 @@ def simulate(
     request_limit(max_requests)
     spec = load_scenario(scenario)
     if out is not None:
-        check_target(out)  # a bad --out is said before the run, not after it
+        check_target(out, "simulation")  # a bad --out is said before the run, not after it
     with progress_bar(enabled=not as_json) as report:
         result = run(spec, scenario.parent, seed, progress=report, source=str(scenario))
     summary = result.summary()
@@ -95,7 +95,7 @@ def plan(
         except ImportError:
             raise InputError("--backend", "", "ray is not installed (pip install 'ttftsim[dist]')") from None
     folder = out or Path(f"plan-{plan_file.stem}")
-    check_target(folder)
+    check_target(folder, "plan")
     with phase_progress(enabled=not as_json) as report:
         result = run_plan(plan_file, folder, workers, backend, resume, report)
     if as_json:
