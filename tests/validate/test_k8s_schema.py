@@ -104,7 +104,8 @@ def test_a_memory_size_kubectl_refuses_is_an_error_naming_the_field(memory: str)
 @pytest.mark.parametrize("memory", ["64Gi", "68719476736", 68719476736, "64G", "1.5Ti", "+.5Ki", "1e9", "500m"])
 def test_every_quantity_the_api_server_parses_passes(memory: str | int) -> None:
     deployment = _example_deployment()
-    deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] = memory
+    resources = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]
+    resources["limits"]["memory"] = resources["requests"]["memory"] = memory  # a request may not exceed its limit
     assert check_objects([("k8s.yaml#0", deployment)]) == []
 
 
@@ -367,6 +368,14 @@ def test_every_supported_release_is_bundled() -> None:
         (("ports", [{"containerPort": 99999}]), "containers.0.ports.0.containerPort: 99999 is not a port (1-65535)"),
         (("ports", [{"containerPort": 0}]), "containers.0.ports.0.containerPort: 0 is not a port (1-65535)"),
         (("resources", {"requests": {"cpu": "-8"}}), "containers.0.resources.requests.cpu: -8 is negative"),
+        (
+            ("resources", {"requests": {"memory": "128Gi"}, "limits": {"memory": "64Gi"}}),
+            "containers.0.resources.requests.memory: 128Gi must be less than or equal to the memory limit of 64Gi",
+        ),
+        (  # units compared by value: 1.5 CPUs against 1,400 millicores
+            ("resources", {"requests": {"cpu": "1.5", "memory": "1G"}, "limits": {"cpu": "1400m", "memory": "1Gi"}}),
+            "containers.0.resources.requests.cpu: 1.5 must be less than or equal to the cpu limit of 1400m",
+        ),
     ],
 )
 def test_what_the_api_server_refuses_beyond_the_schema_is_an_error(change: tuple[str, Any], said: str) -> None:
@@ -374,6 +383,17 @@ def test_what_the_api_server_refuses_beyond_the_schema_is_an_error(change: tuple
     deployment["spec"]["template"]["spec"]["containers"][0][change[0]] = change[1]
     (finding,) = check_objects([("k8s.yaml#0", deployment)])
     assert finding.severity == "error" and f"spec.template.spec.{said}" in finding.message
+
+
+def test_quantities_are_read_as_the_api_server_parses_them() -> None:
+    from fractions import Fraction
+
+    from ttftsim.validate.api_server_rules import quantity_value
+
+    assert quantity_value("64Gi") == 64 * 2**30 and quantity_value("1G") == 10**9 < quantity_value("1Gi")
+    assert quantity_value("500m") == Fraction(1, 2) and quantity_value(".5Ki") == 512 and quantity_value(8) == 8
+    assert quantity_value("1e3") == 1000 and quantity_value("1E") == 10**18  # exponent, then the exa suffix
+    assert quantity_value("12x") is None and quantity_value("") is None and quantity_value(None) is None
 
 
 def test_a_kind_a_built_in_group_does_not_serve_is_an_error_with_the_nearest_kind() -> None:

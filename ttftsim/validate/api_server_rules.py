@@ -1,17 +1,27 @@
 """What the API server's validation refuses beyond the OpenAPI schemas (k8s_schema.py checks those), in every
-container list of an object: a port number out of range, a negative resource quantity. The rest of
-pkg/apis/core/validation (names, label syntax, volume sources, ...) is not reproduced here."""
+container list of an object: a port number out of range, a negative resource quantity, a request above its
+limit. The rest of pkg/apis/core/validation (names, label syntax, volume sources, ...) is not reproduced here."""
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
 from typing import Any
+
+# resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go): binary, decimal SI, or an exponent
+BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1)}
+DECIMAL |= {"k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12)}
+DECIMAL |= {"P": Fraction(10**15), "E": Fraction(10**18)}
+QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
 
 
 def api_server_rules(document: Any, path: str = "") -> list[str]:
     """What the API server's validation refuses beyond the OpenAPI schemas, in every container list of the object
     (pod templates of any kind, a LeaderWorkerSet's two): a containerPort outside 1-65535, a hostPort outside
     0-65535 (k8s.io/kubernetes pkg/apis/core/validation validateContainerPorts), a negative resource quantity
-    (ValidateResourceQuantityValue: "must be greater than or equal to 0")."""
+    (ValidateResourceQuantityValue: "must be greater than or equal to 0"), a request above the same resource's
+    limit (ValidateResourceRequirements: "must be less than or equal to ... limit")."""
     problems: list[str] = []
     if isinstance(document, dict):
         for key, value in document.items():
@@ -49,4 +59,35 @@ def _container_rules(container: dict[str, Any], path: str) -> list[str]:
                     f"{path}.resources.{part}.{name}: {quantity} is negative (must be greater than or equal to 0); "
                     "the API server refuses it"
                 )
+    return problems + _requests_over_limits(resources, path)
+
+
+def _requests_over_limits(resources: Any, path: str) -> list[str]:
+    """Each resource whose request is above its limit (a quantity the schema check refuses is left to it)."""
+    if not isinstance(resources, dict) or not isinstance(resources.get("requests"), dict):
+        return []
+    limits = resources.get("limits")
+    problems = []
+    for name, request in resources["requests"].items():
+        limit = limits.get(name) if isinstance(limits, dict) else None
+        asked, allowed = quantity_value(request), quantity_value(limit)
+        if asked is not None and allowed is not None and asked > allowed:
+            problems.append(
+                f"{path}.resources.requests.{name}: {request} must be less than or equal to the {name} limit of "
+                f"{limit}; the API server refuses it"
+            )
     return problems
+
+
+def quantity_value(quantity: Any) -> Fraction | None:
+    """A resource.Quantity's exact value (128Mi, 1.5G, 500m, 1e3, or a plain number); None when it is not one."""
+    if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
+        return None
+    match = QUANTITY.fullmatch(str(quantity).strip())
+    if match is None:
+        return None
+    number, exponent, suffix = match.groups()
+    value = Fraction(number)
+    if exponent is not None:
+        return value * Fraction(10) ** int(exponent[1:])
+    return value * (BINARY[suffix] if suffix in BINARY else DECIMAL[suffix or ""])
