@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -91,7 +92,7 @@ def test_a_met_slo_and_no_prefix_queries() -> None:
     summary = summarize(requests, GAPS, Slo(ttft_p99_s=0.5), (0, 0), 2.0).to_json()
     assert summary["prefix_cache"] == {"query_tokens": 0, "hit_tokens": 0, "hit_rate": 0.0}
     assert summary["slo"] == {"ttft_p99_s": 0.5, "p99_counting_unserved_s": 0.3, "met": True}
-    assert summary["throughput"]["goodput_requests_per_s"] == 1.0  # no per-request target: every finished
+    assert summary["throughput"]["goodput_requests_per_s"] is None  # no per-request target to tell a good one by
     assert summary["requests"] == {
         "arrived": 2,
         "finished": 2,
@@ -159,3 +160,21 @@ def test_weighted_gaps_equal_the_gaps_written_out() -> None:
     assert one == _approx({"mean": 0.4, "p50": 0.4, "p90": 0.4, "p99": 0.4, "p999": 0.4})
     assert weighted_distribution(np.array([0.4]), np.array([0.0])) == Distribution(None, None, None, None, None)
     assert weighted_distribution(np.zeros(0), np.zeros(0)) == Distribution(None, None, None, None, None)
+
+
+def test_the_terminal_gives_goodput_only_where_a_request_can_be_good_or_not() -> None:
+    """Without a per-request target every finished request would count as good, goodput would repeat the
+    throughput beside a missed SLO: it is left out (null in the JSON), as vllm bench serve without --goodput."""
+    from rich.console import Console
+
+    from ttftsim.render.summary import render_summary
+    from ttftsim.simulate import load_scenario, simulate
+
+    example = load_scenario(Path(__file__).resolve().parents[2] / "examples" / "llama31-8b-h100.yaml")
+    short = example.workload.model_copy(update={"num_requests": 40, "duration_s": None})
+    for slo, said in ((Slo(ttft_p99_s=0.5), None), (Slo(ttft_s=1e-6, ttft_p99_s=0.5), "goodput 0.00 req/s")):
+        result = simulate(example.model_copy(update={"workload": short, "slo": slo}))
+        console = Console(width=300, record=True)
+        render_summary(console, result.summary())
+        line = next(x for x in console.export_text().splitlines() if x.startswith("throughput:"))
+        assert ("goodput" not in line) if said is None else (said in line), line

@@ -9,7 +9,8 @@ percentile targets are what catch it). ITL is over every inter-token gap of the 
 The goodput target is DistServe's (Zhong et al., OSDI 2024, section 2: goodput is the rate served with a
 given SLO attainment): `goodput_share` of the arrivals must each meet every per-request target set
 (ttft_s, tpot_s, e2e_s), as `vllm bench serve --goodput ttft:.. tpot:.. e2el:..` counts a good request.
-Without goodput_share, the per-request targets only count toward `simulate`'s goodput_requests_per_s.
+Without goodput_share, the per-request targets only count toward `simulate`'s goodput_requests_per_s, which
+is null without them (as `vllm bench serve` reports goodput only with --goodput).
 
 `per_priority` sets targets for one priority class of the traffic (the workload's priority 0..n-1).
 

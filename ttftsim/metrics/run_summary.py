@@ -95,7 +95,7 @@ class Throughput:
     requests_per_s: float
     output_tokens_per_s: float
     prompt_tokens_per_s: float
-    goodput_requests_per_s: float
+    goodput_requests_per_s: float | None  # None without a per-request target (slo ttft_s, tpot_s, e2e_s) to judge by
 
 
 @dataclass(frozen=True)

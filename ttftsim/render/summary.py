@@ -68,10 +68,11 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
         "TTFT breakdown (mean ms): " + ", ".join(f"{k.removesuffix('_s')} {ms(v)}" for k, v in breakdown.items())
     )
     rate = summary.throughput
+    good = rate.goodput_requests_per_s  # None: no per-request target to tell a good request by
     console.print(
         f"throughput: {rate.requests_per_s:.2f} req/s, {rate.output_tokens_per_s:,.0f} output tok/s; "
-        f"goodput {rate.goodput_requests_per_s:.2f} req/s; prefix-cache hit rate "
-        f"{summary.prefix_cache.hit_rate:.1%}"
+        + ("" if good is None else f"goodput {good:.2f} req/s; ")
+        + f"prefix-cache hit rate {summary.prefix_cache.hit_rate:.1%}"
     )
     if summary.slo is not None:
         _render_slo(console, summary.slo, summary.requests.arrived - summary.requests.finished)
