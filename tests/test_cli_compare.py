@@ -90,3 +90,16 @@ def test_only_an_empty_mapping_gives_way_to_the_fields_set_in_it() -> None:
     assert changes({"required": {}}, {"required.pool": "gpu"}) == ["required.pool: default -> gpu"]
     labels = {"labels.nvidia.com/gpu": "a", "labels.nvidia.com/gpu.product": "H100"}  # two labels, one with a dot
     assert changes(labels, labels | {"labels.nvidia.com/gpu": "b"}) == ["labels.nvidia.com/gpu: a -> b"]
+
+
+def test_b_without_an_slo_is_judged_against_a_s(tmp_path: Path) -> None:
+    """B answers A's question under A's traffic: with no SLO of its own it is judged against A's, and says so."""
+    text = EXAMPLE.read_text()
+    start = text.index("slo:")
+    end = text.index("\n", text.index("\n", start) + 1) + 1  # the slo: line and its one target
+    bare = tmp_path / "b.yaml"
+    bare.write_text(text[:start] + text[end:])
+    assert "slo:" not in bare.read_text()
+    compared = json.loads(run("compare", str(EXAMPLE), str(bare), "--json").stdout)
+    assert _rows(compared)["SLO met (1 yes, 0 no)"]["b"] == 1.0
+    assert "b.yaml sets no SLO: it is judged against llama31-8b-h100.yaml's" in compared["notes"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ttftsim.config.scenario import Scenario
+from ttftsim.config.slo import Slo
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.run_summary import RunSummary
 from ttftsim.replica import resolve_ref
@@ -119,6 +120,9 @@ def compare(first: Path, second: Path, seed: int | None = None) -> dict[str, Any
             f"{second.name}'s own workload, seed or horizon is not used: both run {first.name}'s traffic "
             "(compare deploys two configurations under one traffic; simulate each file for its own)"
         )
+    if b.slo == Slo() != a.slo:  # the same traffic's question: does B meet the SLO A asks for?
+        b = b.model_copy(update={"slo": a.slo})
+        notes.append(f"{second.name} sets no SLO: it is judged against {first.name}'s")
     results = []
     for scenario, path in ((a, first), (b, second)):
         result = simulate(scenario, path.parent, seed, source=str(path))

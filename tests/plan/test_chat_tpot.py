@@ -80,7 +80,7 @@ def test_tpot_throughput_and_cost_per_token_are_columns(chat: tuple[Path, PlanRe
     first = text.splitlines()[1]  # the answer comes right after the plan's line
     assert first.startswith("recommended: 7 x H100-SXM5-80GB TP2, w fp8, least_outstanding ($42.00/h):")
     assert "  L40S-48GB: L40S-48GB TP2, w fp8, least_outstanding: infeasible: misses the SLO" in text
-    assert "mean TPOT ms" in text and "$/M tok" in text
+    assert "mean TPOT ms" in text and "$/M out tok" in text
     demand = 40 * expected_length(LognormalLength(type="lognormal", mean=211, std=163, high=1000), Path())
     assert f"Llama-3.1-70B at 40 req/s ({demand:,.0f} output tokens/s)" in text.splitlines()[0]
 

@@ -61,7 +61,7 @@ def _candidates_table(result: Any) -> Table:
         "replicas",
         "GPUs",
         "$/hour",
-        "$/M tok",
+        "$/M out tok",
         "P99 TTFT ms",
         "mean TPOT ms",
         "P99 TPOT ms",
