@@ -1,8 +1,8 @@
-"""The vLLM workload's pod spec beyond GPU scheduling: the GPU count against the engine's parallelism and the GPU
-type label (unknown, missing, time-sliced), anti-affinity, memory and CPU requests, /dev/shm for a multi-GPU replica,
-probes against the predicted cold start (weights not yet on the node) and vLLM's port, and the HPA that scales the
-workload; with a warning for each vLLM flag the prediction parses but leaves out. Another workload's HPA, and what a
-probe's path returns, are not checked."""
+"""The vLLM workload's pod spec beyond GPU scheduling: the GPU count against the engine's parallelism and the GPU type
+label (unknown, missing, time-sliced), anti-affinity, memory and CPU requests, /dev/shm for a multi-GPU replica,
+probes against the predicted cold start (weights not yet on the node, read from where the manifest mounts them:
+weights_source.py) and vLLM's port, and the HPA that scales the workload; with a warning for each vLLM flag the
+prediction parses but leaves out. Another workload's HPA, and what a probe's path returns, are not checked."""
 
 from __future__ import annotations
 
@@ -17,6 +17,15 @@ from ttftsim.validate.gpu_scheduling import SHARED_SUFFIX, check_gpu_count, gpu_
 from ttftsim.validate.manifests import ServingWorkload
 from ttftsim.validate.report import Report
 from ttftsim.validate.target import Target
+from ttftsim.validate.weights_source import weights_source
+
+WORDS = {
+    "object_store": "the Hub (no volume holds them)",
+    "network_volume": "a network volume",
+    "local_nvme": "the node's disk",
+    "page_cache": "the page cache",
+    "tmpfs": "memory",
+}
 
 
 def check_manifests(report: Report, serving: ServingWorkload, target: Target) -> None:
@@ -141,7 +150,9 @@ def _has_shm(serving: ServingWorkload) -> bool:
 def check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: float, engine: ResolvedEngine) -> None:
     where = f"{serving.kind}/{serving.name}"
     graphs = engine.cudagraph_mode != "NONE"  # an eager engine compiles and captures nothing (config/graphs.py)
-    phases = cold_start_phases(PodSpec(), weights, engine.tp, NodeCaches(True, False, False), engine.compiled, graphs)
+    source = weights_source(serving)  # where the manifest has the weights read from (the Hub: no volume for them)
+    pod = PodSpec(weights_source=source)
+    phases = cold_start_phases(pod, weights, engine.tp, NodeCaches(True, False, False), engine.compiled, graphs)
     cold = sum(s for _, s in phases)
     container = serving.container
     startup, liveness = container.get("startupProbe"), container.get("livenessProbe")
@@ -152,7 +163,7 @@ def check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: floa
                 "error",
                 "probes",
                 f"{where}: the startup probe gives up after {budget:.0f} s, but a cold start takes about {cold:.0f} s "
-                "(weights, compile, CUDA graphs): the pod restarts forever",
+                f"(weights from {WORDS[source]}, compile, CUDA graphs): the pod restarts forever",
                 f"set startupProbe failureThreshold x periodSeconds >= {math.ceil(cold * 1.5)} s",
             )
     elif liveness and _probe_budget(liveness) < cold:
