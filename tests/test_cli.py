@@ -184,3 +184,21 @@ def test_an_input_error_with_json_is_also_a_json_document_on_stdout(tmp_path: Pa
     document = json.loads(result.stdout)
     assert document["exit_code"] == 2 and document["error"] == result.stderr.strip().removeprefix("error: ")
     assert run("validate", str(bad)).stdout == ""  # without --json, stdout stays empty
+
+
+def test_piped_output_keeps_each_sentence_on_one_line_and_tables_at_least_160_wide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A CI log is grepped: a finding longer than 160 characters stays one line (soft wrap), and COLUMNS widens
+    the tables but never narrows them below 160 (pytest itself exports COLUMNS=80 to its subprocesses)."""
+    import importlib
+
+    app = importlib.import_module("ttftsim.cli.app")
+    finding = "no nodeSelector or required node affinity on a GPU type label; in a cluster with several GPU types"
+    out = run(
+        "validate", str(Path(__file__).resolve().parents[1] / "examples" / "validate" / "deploy-kserve.yaml")
+    ).stdout
+    assert any(finding in line and len(line) > 160 for line in out.splitlines())
+    for columns, width in (("", 160), ("80", 160), ("400", 400), ("wide", 160)):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert app._piped_width() == width

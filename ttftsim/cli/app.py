@@ -57,7 +57,15 @@ class _Console(Console):
         pipe_closed()
 
 
-console = _Console() if sys.stdout.isatty() else _Console(width=160)
+def _piped_width() -> int:
+    """Tables' width when standard output is not a terminal: 160, or COLUMNS where it asks for more (a log has
+    no screen to fit; a narrower table would only cut the candidates' names)."""
+    columns = os.environ.get("COLUMNS", "")
+    return max(160, int(columns)) if columns.isdigit() else 160
+
+
+# piped (a CI log): sentences on one line each, for grep; tables at least 160 wide
+console = _Console() if sys.stdout.isatty() else _Console(width=_piped_width(), soft_wrap=True)
 WeightDtypeOption = Annotated[
     str | None,
     typer.Option(help="bf16, fp16, fp8, int8 or int4 (default: the checkpoint's; fp8 for an id ending in -FP8)"),
