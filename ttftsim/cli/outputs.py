@@ -104,7 +104,7 @@ def dashboard(
 @app.command()
 def report(
     results: Annotated[Path, typer.Argument(help="Folder of results")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write")] = Path("report.html"),
+    output: Annotated[Path, typer.Option("-o", "--output", "--out", help="HTML file to write")] = Path("report.html"),
 ) -> None:
     """Every result in the folder as figures in one self-contained HTML file (plotly.js embedded)."""
     from ttftsim.results import check_report_target, discover, write_report

@@ -11,6 +11,8 @@ from rich.table import Table
 from ttftsim.inputs.files import counted
 from ttftsim.render.cells import ms, render_warnings
 
+SIZED = ("confirmed", "estimate", "missed")  # the statuses of a row with a size, a cost and figures
+
 
 def _money(value: float) -> str:
     return "-" if value != value else f"${value:,.2f}"
@@ -20,7 +22,10 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
     """The answer in plain words first, then the ranked candidates, each GPU type's best and the Pareto
     front (a ttftsim.plan.run.PlanResult)."""
     _render_heading(console, result)
-    console.print(_candidates_table(result))
+    if any(r.status in SIZED for r in result.rows):
+        console.print(_candidates_table(result))
+    else:  # an empty table looks like a rendering fault
+        console.print("no candidate was sized (every one infeasible or pruned: their reasons are below)")
     _render_overview(console, result)
     if result.winner is None:
         console.print(f"[red]no candidate meets the SLOs.[/] Closest: {result.closest()}")
@@ -67,13 +72,16 @@ def _candidates_table(result: Any) -> Table:
         "P99 TPOT ms",
         "limit (req/s per replica)",
     )
-    shown = [r for r in result.rows if r.status in ("confirmed", "estimate", "missed")][:12]
+    shown = [r for r in result.rows if r.status in SIZED][:12]
     for rank, row in enumerate(shown, 1):
+        spare = row.replicas - row.needed  # N+1, min_replicas and zones (plan/evaluate.py replica_count)
         table.add_row(
             str(rank),
             row.candidate.label(),
             row.status,
-            str(row.replicas) if row.needed == row.replicas else f"{row.replicas} ({row.needed} + spare)",
+            str(row.replicas)
+            if row.needed == row.replicas
+            else f"{row.replicas} ({row.needed} + {spare} for availability)",
             str(row.gpus),
             _money(row.cost_per_hour),
             _money(row.cost_per_million_tokens),
