@@ -120,7 +120,7 @@ def compare(first: Path, second: Path, seed: int | None = None) -> dict[str, Any
             f"{second.name}'s own workload, seed or horizon is not used: both run {first.name}'s traffic "
             "(compare deploys two configurations under one traffic; simulate each file for its own)"
         )
-    if b.slo == Slo() != a.slo:  # the same traffic's question: does B meet the SLO A asks for?
+    if b.slo == Slo() and a.slo != Slo():  # the same traffic's question: does B meet the SLO A asks for?
         b = b.model_copy(update={"slo": a.slo})
         notes.append(f"{second.name} sets no SLO: it is judged against {first.name}'s")
     results = []

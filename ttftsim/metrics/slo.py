@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ttftsim.config.slo import PER_REQUEST_TARGETS, QUANTILES, TARGETS, Slo, Targets
+from ttftsim.config.slo import QUANTILES, TARGETS, Slo, Targets
 from ttftsim.metrics.percentiles import WeightedSamples, slo_percentile
 
 Gaps = tuple[NDArray[np.float64], NDArray[Any]]  # inter-token gap values and their integer weights
@@ -139,11 +139,6 @@ def _figures(
 
 def _mean(values: NDArray[np.float64]) -> float:
     return float(values.mean()) if len(values) else math.inf
-
-
-def has_request_targets(slo: Targets | None) -> bool:
-    """Whether the SLO sets a per-request target (ttft_s, tpot_s, e2e_s) that tells a good request from another."""
-    return slo is not None and any(getattr(slo, target) is not None for target in PER_REQUEST_TARGETS)
 
 
 def good_requests(requests: pd.DataFrame, slo: Targets | None) -> pd.Series:

@@ -26,7 +26,7 @@ from ttftsim.metrics.run_summary import (
     Throughput,
     TtftBreakdown,
 )
-from ttftsim.metrics.slo import SloVerdict, good_requests, has_request_targets, judge, slo_figures
+from ttftsim.metrics.slo import SloVerdict, good_requests, judge, slo_figures
 
 __all__ = ["BREAKDOWN", "distribution", "quantile_intervals", "summarize", "weighted_distribution"]
 NO_VALUES = Distribution(None, None, None, None, None)
@@ -113,7 +113,7 @@ def summarize(
             output_tokens_per_s=float(requests["generated_tokens"].sum()) / span,
             prompt_tokens_per_s=float(requests["prompt_tokens"][finished].sum()) / span,
             goodput_requests_per_s=float(good_requests(requests, slo).sum()) / span
-            if has_request_targets(slo)
+            if slo is not None and slo.per_request_targets()
             else None,
         ),
         prefix_cache=PrefixCache(prefix[0], prefix[1], prefix[1] / prefix[0] if prefix[0] else 0.0),

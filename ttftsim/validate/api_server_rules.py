@@ -8,12 +8,13 @@ import re
 from fractions import Fraction
 from typing import Any
 
-# resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go): binary, decimal SI, or an exponent
-BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1)}
-DECIMAL |= {"k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12)}
-DECIMAL |= {"P": Fraction(10**15), "E": Fraction(10**18)}
-QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
+from ttftsim.validate.builtin_schemas import QUANTITY_PATTERN
+
+# resource.Quantity's suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go): binary and decimal SI
+SCALES = {"Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40)}
+SCALES |= {"Pi": Fraction(2**50), "Ei": Fraction(2**60), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6)}
+SCALES |= {"m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9)}
+SCALES |= {"T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18)}
 
 
 def api_server_rules(document: Any, path: str = "") -> list[str]:
@@ -80,14 +81,15 @@ def _requests_over_limits(resources: Any, path: str) -> list[str]:
 
 
 def quantity_value(quantity: Any) -> Fraction | None:
-    """A resource.Quantity's exact value (128Mi, 1.5G, 500m, 1e3, or a plain number); None when it is not one."""
+    """A resource.Quantity's exact value (128Mi, 1.5G, 500m, 1e3, or a plain number); None when it is not one (the
+    grammar is the schema check's, QUANTITY_PATTERN; an exponent is read by Fraction itself)."""
     if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
         return None
-    match = QUANTITY.fullmatch(str(quantity).strip())
-    if match is None:
+    text = str(quantity).strip()
+    if re.fullmatch(QUANTITY_PATTERN, text) is None:
         return None
-    number, exponent, suffix = match.groups()
-    value = Fraction(number)
-    if exponent is not None:
-        return value * Fraction(10) ** int(exponent[1:])
-    return value * (BINARY[suffix] if suffix in BINARY else DECIMAL[suffix or ""])
+    suffix = text[-2:] if text[-2:] in SCALES else text[-1] if text[-1] in SCALES else ""  # 1E: exa; 1E3: 1000
+    try:
+        return Fraction(text[: len(text) - len(suffix)]) * SCALES.get(suffix, Fraction(1))
+    except ValueError:  # a fractional exponent, which the pattern admits and Fraction does not
+        return None

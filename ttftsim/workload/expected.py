@@ -62,7 +62,7 @@ def _rounded_clipped_mean(dist: Any, low: int, high: int) -> float:
     last = min(max(first, math.ceil(dist.isf(TAIL))), high)
     stop = min(last, first + SUMMED)
     lengths = np.arange(first, stop, dtype=np.float64)
-    mean: float = low + (first - low) + float(dist.sf(lengths + 0.5).sum())
+    mean: float = first + float(dist.sf(lengths + 0.5).sum())  # the terms from low to first are 1 each
     if last > stop:
         mean += float(integrate.quad(dist.sf, stop, last, limit=200)[0])
     return mean
