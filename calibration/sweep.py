@@ -6,8 +6,11 @@ bandwidth and matmul peak, and write calibration/results/<gpu>.json. Budget: at 
 Timing: triton.testing.do_bench (warm-up, median of repeats, L2 flushed between runs); inputs rotate over
 several buffers so repeated calls do not hit in cache.
 
-Not yet run on a GPU (no device was lent to the session that wrote it): the first device session should
-run it once and commit the JSON.
+Robust to one bad shape: results are written after each section (an interrupted sweep keeps what it
+timed), a shape that runs out of GPU memory is recorded as skipped, and decode shapes whose KV cache would
+pass MAX_KV_TOKENS are not built (no GPU holds that many tokens of one layer for one replica). Each kernel
+family is first checked against its torch reference on the device in bf16 (the CPU tests cannot: the
+interpreter has no bfloat16), and the error is recorded beside the timings.
 """
 
 from __future__ import annotations
@@ -16,23 +19,19 @@ import datetime
 import json
 import platform
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from calibration.checks import check_kernels, probe_decode
+from calibration.timing import Bench, GemmShape, time_decodes, time_gemms, time_prefills
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOKENS = (1, 16, 64, 256, 1024, 4096, 16384)
 CONTEXTS = (512, 2048, 8192, 32768)
 BATCHES = (1, 8, 32, 128)
 TP_SLICES = (1, 2, 4, 8)
-
-
-@dataclass(frozen=True)
-class GemmShape:
-    m: int
-    n: int
-    k: int
-    label: str
+SECTIONS = ("gemm", "prefill_attention", "decode_attention")
 
 
 # The shape families the sweep times (dense 7-72B, GQA and MHA, one MoE): a fixed list, so that adding a
@@ -85,7 +84,17 @@ def attention_grid(presets: list[Any]) -> list[dict[str, int]]:
     return grid
 
 
-def run(budget_s: float = 480.0, out_dir: Path = RESULTS) -> Path:  # pragma: no cover - needs a GPU
+def run(
+    budget_s: float = 480.0,
+    out_dir: Path = RESULTS,
+    sections: tuple[str, ...] = SECTIONS,
+    triton_decode: bool | None = None,
+) -> Path:  # pragma: no cover - needs a GPU
+    """Time the named sections (all by default) on this GPU and write calibration/results/<gpu>.json; a
+    section's budget share is where its deadline falls. triton_decode=False times decode with torch alone;
+    None (default) first runs our decode kernel once in a child process (probe_decode) and leaves it out if
+    it fails there: its first GPU run (H100, Triton 3.6) faulted with an illegal memory access, which ends
+    every later CUDA call of the process."""
     import torch
     import triton
 
@@ -96,26 +105,45 @@ def run(budget_s: float = 480.0, out_dir: Path = RESULTS) -> Path:  # pragma: no
     started = time.monotonic()
     presets = [load_model(name) for name in SWEEP_PRESETS]
     name = torch.cuda.get_device_name()
+    path = out_dir / f"{name.lower().replace(' ', '-')}.json"
     results: dict[str, Any] = {
         "device": name,
-        "driver": torch.version.cuda,
+        "cuda": torch.version.cuda,
         "torch": torch.__version__,
         "triton": triton.__version__,
         "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(),
+        "budget_s": budget_s,
     }
+    if triton_decode is None and "decode_attention" in sections:
+        results["decode_probe"] = probe_decode("cuda")
+        triton_decode = results["decode_probe"] == "ok"
+    bench = Bench("cuda", torch.bfloat16, _do_bench)
+    results["checks"] = check_kernels(bench)
     results.update(_roofs())
-    results["gemm"] = _gemms(presets, started + budget_s * 0.6)
-    results["prefill_attention"] = _prefills(presets, started + budget_s * 0.8)
-    results["decode_attention"] = _decodes(presets, started + budget_s)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name.lower().replace(' ', '-')}.json"
-    results["elapsed_s"] = time.monotonic() - started
-    path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    timers = {
+        "gemm": (0.55, lambda b: time_gemms(gemm_grid(presets), b)),
+        "prefill_attention": (0.75, lambda b: time_prefills(attention_grid(presets), TOKENS[2:], b)),
+        "decode_attention": (
+            1.0,
+            lambda b: time_decodes(attention_grid(presets), BATCHES, CONTEXTS, b, triton_decode=triton_decode),
+        ),
+    }
+    for key in sections:
+        share, timed = timers[key]
+        results[key] = timed(bench.until(started + budget_s * share))
+        results["elapsed_s"] = time.monotonic() - started
+        _write(path, results)  # after each section: an interrupted sweep keeps what it timed
+        print(f"{key}: {len(results[key])} shapes, {results['elapsed_s']:.0f} s", flush=True)
     return path
 
 
-def _bench(fn: Any) -> float:  # pragma: no cover - needs a GPU
+def _write(path: Path, results: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+def _do_bench(fn: Callable[[], Any]) -> float:  # pragma: no cover - needs a GPU
     import triton.testing
 
     return float(triton.testing.do_bench(fn, warmup=10, rep=30, return_mode="median")) / 1e3
@@ -128,104 +156,7 @@ def _roofs() -> dict[str, float]:  # pragma: no cover - needs a GPU
     size = 1 << 30
     source = torch.empty(size, dtype=torch.uint8, device="cuda")
     target = torch.empty(size, dtype=torch.uint8, device="cuda")
-    copy_s = _bench(lambda: target.copy_(source))
+    copy_s = _do_bench(lambda: target.copy_(source))
     big = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
-    matmul_s = _bench(lambda: big @ big)
+    matmul_s = _do_bench(lambda: big @ big)
     return {"copy_bytes_per_s": 2 * size / copy_s, "matmul_peak_flops": 2 * 8192**3 / matmul_s}
-
-
-def _gemms(presets: list[Any], deadline: float) -> list[dict[str, Any]]:  # pragma: no cover - needs a GPU
-    import torch
-
-    from calibration.kernels import gemm
-
-    rows = []
-    for shape in sorted(gemm_grid(presets), key=lambda s: s.m * s.n * s.k):
-        if time.monotonic() > deadline:
-            break
-        buffers = [
-            (
-                torch.randn(shape.m, shape.k, dtype=torch.bfloat16, device="cuda"),
-                torch.randn(shape.k, shape.n, dtype=torch.bfloat16, device="cuda"),
-            )
-            for _ in range(3)
-        ]
-        rows.append(
-            {
-                "m": shape.m,
-                "n": shape.n,
-                "k": shape.k,
-                "label": shape.label,
-                "triton_s": _bench(_rotating(buffers, gemm.gemm)),
-                "torch_s": _bench(_rotating(buffers, torch.matmul)),
-            }
-        )
-    return rows
-
-
-def _rotating(buffers: list[Any], op: Any) -> Any:
-    """Call op on the next buffer pair each time, so repeats do not hit in cache."""
-    turn = [0]
-
-    def call() -> Any:
-        a, b = buffers[turn[0] % len(buffers)]
-        turn[0] += 1
-        return op(a, b)
-
-    return call
-
-
-def _prefills(presets: list[Any], deadline: float) -> list[dict[str, Any]]:  # pragma: no cover - needs a GPU
-    import torch
-    from torch.nn.functional import scaled_dot_product_attention
-
-    from calibration.kernels import prefill_attention
-
-    rows = []
-    for heads in attention_grid(presets):
-        for tokens in TOKENS[2:]:
-            if time.monotonic() > deadline:
-                return rows
-            shape = (tokens, heads["q_heads"], heads["head_dim"])
-            q = torch.randn(shape, dtype=torch.bfloat16, device="cuda")
-            k = torch.randn(tokens, heads["kv_heads"], heads["head_dim"], dtype=torch.bfloat16, device="cuda")
-            v = torch.randn_like(k)
-            group = heads["q_heads"] // heads["kv_heads"]
-            qt = q.transpose(0, 1)
-            kt = k.repeat_interleave(group, 1).transpose(0, 1)
-            vt = v.repeat_interleave(group, 1).transpose(0, 1)
-            rows.append(
-                {
-                    **heads,
-                    "tokens": tokens,
-                    "triton_s": _bench(lambda q=q, k=k, v=v: prefill_attention.prefill_attention(q, k, v, block=64)),
-                    "torch_s": _bench(
-                        lambda qt=qt, kt=kt, vt=vt: scaled_dot_product_attention(qt, kt, vt, is_causal=True)
-                    ),
-                }
-            )
-    return rows
-
-
-def _decodes(presets: list[Any], deadline: float) -> list[dict[str, Any]]:  # pragma: no cover - needs a GPU
-    import torch
-
-    from calibration.kernels import decode_attention
-
-    rows = []
-    block = 16
-    for heads in attention_grid(presets):
-        for batch in BATCHES:
-            for context in CONTEXTS:
-                if time.monotonic() > deadline:
-                    return rows
-                blocks = batch * (context // block)
-                cache_shape = (blocks, block, heads["kv_heads"], heads["head_dim"])
-                k_cache = torch.randn(cache_shape, dtype=torch.bfloat16, device="cuda")
-                v_cache = torch.randn_like(k_cache)
-                table = torch.randperm(blocks, device="cuda", dtype=torch.int32).reshape(batch, -1)
-                lens = torch.full((batch,), context, dtype=torch.int32, device="cuda")
-                q = torch.randn(batch, heads["q_heads"], heads["head_dim"], dtype=torch.bfloat16, device="cuda")
-                seconds = _bench(lambda: decode_attention.decode_attention(q, k_cache, v_cache, table, lens))  # noqa: B023
-                rows.append({**heads, "batch": batch, "context": context, "triton_s": seconds})
-    return rows

@@ -5,6 +5,7 @@ each run so any element a kernel fails to write shows up."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,59 @@ def test_decode_matches_prefill_last_row() -> None:
     table = torch.arange(blocks, dtype=torch.int32)[None, :]
     last = decode_attention.decode_attention(q[-1:], k_cache, v_cache, table, torch.tensor([s], dtype=torch.int32))
     torch.testing.assert_close(last[0], full[-1], atol=1e-4, rtol=1e-4)
+
+
+def _counting_bench(calls: list[int]) -> Any:
+    """The sweep's timing hook on the CPU: runs each timed call once and returns a fixed time."""
+    from calibration.timing import Bench
+
+    def seconds(fn: Any) -> float:
+        fn()
+        calls.append(1)
+        return 1e-3
+
+    return Bench("cpu", torch.float32, seconds)
+
+
+def test_device_sweep_sections_run_on_the_cpu() -> None:
+    """The sweep's sections with the interpreter standing in for the GPU: each kernel checked against its
+    reference, one row per shape with both timings, decode shapes past MAX_KV_TOKENS not built, and a shape
+    that runs out of memory recorded as skipped rather than ending the sweep."""
+    from calibration import checks, timing
+
+    calls: list[int] = []
+    bench = _counting_bench(calls)
+    checks = checks.check_kernels(bench)
+    assert set(checks) == {"gemm", "prefill_attention", "decode_attention"}
+    assert all(error < 1e-4 for error in checks.values())
+    gemms = timing.time_gemms([timing.GemmShape(16, 24, 40, "b"), timing.GemmShape(1, 8, 8, "a")], bench)
+    assert [(row["m"], row["label"]) for row in gemms] == [(1, "a"), (16, "b")]  # smallest first
+    heads = [{"q_heads": 4, "kv_heads": 2, "head_dim": 16}]
+    prefills = timing.time_prefills(heads, (3, 20), bench)
+    assert [(row["tokens"], row["triton_s"], row["torch_s"]) for row in prefills] == [(3, 1e-3, 1e-3), (20, 1e-3, 1e-3)]
+    decodes = timing.time_decodes(heads, (2, timing.MAX_KV_TOKENS), (17,), bench)
+    assert [(row["batch"], row["context"], sorted(row)) for row in decodes] == [
+        (2, 17, ["batch", "context", "head_dim", "kv_heads", "q_heads", "torch_s", "triton_s"])
+    ]
+    torch_only = timing.time_decodes(heads, (2,), (17,), bench, triton_decode=False)
+    assert "triton_s" not in torch_only[0] and torch_only[0]["torch_s"] == 1e-3
+    assert len(calls) == 2 * (2 + 2 + 1) + 1
+    assert timing.time_gemms([timing.GemmShape(1, 8, 8, "a")], bench.until(0.0)) == []  # past the deadline
+
+
+def test_device_sweep_skips_a_shape_out_of_memory() -> None:
+    from calibration import timing
+
+    def out_of_memory() -> dict[str, float]:
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    assert timing._guarded(out_of_memory) == {"skipped": "out of GPU memory"}
+
+
+def test_decode_probe_runs_the_kernel_in_a_child_process() -> None:
+    """The sweep's guard against a faulting decode kernel: the child runs the first decode shape and checks
+    it against the reference (here on the CPU under the interpreter, which the child inherits)."""
+    from calibration import checks
+
+    assert checks.probe_decode("cpu", "float32") == "ok"
+    assert checks.probe_decode("no-such-device", "float32").startswith("failed: ")

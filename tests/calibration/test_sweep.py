@@ -25,3 +25,26 @@ def test_device_sweep_needs_a_gpu_and_one_source() -> None:
     _assert_one_line_error(result, "--device")
     assert "no CUDA GPU" in result.stderr or "torch is not installed" in result.stderr
     _assert_one_line_error(run("calibrate"), "exactly one of --from TABLES or --device")
+
+
+def test_the_h100_sweep_against_the_shipped_calibration() -> None:
+    """benchmarks/device_sweep_check.py on the committed H100 sweep: every GEMM row is compared, and the
+    large-m rows (compute-bound, where the tables' method and the sweep's agree) are within 10% median."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from ttftsim.hardware.catalog import load_hardware
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("device_sweep_check", root / "benchmarks" / "device_sweep_check.py")
+    assert spec is not None and spec.loader is not None
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    results = json.loads((root / "calibration/results/nvidia-h100-80gb-hbm3.json").read_text(encoding="utf-8"))
+    rows = check.gemm_rows(results["gemm"], load_hardware("H100-SXM5-80GB"))
+    assert len(rows) == 483
+    large = [abs(row["calibrated"]) for row in rows if row["m"] >= 1024]
+    assert len(large) == 207 and float(np.median(large)) < 10.0

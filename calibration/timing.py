@@ -1,0 +1,196 @@
+"""How the device sweep times each kernel family (calibration/sweep.py picks the shapes): our Triton kernel and
+the vendor path on the same inputs, one row per shape. A `Bench` says where and how (do_bench on a GPU; the
+tests pass the CPU under the Triton interpreter and a stand-in timer). A shape that runs out of memory, or
+that no fused kernel takes, is recorded as skipped rather than ending the sweep."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+MAX_KV_TOKENS = 1 << 20  # batch x context of one layer's cache: 1 M tokens (17 GB at 32 KV heads)
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    m: int
+    n: int
+    k: int
+    label: str
+
+
+@dataclass(frozen=True)
+class Bench:
+    """Where and how kernels are timed: `seconds(fn)` is the median time of one call (do_bench on a GPU)."""
+
+    device: str
+    dtype: Any
+    seconds: Callable[[Callable[[], Any]], float]
+    deadline: float = float("inf")
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    def until(self, deadline: float) -> Bench:
+        return Bench(self.device, self.dtype, self.seconds, deadline)
+
+
+def time_gemms(shapes: list[GemmShape], bench: Bench) -> list[dict[str, Any]]:
+    """Our Triton GEMM and torch.matmul (cuBLAS) per shape, smallest first until the deadline."""
+    import torch
+
+    from calibration.kernels import gemm
+
+    rows = []
+    for shape in sorted(shapes, key=lambda s: s.m * s.n * s.k):
+        if bench.out_of_time():
+            break
+
+        def timed(shape: GemmShape = shape) -> dict[str, float]:
+            buffers = [
+                (
+                    torch.randn(shape.m, shape.k, device=bench.device, dtype=bench.dtype),
+                    torch.randn(shape.k, shape.n, device=bench.device, dtype=bench.dtype),
+                )
+                for _ in range(3)
+            ]
+            return {
+                "triton_s": bench.seconds(_rotating(buffers, gemm.gemm)),
+                "torch_s": bench.seconds(_rotating(buffers, torch.matmul)),
+            }
+
+        rows.append({"m": shape.m, "n": shape.n, "k": shape.k, "label": shape.label, **_guarded(timed)})
+    return rows
+
+
+def _guarded(timed: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """One shape's timings, or why it has none: a shape that runs out of GPU memory is skipped, not fatal."""
+    import torch
+
+    try:
+        return timed()
+    except torch.OutOfMemoryError:
+        return {"skipped": "out of GPU memory"}
+    except RuntimeError as error:  # e.g. no fused attention kernel for the shape: recorded, not fatal
+        return {"skipped": str(error).splitlines()[0][:200]}
+    finally:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def _rotating(buffers: list[Any], op: Any) -> Any:
+    """Call op on the next buffer pair each time, so repeats do not hit in cache."""
+    turn = [0]
+
+    def call() -> Any:
+        a, b = buffers[turn[0] % len(buffers)]
+        turn[0] += 1
+        return op(a, b)
+
+    return call
+
+
+def time_prefills(grid: list[dict[str, int]], tokens: tuple[int, ...], bench: Bench) -> list[dict[str, Any]]:
+    """Causal prefill attention (no cached prefix): our Triton kernel and torch's scaled_dot_product_attention
+    (flash or memory-efficient, as torch picks) on the same q, k, v."""
+    rows = []
+    for heads in grid:
+        for count in tokens:
+            if bench.out_of_time():
+                return rows
+            rows.append({**heads, "tokens": count, **_guarded(lambda h=heads, t=count: _prefill_times(h, t, bench))})
+    return rows
+
+
+def _prefill_times(heads: dict[str, int], tokens: int, bench: Bench) -> dict[str, float]:
+    import torch
+
+    from calibration.kernels import prefill_attention
+
+    q = torch.randn(tokens, heads["q_heads"], heads["head_dim"], device=bench.device, dtype=bench.dtype)
+    k = torch.randn(tokens, heads["kv_heads"], heads["head_dim"], device=bench.device, dtype=bench.dtype)
+    v = torch.randn_like(k)
+    return {
+        "triton_s": bench.seconds(lambda: prefill_attention.prefill_attention(q, k, v, block=64)),
+        "torch_s": _fused_sdpa_s(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None], bench),
+    }
+
+
+def _fused_sdpa_s(query: Any, keys: Any, values: Any, bench: Bench) -> float:
+    """torch's scaled_dot_product_attention on (1 or batch, heads, length, head dim) tensors made contiguous,
+    GQA without copying heads, causal when queries and keys are as long; the math backend is excluded (it
+    materialises the scores), so the time is a fused kernel's (flash, cuDNN or memory-efficient)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention
+
+    query, keys, values = query.contiguous(), keys.contiguous(), values.contiguous()
+    causal = query.shape[2] == keys.shape[2]
+    fused = [SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+    if bench.device == "cpu":
+        fused.append(SDPBackend.MATH)  # the CPU test's stand-in
+
+    def call() -> Any:
+        with sdpa_kernel(fused):
+            return scaled_dot_product_attention(query, keys, values, is_causal=causal, enable_gqa=True)
+
+    return bench.seconds(call)
+
+
+def time_decodes(
+    grid: list[dict[str, int]],
+    batches: tuple[int, ...],
+    contexts: tuple[int, ...],
+    bench: Bench,
+    triton_decode: bool = True,
+) -> list[dict[str, Any]]:
+    """Paged decode attention (our Triton kernel, block 16, a shuffled block table) and torch's
+    scaled_dot_product_attention over the same keys laid out contiguously (one query per sequence, GQA),
+    for batch x context up to MAX_KV_TOKENS."""
+    rows = []
+    for heads in grid:
+        for batch in batches:
+            for context in contexts:
+                if bench.out_of_time():
+                    return rows
+                if batch * context > MAX_KV_TOKENS:
+                    continue
+                times = _guarded(lambda h=heads, b=batch, c=context: _decode_times(h, b, c, bench, triton_decode))
+                rows.append({**heads, "batch": batch, "context": context, **times})
+    return rows
+
+
+def _decode_times(heads: dict[str, int], batch: int, context: int, bench: Bench, triton: bool) -> dict[str, float]:
+    """Both paths on the same queries; each builds its own keys and frees them on return (one at a time on
+    the GPU)."""
+    import torch
+
+    q = torch.randn(batch, heads["q_heads"], heads["head_dim"], device=bench.device, dtype=bench.dtype)
+    times = {"torch_s": _sdpa_decode_s(q, heads, context, bench)}
+    if triton:
+        times["triton_s"] = _paged_decode_s(q, heads, context, bench)
+    return times
+
+
+def _paged_decode_s(q: Any, heads: dict[str, int], context: int, bench: Bench) -> float:
+    import torch
+
+    from calibration.kernels import decode_attention
+
+    block, batch = 16, q.shape[0]
+    blocks = batch * (-(-context // block))
+    cache_shape = (blocks, block, heads["kv_heads"], heads["head_dim"])
+    k_cache = torch.randn(cache_shape, device=bench.device, dtype=bench.dtype)
+    v_cache = torch.randn_like(k_cache)
+    table = torch.randperm(blocks, dtype=torch.int32).reshape(batch, -1).to(bench.device)
+    lens = torch.full((batch,), context, dtype=torch.int32, device=bench.device)
+    return bench.seconds(lambda: decode_attention.decode_attention(q, k_cache, v_cache, table, lens))
+
+
+def _sdpa_decode_s(q: Any, heads: dict[str, int], context: int, bench: Bench) -> float:
+    import torch
+
+    shape = (q.shape[0], heads["kv_heads"], context, heads["head_dim"])
+    keys = torch.randn(shape, device=bench.device, dtype=bench.dtype)
+    return _fused_sdpa_s(q.unsqueeze(2), keys, torch.randn_like(keys), bench)  # one query per sequence
