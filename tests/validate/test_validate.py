@@ -863,3 +863,30 @@ def test_a_command_with_an_unbalanced_quote_names_its_container(tmp_path: Path) 
     edit = ("command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]", 'command: [sh, -c, "vllm serve \'m"]')
     result = run("validate", str(_edited(tmp_path, edit)))
     _assert_one_line_error(result, "containers.0.command", "container 'vllm'", "No closing quotation")
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "vllm:num_requests_waitng",
+            "vllm:num_requests_waitng is not a metric vLLM exports (did you mean vllm:num_requests_waiting?)",
+        ),
+        ("vllm_gpu_cache_usage_perc", "removed in 0.33: use vllm_kv_cache_usage_perc"),
+        ("vllm_queue_depth", "vllm_queue_depth is not a metric vLLM exports: the HPA gets no value"),
+    ],
+)
+def test_an_hpa_on_a_metric_vllm_does_not_export_is_a_warning(tmp_path: Path, name: str, expected: str) -> None:
+    path = _copy(tmp_path, k8s_edit=('metric: {name: "vllm:num_requests_waiting"}', f'metric: {{name: "{name}"}}'))
+    result = run("validate", str(path), "--json")
+    hpa = [f for f in json.loads(result.stdout)["findings"] if f["check"] == "hpa"]
+    assert [(f["severity"], expected in f["message"]) for f in hpa] == [("warning", True)], hpa
+
+
+@pytest.mark.parametrize(
+    "name", ["vllm:num_requests_waiting", "vllm_num_requests_waiting", "vllm:prompt_tokens_total", "queue_depth"]
+)
+def test_an_hpa_on_a_metric_vllm_exports_or_not_a_vllm_name_passes_the_name_check(tmp_path: Path, name: str) -> None:
+    path = _copy(tmp_path, k8s_edit=('metric: {name: "vllm:num_requests_waiting"}', f'metric: {{name: "{name}"}}'))
+    findings = json.loads(run("validate", str(path), "--json").stdout)["findings"]
+    assert not [f for f in findings if f["check"] == "hpa"]

@@ -1,0 +1,83 @@
+"""The metric names an HPA scales on, against the metrics vLLM exports (../shared/reference/serving-semantics.md
+§5, from vLLM's `v1/metrics/loggers.py`, 0.11-0.33): a `vllm:` or `vllm_` name (the colon form as vLLM exposes it,
+the underscore form as a prometheus-adapter rule usually renames it) that vLLM does not export is a metric the
+HPA will never get, so it never scales. An adapter rule can serve any name, so this is a warning, with the
+nearest name vLLM does export."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from ttftsim.validate.report import Report
+
+# the names after `vllm:`, exposition suffixes (_total, _bucket, _sum, _count, _created) stripped
+VLLM_METRICS = frozenset(
+    {
+        "time_to_first_token_seconds",
+        "inter_token_latency_seconds",
+        "request_time_per_output_token_seconds",
+        "e2e_request_latency_seconds",
+        "request_queue_time_seconds",
+        "request_inference_time_seconds",
+        "request_prefill_time_seconds",
+        "request_decode_time_seconds",
+        "num_requests_running",
+        "num_requests_waiting",
+        "num_requests_waiting_by_reason",
+        "kv_cache_usage_perc",
+        "prefix_cache_queries",
+        "prefix_cache_hits",
+        "num_preemptions",
+        "prompt_tokens",
+        "generation_tokens",
+        "request_success",
+        "iteration_tokens_total",
+        "request_prompt_tokens",
+        "request_generation_tokens",
+        "cache_config_info",
+    }
+)
+RETIRED = {"gpu_cache_usage_perc": "kv_cache_usage_perc"}  # deprecated in 0.9.2, hidden in 0.11, gone in 0.33
+SUFFIXES = ("_total", "_bucket", "_sum", "_count", "_created")
+
+
+def metric_names(spec: dict[str, Any]) -> list[str]:
+    """The names of an HPA's Pods, Object and External metrics (autoscaling/v2)."""
+    names = []
+    for metric in spec.get("metrics") or []:
+        if not isinstance(metric, dict):
+            continue
+        source = metric.get({"Pods": "pods", "Object": "object", "External": "external"}.get(metric.get("type"), ""))
+        name = ((source or {}).get("metric") or {}).get("name") if isinstance(source, dict) else None
+        if isinstance(name, str):
+            names.append(name)
+    return names
+
+
+def unknown_vllm_metric(name: str) -> str | None:
+    """Why a vLLM-looking metric name is not one vLLM exports, or None (also for names that are not vLLM's)."""
+    prefix = next((p for p in ("vllm:", "vllm_") if name.startswith(p)), None)
+    if prefix is None:
+        return None
+    base = name[len(prefix) :]
+    if base not in VLLM_METRICS:
+        base = next((base[: -len(s)] for s in SUFFIXES if base.endswith(s) and base[: -len(s)] in VLLM_METRICS), base)
+    if base in VLLM_METRICS:
+        return None
+    if base in RETIRED:
+        return f"{name} was deprecated in vLLM 0.9.2, hidden in 0.11 and removed in 0.33: use {prefix}{RETIRED[base]}"
+    near = difflib.get_close_matches(base, sorted(VLLM_METRICS), n=1, cutoff=0.8)
+    hint = f" (did you mean {prefix}{near[0]}?)" if near else ""
+    return f"{name} is not a metric vLLM exports{hint}: the HPA gets no value for it and never scales"
+
+
+def check_metric_names(report: Report, hpa: dict[str, Any]) -> None:
+    for problem in filter(None, map(unknown_vllm_metric, metric_names(hpa.get("spec") or {}))):
+        report.add(
+            "warning",
+            "hpa",
+            f"HPA {hpa.get('metadata', {}).get('name')}: {problem}",
+            "name a metric on vLLM's /metrics (e.g. vllm:num_requests_waiting), or the one your prometheus-adapter "
+            "rule serves",
+        )
