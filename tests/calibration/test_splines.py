@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ttftsim.calibration import curves
+from ttftsim.calibration import curves, splines
 from ttftsim.calibration.splines import Axis, Correction, fit_correction
 
 
@@ -108,3 +110,23 @@ def test_tables_match_the_correction_between_grid_points() -> None:
     assert line.at(-50.0) == pytest.approx(line.at(5.0)) and line.at(99.0) == pytest.approx(line.at(14.0))
     plane = correction.tabulate((0, 1), point)
     assert plane.at2(4.37, 12.6) == pytest.approx(float(np.exp(correction(np.array([[4.37, 12.6, 7.0]])))[0]), rel=1e-3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(2, 9),
+    st.integers(2, 9),
+    st.floats(-3.0, 3.0),
+    st.floats(-3.0, 3.0),
+    st.floats(-1.0, 3.0),
+    st.floats(-1.0, 3.0),
+    st.integers(0, 2**32 - 1),
+)
+def test_a_2d_tables_point_equals_its_column_at_that_point_to_the_bit(
+    rows: int, cols: int, low_x: float, low_y: float, dx: float, dy: float, seed: int
+) -> None:
+    """at2 computes the two rows around x alone; the value is column(y).at(x)'s exactly, clamped edges too."""
+    factors = np.random.default_rng(seed).lognormal(0.0, 0.3, (rows, cols))
+    table = splines.Table((low_x, low_y), factors)
+    x, y = low_x + dx * rows * splines.TABLE_STEP, low_y + dy * cols * splines.TABLE_STEP
+    assert table.at2(x, y) == table.column(y).at(x)

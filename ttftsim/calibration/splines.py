@@ -172,10 +172,12 @@ class Table:
     low: tuple[float, ...]
     factors: Array
     _values: list[float] = field(init=False, repr=False, compare=False)  # 1-D factors as floats: at() is hot
+    _rows: list[list[float]] = field(init=False, repr=False, compare=False)  # 2-D factors as floats: at2() is hot
     _grid: Array | None = field(init=False, repr=False, compare=False)  # 1-D: where the factors lie, once along()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_values", self.factors.tolist() if self.factors.ndim == 1 else [])
+        object.__setattr__(self, "_rows", self.factors.tolist() if self.factors.ndim == 2 else [])
         object.__setattr__(self, "_grid", None)
 
     def at(self, x: float) -> float:
@@ -198,8 +200,13 @@ class Table:
         return Table(self.low[:1], self.factors[:, j] * (1.0 - w) + self.factors[:, j + 1] * w)
 
     def at2(self, x: float, y: float) -> float:
-        """2-D, one point (bilinear)."""
-        return self.column(y).at(x)
+        """2-D, one point (bilinear): `column(y).at(x)` on the two rows around x alone, the same operations in
+        the same order (so the same value to the last bit), without making the column."""
+        rows = self._rows
+        j, v = _cell(y, self.low[1], len(rows[0]))
+        i, w = _cell(x, self.low[0], len(rows))
+        below, above = rows[i], rows[i + 1]
+        return (below[j] * (1.0 - v) + below[j + 1] * v) * (1.0 - w) + (above[j] * (1.0 - v) + above[j + 1] * v) * w
 
 
 def _cell(x: float, low: float, size: int) -> tuple[int, float]:
