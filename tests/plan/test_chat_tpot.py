@@ -74,6 +74,9 @@ def test_tpot_throughput_and_cost_per_token_are_columns(chat: tuple[Path, PlanRe
     assert {"slo.ttft_p99_s", "slo.tpot_mean_s", "explanation"} <= set(rows[0])
     assert rows[0]["label"] == "H100-SXM5-80GB TP2, w fp8, least_outstanding"
     assert float(rows[0]["slo.tpot_mean_s"]) == pytest.approx(float(rows[0]["tpot_mean_s"]))
+    unsized = [row for row in rows if row["status"] == "pruned"]  # out before sizing: no replica count, not 0
+    assert unsized and {(row["needed"], row["replicas"], row["gpus"]) for row in unsized} == {("", "", "")}
+    assert all(row["replicas"] for row in rows if row["status"] in ("confirmed", "estimate"))
     console = Console(width=400, record=True)
     render_plan(console, result, out)
     text = console.export_text()

@@ -115,7 +115,11 @@ class PlanResult:
 
 
 def _row_json(row: Row) -> dict[str, Any]:
+    """plan.json's row (and ranked.csv's): a candidate out before it was sized (pruned by the cost bound,
+    infeasible in memory) has no replica count, written as null rather than 0."""
     data = asdict(row)
+    if not row.replicas:
+        data.update(needed=None, replicas=None, gpus=None)
     data["candidate"] = asdict(row.candidate)
     data["label"] = row.candidate.label()
     data["figures"] = {k: _finite(v) for k, v in row.figures.items()}
