@@ -48,8 +48,10 @@ def metric_names(spec: dict[str, Any]) -> list[str]:
     for metric in spec.get("metrics") or []:
         if not isinstance(metric, dict):
             continue
-        source = metric.get({"Pods": "pods", "Object": "object", "External": "external"}.get(metric.get("type"), ""))
-        name = ((source or {}).get("metric") or {}).get("name") if isinstance(source, dict) else None
+        field = {"Pods": "pods", "Object": "object", "External": "external"}.get(str(metric.get("type")), "")
+        source = metric.get(field)
+        named = source.get("metric") if isinstance(source, dict) else None
+        name = named.get("name") if isinstance(named, dict) else None
         if isinstance(name, str):
             names.append(name)
     return names
