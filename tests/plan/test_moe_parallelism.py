@@ -103,3 +103,11 @@ def test_the_example_plan_prices_dp_and_ep_candidates(tmp_path: Path) -> None:
     assert by_shape[(2, 2, True)]["gpus"] == 4 * by_shape[(2, 2, True)]["replicas"]
     winner = report["winner"]
     assert winner is not None and winner["status"] == "confirmed"
+    # experts per GPU under EP (8 / (TP x DP)) below the MoE tables' range: said once, naming the candidates
+    experts4 = [w for w in report["warnings"] if w.startswith("moe/bf16: experts=4 (experts) outside the calibrated")]
+    assert len(experts4) == 1 and experts4[0].endswith(
+        "(candidates: H100-SXM5-80GB TP1 DP2 EP, least_outstanding; H100-SXM5-80GB TP2 EP, least_outstanding)"
+    )
+    assert "warning:" not in result.stderr  # not printed by each worker process as it met them
+    resumed = run("plan", str(EXAMPLE), "--out", str(tmp_path), "--json", "--workers", "1", "--resume")
+    assert json.loads(resumed.stdout)["warnings"] == report["warnings"]  # stored with the tasks' results

@@ -52,10 +52,22 @@ class Calibration:
         return cls(fits, {key: splines.Correction.from_json(fit.get("correction", [])) for key, fit in fits.items()})
 
 
+_SHARED: list[Calibration] = []  # what _read made: the calibrations whose warnings forget_warnings clears
+
+
 @lru_cache(maxsize=16)
 def _read(path: str, mtime_ns: int) -> Calibration:
     """A calibration file, read once per process (per version of the file)."""
-    return Calibration.of(json.loads(Path(path).read_text(encoding="utf-8"))["fits"])
+    calibration = Calibration.of(json.loads(Path(path).read_text(encoding="utf-8"))["fits"])
+    _SHARED.append(calibration)
+    return calibration
+
+
+def forget_warnings() -> None:
+    """Give the range warnings again, as if no replica had been built from the shared calibrations yet (a plan
+    task's warnings are its own: a process runs many tasks)."""
+    for calibration in _SHARED:
+        calibration.warned.clear()
 
 
 _log2: Final = math.log2  # read every decode step: a static, not the math module's attribute looked up each time

@@ -166,6 +166,7 @@ def run_plan(
     finally:
         runner.close()
         store.close()
+    warnings += runner.warnings()  # the tasks' own, each once with its candidates
     result = PlanResult(
         plan, rows, pareto(rows), winner, runner.computed, store.reused, demand, tuple(warnings), day_results
     )

@@ -4,6 +4,10 @@ tasks; every result is stored in the checkpoint and read back from it when resum
 
 The order results arrive in does not matter: `Runner.run` returns them in the order of its jobs. What the
 tasks compute is plan/evaluate.py and plan/day.py; which tasks run, and when, is plan/search.py.
+
+A task's warnings (a kernel shape outside the calibrated range) come back with its result, are stored beside it,
+and are given once per message with the candidates that raised it (`Runner.warnings`), rather than printed by
+each worker process as it meets them.
 """
 
 from __future__ import annotations
@@ -11,11 +15,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import warnings
 from collections.abc import Callable
 from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ttftsim.calibration.costs import forget_warnings
 from ttftsim.config.plan import Plan
 from ttftsim.errors import InputError
 from ttftsim.plan import day, evaluate, stored
@@ -24,10 +30,20 @@ from ttftsim.plan.store import Store
 from ttftsim.processes import local_pool, usable_workers
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
+WARNINGS = "warnings|"  # the checkpoint's key of a task's warnings: this before the task's own key
 
 
-def run_task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: float) -> Any:
-    """A worker's entry point (module level, so processes and Ray can run it)."""
+def run_task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: float) -> tuple[Any, list[str]]:
+    """A worker's entry point (module level, so processes and Ray can run it): the task's result and the
+    warnings it raised, its own (what earlier tasks in the same process were warned of is forgotten first)."""
+    forget_warnings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # once per place per task
+        value = _task(plan_json, base, kind, cand, arg)
+    return value, list(dict.fromkeys(str(w.message) for w in caught))
+
+
+def _task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: float) -> Any:
     plan = Plan.model_validate_json(plan_json)
     candidate = Candidate(**cand)
     if kind == "bound":
@@ -51,6 +67,7 @@ class Runner:
     workers: int = 1
     progress: Progress | None = None
     computed: int = 0
+    found: dict[str, list[str]] = field(default_factory=dict)  # each warning: the candidates that raised it
     _pool: Any = field(default=None, repr=False)
 
     def run(self, phase: str, jobs: list[tuple[str, Candidate, float]]) -> list[Any]:
@@ -58,16 +75,38 @@ class Runner:
         keys = [f"{kind}|{cand.key}|{arg!r}" for kind, cand, arg in jobs]
         todo = [(i, job) for i, (key, job) in enumerate(zip(keys, jobs, strict=True)) if key not in self.store]
         results: list[Any] = [self._reused(key) if key in self.store else None for key in keys]
+        for key, (_, cand, _) in zip(keys, jobs, strict=True):
+            if key in self.store:
+                self._found(_messages(self.store.beside(WARNINGS + key)), cand)
         done = len(jobs) - len(todo)
         self._tick(phase, done, len(jobs))
         plan_json = self.plan.model_dump_json()
-        for index, value in self._execute(plan_json, todo):
+        for index, (value, messages) in self._execute(plan_json, todo):
+            if messages:  # before the result: a result stored means its warnings are too
+                self.store.put(WARNINGS + keys[index], {"warnings": messages})
             self.store.put(keys[index], value)
             results[index] = value
+            self._found(messages, jobs[index][1])
             self.computed += 1
             done += 1
             self._tick(phase, done, len(jobs))
         return results
+
+    def _found(self, messages: list[str], cand: Candidate) -> None:
+        for message in messages:
+            labels = self.found.setdefault(message, [])
+            if cand.label() not in labels:
+                labels.append(cand.label())
+
+    def warnings(self) -> list[str]:
+        """Each task warning once, with the candidates that raised it (the first three named); sorted, so the
+        order tasks finished in (several workers) does not show."""
+        lines = []
+        for message, found in sorted(self.found.items()):
+            labels = sorted(found)
+            named = "; ".join(labels[:3]) + (f"; and {len(labels) - 3} more" if len(labels) > 3 else "")
+            lines.append(f"{message} (candidates: {named})")
+        return lines
 
     def _reused(self, key: str) -> Any:
         """A result from the checkpoint, with the shape its task returns (plan/stored.py), else one line."""
@@ -142,6 +181,12 @@ class Runner:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)  # after Ctrl-C, queued tasks are not run
+
+
+def _messages(stored: Any) -> list[str]:
+    """A task's stored warnings (none if absent or not as written)."""
+    messages = stored.get("warnings") if isinstance(stored, dict) else None
+    return [m for m in messages if isinstance(m, str)] if isinstance(messages, list) else []
 
 
 def _ray_failed(where: str, what: str, exc: BaseException) -> InputError:

@@ -58,6 +58,10 @@ class Store:
         self.reused += 1
         return self._cache[key]
 
+    def beside(self, key: str) -> Any:
+        """What is stored under key beside the results (a task's warnings), or None; not counted as reused."""
+        return self._cache.get(key)
+
     def put(self, key: str, value: Any) -> None:
         self._db.execute("INSERT OR REPLACE INTO results VALUES (?, ?)", (key, json.dumps(value)))
         self._cache[key] = value
