@@ -890,3 +890,16 @@ def test_an_hpa_on_a_metric_vllm_exports_or_not_a_vllm_name_passes_the_name_chec
     path = _copy(tmp_path, k8s_edit=('metric: {name: "vllm:num_requests_waiting"}', f'metric: {{name: "{name}"}}'))
     findings = json.loads(run("validate", str(path), "--json").stdout)["findings"]
     assert not [f for f in findings if f["check"] == "hpa"]
+
+
+def test_a_deployment_whose_selector_misses_its_pods_is_an_error(tmp_path: Path) -> None:
+    """A selector that does not match the template's labels passes every schema but the API server refuses it
+    (found by a new user: validate said PASS)."""
+    path = _copy(tmp_path, k8s_edit=("matchLabels: {app: chat-8b}", "matchLabels: {app: chat}"))
+    result = run("validate", str(path), "--json")
+    assert result.returncode == 1
+    errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
+    assert errors == [
+        f"{tmp_path / 'k8s.yaml'}#0 Deployment/chat-8b: spec.selector does not match the template's labels "
+        "(app=chat not among {app=chat-8b}); the API server refuses it"
+    ]

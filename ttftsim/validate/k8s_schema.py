@@ -28,6 +28,7 @@ from ttftsim.validate.builtin_schemas import CHECKED_VERSIONS, QUANTITY_PATTERN,
 from ttftsim.validate.builtin_schemas import KUBERNETES_VERSIONS as KUBERNETES_VERSIONS  # named from here too
 from ttftsim.validate.crd_schemas import crd_schema
 from ttftsim.validate.manifests import WORKLOAD_KINDS
+from ttftsim.validate.selector_rules import selector_rules
 from ttftsim.validate.serving_container import runs_vllm_server
 
 MAX_VALUE_CHARS = 60
@@ -90,7 +91,8 @@ def check_objects(documents: list[tuple[str, dict[str, Any]]]) -> list[SchemaFin
         findings += _check_one(source, document)
         where = f"{source} {document.get('kind')}/{_name(document)}"
         findings += [
-            SchemaFinding("error", "k8s-schema", f"{where}: {problem}") for problem in api_server_rules(document)
+            SchemaFinding("error", "k8s-schema", f"{where}: {problem}")
+            for problem in api_server_rules(document) + selector_rules(document)
         ]
     return findings
 
