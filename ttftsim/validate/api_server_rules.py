@@ -1,6 +1,7 @@
 """What the API server's validation refuses beyond the OpenAPI schemas (k8s_schema.py checks those), in every
 container list of an object: a port number out of range, a negative resource quantity, a request above its
-limit. The rest of pkg/apis/core/validation (names, label syntax, volume sources, ...) is not reproduced here; selector_rules.py checks a workload's selector against its template."""
+limit. The rest of pkg/apis/core/validation (names, label syntax, volume sources, ...) is not reproduced here;
+selector_rules.py checks a workload's selector against its template."""
 
 from __future__ import annotations
 
