@@ -395,3 +395,13 @@ def test_a_flag_given_twice_is_a_warning_and_the_last_value_is_used() -> None:
         "Deployment/x: --max-model-len is given more than once (--max-model-len 8192, then --max-model-len 2048): "
         "vLLM takes the last"
     )
+
+
+def test_a_flag_value_the_engine_refuses_is_named_as_the_flag_with_its_value(tmp_path: Path) -> None:
+    """--gpu-memory-utilization 1.5: vLLM refuses it at start; the error names the flag as written and the
+    value, not the engine's field (a new user met 'vllm args gpu_memory_utilization: ...')."""
+    with pytest.raises(InputError) as raised:
+        validate(_deploy(tmp_path, '--gpu-memory-utilization, "1.5"'), [])
+    assert raised.value.one_line().endswith(
+        "k8s.yaml#0: vllm serve --gpu-memory-utilization: 1.5: Input should be less than or equal to 1"
+    )
