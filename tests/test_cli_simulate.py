@@ -289,3 +289,12 @@ def test_a_name_with_control_characters_or_of_a_page_is_refused(tmp_path: Path) 
         scenario = tmp_path / "s.yaml"
         scenario.write_text(EXAMPLE.read_text().replace("name: llama31-8b-h100-chat", f"name: {name}"))
         _assert_one_line_error(run("simulate", str(scenario)), "name", said)
+
+
+def test_an_slo_in_milliseconds_written_as_seconds_is_warned(tmp_path: Path) -> None:
+    scenario = tmp_path / "ms.yaml"
+    text = EXAMPLE.read_text().replace("ttft_p99_s: 0.5", "ttft_p99_s: 500")
+    scenario.write_text(text.replace("duration_s: 120", "duration_s: 5"))
+    result = run("simulate", str(scenario), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["warnings"][0].startswith("slo.ttft_p99_s is 500 s: targets are in seconds")

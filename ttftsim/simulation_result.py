@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.config.scenario import Scenario
+from ttftsim.config.slo import unit_warnings
 from ttftsim.config.versions import version_warnings
 from ttftsim.inputs.files import counted
 from ttftsim.metrics.prometheus import exposition
@@ -142,12 +143,13 @@ class SimulationResult:
         )
 
     def _warnings(self) -> tuple[str, ...]:
-        """What the run read but did not model, or what went wrong in it: the version's, the model's, a stall's
-        and the refusals' warnings, in that order."""
+        """What the run read but did not model, or what went wrong in it: the SLO's units, the version's, the
+        model's, a stall's and the refusals' warnings, in that order."""
         engine, model = self.replica.engine, self.replica.perf.deployment.model
         kept = window_kept(model, engine, is_disaggregated(self.scenario))
         return tuple(
-            version_warnings(self.scenario.engine.vllm_version)
+            unit_warnings(self.scenario.slo)
+            + version_warnings(self.scenario.engine.vllm_version)
             + model_warnings(model, engine.max_model_len, engine.weight_dtype, kept)
             + self.stall_warnings()
             + refusal_warnings(self.requests)

@@ -58,3 +58,17 @@ def test_a_plan_takes_any_judged_target_and_a_deployment_needs_p99_ttft() -> Non
         parse_mapping(Deploy, _with_slo(EXAMPLES / "validate/deploy.yaml", {"ttft_p90_s": 0.3}), "d.yaml")
     with pytest.raises(InputError, match="a plan needs a target to meet"):
         parse_mapping(Plan, _with_slo(EXAMPLES / "plans/quickstart.yaml", {}), "p.yaml")
+
+
+def test_a_target_likely_meant_in_milliseconds_is_said() -> None:
+    """A TTFT target of 500 is 500 s (every run meets it): warned at or above PLAUSIBLE_S, per class too."""
+    from ttftsim.config.slo import Slo, unit_warnings
+
+    slo = Slo.model_validate({"ttft_p99_s": 500, "tpot_mean_s": 0.05, "per_priority": {1: {"e2e_p99_s": 3600}}})
+    assert unit_warnings(slo) == [
+        "slo.ttft_p99_s is 500 s: targets are in seconds (500 ms would be 0.5); every run this slow meets it",
+        "slo.per_priority.1.e2e_p99_s is 3600 s: targets are in seconds (3600 ms would be 3.6); every run this slow "
+        "meets it",
+    ]
+    assert unit_warnings(Slo.model_validate({"ttft_p99_s": 59.9, "tpot_p99_s": 4.9, "e2e_p99_s": 3599})) == []
+    assert unit_warnings(None) == []

@@ -28,6 +28,8 @@ STATISTICS = ("mean", "p50", "p90", "p95", "p99")
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 TARGETS = tuple(f"{metric}_{statistic}_s" for metric in METRICS for statistic in STATISTICS)
 PER_REQUEST_TARGETS = ("ttft_s", "tpot_s", "e2e_s")
+# a target at or above this, in seconds, is more likely milliseconds written as seconds: said, not refused
+PLAUSIBLE_S = {"ttft": 60.0, "tpot": 5.0, "itl": 5.0, "e2e": 3600.0}
 
 
 def _target(metric: str, statistic: str) -> float | None:
@@ -128,6 +130,23 @@ class Slo(Targets):
 
     def is_judged(self) -> bool:
         return super().is_judged() or bool(self.per_priority)
+
+
+def unit_warnings(slo: Slo | None) -> list[str]:
+    """A warning per target so large it was likely meant in milliseconds (PLAUSIBLE_S): a TTFT target of 500
+    is 500 seconds, and every run meets it."""
+    if slo is None:
+        return []
+    sets = [("slo", slo)] + [(f"slo.per_priority.{p}", targets) for p, targets in slo.per_priority.items()]
+    found = []
+    for where, targets in sets:
+        for name, value in (targets.statistic_targets() | targets.per_request_targets()).items():
+            if value >= PLAUSIBLE_S[name.split("_")[0]]:
+                found.append(
+                    f"{where}.{name} is {value:g} s: targets are in seconds ({value:g} ms would be {value / 1e3:g}); "
+                    "every run this slow meets it"
+                )
+    return found
 
 
 def percentile_slo(slo: Slo, what: str) -> Slo:

@@ -15,6 +15,7 @@ from ttftsim.config.deployment_calibration import DeploymentCalibration
 from ttftsim.config.loading import load_file
 from ttftsim.config.plan import Plan
 from ttftsim.config.resolved_engine import resolve_engine
+from ttftsim.config.slo import unit_warnings
 from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
@@ -219,7 +220,7 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
     model = load_model(resolve_ref(plan.model, base), source)
     if plan.engine.calibration is not None:  # a bad file is the plan's input error, not every candidate's
         load_file(DeploymentCalibration, base / plan.engine.calibration)
-    warnings = version_warnings(plan.engine.vllm_version)
+    warnings = unit_warnings(plan.slo) + version_warnings(plan.engine.vllm_version)
     for index, name in enumerate(plan.search.hardware):
         try:
             hardware = load_hardware(resolve_ref(name, base), source)

@@ -15,6 +15,7 @@ from ttftsim.config.base import COMMAND_LINE
 from ttftsim.config.deploy import Deploy
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.loading import load_file
+from ttftsim.config.slo import unit_warnings
 from ttftsim.config.versions import version_warnings
 from ttftsim.errors import InputError
 from ttftsim.inputs.limits import current_limits
@@ -58,6 +59,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
         check_gpu_scheduling(report, target.serving, target, deploy.gpus_per_node)
         check_mig(report, target.serving)
         report.warnings += not_modelled(target.serving)
+    report.warnings += unit_warnings(deploy.slo)
     replica = check_engine(report, deploy, target, base, str(path))
     if replica is not None:
         engine = replica.engine
