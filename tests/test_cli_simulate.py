@@ -69,6 +69,7 @@ def test_a_version_newer_than_every_profile_is_said_to_use_the_newest(
         "API-server costs); check that release's notes for changed defaults"
     )
     assert json.loads(result.stdout)["warnings"] == ([expected] if warned else [])
+    assert json.loads(result.stdout)["config"]["engine"]["vllm_version"] == version  # the version modelled, recorded
 
 
 def test_rejected_requests_are_said_with_their_reason_when_they_miss_the_slo(tmp_path: Path) -> None:
@@ -298,3 +299,5 @@ def test_an_slo_in_milliseconds_written_as_seconds_is_warned(tmp_path: Path) -> 
     result = run("simulate", str(scenario), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["warnings"][0].startswith("slo.ttft_p99_s is 500 s: targets are in seconds")
+    shown = run("simulate", str(scenario))  # the header names the vLLM version modelled
+    assert "Llama-3.1-8B on 1 x H100-SXM5-80GB (vLLM 0.15.1), " in shown.stdout.splitlines()[0]

@@ -56,14 +56,15 @@ def _graph_settings(engine: ResolvedEngine, args: EngineArgs) -> dict[str, Any]:
 
 
 def _shown_engine(engine: ResolvedEngine, args: EngineArgs) -> dict[str, Any]:
-    """The engine's resolved arguments as the summary shows them: the quiet ones and LMCache's only where they act,
-    the run's seed not at all (RunConfig has it)."""
+    """The engine's resolved arguments as the summary shows them, with the vLLM version modelled: the quiet ones and
+    LMCache's only where they act, the run's seed not at all (RunConfig has it)."""
     windowed = engine.windowed_kv
     shown = {k: v for k, v in asdict(engine).items() if k not in QUIET_ENGINE_KEYS and not k.startswith("lmcache")}
     return (
         shown
         | {  # LMCache's settings, the windowed groups, the hybrid manager's switch and the data-parallel
             # engines only where they act
+            "vllm_version": args.vllm_version,  # the version modelled (a default when the scenario names none)
             "api_server": engine.api_server.model_dump(),
             "speculative": engine.speculative.model_dump() if engine.speculative is not None else None,
         }

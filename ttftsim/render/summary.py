@@ -35,9 +35,11 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
     summary) ends the last line when given."""
     config, counts = summary.config, summary.requests
     assert config is not None and summary.simulation is not None
+    version = config.engine.get("vllm_version")  # a summary written before it was recorded has none
     console.print(
-        f"[bold]{config.scenario}[/]: {config.model} on {config.engine['tp']} x {config.hardware}, "
-        f"{config.num_gpu_blocks:,} KV blocks ({config.kv_capacity_tokens:,} tokens); "
+        f"[bold]{config.scenario}[/]: {config.model} on {config.engine['tp']} x {config.hardware}"
+        + (f" (vLLM {version})" if version else "")
+        + f", {config.num_gpu_blocks:,} KV blocks ({config.kv_capacity_tokens:,} tokens); "
         f"kernel times: {config.kernel_costs}"
     )
     console.print(
