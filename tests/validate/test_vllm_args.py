@@ -405,3 +405,10 @@ def test_a_flag_value_the_engine_refuses_is_named_as_the_flag_with_its_value(tmp
     assert raised.value.one_line().endswith(
         "k8s.yaml#0: vllm serve --gpu-memory-utilization: 1.5: Input should be less than or equal to 1"
     )
+
+
+def test_a_low_memory_share_that_leaves_no_kv_cache_is_the_first_fix_named(tmp_path: Path) -> None:
+    report = validate(_deploy(tmp_path, '--gpu-memory-utilization, "0.2"'), [])
+    (fit,) = [f for f in report.findings if f.check == "memory-fit"]
+    assert "leaves no KV cache: 17.1 GB requested per GPU" in fit.message
+    assert fit.fix == "raise --gpu-memory-utilization (0.2), raise tensor parallelism, quantize, or lower max_model_len"

@@ -78,12 +78,10 @@ def _build(report: Report, deploy: Deploy, target: Target, base: Path, source: s
         return build_replica(scenario, base, source)
     except DoesNotFitError as exc:
         where = f"{target.serving.kind}/{target.serving.name} ({target.serving.source}): " if target.serving else ""
-        report.add(
-            "error",
-            "memory-fit",
-            f"{where}does not fit: {exc}",
-            "raise tensor parallelism, quantize, or lower max_model_len",
-        )
+        share = target.engine.gpu_memory_utilization  # set below vLLM's defaults (0.9, 0.92): the first thing to raise
+        raise_share = f"raise --gpu-memory-utilization ({share:g}), " if share is not None and share < 0.9 else ""
+        fix = f"{raise_share}raise tensor parallelism, quantize, or lower max_model_len"
+        report.add("error", "memory-fit", f"{where}does not fit: {exc}", fix)
         return None
     except InputError as exc:
         if exc.source == source and exc.field.startswith("engine") and target.serving is not None:
