@@ -57,3 +57,18 @@ def test_034_takes_64_token_blocks_on_nvidia_and_sizes_the_kv_cache_from_measure
     assert (cpu.block_size, cpu.measured_kv_sizing) == (16, False)
     with pytest.raises(ValueError, match="has no extensible KV cache"):
         _resolved("0.33.0", enable_extensible_kv_cache=True)
+
+
+def test_a_version_is_read_as_an_image_tag_writes_it_and_a_number_is_refused_with_the_quotes_it_needs() -> None:
+    """vllm/vllm-openai:v0.15.1's tag is 0.15.1; an unquoted 0.15 in YAML is a number (and 0.10 would be 0.1)."""
+    from pydantic import ValidationError
+
+    from ttftsim.config.deploy import Deploy
+
+    assert EngineArgs(vllm_version="v0.15.1").vllm_version == "0.15.1"
+    assert EngineArgs.model_validate({"vllm_version": "V0.20"}).vllm_version == "0.20"
+    with pytest.raises(ValidationError, match=r'write the version in quotes \("0.1"\): unquoted, YAML reads it'):
+        EngineArgs.model_validate({"vllm_version": 0.10})
+    with pytest.raises(ValidationError, match="write the version in quotes"):
+        Deploy.model_validate({"model": "m", "traffic": {}, "slo": {"ttft_p99_s": 1}, "vllm_version": 0.15})
+    assert EngineArgs(vllm_version="vx").vllm_version == "vx"  # not a tag: left to the version check, as before

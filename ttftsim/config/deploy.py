@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 from ttftsim.config.base import Label, StrictModel
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.slo import Slo, percentile_slo
-from ttftsim.config.versions import version_defaults
+from ttftsim.config.versions import version_defaults, version_text
 from ttftsim.config.workload import Workload
 
 
@@ -41,6 +41,11 @@ class Deploy(StrictModel):
         description="A calibration file written by `ttftsim fit` (path relative to this file) for a deployment "
         "read from manifests (without manifests: engine.calibration)",
     )
+
+    @field_validator("vllm_version", mode="before")
+    @classmethod
+    def _as_written(cls, value: object) -> object:
+        return version_text(value)
 
     @field_validator("vllm_version")
     @classmethod

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ttftsim.config.base import StrictModel
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.graphs import CudagraphMode, PerformanceMode
 from ttftsim.config.kv_transfer import KvTransferConfig, LMCacheConfig
-from ttftsim.config.versions import ApiServerCosts, at_least
+from ttftsim.config.versions import ApiServerCosts, at_least, version_text
 
 KvMode = Literal["paged", "static", "none"]
 
@@ -230,6 +230,11 @@ class EngineArgs(StrictModel):
         "fitted factors (GEMM and attention efficiency, per-step host overhead, API-server cost) apply to "
         "deployments on the hardware it was fitted on",
     )
+
+    @field_validator("vllm_version", mode="before")
+    @classmethod
+    def _as_written(cls, value: object) -> object:
+        return version_text(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> EngineArgs:

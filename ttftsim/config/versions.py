@@ -103,6 +103,14 @@ def _minor(version: str) -> tuple[int, int]:
         raise ValueError(f"vLLM version {version!r} is not a version number") from None
 
 
+def version_text(value: object) -> object:
+    """A vllm_version as written, before the string check: an image tag's leading v dropped (v0.15.1 is 0.15.1);
+    a number refused with the quoting it needs (YAML reads 0.15 as a number, and 0.10 as 0.1)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value[1:] if isinstance(value, str) and value[:1] in "vV" and value[1:2].isdigit() else value
+    raise ValueError(f'write the version in quotes ("{value}"): unquoted, YAML reads it as a number (0.10 as 0.1)')
+
+
 def at_least(version: str, release: tuple[int, int]) -> bool:
     """Whether a vLLM version is this major.minor release or a later one (for behaviour that changed at a release
     no profile starts at)."""
