@@ -40,6 +40,30 @@ def test_a_misspelt_field_is_named_with_the_field_it_meant_not_reported_missing(
     assert (error.field, error.message) == ("workloda", "unknown field (did you mean workload?)")
 
 
+@pytest.mark.parametrize(
+    ("part", "given", "message"),
+    [
+        (
+            "arrivals",
+            {"type": "poison", "rate": 5},
+            "'poison' is not one of poisson, constant, gamma, weibull, stages, "
+            "rate_curve, closed_loop (did you mean poisson?)",
+        ),
+        (
+            "prompt_tokens",
+            {"type": "constant", "value": 512},
+            "'constant' is not one of fixed, uniform, normal, lognormal, empirical (did you mean fixed?)",
+        ),  # the arrivals' word for it
+        ("output_tokens", {"type": "zipf"}, "'zipf' is not one of fixed, uniform, normal, lognormal, empirical"),
+    ],
+)
+def test_an_unknown_variant_lists_the_ones_there_are_and_the_one_likely_meant(
+    part: str, given: dict[str, Any], message: str
+) -> None:
+    error = _error(SCENARIO | {"workload": SCENARIO["workload"] | {part: given}})
+    assert (error.field, error.message) == (f"workload.synthetic.{part}.type", message)
+
+
 def test_a_mean_outside_the_clip_range_is_refused_without_pydantics_prefix() -> None:
     workload = SCENARIO["workload"] | {"prompt_tokens": {"type": "lognormal", "mean": 1000, "std": 800, "high": 500}}
     error = _error(SCENARIO | {"workload": workload})

@@ -55,6 +55,8 @@ def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] 
     if first["type"] == WRONG_KIND:  # raised for the whole model: the field is in its context
         field = ".".join(part for part in (field, str(first.get("ctx", {}).get("field", ""))) if part)
         return InputError(source, field, message)
+    if first["type"] == "union_tag_invalid":
+        return _unknown_variant(source, field, first.get("ctx", {}))
     if first["type"] == "extra_forbidden":
         siblings = [str(e["loc"][-1]) for e in missing if e["loc"][:-1] == first["loc"][:-1]]
         if not siblings and schema is not None:
@@ -66,6 +68,21 @@ def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] 
         if isinstance(first["input"], str) and "{{" in first["input"]:
             message += "; a Helm template left unrendered: render it first (helm template)"
     return InputError(source, field, message)
+
+
+# a variant named as the other family calls it: lengths are `fixed` where arrivals are `constant`
+SYNONYMS = {"constant": "fixed", "fixed": "constant"}
+
+
+def _unknown_variant(source: str, field: str, ctx: dict[str, Any]) -> InputError:
+    """A discriminated union's unknown tag (`type: poison`): the tags it takes, and the one likely meant."""
+    key = str(ctx.get("discriminator", "type")).strip("'")
+    tag = str(ctx.get("tag"))
+    tags = re.findall(r"'([^']*)'", str(ctx.get("expected_tags", "")))
+    meant = SYNONYMS.get(tag) if SYNONYMS.get(tag) in tags else None
+    meant = meant or next(iter(difflib.get_close_matches(tag, tags, n=1)), None)
+    message = f"{tag!r} is not one of {', '.join(tags)}" + (f" (did you mean {meant}?)" if meant else "")
+    return InputError(source, f"{field}.{key}" if field else key, message)
 
 
 def _field_names(schema: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
