@@ -903,3 +903,14 @@ def test_a_deployment_whose_selector_misses_its_pods_is_an_error(tmp_path: Path)
         f"{tmp_path / 'k8s.yaml'}#0 Deployment/chat-8b: spec.selector does not match the template's labels "
         "(app=chat not among {app=chat-8b}); the API server refuses it"
     ]
+
+
+@pytest.mark.parametrize(("memory", "warned"), [("4Gi", True), ("14Gi", True), ("16Gi", False), ("64Gi", False)])
+def test_a_memory_limit_below_the_weights_the_pod_loads_is_a_warning(tmp_path: Path, memory: str, warned: bool) -> None:
+    """Llama-3.1-8B's 16.06 GB of bf16 weights go through host memory as they load: a limit of 14Gi (15.0 GB) is
+    below them, 16Gi (17.2 GB) is not."""
+    limits = f"limits: {{nvidia.com/gpu: 1, memory: {memory}}}"
+    path = _copy(tmp_path, k8s_edit=("limits: {nvidia.com/gpu: 1, memory: 64Gi}", limits))
+    findings = json.loads(run("validate", str(path), "--json").stdout)["findings"]
+    found = [f for f in findings if "below the pod's share of the weights" in f["message"]]
+    assert [f["severity"] for f in found] == (["warning"] if warned else [])

@@ -25,6 +25,7 @@ from ttftsim.replica import window_kept
 from ttftsim.validate.engine_check import check_engine
 from ttftsim.validate.formats import render_workloads
 from ttftsim.validate.gpu_scheduling import check_gpu_scheduling, check_mig, gpu_label, label_hardware
+from ttftsim.validate.host_memory import check_host_memory
 from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeploymentError, check_objects, unsupported_deployment
 from ttftsim.validate.kserve import MODEL_SOURCE
 from ttftsim.validate.manifests import NoServingWorkloadError, ServingWorkload, find_serving, read_documents
@@ -71,6 +72,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
         weights = float(replica.memory.weight_bytes * replica.engine.tp) if replica.memory else 0.0  # one stage's
         if target.serving is not None:
             check_probes_and_hpa(report, target.serving, weights, replica.engine)
+            check_host_memory(report, target.serving, weights)
         predict(report, deploy, target, base)
     return report
 
