@@ -190,6 +190,8 @@ def test_pods_that_fit_no_node_say_why_and_fail_the_slo(tmp_path: Path) -> None:
     result = run("simulate", str(scenario))
     assert result.returncode == 1, result.stderr
     assert "still Pending: pool h100: cpu request 8 > 4 allocatable" in result.stdout
+    assert result.stdout.startswith("cluster-spike: Llama-3.1-8B on replicas of 1 x H100-SXM5-80GB (vLLM 0.15.1), ")
+    assert " tokens) a replica; kernel times:" in result.stdout.splitlines()[0]  # not the cluster's capacity
     assert re.search(r"NOT met \(no figure: [0-9,]+ requests never served count as never answered\)", result.stdout)
 
 

@@ -36,11 +36,13 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
     config, counts = summary.config, summary.requests
     assert config is not None and summary.simulation is not None
     version = config.engine.get("vllm_version")  # a summary written before it was recorded has none
+    gpus = f"{config.engine['tp']} x {config.hardware}"
+    cluster = summary.cluster is not None  # its own line says how many replicas there were
+    blocks = f"{config.num_gpu_blocks:,} KV blocks ({config.kv_capacity_tokens:,} tokens)"
     console.print(
-        f"[bold]{config.scenario}[/]: {config.model} on {config.engine['tp']} x {config.hardware}"
+        f"[bold]{config.scenario}[/]: {config.model} on {'replicas of ' if cluster else ''}{gpus}"
         + (f" (vLLM {version})" if version else "")
-        + f", {config.num_gpu_blocks:,} KV blocks ({config.kv_capacity_tokens:,} tokens); "
-        f"kernel times: {config.kernel_costs}"
+        + f", {blocks}{' a replica' if cluster else ''}; kernel times: {config.kernel_costs}"
     )
     console.print(
         f"requests: {counts.arrived:,} arrived, {counts.finished:,} finished, {counts.rejected:,} rejected, "
