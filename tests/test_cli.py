@@ -199,6 +199,7 @@ def test_piped_output_keeps_each_sentence_on_one_line_and_tables_at_least_160_wi
         "validate", str(Path(__file__).resolve().parents[1] / "examples" / "validate" / "deploy-kserve.yaml")
     ).stdout
     assert any(finding in line and len(line) > 160 for line in out.splitlines())
+    assert out.startswith("kserve-8b: meta-llama/Llama-3.1-8B-Instruct on a GPU type not known (see the findings), ")
     for columns, width in (("", 160), ("80", 160), ("400", 400), ("wide", 160)):
         monkeypatch.setenv("COLUMNS", columns)
         assert app._piped_width() == width

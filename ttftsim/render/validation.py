@@ -19,8 +19,9 @@ def render_validation(console: Console, report: Any) -> None:
     if deployment["model"] is None:  # the files hold no workload the checks read (named in the findings)
         console.print(f"[bold]{report.name}[/]: no vLLM workload the checks can read")
     else:
+        hardware = deployment["hardware"] or "a GPU type not known (see the findings)"
         console.print(
-            f"[bold]{report.name}[/]: {deployment['model']} on {deployment['hardware'] or '?'}, "
+            f"[bold]{report.name}[/]: {deployment['model']} on {hardware}, "
             f"{counted(deployment['replicas'], 'replica')}"
             + (f" (predicted with {predicted}, as its autoscaler sets)" if predicted != deployment["replicas"] else "")
         )
