@@ -133,3 +133,18 @@ def test_kernel_tables_of_the_new_gpu_are_found_by_its_aiconfigurator_system(fol
         {"op": "gemm", "dtype": "bf16", "m": 8, "seconds": 2e-5},
         {"op": "gemm", "dtype": "fp8", "m": 8, "seconds": 1e-5},
     ]
+
+
+@pytest.mark.parametrize(
+    ("ref", "meant"),
+    [
+        ("A100-40GB", "(did you mean A100-SXM4-40GB? profiles: "),
+        ("H100-80GB", "(did you mean H100-PCIe-80GB or H100-SXM5-80GB? profiles: "),
+        ("h100_sxm", "(did you mean H100-SXM5-80GB? profiles: "),  # AIConfigurator's system name
+        ("TPU-v9", "(profiles: "),
+    ],
+)
+def test_an_unknown_hardware_name_says_which_profile_it_likely_meant(ref: str, meant: str) -> None:
+    with pytest.raises(InputError) as caught:
+        load_hardware(ref)
+    assert caught.value.message.startswith(f"unknown hardware {ref!r} {meant}")

@@ -10,6 +10,7 @@ Label values and system names match exactly (case aside), and two profiles claim
 
 from __future__ import annotations
 
+import difflib
 import os
 from functools import cache
 from pathlib import Path
@@ -63,8 +64,20 @@ def load_hardware(ref: str, source: str = "hardware") -> HardwareProfile:
     if matches:  # the profiles it could mean
         names = ", ".join(_load_path(paths[stem]).name for stem in matches)
         raise InputError(source, "hardware", f"ambiguous hardware {ref!r}: one of {names}")
-    names = ", ".join(_load_path(p).name for p in paths.values())
-    raise InputError(source, "hardware", f"unknown hardware {ref!r} (profiles: {names})")
+    known = [_load_path(p).name for p in paths.values()]
+    meant = _meant(ref, known)
+    hint = f"did you mean {' or '.join(meant)}? " if meant else ""
+    raise InputError(source, "hardware", f"unknown hardware {ref!r} ({hint}profiles: {', '.join(known)})")
+
+
+def _meant(ref: str, names: list[str]) -> list[str]:
+    """The profiles whose name has a part starting with each part of ref (A100-40GB: A100-SXM4-40GB; h100_sxm:
+    H100-SXM5-80GB), else the closest spelling."""
+    parts = [part for part in ref.lower().replace("_", "-").split("-") if part]
+    holding = [
+        name for name in names if all(any(own.startswith(part) for own in name.lower().split("-")) for part in parts)
+    ]
+    return holding or difflib.get_close_matches(ref, names, n=1, cutoff=0.6)
 
 
 def node_label_keys() -> tuple[str, ...]:
