@@ -31,7 +31,9 @@ RATE_ARRIVALS = (PoissonArrivals, ConstantArrivals, GammaArrivals, WeibullArriva
 class SearchSpace(StrictModel):
     """Values to try; the plan searches their product (pruning what cannot win)."""
 
-    hardware: list[str] = Field(min_length=1, description="Hardware profiles")
+    hardware: list[str] = Field(
+        min_length=1, description="Hardware profiles (names, or unique leading parts of them such as h200, or paths)"
+    )
     tensor_parallel_size: list[int] = Field(default=[1], min_length=1, description="TP sizes")
     data_parallel_size: list[int] = Field(
         default=[1], min_length=1, description="DP sizes: engines of TP GPUs per replica, on one node"

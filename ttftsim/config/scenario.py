@@ -83,7 +83,10 @@ class Scenario(StrictModel):
         description="Label used in reports (no control characters)",
     )
     model: str = Field(description="Model preset or path to a Hugging Face config.json")
-    hardware: str = Field(description="Hardware profile name or path to a profile YAML")
+    hardware: str = Field(
+        description="Hardware profile name (case aside; a unique leading part such as h200 names it too) or path to "
+        "a profile YAML"
+    )
     engine: EngineArgs = Field(default_factory=EngineArgs, description="vLLM engine arguments")
     workload: Workload = Field(description="Traffic")
     horizon_s: float | None = Field(
