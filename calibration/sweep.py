@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.checks import check_kernels, probe_decode
-from calibration.timing import Bench, GemmShape, time_decodes, time_gemms, time_prefills
+from calibration.timing import Bench, GemmShape, largest_cache, time_decodes, time_gemms, time_prefills
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOKENS = (1, 16, 64, 256, 1024, 4096, 16384)
@@ -90,13 +90,12 @@ def run(
     sections: tuple[str, ...] = SECTIONS,
     triton_decode: bool | None = None,
 ) -> Path:  # pragma: no cover - needs a GPU
-    """Time the named sections (all by default) on this GPU and write calibration/results/<gpu>.json; a
-    section's budget share is where its deadline falls. triton_decode=False times decode with torch alone;
-    None (default) first runs our decode kernel once in a child process (probe_decode) and leaves it out if
-    it fails there: its first GPU run (H100, Triton 3.6) faulted with an illegal memory access, which ends
-    every later CUDA call of the process."""
+    """Time the named sections (all by default) on this GPU and write calibration/results/<gpu>.json, after the
+    checks and after each section; a section's budget share is where its deadline falls. triton_decode=False
+    times decode with torch alone; None (default) runs our decode kernel in a child process first (probe_decode,
+    on the largest cache the sweep times) and leaves it out if it fails there. A CUDA fault stops the sweep
+    with what it has written (`aborted`)."""
     import torch
-    import triton
 
     from ttftsim.model.catalog import load_model
 
@@ -104,10 +103,41 @@ def run(
         raise RuntimeError("no CUDA device: the sweep runs on a GPU")
     started = time.monotonic()
     presets = [load_model(name) for name in SWEEP_PRESETS]
-    name = torch.cuda.get_device_name()
-    path = out_dir / f"{name.lower().replace(' ', '-')}.json"
-    results: dict[str, Any] = {
-        "device": name,
+    heads = attention_grid(presets)
+    results = _header(budget_s)
+    path = out_dir / f"{results['device'].lower().replace(' ', '-')}.json"
+    if triton_decode is None and "decode_attention" in sections:
+        results["decode_probe"] = probe_decode("cuda", largest=largest_cache(heads, BATCHES, CONTEXTS))
+        triton_decode = results["decode_probe"].startswith("ok")
+    _write(path, results)
+    bench = Bench("cuda", torch.bfloat16, _do_bench)
+    results["checks"] = check_kernels(bench)
+    results.update(_roofs())
+    _write(path, results)
+    timers = {
+        "gemm": (0.55, lambda b: time_gemms(gemm_grid(presets), b)),
+        "prefill_attention": (0.75, lambda b: time_prefills(heads, TOKENS[2:], b)),
+        "decode_attention": (1.0, lambda b: time_decodes(heads, BATCHES, CONTEXTS, b, triton_decode=triton_decode)),
+    }
+    for key in sections:
+        share, timed = timers[key]
+        results[key] = timed(bench.until(started + budget_s * share))
+        results["elapsed_s"] = time.monotonic() - started
+        if results[key] and "aborted" in results[key][-1]:
+            results["aborted"] = f"{key}: {results[key][-1]['aborted']}"
+        _write(path, results)  # after each section: an interrupted sweep keeps what it timed
+        print(f"{key}: {len(results[key])} shapes, {results['elapsed_s']:.0f} s", flush=True)
+        if "aborted" in results:
+            break
+    return path
+
+
+def _header(budget_s: float) -> dict[str, Any]:  # pragma: no cover - needs a GPU
+    import torch
+    import triton
+
+    return {
+        "device": torch.cuda.get_device_name(),
         "cuda": torch.version.cuda,
         "torch": torch.__version__,
         "triton": triton.__version__,
@@ -115,27 +145,6 @@ def run(
         "date": datetime.datetime.now(datetime.UTC).isoformat(),
         "budget_s": budget_s,
     }
-    if triton_decode is None and "decode_attention" in sections:
-        results["decode_probe"] = probe_decode("cuda")
-        triton_decode = results["decode_probe"] == "ok"
-    bench = Bench("cuda", torch.bfloat16, _do_bench)
-    results["checks"] = check_kernels(bench)
-    results.update(_roofs())
-    timers = {
-        "gemm": (0.55, lambda b: time_gemms(gemm_grid(presets), b)),
-        "prefill_attention": (0.75, lambda b: time_prefills(attention_grid(presets), TOKENS[2:], b)),
-        "decode_attention": (
-            1.0,
-            lambda b: time_decodes(attention_grid(presets), BATCHES, CONTEXTS, b, triton_decode=triton_decode),
-        ),
-    }
-    for key in sections:
-        share, timed = timers[key]
-        results[key] = timed(bench.until(started + budget_s * share))
-        results["elapsed_s"] = time.monotonic() - started
-        _write(path, results)  # after each section: an interrupted sweep keeps what it timed
-        print(f"{key}: {len(results[key])} shapes, {results['elapsed_s']:.0f} s", flush=True)
-    return path
 
 
 def _write(path: Path, results: dict[str, Any]) -> None:

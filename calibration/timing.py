@@ -1,7 +1,9 @@
 """How the device sweep times each kernel family (calibration/sweep.py picks the shapes): our Triton kernel and
 the vendor path on the same inputs, one row per shape. A `Bench` says where and how (do_bench on a GPU; the
-tests pass the CPU under the Triton interpreter and a stand-in timer). A shape that runs out of memory, or
-that no fused kernel takes, is recorded as skipped rather than ending the sweep."""
+tests pass the CPU under the Triton interpreter and a stand-in timer). A shape that runs out of memory (GPU
+memory, or a kernel's shared memory or registers), or that no fused kernel takes, is recorded as skipped rather
+than ending the sweep. A CUDA fault ends every later CUDA call of the process: the section stops there, its
+last row saying why (`aborted`), and the sweep writes what it has and stops."""
 
 from __future__ import annotations
 
@@ -11,6 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_KV_TOKENS = 1 << 20  # batch x context of one layer's cache: 1 M tokens (17 GB at 32 KV heads)
+
+
+class CudaFaultError(Exception):
+    """The CUDA context is lost (an illegal address, a launch failure): nothing more can run in this process."""
 
 
 @dataclass(frozen=True)
@@ -61,23 +67,45 @@ def time_gemms(shapes: list[GemmShape], bench: Bench) -> list[dict[str, Any]]:
                 "torch_s": bench.seconds(_rotating(buffers, torch.matmul)),
             }
 
-        rows.append({"m": shape.m, "n": shape.n, "k": shape.k, "label": shape.label, **_guarded(timed)})
+        try:
+            rows.append({"m": shape.m, "n": shape.n, "k": shape.k, "label": shape.label, **_guarded(timed)})
+        except CudaFaultError as fault:
+            return [*rows, {"aborted": str(fault)}]
     return rows
 
 
 def _guarded(timed: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """One shape's timings, or why it has none: a shape that runs out of GPU memory is skipped, not fatal."""
+    """One shape's timings, or why it has none: a shape that runs out of GPU memory (or of a kernel's shared
+    memory) is skipped, not fatal; a CUDA fault raises CudaFaultError."""
+    import contextlib
+
     import torch
+    from triton.runtime.errors import OutOfResources
 
     try:
         return timed()
     except torch.OutOfMemoryError:
         return {"skipped": "out of GPU memory"}
-    except RuntimeError as error:  # e.g. no fused attention kernel for the shape: recorded, not fatal
+    except OutOfResources as error:
         return {"skipped": str(error).splitlines()[0][:200]}
+    except RuntimeError as error:  # e.g. no fused attention kernel for the shape: recorded, not fatal
+        first = (str(error).splitlines() or [type(error).__name__])[0][:200]
+        if "CUDA error" in first or type(error).__name__ == "AcceleratorError":
+            raise CudaFaultError(first) from error
+        return {"skipped": first}
     finally:
         if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+            with contextlib.suppress(RuntimeError):  # after a fault, this raises the same error again
+                torch.cuda.empty_cache()
+
+
+def largest_cache(grid: list[dict[str, int]], batches: tuple[int, ...], contexts: tuple[int, ...]) -> tuple[int, ...]:
+    """(KV heads, head dim, batch, context) of the largest cache time_decodes builds: what probe_decode runs."""
+    heads = max(grid, key=lambda h: h["kv_heads"] * h["head_dim"])
+    batch, context = max(
+        ((b, c) for b in batches for c in contexts if b * c <= MAX_KV_TOKENS), key=lambda bc: (bc[0] * bc[1], bc[1])
+    )
+    return heads["kv_heads"], heads["head_dim"], batch, context
 
 
 def _rotating(buffers: list[Any], op: Any) -> Any:
@@ -100,7 +128,12 @@ def time_prefills(grid: list[dict[str, int]], tokens: tuple[int, ...], bench: Be
         for count in tokens:
             if bench.out_of_time():
                 return rows
-            rows.append({**heads, "tokens": count, **_guarded(lambda h=heads, t=count: _prefill_times(h, t, bench))})
+            try:
+                rows.append(
+                    {**heads, "tokens": count, **_guarded(lambda h=heads, t=count: _prefill_times(h, t, bench))}
+                )
+            except CudaFaultError as fault:
+                return [*rows, {"aborted": str(fault)}]
     return rows
 
 
@@ -156,7 +189,10 @@ def time_decodes(
                     return rows
                 if batch * context > MAX_KV_TOKENS:
                     continue
-                times = _guarded(lambda h=heads, b=batch, c=context: _decode_times(h, b, c, bench, triton_decode))
+                try:
+                    times = _guarded(lambda h=heads, b=batch, c=context: _decode_times(h, b, c, bench, triton_decode))
+                except CudaFaultError as fault:
+                    return [*rows, {"aborted": str(fault)}]
                 rows.append({**heads, "batch": batch, "context": context, **times})
     return rows
 

@@ -26,7 +26,8 @@ def _decode_kernel(
     l_i = 0.0
     acc = tl.zeros((D,), tl.float32)
     for index in range(0, tl.cdiv(length, BS)):
-        block = tl.load(table + seq * stb + index)
+        # 64-bit: block x block stride passes 2^31 elements past 524,288 tokens of 32 KV heads of 128 (as vLLM does)
+        block = tl.load(table + seq * stb + index).to(tl.int64)
         valid = index * BS + rows < length
         keys = tl.load(
             kc + block * skb + rows[:, None] * skt + kv_head * skh + rd[None, :], mask=valid[:, None], other=0.0

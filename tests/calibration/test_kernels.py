@@ -123,16 +123,15 @@ def _counting_bench(calls: list[int]) -> Any:
 
 
 def test_device_sweep_sections_run_on_the_cpu() -> None:
-    """The sweep's sections with the interpreter standing in for the GPU: each kernel checked against its
-    reference, one row per shape with both timings, decode shapes past MAX_KV_TOKENS not built, and a shape
-    that runs out of memory recorded as skipped rather than ending the sweep."""
+    """The sweep's sections with the interpreter standing in for the GPU: the GEMM and prefill kernels checked
+    against their references, one row per shape with both timings, decode shapes past MAX_KV_TOKENS not built."""
     from calibration import checks, timing
 
     calls: list[int] = []
     bench = _counting_bench(calls)
-    checks = checks.check_kernels(bench)
-    assert set(checks) == {"gemm", "prefill_attention", "decode_attention"}
-    assert all(error < 1e-4 for error in checks.values())
+    errors = checks.check_kernels(bench)
+    assert set(errors) == {"gemm", "prefill_attention"}  # decode's is the probe's, in a child process
+    assert all(error < 1e-4 for error in errors.values())
     gemms = timing.time_gemms([timing.GemmShape(16, 24, 40, "b"), timing.GemmShape(1, 8, 8, "a")], bench)
     assert [(row["m"], row["label"]) for row in gemms] == [(1, "a"), (16, "b")]  # smallest first
     heads = [{"q_heads": 4, "kv_heads": 2, "head_dim": 16}]
@@ -148,19 +147,42 @@ def test_device_sweep_sections_run_on_the_cpu() -> None:
     assert timing.time_gemms([timing.GemmShape(1, 8, 8, "a")], bench.until(0.0)) == []  # past the deadline
 
 
-def test_device_sweep_skips_a_shape_out_of_memory() -> None:
+def test_device_sweep_skips_a_shape_out_of_memory_and_stops_a_section_at_a_cuda_fault() -> None:
+    """Out of memory: that shape skipped. A CUDA fault (the context is lost): the section ends with a row
+    saying why, the rows before it kept."""
     from calibration import timing
 
     def out_of_memory() -> dict[str, float]:
         raise torch.OutOfMemoryError("CUDA out of memory")
 
     assert timing._guarded(out_of_memory) == {"skipped": "out of GPU memory"}
+    calls: list[int] = []
+
+    def faulting(fn: Any) -> float:
+        calls.append(1)
+        if len(calls) > 2:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        fn()
+        return 1e-3
+
+    bench = timing.Bench("cpu", torch.float32, faulting)
+    shapes = [timing.GemmShape(m, 8, 8, str(m)) for m in (1, 2, 3)]
+    rows = timing.time_gemms(shapes, bench)
+    assert [row.get("label") for row in rows] == ["1", None]
+    assert rows[-1] == {"aborted": "CUDA error: an illegal memory access was encountered"}
+
+
+def test_the_decode_probe_runs_the_largest_cache_the_sweep_builds() -> None:
+    from calibration import timing
+
+    grid = [{"q_heads": 32, "kv_heads": 8, "head_dim": 128}, {"q_heads": 32, "kv_heads": 32, "head_dim": 128}]
+    assert timing.largest_cache(grid, (1, 8, 32, 128), (512, 2048, 8192, 32768)) == (32, 128, 32, 32768)
 
 
 def test_decode_probe_runs_the_kernel_in_a_child_process() -> None:
-    """The sweep's guard against a faulting decode kernel: the child runs the first decode shape and checks
-    it against the reference (here on the CPU under the interpreter, which the child inherits)."""
+    """The sweep's guard against a faulting decode kernel: the child checks it against the reference on a small
+    cache, then runs the largest (here on the CPU under the interpreter, which the child inherits)."""
     from calibration import checks
 
-    assert checks.probe_decode("cpu", "float32") == "ok"
+    assert checks.probe_decode("cpu", "float32", largest=(2, 16, 3, 40)).startswith("ok (max abs error ")
     assert checks.probe_decode("no-such-device", "float32").startswith("failed: ")
