@@ -44,3 +44,9 @@ def test_only_apps_v1_workloads_with_both_fields_are_judged() -> None:
     assert selector_rules(_deployment(wrong, {"app": "chat"}, kind="LeaderWorkerSet")) == []  # no selector rule
     assert selector_rules({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"selector": wrong}}) == []
     assert selector_rules(_deployment({"matchLabels": "app"}, {"app": "chat"})) == []  # malformed: the schema's
+    for values in (5, "chat"):  # not a list: no values (a traceback before; the schema check names the field)
+        expression = {"key": "app", "operator": "In", "values": values}
+        assert (
+            "app In not among {app=chat}"
+            in selector_rules(_deployment({"matchExpressions": [expression]}, {"app": "chat"}))[0]
+        )

@@ -43,7 +43,7 @@ def selector_rules(document: dict[str, Any]) -> list[str]:
 def _matches(expression: dict[str, Any], labels: dict[str, str]) -> bool:
     """One matchExpressions requirement (apimachinery labels.Requirement.Matches)."""
     key, operator = str(expression.get("key")), expression.get("operator")
-    values = [str(v) for v in expression.get("values") or []]
+    values = _values(expression)
     if operator == "In":
         return key in labels and labels[key] in values
     if operator == "NotIn":
@@ -55,8 +55,14 @@ def _matches(expression: dict[str, Any], labels: dict[str, str]) -> bool:
     return True  # an unknown operator: the schema check's, not this rule's
 
 
+def _values(expression: dict[str, Any]) -> list[str]:
+    """An expression's values; none when they are not a list (the schema check reports that)."""
+    values = expression.get("values")
+    return [str(v) for v in values] if isinstance(values, list) else []
+
+
 def _describe(expression: dict[str, Any]) -> str:
-    values = ",".join(str(v) for v in expression.get("values") or [])
+    values = ",".join(_values(expression))
     return f"{expression.get('key')} {expression.get('operator')}" + (f" ({values})" if values else "")
 
 
