@@ -108,7 +108,10 @@ def version_text(value: object) -> object:
     a number refused with the quoting it needs (YAML reads 0.15 as a number, and 0.10 as 0.1)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value[1:] if isinstance(value, str) and value[:1] in "vV" and value[1:2].isdigit() else value
-    raise ValueError(f'write the version in quotes ("{value}"): unquoted, YAML reads it as a number (0.10 as 0.1)')
+    raise ValueError(
+        f'write the version in quotes (vllm_version: "0.20"): unquoted, YAML read the number {value!r}, and 0.20 '
+        "reads as 0.2"
+    )
 
 
 def at_least(version: str, release: tuple[int, int]) -> bool:

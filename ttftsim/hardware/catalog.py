@@ -71,13 +71,16 @@ def load_hardware(ref: str, source: str = "hardware") -> HardwareProfile:
 
 
 def _meant(ref: str, names: list[str]) -> list[str]:
-    """The profiles whose name has a part starting with each part of ref (A100-40GB: A100-SXM4-40GB; h100_sxm:
-    H100-SXM5-80GB), else the closest spelling."""
-    parts = [part for part in ref.lower().replace("_", "-").split("-") if part]
+    """The profiles (at most three) whose name has a part starting with each part of ref (A100-40GB:
+    A100-SXM4-40GB; h100_sxm: H100-SXM5-80GB), else the closest spelling, case and surrounding spaces aside."""
+    parts = [part for part in ref.strip().lower().replace("_", "-").split("-") if part]
     holding = [
         name for name in names if all(any(own.startswith(part) for own in name.lower().split("-")) for part in parts)
     ]
-    return holding or difflib.get_close_matches(ref, names, n=1, cutoff=0.6)
+    if parts and 0 < len(holding) <= 3:  # more than three is no guess
+        return holding
+    lowered = {name.lower(): name for name in names}
+    return [lowered[m] for m in difflib.get_close_matches(ref.strip().lower(), list(lowered), n=1, cutoff=0.6)]
 
 
 def node_label_keys() -> tuple[str, ...]:
