@@ -1,4 +1,4 @@
-"""The one error type that user input raises.
+"""The one error type that user input raises, and the warning a calibration's range raises.
 
 Anything a user typed (a YAML file, a config.json, a CLI option) that is wrong becomes an `InputError`
 naming where it came from and which field; the CLI prints it on one line and exits with code 2.
@@ -42,3 +42,8 @@ def _printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+class CalibrationRangeWarning(UserWarning):
+    """A kernel shape outside the range a calibration was fitted on: its time extrapolates the fitted curve
+    (calibration/costs.py). A plan gathers these per candidate (plan/runner.py)."""

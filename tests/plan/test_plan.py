@@ -308,3 +308,22 @@ def test_n_plus_1_adds_a_replica_and_its_confirming_run_loses_a_pod(tmp_path: Pa
     assert (win.needed, win.replicas, win.gpus, win.pods_lost) == (1, 2, 2, 1)
     assert win.cost_per_hour == pytest.approx(2 * evaluate.price_per_gpu_hour(load_plan(plan), "H100-SXM5-80GB"))
     assert win.ttft_p99_s <= 0.5
+
+
+def test_a_task_returns_its_calibration_range_warnings_and_shows_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a kernel shape outside the calibrated range becomes a plan warning; a library's warning in a task is
+    shown as it would be without the record, not reported as a finding about the candidate."""
+    import warnings
+
+    from ttftsim.errors import CalibrationRangeWarning
+    from ttftsim.plan import runner
+
+    def task(*_: object) -> dict[str, int]:
+        warnings.warn("gemm/bf16: n=8 outside the calibrated range", CalibrationRangeWarning, stacklevel=1)
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=1)
+        return {"value": 1}
+
+    monkeypatch.setattr(runner, "_task", task)
+    with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+        value, messages = runner.run_task("{}", ".", "bound", {}, 0.0)
+    assert (value, messages) == ({"value": 1}, ["gemm/bf16: n=8 outside the calibrated range"])

@@ -23,6 +23,7 @@ from ttftsim.calibration import curves, splines
 from ttftsim.config.dtypes import ComputeDtype
 from ttftsim.config.hardware import HardwareProfile, Link
 from ttftsim.data_paths import data_folder
+from ttftsim.errors import CalibrationRangeWarning
 from ttftsim.perf.kernels import AttentionShape, MoeShape, RooflineCosts
 
 FITS_DIR = data_folder("calibration") / "fits"
@@ -156,6 +157,7 @@ class CalibratedCosts(RooflineCosts):
                 warnings.warn(
                     f"{key}: {name}={value:g} ({meaning}) outside the calibrated range [{low:g}, {high:g}] "
                     f"({self.source}): the time there extrapolates the fitted curve",
+                    CalibrationRangeWarning,
                     stacklevel=3,
                 )
         params: list[float] = fit["params"]

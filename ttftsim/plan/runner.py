@@ -5,9 +5,9 @@ tasks; every result is stored in the checkpoint and read back from it when resum
 The order results arrive in does not matter: `Runner.run` returns them in the order of its jobs. What the
 tasks compute is plan/evaluate.py and plan/day.py; which tasks run, and when, is plan/search.py.
 
-A task's warnings (a kernel shape outside the calibrated range) come back with its result, are stored beside it,
-and are given once per message with the candidates that raised it (`Runner.warnings`), rather than printed by
-each worker process as it meets them.
+A task's calibration-range warnings (a kernel shape outside the calibrated range) come back with its result,
+are stored beside it, and are given once per message with the candidates that raised it (`Runner.warnings`),
+rather than printed by each worker process as it meets them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from ttftsim.calibration.costs import forget_warnings
 from ttftsim.config.plan import Plan
-from ttftsim.errors import InputError
+from ttftsim.errors import CalibrationRangeWarning, InputError
 from ttftsim.plan import day, evaluate, stored
 from ttftsim.plan.evaluate import Candidate
 from ttftsim.plan.store import Store
@@ -35,12 +35,16 @@ WARNINGS = "warnings|"  # the checkpoint's key of a task's warnings: this before
 
 def run_task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: float) -> tuple[Any, list[str]]:
     """A worker's entry point (module level, so processes and Ray can run it): the task's result and the
-    warnings it raised, its own (what earlier tasks in the same process were warned of is forgotten first)."""
+    calibration-range warnings it raised, its own (what earlier tasks in the same process were warned of is
+    forgotten first); any other warning is shown as it would be without the record."""
     forget_warnings()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")  # once per place per task
         value = _task(plan_json, base, kind, cand, arg)
-    return value, list(dict.fromkeys(str(w.message) for w in caught))
+    for other in (w for w in caught if not issubclass(w.category, CalibrationRangeWarning)):
+        warnings.showwarning(other.message, other.category, other.filename, other.lineno)  # as without the record
+    ranges = (w for w in caught if issubclass(w.category, CalibrationRangeWarning))
+    return value, list(dict.fromkeys(str(w.message) for w in ranges))
 
 
 def _task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: float) -> Any:
