@@ -873,7 +873,7 @@ def test_a_command_with_an_unbalanced_quote_names_its_container(tmp_path: Path) 
             "vllm:num_requests_waitng is not a metric vLLM exports (did you mean vllm:num_requests_waiting?)",
         ),
         ("vllm_gpu_cache_usage_perc", "removed in 0.33: use vllm_kv_cache_usage_perc"),
-        ("vllm_queue_depth", "vllm_queue_depth is not a metric vLLM exports: the HPA gets no value"),
+        ("vllm:kv_cache_usage_percent", "(did you mean vllm:kv_cache_usage_perc?): the HPA would get no value"),
     ],
 )
 def test_an_hpa_on_a_metric_vllm_does_not_export_is_a_warning(tmp_path: Path, name: str, expected: str) -> None:
@@ -884,7 +884,15 @@ def test_an_hpa_on_a_metric_vllm_does_not_export_is_a_warning(tmp_path: Path, na
 
 
 @pytest.mark.parametrize(
-    "name", ["vllm:num_requests_waiting", "vllm_num_requests_waiting", "vllm:prompt_tokens_total", "queue_depth"]
+    "name",
+    [
+        "vllm:num_requests_waiting",
+        "vllm_num_requests_waiting",
+        "vllm:prompt_tokens_total",
+        "queue_depth",
+        "vllm_queue_depth",  # far from every vLLM name: perhaps an adapter's own
+        "vllm:gpu_prefix_cache_hits",  # an earlier release's
+    ],
 )
 def test_an_hpa_on_a_metric_vllm_exports_or_not_a_vllm_name_passes_the_name_check(tmp_path: Path, name: str) -> None:
     path = _copy(tmp_path, k8s_edit=('metric: {name: "vllm:num_requests_waiting"}', f'metric: {{name: "{name}"}}'))

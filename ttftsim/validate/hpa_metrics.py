@@ -1,8 +1,10 @@
 """The metric names an HPA scales on, against the metrics vLLM exports (../shared/reference/serving-semantics.md
-§5, from vLLM's `v1/metrics/loggers.py`, 0.11-0.33): a `vllm:` or `vllm_` name (the colon form as vLLM exposes it,
-the underscore form as a prometheus-adapter rule usually renames it) that vLLM does not export is a metric the
-HPA will never get, so it never scales. An adapter rule can serve any name, so this is a warning, with the
-nearest name vLLM does export."""
+§5, from vLLM's `v1/metrics/loggers.py`, 0.11-0.33, with the names of the releases before and of speculative
+decoding, LoRA and external prefix caches): a `vllm:` or `vllm_` name (the colon form as vLLM exposes it, the
+underscore form as a prometheus-adapter rule usually renames it) one letter or so from one vLLM exports is most
+likely misspelt, and the HPA would never get a value for it, so it would never scale. Only such near misses
+and the retired gpu_cache_usage_perc are warned of: a name far from all of them may be a metric this list lacks,
+or one an adapter rule serves under its own name."""
 
 from __future__ import annotations
 
@@ -36,6 +38,25 @@ VLLM_METRICS = frozenset(
         "request_prompt_tokens",
         "request_generation_tokens",
         "cache_config_info",
+        # earlier releases, and the optional families (speculative decoding, LoRA, external prefix caches)
+        "time_per_output_token_seconds",
+        "time_per_prefill_token_request_seconds",
+        "request_max_num_generation_tokens",
+        "request_params_n",
+        "request_params_max_tokens",
+        "gpu_prefix_cache_queries",
+        "gpu_prefix_cache_hits",
+        "num_requests_swapped",
+        "cpu_cache_usage_perc",
+        "lora_requests_info",
+        "spec_decode_num_drafts",
+        "spec_decode_num_draft_tokens",
+        "spec_decode_num_accepted_tokens",
+        "spec_decode_num_accepted_tokens_per_pos",
+        "spec_decode_draft_acceptance_rate",
+        "spec_decode_efficiency",
+        "external_prefix_cache_queries",
+        "external_prefix_cache_hits",
     }
 )
 RETIRED = {"gpu_cache_usage_perc": "kv_cache_usage_perc"}  # deprecated in 0.9.2, hidden in 0.11, gone in 0.33
@@ -69,9 +90,13 @@ def unknown_vllm_metric(name: str) -> str | None:
         return None
     if base in RETIRED:
         return f"{name} was deprecated in vLLM 0.9.2, hidden in 0.11 and removed in 0.33: use {prefix}{RETIRED[base]}"
-    near = difflib.get_close_matches(base, sorted(VLLM_METRICS), n=1, cutoff=0.8)
-    hint = f" (did you mean {prefix}{near[0]}?)" if near else ""
-    return f"{name} is not a metric vLLM exports{hint}: the HPA gets no value for it and never scales"
+    near = difflib.get_close_matches(base, sorted(VLLM_METRICS), n=1, cutoff=0.85)
+    if not near:
+        return None  # not a near miss: perhaps a metric this list lacks, or an adapter's own name
+    return (
+        f"{name} is not a metric vLLM exports (did you mean {prefix}{near[0]}?): the HPA would get no value for it "
+        "and never scale"
+    )
 
 
 def check_metric_names(report: Report, hpa: dict[str, Any]) -> None:
