@@ -159,7 +159,7 @@ def _engine_args(deploy: Deploy, serving: ServingWorkload) -> EngineArgs:
     except ValidationError as exc:
         error = exc.errors()[0]
         name = str(error["loc"][0]) if error["loc"] else ""
-        if name in serving.engine:  # from the command line: named as written there, with the value given
+        if name in serving.engine:  # from the command line: named by its flag (dashed), with the value given
             flag = "--" + name.replace("_", "-")
             raise InputError(serving.source, f"vllm serve {flag}", f"{serving.engine[name]}: {error['msg']}") from None
         raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
