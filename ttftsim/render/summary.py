@@ -14,7 +14,7 @@ from ttftsim.inputs.files import counted
 from ttftsim.render.cells import ms, render_warnings, short_coverage
 
 if TYPE_CHECKING:
-    from ttftsim.metrics.run_summary import ClusterFigures, QuantileIntervals, RunSummary
+    from ttftsim.metrics.run_summary import ClusterFigures, QuantileIntervals, RunConfig, RunSummary
     from ttftsim.metrics.slo import SloVerdict
 
 
@@ -35,15 +35,7 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
     summary) ends the last line when given."""
     config, counts = summary.config, summary.requests
     assert config is not None and summary.simulation is not None
-    version = config.engine.get("vllm_version")  # a summary written before it was recorded has none
-    gpus = f"{config.engine['tp']} x {config.hardware}"
-    cluster = summary.cluster is not None  # its own line says how many replicas there were
-    blocks = f"{config.num_gpu_blocks:,} KV blocks ({config.kv_capacity_tokens:,} tokens)"
-    console.print(
-        f"[bold]{config.scenario}[/]: {config.model} on {'replicas of ' if cluster else ''}{gpus}"
-        + (f" (vLLM {version})" if version else "")
-        + f", {blocks}{' a replica' if cluster else ''}; kernel times: {config.kernel_costs}"
-    )
+    console.print(_header(config, summary.cluster is not None))
     console.print(
         f"requests: {counts.arrived:,} arrived, {counts.finished:,} finished, {counts.rejected:,} rejected, "
         f"{counts.failed:,} failed, {counts.aborted:,} aborted, {counts.in_flight:,} in flight; "
@@ -86,6 +78,19 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
     sim = summary.simulation
     took = f" in {wall_s:.2f} s" if wall_s is not None else ""
     console.print(f"[dim]simulated {sim.sim_end_s:.1f} s ({sim.iterations:,} iterations){took}[/]")
+
+
+def _header(config: RunConfig, cluster: bool) -> str:
+    """'name: model on 1 x GPU (vLLM 0.15.1), N KV blocks (T tokens); kernel times: ...'; a cluster's GPUs and KV
+    blocks are each replica's (its own line says how many replicas there were)."""
+    version = config.engine.get("vllm_version")  # a summary written before it was recorded has none
+    gpus = f"{config.engine['tp']} x {config.hardware}"
+    blocks = f"{config.num_gpu_blocks:,} KV blocks ({config.kv_capacity_tokens:,} tokens)"
+    return (
+        f"[bold]{config.scenario}[/]: {config.model} on {'replicas of ' if cluster else ''}{gpus}"
+        + (f" (vLLM {version})" if version else "")
+        + f", {blocks}{' a replica' if cluster else ''}; kernel times: {config.kernel_costs}"
+    )
 
 
 def _render_slo(console: Console, verdict: SloVerdict, unserved: int) -> None:
