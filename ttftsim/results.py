@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -210,9 +211,11 @@ def load_accuracy(root: Path, relative: str) -> dict[str, Any]:
     return report
 
 
-def write_report(root: Path, out: Path) -> list[str]:
+def write_report(root: Path, out: Path, summary_text: Callable[[dict[str, Any]], str] | None = None) -> list[str]:
     """Every result under root as figures in one self-contained HTML file (plotly.js embedded once), written
-    to a hidden file beside out and renamed over it when done. Returns what was not shown, and why."""
+    to a hidden file beside out and renamed over it when done; above a simulation's charts, summary_text of its
+    summary.json (the CLI passes the figures `simulate` printed; '' leaves them out). Returns what was not shown,
+    and why."""
     import plotly.io as pio
 
     from ttftsim import figures
@@ -222,7 +225,9 @@ def write_report(root: Path, out: Path) -> list[str]:
 
     def simulation(relative: str) -> tuple[str, list[Any]]:
         sim = load_simulation(root, relative)
-        shown = [figures.ttft_distribution(sim.requests, sim.slo_s), figures.tpot_distribution(sim.requests)]
+        text = summary_text(sim.summary) if summary_text is not None else ""
+        shown: list[Any] = [f"<pre>{escape(text)}</pre>"] if text else []
+        shown += [figures.ttft_distribution(sim.requests, sim.slo_s), figures.tpot_distribution(sim.requests)]
         shown += [figures.ttft_breakdown(sim.summary), figures.time_series(sim.series, sim.slo_s)]
         return f"Simulation: {sim.name}", shown
 

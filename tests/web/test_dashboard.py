@@ -110,6 +110,10 @@ def test_report_is_one_self_contained_html_file(results: Path, tmp_path: Path) -
     assert html.count('class="plotly-graph-div"') == 4 * 3 + 2 + 1  # 3 simulations x 4, 2 plans, the accuracy
     assert "Not shown" in html and "accuracy-broken.json" in html and "sim-broken" in html
     assert "sim-interrupted: incomplete" in html
+    small = html[html.index("<h2>Simulation: small</h2>") :]  # the figures simulate printed, above the charts
+    text = small[: small.index("plotly-graph-div")]
+    assert "<pre>small: Llama-3.1-8B on 1 x L40S-48GB (vLLM 0.15.1), " in text  # sim-l40s comes first
+    assert "metric (ms)" in text and "TTFT" in text and "SLO TTFT P99 &lt;= " in text
     plan = html[html.index("<h2>Plan: quickstart</h2>") :]  # the answer, then the table, the figure, how to deploy
     assert plan.split("\n")[1].startswith("<p><b>1 x H100-SXM5-80GB TP1, least_outstanding ($3.00/h): ")
     for text in (

@@ -107,6 +107,7 @@ def report(
     output: Annotated[Path, typer.Option("-o", "--output", "--out", help="HTML file to write")] = Path("report.html"),
 ) -> None:
     """Every result in the folder as figures in one self-contained HTML file (plotly.js embedded)."""
+    from ttftsim.render.summary import summary_text
     from ttftsim.results import check_report_target, discover, write_report
 
     if not results.is_dir():
@@ -117,7 +118,7 @@ def report(
         raise InputError(
             str(results), "", "no results in this folder (simulate --out, plan --out and accuracy --json write them)"
         )
-    problems = write_report(results, output)
+    problems = write_report(results, output, summary_text)
     for problem in problems:
         console.print(f"[yellow]not shown:[/] {problem}", highlight=False)
     console.print(f"wrote {output}")

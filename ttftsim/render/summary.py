@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -78,6 +78,21 @@ def render_summary(console: Console, summary: RunSummary, wall_s: float | None =
     sim = summary.simulation
     took = f" in {wall_s:.2f} s" if wall_s is not None else ""
     console.print(f"[dim]simulated {sim.sim_end_s:.1f} s ({sim.iterations:,} iterations){took}[/]")
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """A saved summary.json as the text `simulate` printed (for the HTML report); '' when the summary lacks
+    what that text reads (an older or hand-edited file: the report's charts still show)."""
+    import io
+
+    from ttftsim.metrics.run_summary import RunSummary
+
+    console = Console(record=True, width=140, file=io.StringIO(), color_system=None)
+    try:
+        render_summary(console, RunSummary.from_json(summary))
+    except Exception:  # whatever a malformed file raises: the text is left out, not the report
+        return ""
+    return console.export_text()
 
 
 def _header(config: RunConfig, cluster: bool) -> str:
