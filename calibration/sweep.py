@@ -110,7 +110,7 @@ def run(
         results["decode_probe"] = probe_decode("cuda", largest=largest_cache(heads, BATCHES, CONTEXTS))
         triton_decode = results["decode_probe"].startswith("ok")
     _write(path, results)
-    bench = Bench("cuda", torch.bfloat16, _do_bench)
+    bench = Bench("cuda", torch.bfloat16, _do_bench, graph_seconds=_do_bench_graph)
     results["checks"] = check_kernels(bench)
     results.update(_roofs())
     _write(path, results)
@@ -156,6 +156,12 @@ def _do_bench(fn: Callable[[], Any]) -> float:  # pragma: no cover - needs a GPU
     import triton.testing
 
     return float(triton.testing.do_bench(fn, warmup=10, rep=30, return_mode="median")) / 1e3
+
+
+def _do_bench_graph(fn: Callable[[], Any]) -> float:  # pragma: no cover - needs a GPU
+    import triton.testing
+
+    return float(triton.testing.do_bench_cudagraph(fn, rep=30, return_mode="median")) / 1e3
 
 
 def _roofs() -> dict[str, float]:  # pragma: no cover - needs a GPU

@@ -27,20 +27,26 @@ class GemmShape:
     label: str
 
 
+GRAPH_COPIES = 6  # AIConfigurator's GEMM tables: six weight copies back-to-back in a CUDA graph (collect_gemm.py)
+
+
 @dataclass(frozen=True)
 class Bench:
-    """Where and how kernels are timed: `seconds(fn)` is the median time of one call (do_bench on a GPU)."""
+    """Where and how kernels are timed: `seconds(fn)` is the median time of one call (do_bench on a GPU: an L2
+    flush before each call); `graph_seconds(fn)`, when given, the median of one replay of fn captured in a CUDA
+    graph, without a flush (do_bench_cudagraph), the way the kernel tables ttftsim is calibrated on were timed."""
 
     device: str
     dtype: Any
     seconds: Callable[[Callable[[], Any]], float]
     deadline: float = float("inf")
+    graph_seconds: Callable[[Callable[[], Any]], float] | None = None
 
     def out_of_time(self) -> bool:
         return time.monotonic() > self.deadline
 
     def until(self, deadline: float) -> Bench:
-        return Bench(self.device, self.dtype, self.seconds, deadline)
+        return Bench(self.device, self.dtype, self.seconds, deadline, self.graph_seconds)
 
 
 def time_gemms(shapes: list[GemmShape], bench: Bench) -> list[dict[str, Any]]:
@@ -65,6 +71,7 @@ def time_gemms(shapes: list[GemmShape], bench: Bench) -> list[dict[str, Any]]:
             return {
                 "triton_s": bench.seconds(_rotating(buffers, gemm.gemm)),
                 "torch_s": bench.seconds(_rotating(buffers, torch.matmul)),
+                **_graphed_gemm(shape, buffers[0][0], bench),
             }
 
         try:
@@ -72,6 +79,17 @@ def time_gemms(shapes: list[GemmShape], bench: Bench) -> list[dict[str, Any]]:
         except CudaFaultError as fault:
             return [*rows, {"aborted": str(fault)}]
     return rows
+
+
+def _graphed_gemm(shape: GemmShape, x: Any, bench: Bench) -> dict[str, float]:
+    """torch.matmul as the calibration's tables time it: GRAPH_COPIES weight copies back-to-back, replayed in a
+    CUDA graph, the time divided by the copies ({} without a graph timer)."""
+    import torch
+
+    if bench.graph_seconds is None:
+        return {}
+    weights = [torch.randn(shape.k, shape.n, device=bench.device, dtype=bench.dtype) for _ in range(GRAPH_COPIES)]
+    return {"torch_graph_s": bench.graph_seconds(lambda: [torch.matmul(x, w) for w in weights]) / GRAPH_COPIES}
 
 
 def _guarded(timed: Callable[[], dict[str, Any]]) -> dict[str, Any]:

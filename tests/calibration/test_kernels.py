@@ -186,3 +186,20 @@ def test_decode_probe_runs_the_kernel_in_a_child_process() -> None:
 
     assert checks.probe_decode("cpu", "float32", largest=(2, 16, 3, 40)).startswith("ok (max abs error ")
     assert checks.probe_decode("no-such-device", "float32").startswith("failed: ")
+
+
+def test_the_gemm_is_also_timed_as_the_tables_were_when_a_graph_timer_is_given() -> None:
+    """Six weight copies back-to-back (AIConfigurator's method), the replay's time divided by six; the deadline's
+    copy of the bench keeps the graph timer."""
+    from calibration import timing
+
+    replays: list[int] = []
+
+    def graph(fn: Any) -> float:
+        replays.append(len(fn()))  # the six products of one replay
+        return 6e-3
+
+    bench = timing.Bench("cpu", torch.float32, lambda fn: (fn(), 1e-3)[1], graph_seconds=graph).until(1e18)
+    (row,) = timing.time_gemms([timing.GemmShape(4, 8, 16, "a")], bench)
+    assert (row["torch_s"], row["torch_graph_s"], replays) == (1e-3, 1e-3, [6])
+    assert "torch_graph_s" not in timing.time_gemms([timing.GemmShape(4, 8, 16, "a")], _counting_bench([]))[0]
