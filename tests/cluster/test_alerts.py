@@ -115,7 +115,11 @@ def _cluster(**fields: Any) -> Cluster:
             "s.yaml",
             "controller.max_replicas 1 < replicas 2",
         ),
-        ({"controller": {"type": "pid", "max_replicas": 1}}, "s.yaml: controller", "'closed_loop', 'ttft_p99'"),
+        (
+            {"controller": {"type": "pid", "max_replicas": 1}},
+            "s.yaml: controller.type",
+            "'pid' is not one of closed_loop, ttft_p99",
+        ),
         (
             {"alerting": {"rules": [{**PAGE, "action": "scale_out"}]}},
             "s.yaml: alerting",
