@@ -203,3 +203,10 @@ def test_the_gemm_is_also_timed_as_the_tables_were_when_a_graph_timer_is_given()
     (row,) = timing.time_gemms([timing.GemmShape(4, 8, 16, "a")], bench)
     assert (row["torch_s"], row["torch_graph_s"], replays) == (1e-3, 1e-3, [6])
     assert "torch_graph_s" not in timing.time_gemms([timing.GemmShape(4, 8, 16, "a")], _counting_bench([]))[0]
+
+    def refused(fn: Any) -> float:
+        raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+
+    capture = timing.Bench("cpu", torch.float32, lambda fn: (fn(), 1e-3)[1], graph_seconds=refused)
+    (row,) = timing.time_gemms([timing.GemmShape(4, 8, 16, "a")], capture)  # the row stays; the section goes on
+    assert row["torch_s"] == 1e-3 and row["graph_skipped"].startswith("CUDA error: operation not permitted")
