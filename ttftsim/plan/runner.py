@@ -41,10 +41,13 @@ def run_task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: fl
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")  # once per place per task
         value = _task(plan_json, base, kind, cand, arg)
-    for other in (w for w in caught if not issubclass(w.category, CalibrationRangeWarning)):
-        warnings.showwarning(other.message, other.category, other.filename, other.lineno)  # as without the record
-    ranges = (w for w in caught if issubclass(w.category, CalibrationRangeWarning))
-    return value, list(dict.fromkeys(str(w.message) for w in ranges))
+    ranges: dict[str, None] = {}  # each message once, in the order raised
+    for caught_one in caught:
+        if issubclass(caught_one.category, CalibrationRangeWarning):
+            ranges[str(caught_one.message)] = None
+        else:  # shown as it would have been without the record
+            warnings.showwarning(caught_one.message, caught_one.category, caught_one.filename, caught_one.lineno)
+    return value, list(ranges)
 
 
 def _task(plan_json: str, base: str, kind: str, cand: dict[str, Any], arg: float) -> Any:
@@ -78,9 +81,10 @@ class Runner:
         """Results of (kind, candidate, arg) jobs in order: from the checkpoint, or computed (and stored)."""
         keys = [f"{kind}|{cand.key}|{arg!r}" for kind, cand, arg in jobs]
         todo = [(i, job) for i, (key, job) in enumerate(zip(keys, jobs, strict=True)) if key not in self.store]
-        results: list[Any] = [self._reused(key) if key in self.store else None for key in keys]
-        for key, (_, cand, _) in zip(keys, jobs, strict=True):
-            if key in self.store:
+        results: list[Any] = [None] * len(jobs)
+        for index, (key, (_, cand, _)) in enumerate(zip(keys, jobs, strict=True)):
+            if key in self.store:  # from the checkpoint, with the warnings stored beside it
+                results[index] = self._reused(key)
                 self._found(_messages(self.store.beside(WARNINGS + key)), cand)
         done = len(jobs) - len(todo)
         self._tick(phase, done, len(jobs))
@@ -97,10 +101,11 @@ class Runner:
         return results
 
     def _found(self, messages: list[str], cand: Candidate) -> None:
+        label = cand.label()
         for message in messages:
             labels = self.found.setdefault(message, [])
-            if cand.label() not in labels:
-                labels.append(cand.label())
+            if label not in labels:
+                labels.append(label)
 
     def warnings(self) -> list[str]:
         """Each task warning once, with the candidates that raised it (the first three named); sorted, so the

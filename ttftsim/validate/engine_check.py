@@ -19,6 +19,7 @@ from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import Replica, build_replica, resolve_ref
 from ttftsim.validate.report import Report
 from ttftsim.validate.target import Target, scenario_for
+from ttftsim.validate.vllm_args import flag_of
 from ttftsim.workload.request import Request
 
 # model errors about a name the manifests' vllm command gave: named there, with the deploy file's override
@@ -87,7 +88,7 @@ def _build(report: Report, deploy: Deploy, target: Target, base: Path, source: s
         if exc.source == source and exc.field.startswith("engine") and target.serving is not None:
             # the engine arguments came from the manifests' vllm command line, not from the deployment file
             parts = exc.field.split(".")  # engine.<dest> is a flag; deeper fields (LMCACHE_* env, JSON keys) are not
-            flag = "--" + parts[1].replace("_", "-") if len(parts) == 2 else "vllm serve"
+            flag = flag_of(parts[1]) if len(parts) == 2 else "vllm serve"
             exc = InputError(target.serving.source, flag, exc.message)
         report.add("error", "engine", exc.one_line())  # names the file and field (a calibration file, ...)
         return None

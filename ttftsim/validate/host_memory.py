@@ -6,11 +6,10 @@ resident at once depends on the loader and the page cache, and is not modelled."
 
 from __future__ import annotations
 
+from ttftsim.perf.memory import GB
 from ttftsim.validate.api_server_rules import quantity_value
 from ttftsim.validate.manifests import ServingWorkload
 from ttftsim.validate.report import Report
-
-GB = 1e9
 
 
 def check_host_memory(report: Report, serving: ServingWorkload, stage_weight_bytes: float) -> None:

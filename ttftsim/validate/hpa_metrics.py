@@ -84,9 +84,7 @@ def unknown_vllm_metric(name: str) -> str | None:
     if prefix is None:
         return None
     base = name[len(prefix) :]
-    if base not in VLLM_METRICS:
-        base = next((base[: -len(s)] for s in SUFFIXES if base.endswith(s) and base[: -len(s)] in VLLM_METRICS), base)
-    if base in VLLM_METRICS:
+    if base in VLLM_METRICS or any(base.removesuffix(s) in VLLM_METRICS for s in SUFFIXES if base.endswith(s)):
         return None
     if base in RETIRED:
         return f"{name} was deprecated in vLLM 0.9.2, hidden in 0.11 and removed in 0.33: use {prefix}{RETIRED[base]}"

@@ -33,6 +33,7 @@ from ttftsim.validate.pod_checks import check_manifests, check_probes_and_hpa, n
 from ttftsim.validate.prediction import predict
 from ttftsim.validate.report import Finding, Report
 from ttftsim.validate.target import Target
+from ttftsim.validate.vllm_args import flag_of
 from ttftsim.workload.budget import check_workload
 
 
@@ -160,8 +161,9 @@ def _engine_args(deploy: Deploy, serving: ServingWorkload) -> EngineArgs:
         error = exc.errors()[0]
         name = str(error["loc"][0]) if error["loc"] else ""
         if name in serving.engine:  # from the command line: named by its flag (dashed), with the value given
-            flag = "--" + name.replace("_", "-")
-            raise InputError(serving.source, f"vllm serve {flag}", f"{serving.engine[name]}: {error['msg']}") from None
+            raise InputError(
+                serving.source, f"vllm serve {flag_of(name)}", f"{serving.engine[name]}: {error['msg']}"
+            ) from None
         raise InputError(serving.source, "vllm args " + ".".join(str(p) for p in error["loc"]), error["msg"]) from None
 
 

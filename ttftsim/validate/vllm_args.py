@@ -164,6 +164,11 @@ def _preprocess(arguments: list[str], has_optimization_level: bool) -> list[str]
 _SHORT_DOTTED = re.compile(r"^-(?!O\.)[A-Za-z][\w-]*\.")  # -cc.key=value: one key of a short-named JSON flag
 
 
+def flag_of(dest: str) -> str:
+    """The long option of an engine argument (argparse's dest, dashed): max_num_seqs -> --max-num-seqs."""
+    return "--" + dest.replace("_", "-")
+
+
 def _long_or_dotted(
     arg: str, arguments: list[str], index: int, dotted: dict[str, dict[str, Any]], out: list[str]
 ) -> int:
