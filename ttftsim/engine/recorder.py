@@ -7,11 +7,12 @@ gaps in typed arrays. The frames are built at the end. Rows for requests still i
 
 from __future__ import annotations
 
+import math
+import struct
 from array import array
 from collections.abc import Iterator
-from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -64,13 +65,27 @@ _REQUEST_DTYPES = {
 }
 STEP_COLUMNS = ("time_s", "duration_s", "replica", "num_tokens", "running", "waiting", "kv_usage", "num_steps")
 _STEP_DTYPES = {c: ("float64" if c in ("time_s", "duration_s", "kv_usage") else "int64") for c in STEP_COLUMNS}
-CHUNK_ROWS = 1 << 16  # rows held as tuples before they become one chunk of columns
+CHUNK_ROWS = 1 << 16  # rows held packed before they become one chunk of columns
+NAN: Final = math.nan  # (np.nan is an attribute read each time)
+_CODES = {"int64": "q", "float64": "d", "object": ""}  # struct's code of each column dtype kept
+
+
+def _getter(indices: tuple[int, ...]) -> Any:
+    """The values of a row at `indices`, as a tuple (itemgetter of one index gives the value itself)."""
+    if len(indices) < 2:  # (of none it fails)
+        if not indices:
+            return lambda row: ()
+        index = indices[0]
+        return lambda row: (row[index],)
+    return itemgetter(*indices)
 
 
 class Columns:
-    """A table appended row by row: the newest rows as tuples (an append is one list append), every
-    CHUNK_ROWS of them turned into one numpy array per column (8 bytes a number, where a row tuple of
-    Python objects takes about 35: some 28 million iterations in a day, about 7.8 GB as tuples, 1.8 GB so).
+    """A table appended row by row: the numbers of the newest rows packed as they come into one buffer of 8-byte
+    values (int64 or float64 by column, `struct`), text values in a list per column; every CHUNK_ROWS rows the
+    buffer becomes one numpy array per column (8 bytes a number, where a row tuple of Python objects takes about
+    35: some 28 million iterations in a day, about 7.8 GB as tuples, 1.8 GB so). A row's values are converted
+    while they are fresh and freed at once, not held as Python objects until their chunk is built.
     `frame()` joins the chunks once and builds the frame on those arrays without copying them again; rows
     appended later go to new chunks, so a frame already built keeps its rows."""
 
@@ -79,47 +94,81 @@ class Columns:
         self.dtypes = dtypes
         self.chunk_rows = chunk_rows
         self.chunks: list[list[NDArray[Any]]] = []  # each: one array per column, the same length
-        self.pending: list[tuple[Any, ...]] = []
-        self._numeric = tuple(i for i, c in enumerate(columns) if dtypes[c] != "object")  # the number columns
+        unknown = sorted({dtypes[c] for c in columns} - set(_CODES))
+        if unknown:
+            raise ValueError(f"columns of dtype {unknown}: only {sorted(_CODES)} are kept")
+        numeric = tuple(i for i, c in enumerate(columns) if dtypes[c] != "object")
+        self._numeric = numeric  # the number columns' indices
+        self._text = tuple(i for i, c in enumerate(columns) if dtypes[c] == "object")
+        self._packer = struct.Struct("<" + "".join(_CODES[dtypes[columns[i]]] for i in numeric))
+        self.pack: Any = self._packer.pack  # a row's numbers, in column order, as the bytes append_packed takes
+        # a row's numbers as a tuple (None: the row is all numbers, packed as it is)
+        self._numbers_of: Any = None if len(numeric) == len(columns) else _getter(numeric)
+        self._packed = bytearray()  # the pending rows' numbers
+        self._texts: list[list[Any]] = [[] for _ in self._text]  # the pending rows' text, a list per column
+        self._pending = 0  # rows appended since the last chunk
 
     def append(self, row: tuple[Any, ...]) -> None:
-        self.pending.append(row)
-        if len(self.pending) >= self.chunk_rows:
+        if len(row) != len(self.columns):
+            raise ValueError(f"a row of {len(row)} values for the {len(self.columns)} columns {self.columns}")
+        numbers_of = self._numbers_of
+        try:
+            packed = self.pack(*row) if numbers_of is None else self.pack(*numbers_of(row))
+        except struct.error as error:  # NaN or a float in an integer column, a value past int64
+            raise ValueError(f"a row the columns {self.columns} cannot hold exactly: {row} ({error})") from None
+        self.append_packed(packed, () if numbers_of is None else tuple(row[index] for index in self._text))
+
+    def append_packed(self, packed: bytes, texts: tuple[Any, ...]) -> None:
+        """A row as its numbers packed by `pack` (in column order, the text columns left out) and its text values
+        (in column order): what `append` makes of a row, for a caller that has the values apart and so builds no
+        row tuple (the recorder's request rows)."""
+        self._packed += packed
+        for values, value in zip(self._texts, texts, strict=True):
+            values.append(value)
+        self._pending += 1
+        if self._pending >= self.chunk_rows:
             self._compact()
 
     def _compact(self) -> None:
-        """The pending rows become one chunk: their numbers read in one pass into a table of doubles (exact for
-        the integer columns, counts and ids far below 2**53), each column cast from it; text columns one by one.
-        Four times faster than a numpy conversion per column of the transposed rows."""
-        rows = self.pending
-        if not rows:
+        """The pending rows become one chunk: each number column copied out of the packed buffer, each text column
+        made from its list."""
+        if not self._pending:
             return
-        self.pending = []
-        numeric = self._numeric
-        if len(numeric) == len(self.columns):
-            values: Iterator[Any] = chain.from_iterable(rows)
-        elif len(numeric) > 1:
-            values = chain.from_iterable(map(itemgetter(*numeric), rows))
-        else:  # itemgetter of one index gives the value itself, of none fails
-            values = (row[index] for row in rows for index in numeric)
-        table = np.fromiter(values, dtype=np.float64, count=len(rows) * len(numeric)).reshape(len(rows), len(numeric))
-        if next(values, None) is not None:  # (fromiter itself refuses too few)
-            raise ValueError(f"rows longer than the {len(self.columns)} columns {self.columns}")
+        packed, texts = self._packed, iter(self._texts)
+        self._packed, self._texts, self._pending = bytearray(), [[] for _ in self._text], 0
+        table = np.frombuffer(packed, dtype=self._record_dtype()) if self._numeric else None
         chunk: list[NDArray[Any]] = []
-        numbers = iter(table.T)  # the number columns, in order
         for index, name in enumerate(self.columns):
-            dtype = self.dtypes[name]
-            if dtype == "object":
-                chunk.append(np.array([row[index] for row in rows], dtype=object))
-                continue
-            column = next(numbers)
-            if dtype != "float64" and not bool((np.abs(column) < 2.0**53).all()):  # NaN, inf, or past exact doubles
-                raise ValueError(f"column {name} ({dtype}) holds a value that is no integer below 2**53")
-            chunk.append(column.astype(dtype))
+            if self.dtypes[name] == "object":
+                chunk.append(np.array(next(texts), dtype=object))
+            else:
+                assert table is not None
+                chunk.append(table[f"c{index}"].copy())  # contiguous, apart from the buffer
         self.chunks.append(chunk)
 
+    def _record_dtype(self) -> np.dtype[Any]:
+        """One packed row of the buffer as a numpy record (fields c<column index>)."""
+        return np.dtype([(f"c{i}", "<" + _CODES[self.dtypes[self.columns[i]]]) for i in self._numeric])
+
+    def _pending_rows(self, start: int) -> list[tuple[Any, ...]]:
+        """The pending rows from pending index `start` on, as tuples of Python values."""
+        size = self._packer.size
+        if not size:  # text columns only
+            numbers: list[tuple[Any, ...]] = [()] * (self._pending - start)
+        else:
+            numbers = list(self._packer.iter_unpack(bytes(self._packed[start * size :])))
+        if self._numbers_of is None:
+            return numbers
+        rows = []
+        for offset, values in enumerate(numbers):
+            row: list[Any] = list(values)
+            for texts, index in zip(self._texts, self._text, strict=True):
+                row.insert(index, texts[start + offset])
+            rows.append(tuple(row))
+        return rows
+
     def __len__(self) -> int:
-        return sum(len(chunk[0]) for chunk in self.chunks) + len(self.pending)
+        return sum(len(chunk[0]) for chunk in self.chunks) + self._pending
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         return self.rows_from(0)
@@ -132,11 +181,14 @@ class Columns:
             if start < first + size:
                 yield from zip(*(column[max(0, start - first) :].tolist() for column in chunk), strict=True)
             first += size
-        yield from self.pending[max(0, start - first) :]
+        if self._pending:
+            yield from self._pending_rows(max(0, start - first))
 
     def column(self, name: str) -> list[Any]:
         index = self.columns.index(name)
-        return [value for chunk in self.chunks for value in chunk[index].tolist()] + [r[index] for r in self.pending]
+        return [value for chunk in self.chunks for value in chunk[index].tolist()] + [
+            row[index] for row in self._pending_rows(0)
+        ]
 
     def arrays(self) -> list[NDArray[Any]]:
         """Every row so far as one numpy array per column, kept as the only chunk. The chunks are joined a
@@ -216,18 +268,18 @@ class Recorder:
         req = state.req
         has_token = state.visible_s >= 0  # TTFT as the client sees it
         frontend = state.ingress_s + state.output_delay_s + self.client_latency_s  # API server + fixed extra
-        ttft = state.visible_s + state.output_delay_s - req.arrival_s + self.client_latency_s if has_token else np.nan
+        ttft = state.visible_s + state.output_delay_s - req.arrival_s + self.client_latency_s if has_token else NAN
         finished = state.finish_s >= 0
-        e2e = state.finish_s - req.arrival_s + state.output_delay_s + self.client_latency_s if finished else np.nan
+        e2e = state.finish_s - req.arrival_s + state.output_delay_s + self.client_latency_s if finished else NAN
         timeout = self.client_timeout_s
         if timeout is not None:  # the client's deadline as the engine computes it (arrival + timeout), to the bit
             deadline, late = req.arrival_s + timeout, state.output_delay_s + self.client_latency_s
             if finished and state.finish_s + late > deadline:  # done after the client gave up: it saw no end
-                status, finished, e2e = "aborted", False, np.nan
+                status, finished, e2e = "aborted", False, NAN
                 state.rejected_reason = f"client timeout after {timeout:g} s"
             if has_token and state.visible_s + late > deadline:  # nor the first token
-                has_token, ttft = False, np.nan
-        gateway = queue = recompute = prefill = waiting = stream = np.nan
+                has_token, ttft = False, NAN
+        gateway = queue = recompute = prefill = waiting = stream = NAN
         if has_token:
             gateway = state.submitted_s - state.ingress_s - req.arrival_s  # no ready replica, a retry
             queue = state.first_scheduled_s - state.submitted_s
@@ -238,38 +290,36 @@ class Recorder:
         tpot = (
             (state.finish_s - state.first_token_s) / (state.num_output - 1)
             if finished and state.num_output > 1
-            else np.nan
+            else NAN
         )
-        self.rows.append(
-            (
-                req.request_id,
-                replica,
-                status or state.status,
-                state.rejected_reason,
-                req.arrival_s,
-                _or_nan(state.first_scheduled_s),
-                _or_nan(state.first_token_s),
-                _or_nan(state.finish_s),
-                req.prompt_tokens,
-                req.output_tokens,
-                state.num_output,
-                state.cached_tokens,
-                state.num_preemptions,
-                _or_nan(state.first_preempt_s),
-                ttft,
-                gateway,
-                queue,
-                recompute,
-                prefill,
-                waiting,
-                stream,
-                frontend if has_token else np.nan,
-                tpot,
-                e2e,  # finish_s already counts the ingress (the engine had the request only after it)
-                req.priority,
-                req.session_id,
-            )
+        rows = self.rows  # the number columns packed in REQUEST_COLUMNS' order, then the text columns
+        numbers = rows.pack(
+            req.request_id,
+            replica,
+            req.arrival_s,
+            _or_nan(state.first_scheduled_s),
+            _or_nan(state.first_token_s),
+            _or_nan(state.finish_s),
+            req.prompt_tokens,
+            req.output_tokens,
+            state.num_output,
+            state.cached_tokens,
+            state.num_preemptions,
+            _or_nan(state.first_preempt_s),
+            ttft,
+            gateway,
+            queue,
+            recompute,
+            prefill,
+            waiting,
+            stream,
+            frontend if has_token else NAN,
+            tpot,
+            e2e,  # finish_s already counts the ingress (the engine had the request only after it)
+            req.priority,
+            req.session_id,
         )
+        rows.append_packed(numbers, (status or state.status, state.rejected_reason))
 
     def requests_frame(self) -> pd.DataFrame:
         """The request rows in request-id order (ties in the order recorded); the recorder keeps them in
@@ -292,4 +342,4 @@ class Recorder:
 
 
 def _or_nan(value: float) -> float:
-    return value if value >= 0 else float("nan")
+    return value if value >= 0 else NAN
