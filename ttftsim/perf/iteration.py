@@ -87,8 +87,9 @@ class IterationModel:
             )
         elif deployment.experts_sliced_over_dp:
             self._ffn.sliced_over_dp(deployment.dp, deployment.hardware)
-        self._dense_cache: dict[tuple[int, int], dict[str, float]] = {}
-        self._dense_total: dict[tuple[int, int], float] = {}
+        self._body_cache: dict[int, dict[str, float]] = {}  # by token count: the dense parts but the LM head
+        self._body_total: dict[int, float] = {}  # their sum
+        self._head_cache: dict[int, float] = {}  # by sampled rows: the LM head
         self._decode_fixed: dict[int, tuple[float, float]] = {}  # a decode batch size's dense and host seconds
         overhead = deployment.hardware.overhead
         eager = deployment.iteration_overhead_s
@@ -144,30 +145,45 @@ class IterationModel:
         act = 6.0 * tokens * self._inter  # SiLU(gate) * up: read 2, write 1
         return 2 * self.costs.memory_s(norm) + self.costs.memory_s(rope_and_cache) + self.costs.memory_s(act)
 
-    def _dense_parts(self, tokens: int, sampled: int) -> dict[str, float]:
-        key = (tokens, sampled)
-        cached = self._dense_cache.get(key)
+    def _body_parts(self, tokens: int) -> dict[str, float]:
+        """The dense kernels of all layers for `tokens` (every part but the LM head), memoised per token count;
+        their sum too, added in order (a plain left fold: the same on every Python version)."""
+        cached = self._body_cache.get(tokens)
         if cached is not None:
             return cached
         spec, n_layers = self.deployment.model, self._layers
         h = spec.hidden_size
         message = float(tokens * h * ACTIVATION_BYTES)
-        vocab_shard = spec.vocab_size // self.deployment.tp
         parts = self._projection_parts(tokens)
         parts.update(self._ffn.parts(tokens))
         parts |= {
             "norms_elementwise": n_layers * self._elementwise_s(tokens) + self.costs.memory_s(6.0 * tokens * h),
             "allreduce": 2 * n_layers * self.costs.allreduce_s(message, self.deployment.tp, self.deployment.tp_link),
-            "lm_head": (
+        }
+        total = 0.0
+        for value in parts.values():
+            total += value
+        self._body_cache[tokens] = parts
+        self._body_total[tokens] = total
+        return parts
+
+    def _lm_head_s(self, sampled: int) -> float:
+        """The LM head over the sampled rows and their fp32 logits' gather and sampling, memoised per count."""
+        head = self._head_cache.get(sampled)
+        if head is None:
+            spec = self.deployment.model
+            h, vocab_shard = spec.hidden_size, spec.vocab_size // self.deployment.tp
+            head = self._head_cache[sampled] = (
                 self.costs.gemm_s(sampled, vocab_shard, h, "bf16", vocab_shard * h * 2.0)
                 + self.costs.memory_s(8.0 * sampled * spec.vocab_size)  # fp32 logits: gather + sample
                 if sampled
                 else 0.0
-            ),
-        }
-        self._dense_cache[key] = parts
-        self._dense_total[key] = sum(parts.values())
-        return parts
+            )
+        return head
+
+    def _dense_parts(self, tokens: int, sampled: int) -> dict[str, float]:
+        """The dense kernels of a step by operator class, the LM head last."""
+        return {**self._body_parts(tokens), "lm_head": self._lm_head_s(sampled)}
 
     def _projection_parts(self, tokens: int) -> dict[str, float]:
         """QKV (MLA: the latent and query projections) and output projections of all layers."""
@@ -184,11 +200,14 @@ class IterationModel:
         }
 
     def _dense_s(self, tokens: int, sampled: int) -> float:
-        total = self._dense_total.get((tokens, sampled))
-        if total is None:
-            self._dense_parts(tokens, sampled)
-            total = self._dense_total[(tokens, sampled)]
-        return total
+        """The dense kernels' seconds: the layers' (memoised per token count) then the LM head's (per sampled
+        count), so that a prefill step's new mix of the two reuses both (a memo per pair missed on most of a
+        cluster's prefill steps)."""
+        body = self._body_total.get(tokens)
+        if body is None:
+            self._body_parts(tokens)
+            body = self._body_total[tokens]
+        return body + self._lm_head_s(sampled)
 
     # ---- public ----
 
@@ -285,7 +304,7 @@ class IterationModel:
             return StepTiming(0.0, {})
         uniform = shape.prefill_tokens == shape.num_prefill_seqs
         padded = self.graphs.padded_tokens(max(shape.num_tokens, shape.dp_tokens), uniform)
-        breakdown = dict(self._dense_parts(padded, shape.num_sampled + shape.num_spec_tokens))
+        breakdown = self._dense_parts(padded, shape.num_sampled + shape.num_spec_tokens)
         breakdown["prefill_attention"], breakdown["decode_attention"] = self._attention_parts(shape)
         if self._spec:
             breakdown["proposer"] = self.proposer_s(shape)
@@ -305,7 +324,7 @@ class IterationModel:
         if shape.num_tokens == 0:
             return [0.0] * self.deployment.pp
         padded = self.graphs.padded_tokens(shape.num_tokens, shape.prefill_tokens == shape.num_prefill_seqs)
-        head = self._dense_parts(padded, shape.num_sampled + shape.num_spec_tokens)["lm_head"] + self.costs.memory_s(
+        head = self._lm_head_s(shape.num_sampled + shape.num_spec_tokens) + self.costs.memory_s(
             6.0 * padded * self.deployment.model.hidden_size
         )
         layered = self._device_s(shape) - head
