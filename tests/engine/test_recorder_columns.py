@@ -98,7 +98,7 @@ def test_a_row_appended_after_a_frame_leaves_that_frame_as_it_was() -> None:
     columns = Columns(("id", "status", "ttft_s"), DTYPES)
     columns.append((1, "finished", 0.5))
     before = columns.frame()
-    columns.append((2, "in_flight", float("nan")))  # the arrays are read by `before`: copied, then appended
+    columns.append((2, "in_flight", float("nan")))  # to a new chunk: the arrays `before` reads stay as they were
     assert before["id"].tolist() == [1] and before["ttft_s"].tolist() == [0.5]
     assert columns.frame()["id"].tolist() == [1, 2] and list(columns.column("status")) == ["finished", "in_flight"]
 
@@ -108,7 +108,7 @@ def test_rows_are_kept_in_chunks_and_read_back_across_them() -> None:
     rows = [(i, f"s{i}", i / 4) for i in range(5)]
     for row in rows:
         columns.append(row)
-    assert [len(chunk[0]) for chunk in columns.chunks] == [2, 2] and len(columns.chunks) == 2
+    assert [len(chunk[0]) for chunk in columns.chunks] == [2, 2] and list(columns.rows_from(4)) == [rows[4]]
     assert len(columns) == 5 and list(columns) == rows
     assert list(columns.rows_from(3)) == rows[3:] and list(columns.rows_from(5)) == []
     assert columns.column("status") == ["s0", "s1", "s2", "s3", "s4"]
@@ -151,6 +151,15 @@ def test_chunks_keep_every_value_exact_whatever_the_mix_of_number_and_text_colum
         for index, name in enumerate(names):
             got, want = frame[name].tolist(), [row[index] for row in rows]
             assert [repr(v) for v in got] == [repr(v) for v in want], name  # nan, -0.0 and the big id to the bit
+
+
+def test_a_packed_row_of_the_wrong_size_or_text_count_is_refused_and_nothing_is_kept() -> None:
+    columns = Columns(("id", "status", "reason", "ttft_s"), {"reason": "object", **DTYPES})
+    columns.append((1, "finished", "", 0.5))
+    for packed, texts in [(columns.pack(2, 0.5), ("finished",)), (columns.pack(2, 0.5)[:-1], ("finished", ""))]:
+        with pytest.raises(ValueError):
+            columns.append_packed(packed, texts)
+    assert list(columns) == [(1, "finished", "", 0.5)]
 
 
 def test_a_row_the_columns_cannot_hold_exactly_is_refused() -> None:

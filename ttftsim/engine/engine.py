@@ -45,7 +45,7 @@ from ttftsim.engine.speculative import DraftAcceptance
 from ttftsim.engine.state import RequestState
 from ttftsim.engine.step_plan import StepPlan, rejection, run_cap, surely_accepted
 from ttftsim.engine.visible import VisibleTokens
-from ttftsim.engine.waits import Driver, Wake, clock, first_of, unschedule, wake_at, wake_first
+from ttftsim.engine.waits import Driver, Wake, clock, due_now, first_of, unschedule, wake_at, wake_first
 from ttftsim.kvcache.manager import KVCacheManager
 from ttftsim.kvcache.offload import CpuTier, RemoteStores
 from ttftsim.kvcache.windowed import WindowedKVCacheManager
@@ -291,7 +291,7 @@ class Engine:
                 yield from self._decode_run(plan, run)
             else:
                 yield from self._step(plan)
-            if self.accepts_pushes and self.env.peek() <= clock(self.env):
+            if self.accepts_pushes and due_now(self.env):
                 # requests pushed at this very instant are seen by the next schedule: wait for the events
                 # already due now (when none is, nothing can push before the next schedule, so no wait)
                 yield 0.0  # (a zero delay: the driver schedules it as SimPy's timeout(0) would be)
@@ -511,9 +511,11 @@ class Engine:
 def record_step(engine: Engine, start: float, duration: float, tokens: int, steps: int) -> None:
     """One row of the iteration log: when, how long, tokens, the gauges after it, and how many iterations
     it stands for (a closed-form decode run is one row)."""
-    sched = engine.scheduler
-    row = (start, duration, engine.replica, tokens, sched.num_running, sched.num_waiting, engine.kv.usage(), steps)
-    engine.recorder.step(row)
+    sched, rows = engine.scheduler, engine.recorder.steps  # packed in STEP_COLUMNS' order, no row tuple
+    usage = engine.kv.usage()
+    rows.append_packed(
+        rows.pack(start, duration, engine.replica, tokens, sched.num_running, sched.num_waiting, usage, steps), ()
+    )
 
 
 def idle_until(engine: Engine) -> simpy.Event:

@@ -114,7 +114,7 @@ class Columns:
         numbers_of = self._numbers_of
         try:
             packed = self.pack(*row) if numbers_of is None else self.pack(*numbers_of(row))
-        except struct.error as error:  # NaN or a float in an integer column, a value past int64
+        except struct.error as error:  # a value its column cannot hold: NaN, a float or None in an integer column...
             raise ValueError(f"a row the columns {self.columns} cannot hold exactly: {row} ({error})") from None
         self.append_packed(packed, () if numbers_of is None else tuple(row[index] for index in self._text))
 
@@ -122,9 +122,12 @@ class Columns:
         """A row as its numbers packed by `pack` (in column order, the text columns left out) and its text values
         (in column order): what `append` makes of a row, for a caller that has the values apart and so builds no
         row tuple (the recorder's request rows)."""
+        columns = self._texts
+        if len(packed) != self._packer.size or len(texts) != len(columns):  # checked before anything is kept
+            raise ValueError(f"a packed row of {len(packed)} bytes and {len(texts)} text values for {self.columns}")
         self._packed += packed
-        for values, value in zip(self._texts, texts, strict=True):
-            values.append(value)
+        for index in range(len(texts)):  # (zip's keyword parsing costs more than the appends)
+            columns[index].append(texts[index])
         self._pending += 1
         if self._pending >= self.chunk_rows:
             self._compact()

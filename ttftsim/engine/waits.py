@@ -43,6 +43,14 @@ def clock(env: simpy.Environment) -> float:
     return now
 
 
+def due_now(env: simpy.Environment) -> bool:
+    """Whether an event is due at the current instant: env.peek() <= env.now, read as SimPy's peek reads its queue
+    (peek is a call into interpreted Python; the engine loop asks after every iteration in a cluster)."""
+    queue = env._queue
+    due: bool = bool(queue) and queue[0][0] <= env._now
+    return due
+
+
 def advance(env: simpy.Environment, delay: float) -> bool:
     """Move the clock `delay` ahead, and say so, when no other event is due before then: SimPy would process a
     timeout of that delay next, so the process may go on at once, with the same result and without the event (its
