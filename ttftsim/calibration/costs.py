@@ -112,6 +112,7 @@ class CalibratedCosts(RooflineCosts):
         self._prefill: dict[AttentionShape, dict[tuple[int, int, int], float]] = {}
         self._prefill_shape: AttentionShape | None = None
         self._prefill_values: dict[tuple[int, int, int], float] = {}
+        self._prefill_table: splines.Table | None = None  # its correction table (a miss of the values above reads it)
 
     @classmethod
     def load(cls, hardware: HardwareProfile) -> CalibratedCosts | None:
@@ -188,6 +189,7 @@ class CalibratedCosts(RooflineCosts):
         if shape is not self._prefill_shape:  # as the decode lines: the shape matched by identity, not hashed
             self._prefill_shape = shape
             self._prefill_values = self._prefill.setdefault(shape, {})
+            self._prefill_table = None
         memo = (tokens, pairs, kv_tokens)
         value = self._prefill_values.get(memo)
         if value is None:
@@ -213,7 +215,11 @@ class CalibratedCosts(RooflineCosts):
             shape.head_dim,
             shape.kv_bytes,
         )
-        table = self._attention_table(key, "prefill_attention", shape)
+        table = self._prefill_table
+        if table is None or shape is not self._prefill_shape:  # the shape's table, kept while it is the one read
+            table = self._attention_table(key, "prefill_attention", shape)
+            if shape is self._prefill_shape:
+                self._prefill_table = table
         return float(curve) * table.at2(math.log2(per_seq), math.log2(batch * shape.q_heads))
 
     def decode_attention_s(self, seqs: int, kv_tokens: int, shape: AttentionShape) -> float:

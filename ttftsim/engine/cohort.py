@@ -27,8 +27,9 @@ class DecodeCohort:
         self.size = 0  # len(members), read on every iteration
         self.num_identified = 0  # members whose new KV blocks get ids (not RequestState.is_anonymous_kv)
         self.kv_tokens = 0
-        # by residue, the members keyed by running position (admit_seq): `due` sorts plain ints, no key function
-        self._buckets: list[dict[int, RequestState]] = [{} for _ in range(block_size)]
+        # by residue, the members in running order (admit_seq), and their admit_seqs: `due` copies a list, no sort
+        self._buckets: list[list[RequestState]] = [[] for _ in range(block_size)]
+        self._bucket_seqs: list[list[int]] = [[] for _ in range(block_size)]
         self._finish: list[tuple[int, int, int]] = []
         self._seqs: list[int] = []  # members' admit_seq, sorted
 
@@ -46,7 +47,11 @@ class DecodeCohort:
         if not state.is_anonymous_kv:
             self.num_identified += 1
         self.kv_tokens += state.num_computed + 1
-        self._buckets[self._residue(state)][state.admit_seq] = state
+        residue = self._residue(state)
+        seqs = self._bucket_seqs[residue]
+        index = bisect.bisect_left(seqs, state.admit_seq)
+        seqs.insert(index, state.admit_seq)
+        self._buckets[residue].insert(index, state)
         bisect.insort(self._seqs, state.admit_seq)
         finish_clock = self.clock + state.req.output_tokens - state.num_output
         heapq.heappush(self._finish, (finish_clock, state.admit_seq, state.rid))
@@ -63,7 +68,11 @@ class DecodeCohort:
         self.size -= 1
         if not state.is_anonymous_kv:
             self.num_identified -= 1
-        del self._buckets[self._residue(state)][state.admit_seq]
+        residue = self._residue(state)
+        seqs = self._bucket_seqs[residue]
+        index = bisect.bisect_left(seqs, state.admit_seq)
+        del seqs[index]
+        del self._buckets[residue][index]
         del self._seqs[bisect.bisect_left(self._seqs, state.admit_seq)]
         self.kv_tokens -= state.num_computed + 1
 
@@ -75,6 +84,8 @@ class DecodeCohort:
         self.size = self.num_identified = 0
         for bucket in self._buckets:
             bucket.clear()
+        for seqs in self._bucket_seqs:
+            seqs.clear()
         self._finish.clear()
         self._seqs.clear()
         self.kv_tokens = 0
@@ -85,8 +96,7 @@ class DecodeCohort:
 
     def due(self, clock: int) -> list[RequestState]:
         """Members whose next token, at this clock, starts a new KV block (running order)."""
-        bucket = self._buckets[(-clock) % self.block_size]
-        return [bucket[seq] for seq in sorted(bucket)] if bucket else []
+        return self._buckets[(-clock) % self.block_size][:]
 
     def crossings(self, first: int, last: int) -> list[tuple[int, int]]:
         """(rid, at how many of the clocks first..last the member is due) for each member due at least once, in no
@@ -97,13 +107,13 @@ class DecodeCohort:
         counts: list[tuple[int, int]] = []
         if span < size:  # each residue at most once
             for clock in range(first, last + 1):
-                counts.extend((state.rid, 1) for state in self._buckets[(-clock) % size].values())
+                counts.extend((state.rid, 1) for state in self._buckets[(-clock) % size])
             return counts
         whole, rest = divmod(span, size)
         for residue, bucket in enumerate(self._buckets):
             if bucket:
                 times = whole + ((-residue - first) % size < rest)  # the first due clock's offset from `first`
-                counts.extend((state.rid, times) for state in bucket.values())
+                counts.extend((state.rid, times) for state in bucket)
         return counts
 
     def due_count(self, clock: int) -> int:
