@@ -130,3 +130,20 @@ def test_a_2d_tables_point_equals_its_column_at_that_point_to_the_bit(
     table = splines.Table((low_x, low_y), factors)
     x, y = low_x + dx * rows * splines.TABLE_STEP, low_y + dy * cols * splines.TABLE_STEP
     assert table.at2(x, y) == table.column(y).at(x)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(1e-3, 10.0), min_size=4, max_size=4),
+    st.floats(1.0, 4096.0),
+    st.floats(1.0, 1e5),
+    st.sampled_from([(32, 8, 128, 2), (64, 8, 128, 1), (8, 1, 64, 2)]),
+)
+def test_one_prefill_attention_shape_as_a_float_is_the_array_curve_to_the_bit(
+    params: list[float], batch: float, isl: float, shape: tuple[int, int, int, int]
+) -> None:
+    """The engine's scalar read (no numpy call) gives the fitted curve's value exactly, in both regimes."""
+    heads, kv_heads, head_dim, kv_bytes = shape
+    args = (params, 989e12, 3.35e12, batch, isl, heads, kv_heads, head_dim, kv_bytes)
+    one = curves.prefill_attention_one(*args)
+    assert type(one) is float and one == float(curves.prefill_attention(*args))

@@ -204,7 +204,7 @@ class CalibratedCosts(RooflineCosts):
         if params is None:
             return super().prefill_attention_s(tokens, pairs, kv_tokens, shape)
         batch = tokens / per_seq
-        curve = curves.prefill_attention(
+        curve = curves.prefill_attention_one(
             params,
             self.hw.peak_flops.bf16,
             self.hw.mem_bw_bytes_per_s,
@@ -220,7 +220,7 @@ class CalibratedCosts(RooflineCosts):
             table = self._attention_table(key, "prefill_attention", shape)
             if shape is self._prefill_shape:
                 self._prefill_table = table
-        return float(curve) * table.at2(math.log2(per_seq), math.log2(batch * shape.q_heads))
+        return curve * table.at2(math.log2(per_seq), math.log2(batch * shape.q_heads))
 
     def decode_attention_s(self, seqs: int, kv_tokens: int, shape: AttentionShape) -> float:
         if not seqs:

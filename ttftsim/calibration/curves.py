@@ -72,12 +72,49 @@ def prefill_attention(
     head_dim: Values,
     kv_bytes: Values,
 ) -> Array:
+    compute, memory, latency = _prefill_attention_terms(
+        params, peak, bw, batch, isl, heads, kv_heads, head_dim, kv_bytes
+    )
+    result: Array = np.maximum(compute, memory) + latency
+    return result
+
+
+def prefill_attention_one(
+    params: Params,
+    peak: float,
+    bw: float,
+    batch: float,
+    isl: float,
+    heads: float,
+    kv_heads: float,
+    head_dim: float,
+    kv_bytes: float,
+) -> float:
+    """prefill_attention of one shape, as a float: the same operations on doubles, without numpy's scalar calls
+    (the engine reads it on every prefill step its memo misses)."""
+    compute, memory, latency = _prefill_attention_terms(
+        params, peak, bw, batch, isl, heads, kv_heads, head_dim, kv_bytes
+    )
+    return float(max(compute, memory) + latency)
+
+
+def _prefill_attention_terms(
+    params: Params,
+    peak: float,
+    bw: float,
+    batch: Values,
+    isl: Values,
+    heads: Values,
+    kv_heads: Values,
+    head_dim: Values,
+    kv_bytes: Values,
+) -> tuple[Values, Values, float]:
+    """The compute-bound and memory-bound times, and the fixed latency."""
     a, h, e, latency = params
     pairs = batch * isl * (isl + 1) / 2.0
     compute = 4.0 * heads * head_dim * pairs / (peak * a * isl / (isl + h))
     memory = batch * isl * head_dim * (4.0 * heads + 2.0 * kv_heads * kv_bytes) / (bw * e)
-    result: Array = np.maximum(compute, memory) + latency
-    return result
+    return compute, memory, latency
 
 
 def decode_attention(
