@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -147,3 +148,5 @@ def test_one_prefill_attention_shape_as_a_float_is_the_array_curve_to_the_bit(
     args = (params, 989e12, 3.35e12, batch, isl, heads, kv_heads, head_dim, kv_bytes)
     one = curves.prefill_attention_one(*args)
     assert type(one) is float and one == float(curves.prefill_attention(*args))
+    for broken in ([1.0, 100.0, float("nan"), 1e-5], [float("nan"), 100.0, 1.0, 1e-5]):  # NaN as numpy gives it
+        assert math.isnan(curves.prefill_attention_one(broken, *args[1:]))

@@ -115,6 +115,10 @@ def test_the_cohort_clock_buckets_and_finishes() -> None:
     assert (c.num_computed, c.num_output, c.sync_clock) == (10, 4, 3)
     assert (cohort.size, cohort.kv_tokens, cohort.members) == (0, 0, {})
     assert cohort.steps_to_next_finish() == 1 << 30 and cohort.due_count(0) == 0
+    cohort.join(c)
+    c.num_computed += 1  # changed without a sync: its bucket no longer holds it, and leaving says so
+    with pytest.raises(KeyError):
+        cohort.leave(c)
 
 
 # ---- the API server ----

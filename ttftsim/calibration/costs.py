@@ -215,11 +215,9 @@ class CalibratedCosts(RooflineCosts):
             shape.head_dim,
             shape.kv_bytes,
         )
-        table = self._prefill_table
-        if table is None or shape is not self._prefill_shape:  # the shape's table, kept while it is the one read
-            table = self._attention_table(key, "prefill_attention", shape)
-            if shape is self._prefill_shape:
-                self._prefill_table = table
+        table = self._prefill_table  # (prefill_attention_s, the only caller, set this shape as the one read)
+        if table is None:  # the shape's table, kept while it is the one read
+            table = self._prefill_table = self._attention_table(key, "prefill_attention", shape)
         return curve * table.at2(math.log2(per_seq), math.log2(batch * shape.q_heads))
 
     def decode_attention_s(self, seqs: int, kv_tokens: int, shape: AttentionShape) -> float:

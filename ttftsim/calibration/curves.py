@@ -19,6 +19,7 @@ below; `CORRECTIONS` says which features share a tensor-product term, how many k
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -90,12 +91,14 @@ def prefill_attention_one(
     head_dim: float,
     kv_bytes: float,
 ) -> float:
-    """prefill_attention of one shape, as a float: the same operations on doubles, without numpy's scalar calls
-    (the engine reads it on every prefill step its memo misses)."""
+    """prefill_attention of one shape, as a float: the same operations on doubles (NaN where numpy gives NaN),
+    without numpy's scalar calls (the engine reads it on every prefill step its memo misses)."""
     compute, memory, latency = _prefill_attention_terms(
         params, peak, bw, batch, isl, heads, kv_heads, head_dim, kv_bytes
     )
-    return float(max(compute, memory) + latency)
+    # np.maximum's value: the larger, NaN if either is (a broken fit)
+    larger = compute if compute >= memory else memory if memory >= compute else math.nan
+    return float(larger + latency)
 
 
 def _prefill_attention_terms(

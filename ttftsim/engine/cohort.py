@@ -71,6 +71,8 @@ class DecodeCohort:
         residue = self._residue(state)
         seqs = self._bucket_seqs[residue]
         index = bisect.bisect_left(seqs, state.admit_seq)
+        if index == len(seqs) or seqs[index] != state.admit_seq:  # its counters were changed without a sync
+            raise KeyError(f"request {state.rid} is not in the cohort's bucket {residue}")
         del seqs[index]
         del self._buckets[residue][index]
         del self._seqs[bisect.bisect_left(self._seqs, state.admit_seq)]

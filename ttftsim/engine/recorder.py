@@ -121,7 +121,7 @@ class Columns:
     def append_packed(self, packed: bytes, texts: tuple[Any, ...]) -> None:
         """A row as its numbers packed by `pack` (in column order, the text columns left out) and its text values
         (in column order): what `append` makes of a row, for a caller that has the values apart and so builds no
-        row tuple (the recorder's request rows)."""
+        row tuple (the engine's request and iteration rows; a value `pack` cannot hold raises struct.error there)."""
         columns = self._texts
         if len(packed) != self._packer.size or len(texts) != len(columns):  # checked before anything is kept
             raise ValueError(f"a packed row of {len(packed)} bytes and {len(texts)} text values for {self.columns}")
@@ -261,7 +261,7 @@ class Recorder:
         """The gaps of a run of iterations, each seen by `weight` requests."""
         if isinstance(durations, list):
             self._itl.extend(durations)
-            self._itl_weight.extend([weight] * len(durations))
+            self._itl_weight.extend(array("I", (weight,)) * len(durations))  # (a list's values converted one by one)
         else:
             self._itl.frombytes(np.ascontiguousarray(durations, dtype=np.float64).tobytes())
             self._itl_weight.frombytes(np.full(len(durations), weight, dtype=np.uint32).tobytes())

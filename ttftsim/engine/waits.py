@@ -27,6 +27,7 @@ schedule do. Compiled with mypyc at install (ttftsim/_native.py), as the engine.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Generator
 from typing import Any, cast
 
@@ -47,7 +48,7 @@ def due_now(env: simpy.Environment) -> bool:
     """Whether an event is due at the current instant: env.peek() <= env.now, read as SimPy's peek reads its queue
     (peek is a call into interpreted Python; the engine loop asks after every iteration in a cluster)."""
     queue = env._queue
-    due: bool = bool(queue) and queue[0][0] <= env._now
+    due: bool = (queue[0][0] if queue else math.inf) <= env._now  # (peek's infinity when the queue is empty)
     return due
 
 
