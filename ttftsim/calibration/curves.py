@@ -101,19 +101,11 @@ def prefill_attention_one(
     return float(larger + latency)
 
 
-def _prefill_attention_terms(
-    params: Params,
-    peak: float,
-    bw: float,
-    batch: Values,
-    isl: Values,
-    heads: Values,
-    kv_heads: Values,
-    head_dim: Values,
-    kv_bytes: Values,
-) -> tuple[Values, Values, float]:
-    """The compute-bound and memory-bound times, and the fixed latency."""
+def _prefill_attention_terms(params: Params, peak: float, bw: float, *shape: Values) -> tuple[Values, Values, float]:
+    """The compute-bound and memory-bound times, and the fixed latency; `shape` as prefill_attention's (batch, isl,
+    heads, kv_heads, head_dim, kv_bytes)."""
     a, h, e, latency = params
+    batch, isl, heads, kv_heads, head_dim, kv_bytes = shape
     pairs = batch * isl * (isl + 1) / 2.0
     compute = 4.0 * heads * head_dim * pairs / (peak * a * isl / (isl + h))
     memory = batch * isl * head_dim * (4.0 * heads + 2.0 * kv_heads * kv_bytes) / (bw * e)
