@@ -57,8 +57,8 @@ def test_utilisation_is_bytes_read_in_the_window_over_window_times_peak_bandwidt
     pod = _ready_pod()
     recorder = Recorder(0.0)
     meter = BandwidthMeter(recorder, lambda: [pod], window_s=1.0)
-    recorder.step((0.2, 0.01, 0, 64, 1, 0, 0.5, 1))  # 16.21 GB inside (0, 1]
-    recorder.step((0.95, 0.1, 0, 64, 1, 0, 0.0, 1))  # 16 GB, half of its 0.1 s inside
+    recorder.step(0.2, 0.01, 0, 64, 1, 0, 0.5, 1)  # 16.21 GB inside (0, 1]
+    recorder.step(0.95, 0.1, 0, 64, 1, 0, 0.0, 1)  # 16 GB, half of its 0.1 s inside
     expected = (16_209_715_200 + 8e9) / H100_BW
     assert meter.utilisation(pod, 1.0) == pytest.approx(expected, rel=1e-12)
     # one window later: the first row is gone, the second's other half is in (1, 2]
@@ -74,7 +74,7 @@ def test_pods_sharing_a_gpu_add_their_reads_as_the_gpus_counter_would() -> None:
     recorder = Recorder(0.0)
     meter = BandwidthMeter(recorder, lambda: pods, window_s=1.0)
     for replica in range(3):
-        recorder.step((0.5, 0.01, replica, 64, 1, 0, 0.0, 1))  # 16 GB of weights each
+        recorder.step(0.5, 0.01, replica, 64, 1, 0, 0.0, 1)  # 16 GB of weights each
     assert meter.utilisation(pods[0], 1.0) == meter.utilisation(pods[1], 1.0) == pytest.approx(32e9 / H100_BW)
     assert meter.utilisation(pods[2], 1.0) == pytest.approx(16e9 / H100_BW)
     assert meter.mean(pods, 1.0) == pytest.approx((32e9 + 32e9 + 16e9) / 3 / H100_BW)

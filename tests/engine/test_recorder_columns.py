@@ -40,8 +40,8 @@ def test_an_empty_table_still_has_its_columns_and_dtypes() -> None:
 
 def test_the_steps_frame_reads_the_recorded_chunks_without_a_copy() -> None:
     recorder = Recorder()
-    recorder.step((0.5, 0.01, 0, 512, 3, 1, 0.25, 1))
-    recorder.step((0.51, 0.02, 1, 4, 4, 0, 0.5, 2))
+    recorder.step(0.5, 0.01, 0, 512, 3, 1, 0.25, 1)
+    recorder.step(0.51, 0.02, 1, 4, 4, 0, 0.5, 2)
     frame = recorder.steps_frame()
     assert list(frame.columns) == list(STEP_COLUMNS)
     assert frame["num_tokens"].tolist() == [512, 4] and frame["kv_usage"].tolist() == [0.25, 0.5]

@@ -511,10 +511,9 @@ class Engine:
 def record_step(engine: Engine, start: float, duration: float, tokens: int, steps: int) -> None:
     """One row of the iteration log: when, how long, tokens, the gauges after it, and how many iterations
     it stands for (a closed-form decode run is one row)."""
-    sched, rows = engine.scheduler, engine.recorder.steps  # packed in STEP_COLUMNS' order, no row tuple
-    usage = engine.kv.usage()
-    rows.append_packed(
-        rows.pack(start, duration, engine.replica, tokens, sched.num_running, sched.num_waiting, usage, steps), ()
+    sched = engine.scheduler
+    engine.recorder.step(
+        start, duration, engine.replica, tokens, sched.num_running, sched.num_waiting, engine.kv.usage(), steps
     )
 
 

@@ -121,7 +121,7 @@ class Columns:
     def append_packed(self, packed: bytes, texts: tuple[Any, ...]) -> None:
         """A row as its numbers packed by `pack` (in column order, the text columns left out) and its text values
         (in column order): what `append` makes of a row, for a caller that has the values apart and so builds no
-        row tuple (the engine's request and iteration rows; a value `pack` cannot hold raises struct.error there)."""
+        row tuple (the recorder's request and iteration rows; a value `pack` cannot hold raises struct.error there)."""
         columns = self._texts
         if len(packed) != self._packer.size or len(texts) != len(columns):  # checked before anything is kept
             raise ValueError(f"a packed row of {len(packed)} bytes and {len(texts)} text values for {self.columns}")
@@ -249,8 +249,22 @@ class Recorder:
         self._itl = array("d")
         self._itl_weight = array("I")
 
-    def step(self, row: tuple[float, float, int, int, int, int, float, int]) -> None:
-        self.steps.append(row)
+    def step(
+        self,
+        time_s: float,
+        duration_s: float,
+        replica: int,
+        num_tokens: int,
+        running: int,
+        waiting: int,
+        kv_usage: float,
+        num_steps: int,
+    ) -> None:
+        """One iteration row: one argument per column of STEP_COLUMNS, packed in that order (no row tuple)."""
+        steps = self.steps
+        steps.append_packed(
+            steps.pack(time_s, duration_s, replica, num_tokens, running, waiting, kv_usage, num_steps), ()
+        )
 
     def itl(self, seconds: float, weight: int = 1) -> None:
         """An inter-token gap of `seconds` seen by `weight` requests."""
