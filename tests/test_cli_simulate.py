@@ -129,12 +129,12 @@ def test_unmet_slo_exits_1(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "field"),
     [
-        (("rate: 8", "rate: -8"), "workload.synthetic.arrivals.poisson.rate"),
+        (("rate: 8", "rate: -8"), "workload.arrivals.rate"),
         (("engine:", "engine:\n  max_num_seqz: 4"), "engine.max_num_seqz"),
         (("hardware: H100-SXM5-80GB", "hardware: TPU-v9"), "hardware"),
         (("model: Llama-3.1-8B", "model: GPT-9"), "model"),
-        (("duration_s: 120", "duration_s: soon"), "workload.synthetic.duration_s"),
-        (("type: poisson", "type: bursty"), "workload.synthetic.arrivals"),
+        (("duration_s: 120", "duration_s: soon"), "workload.duration_s"),
+        (("type: poisson", "type: bursty"), "workload.arrivals.type"),
         (('vllm_version: "0.15.1"', 'vllm_version: "0.2.0"'), "engine"),
         (("slo:", "slo:\n  ttft_s: 0"), "slo.ttft_s"),
     ],

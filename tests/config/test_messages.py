@@ -61,13 +61,13 @@ def test_an_unknown_variant_lists_the_ones_there_are_and_the_one_likely_meant(
     part: str, given: dict[str, Any], message: str
 ) -> None:
     error = _error(SCENARIO | {"workload": SCENARIO["workload"] | {part: given}})
-    assert (error.field, error.message) == (f"workload.synthetic.{part}.type", message)
+    assert (error.field, error.message) == (f"workload.{part}.type", message)
 
 
 def test_a_mean_outside_the_clip_range_is_refused_without_pydantics_prefix() -> None:
     workload = SCENARIO["workload"] | {"prompt_tokens": {"type": "lognormal", "mean": 1000, "std": 800, "high": 500}}
     error = _error(SCENARIO | {"workload": workload})
-    assert error.field == "workload.synthetic.prompt_tokens.lognormal"
+    assert error.field == "workload.prompt_tokens"
     assert error.message.startswith("mean (1000) is outside [low, high] = [1, 500]")  # no "Value error, "
     normal = SCENARIO["workload"] | {"output_tokens": {"type": "normal", "mean": 5, "std": 1, "low": 10}}
     assert _error(SCENARIO | {"workload": normal}).message.startswith("mean (5) is outside [low, high] = [10, ")
@@ -119,10 +119,10 @@ def test_a_model_the_manifest_serves_from_a_path_is_an_error_in_the_manifest_say
     [
         ({"engine": {"max_num_seq": 64}}, "engine.max_num_seq", "max_num_seqs"),
         ({"sede": 3}, "sede", "seed"),
-        ({"workload": SCENARIO["workload"] | {"duraton_s": 60}}, "workload.synthetic.duraton_s", "duration_s"),
+        ({"workload": SCENARIO["workload"] | {"duraton_s": 60}}, "workload.duraton_s", "duration_s"),
         (
             {"workload": SCENARIO["workload"] | {"arrivals": {"type": "poisson", "rat": 5}}},
-            "workload.synthetic.arrivals.poisson.rat",
+            "workload.arrivals.rat",
             "rate",
         ),
     ],
@@ -133,3 +133,19 @@ def test_a_misspelt_optional_field_gets_the_nearest_field_of_its_model(
     """Nothing is missing to suggest from: the schema's own fields at that place (through tagged unions)."""
     error = _error(SCENARIO | edit)
     assert (error.field, error.message) == (field, f"unknown field (did you mean {meant}?)")
+
+
+@pytest.mark.parametrize(
+    "router",
+    [
+        {"type": "least_outstanding", "queue_weight": "high"},
+        {"queue_weight": "high"},  # no type: round robin, the tag the section's validator adds
+    ],
+)
+def test_a_tagged_sections_error_names_the_field_as_the_file_has_it_not_pydantics_tag(router: dict[str, Any]) -> None:
+    """pydantic's location is cluster.router.least_outstanding.queue_weight (the member's tag after the field);
+    the file has no such key."""
+    error = _error(SCENARIO | {"cluster": {"replicas": 2, "router": router}})
+    assert error.field == "cluster.router.queue_weight"
+    workload = SCENARIO["workload"] | {"arrivals": {"type": "poisson", "rate": -1}}
+    assert _error(SCENARIO | {"workload": workload}).field == "workload.arrivals.rate"

@@ -38,7 +38,7 @@ def _load(tmp_path: Path, engine: str = "", rate: str = "5") -> Scenario:
         ("tensor_parallel_size: true", "5", "engine.tensor_parallel_size", "expected a number, got a boolean (true)"),
         ('max_num_seqs: "64"', "5", "engine.max_num_seqs", "expected a number, got the string '64'"),
         ('enable_prefix_caching: "off"', "5", "engine.enable_prefix_caching", "expected true or false, got the string"),
-        ("", "true", "workload.synthetic.arrivals.poisson.rate", "expected a number, got a boolean (true)"),
+        ("", "true", "workload.arrivals.rate", "expected a number, got a boolean (true)"),
         ("block_size: '16'", "5", "engine.block_size", "expected a number, got the string '16'"),
     ],
 )

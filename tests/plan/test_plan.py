@@ -161,7 +161,7 @@ BAD_PLANS = [
     (("tensor_parallel_size: [1, 2]", "tensor_parallel_size: [0]"), "search"),
     (("tensor_parallel_size: [1, 2]", "tensor_parallel_size: two"), "search.tensor_parallel_size"),
     (("max_num_seqs: [null, 64]", "max_num_seqs: [-4]"), "search.max_num_seqs.0"),
-    (("type: poisson, rate: 20", "type: poisson, rate: 0"), "workload.synthetic.arrivals.poisson.rate"),
+    (("type: poisson, rate: 20", "type: poisson, rate: 0"), "workload.arrivals.rate"),
     (("type: poisson, rate: 20", "type: closed_loop, clients: 4"), "workload"),
     (("probe_requests: 600", "probe_requests: 5"), "probe_requests"),
     (("confirm_top: 2", "confirm_top: 0"), "confirm_top"),

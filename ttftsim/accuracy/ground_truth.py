@@ -274,7 +274,7 @@ def _case(build: Callable[[], Case], source: str, where: str) -> Case:
     try:
         return build()
     except ValidationError as exc:
-        error = validation_error(source, exc)
+        error = validation_error(source, exc, Scenario)
         raise InputError(source, f"{where} (as scenario {error.field})", error.message) from None
     except KeyError as exc:
         raise InputError(source, f"{where} {excerpt(exc.args[0], 30)}", "field missing from ground truth") from None

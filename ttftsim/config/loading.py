@@ -50,7 +50,7 @@ def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] 
     # (num_attention_heads "32" in a config.json left head_dim missing): the cause first
     present = [e for e in errors if e["type"] != "missing"]
     first = unknown[0] if unknown and missing else (present or errors)[0]
-    field = ".".join(str(part)[:60] for part in first["loc"] if not PYDANTIC_BRANCH.match(str(part)))
+    field = ".".join(str(part)[:60] for part in _written_path(schema, first["loc"]))
     message = str(first["msg"]).removeprefix("Value error, ")[:300]  # pydantic's prefix says nothing to a user
     if first["type"] == WRONG_KIND:  # raised for the whole model: the field is in its context
         field = ".".join(part for part in (field, str(first.get("ctx", {}).get("field", ""))) if part)
@@ -86,19 +86,43 @@ def _unknown_variant(source: str, field: str, ctx: dict[str, Any]) -> InputError
 
 
 def _field_names(schema: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
-    """The field names a model has at an error's location: each step is a field (its type's models next) or the
-    tag pydantic puts in the location of a tagged union member (the member whose `type` is that tag)."""
+    """The field names a model has at an error's location."""
     models: list[type[BaseModel]] = [schema]
     for part in path:
-        fields = [m.model_fields[part] for m in models if isinstance(part, str) and part in m.model_fields]
-        if fields:
-            models = [m for f in fields for m in _models_in(f.annotation)]
-        elif isinstance(part, str):  # a tagged union's member
-            models = [
-                m for m in models if "type" in m.model_fields and part in get_args(m.model_fields["type"].annotation)
-            ]
-        # an index into a list or a key of a dict: the same models
+        models, _ = _step(models, part)
     return sorted({name for m in models for name in m.model_fields})
+
+
+def _written_path(schema: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[Any]:
+    """An error's location as the file spells it: without the names pydantic gives union members, neither an
+    untagged union's (`int`, `function-after[...]`) nor a tagged union's tag (`workload.synthetic.arrivals.poisson
+    .rate` is `workload.arrivals.rate` in the file; told apart from a field by the schema, when given)."""
+    models: list[type[BaseModel]] = [] if schema is None else [schema]
+    written = []
+    for part in loc:
+        if PYDANTIC_BRANCH.match(str(part)):
+            continue
+        models, tag = _step(models, part)
+        if not tag:
+            written.append(part)
+    return written
+
+
+def _step(models: list[type[BaseModel]], part: Any) -> tuple[list[type[BaseModel]], bool]:
+    """The models one step of a location leads to, and whether the step is a tagged union's tag: each step is a
+    field (its type's models next) or the tag pydantic puts in the location of a tagged union member (the
+    member whose `type` is that tag); an index into a list or a key of a dict leads to the same models."""
+    fields = [m.model_fields[part] for m in models if isinstance(part, str) and part in m.model_fields]
+    if fields:
+        return [m for f in fields for m in _models_in(f.annotation)], False
+    members = [
+        m
+        for m in models
+        if isinstance(part, str) and "type" in m.model_fields and part in get_args(m.model_fields["type"].annotation)
+    ]
+    if members:
+        return members, True
+    return models, False
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:

@@ -69,7 +69,7 @@ def to_case(run: MeasuredRun, deployment: Deployment, folder: Path, index: int) 
     try:
         scenario = Scenario.model_validate(spec)
     except ValidationError as exc:
-        error = validation_error(deployment.source, exc)
+        error = validation_error(deployment.source, exc, Scenario)
         raise InputError(deployment.source, f"{error.field} (with {run.name})", error.message) from None
     stage, closed = (
         run.truth,
