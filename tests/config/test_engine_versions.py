@@ -67,7 +67,8 @@ def test_a_version_is_read_as_an_image_tag_writes_it_and_a_number_is_refused_wit
 
     assert EngineArgs(vllm_version="v0.15.1").vllm_version == "0.15.1"
     assert EngineArgs.model_validate({"vllm_version": "V0.20"}).vllm_version == "0.20"
-    with pytest.raises(ValidationError, match=r"unquoted, YAML read the number 0.2, and 0.20 reads as 0.2"):
+    unquoted = r"quotes, e.g. vllm_version: \"0.20\": YAML reads an unquoted version as a number \(0.20 as 0.2\)"
+    with pytest.raises(ValidationError, match=unquoted):
         EngineArgs.model_validate({"vllm_version": 0.20})  # the 0.20 profile: not echoed back as "0.2"
     with pytest.raises(ValidationError, match="write the version in quotes"):
         Deploy.model_validate({"model": "m", "traffic": {}, "slo": {"ttft_p99_s": 1}, "vllm_version": 0.15})

@@ -149,3 +149,17 @@ def test_a_tagged_sections_error_names_the_field_as_the_file_has_it_not_pydantic
     assert error.field == "cluster.router.queue_weight"
     workload = SCENARIO["workload"] | {"arrivals": {"type": "poisson", "rate": -1}}
     assert _error(SCENARIO | {"workload": workload}).field == "workload.arrivals.rate"
+
+
+def test_a_tagged_section_without_its_type_names_the_field_and_the_types_there_are() -> None:
+    """pydantic says "Unable to extract tag using discriminator 'type'" on the section."""
+    untyped = {k: v for k, v in SCENARIO["workload"].items() if k != "type"}
+    error = _error(SCENARIO | {"workload": untyped})
+    assert (error.field, error.message) == (
+        "workload.type",
+        "missing: one of synthetic, shared_prefix, conversation, trace",
+    )
+    workload = SCENARIO["workload"] | {"arrivals": {"rate": 5}}
+    error = _error(SCENARIO | {"workload": workload})
+    assert error.field == "workload.arrivals.type"
+    assert error.message.startswith("missing: one of poisson, constant, gamma")

@@ -57,6 +57,11 @@ def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] 
         return InputError(source, field, message)
     if first["type"] == "union_tag_invalid":
         return _unknown_variant(source, field, first.get("ctx", {}))
+    if first["type"] == "union_tag_not_found":  # a tagged section without its tag
+        key = str(first.get("ctx", {}).get("discriminator", "type")).strip("'")
+        tags = _tags(schema, first["loc"]) if schema is not None else []
+        message = f"missing: one of {', '.join(tags)}" if tags else "missing"
+        return InputError(source, f"{field}.{key}" if field else key, message)
     if first["type"] == "extra_forbidden":
         siblings = [str(e["loc"][-1]) for e in missing if e["loc"][:-1] == first["loc"][:-1]]
         if not siblings and schema is not None:
@@ -91,6 +96,14 @@ def _field_names(schema: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
     for part in path:
         models, _ = _step(models, part)
     return sorted({name for m in models for name in m.model_fields})
+
+
+def _tags(schema: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The tags of the tagged union at an error's location (the `type` each member takes)."""
+    models: list[type[BaseModel]] = [schema]
+    for part in loc:
+        models, _ = _step(models, part)
+    return [str(tag) for m in models if "type" in m.model_fields for tag in get_args(m.model_fields["type"].annotation)]
 
 
 def _written_path(schema: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[Any]:

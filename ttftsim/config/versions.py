@@ -109,8 +109,8 @@ def version_text(value: object) -> object:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value[1:] if isinstance(value, str) and value[:1] in "vV" and value[1:2].isdigit() else value
     raise ValueError(
-        f'write the version in quotes (vllm_version: "0.20"): unquoted, YAML read the number {value!r}, and 0.20 '
-        "reads as 0.2"
+        'write the version in quotes, e.g. vllm_version: "0.20": YAML reads an unquoted version as a number (0.20 '
+        "as 0.2)"
     )
 
 
