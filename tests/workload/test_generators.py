@@ -125,6 +125,19 @@ def test_empirical_lengths_from_file(tmp_path: Path) -> None:
         sample_lengths(EmpiricalLength(type="empirical", path="nope.csv"), rng(), 10, tmp_path)
 
 
+def test_a_column_of_lengths_without_a_header_keeps_its_first_line(tmp_path: Path) -> None:
+    """The first line is a number: a length, not the column's name (it was read as the header, and lost)."""
+    (tmp_path / "lengths.csv").write_text("5000\n10\n10\n")
+    values = sample_lengths(EmpiricalLength(type="empirical", path="lengths.csv"), rng(), 1000, tmp_path)
+    assert set(values) == {5000, 10}
+    (tmp_path / "lengths.csv").write_text("5000\n10\nabc\n")
+    with pytest.raises(InputError, match="line 3: not a whole number: 'abc'"):  # lines counted from the first
+        sample_lengths(EmpiricalLength(type="empirical", path="lengths.csv"), rng(), 10, tmp_path)
+    (tmp_path / "lengths.csv").write_text("tokens\n10\nabc\n")
+    with pytest.raises(InputError, match="line 3 tokens: not a whole number: 'abc'"):  # after a header, as before
+        sample_lengths(EmpiricalLength(type="empirical", path="lengths.csv"), rng(), 10, tmp_path)
+
+
 def test_shared_prefix_is_inference_perf_semantics() -> None:
     spec = SharedPrefixWorkload(
         type="shared_prefix",

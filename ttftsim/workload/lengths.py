@@ -37,24 +37,28 @@ def read_empirical(spec: EmpiricalLength, base: Path) -> Ints:
         data = parse_json(text, source, limits)
         if not isinstance(data, list):
             raise InputError(source, "", f"expected a JSON list of lengths, got {type(data).__name__}")
-        raw: list[Any] = data
-        where = "item {}"
-    else:
-        try:
-            frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
-            raise InputError(source, "", f"not a CSV of lengths ({str(exc).strip()[:120]})") from None
-        field = spec.column or str(frame.columns[0])
-        if field not in frame.columns:
-            found = ", ".join(excerpt(c, 20) for c in frame.columns[:8])
-            raise InputError(source, "column", f"no column {excerpt(field)} (columns: {found})")
-        raw = frame[field].tolist()
-        where = "line {} " + field
-    return _checked_lengths(raw, source, where, limits)
+        return _checked_lengths(data, source, "item {}", 0, limits)
+    frame = _csv(text, source)
+    if spec.column is None and all(_number(name) is not None for name in frame.columns):
+        # no header: the first line is a length already (a column of numbers as a tool writes it)
+        return _checked_lengths(_csv(text, source, header=None)[0].tolist(), source, "line {}", 1, limits)
+    field = spec.column or str(frame.columns[0])
+    if field not in frame.columns:
+        found = ", ".join(excerpt(c, 20) for c in frame.columns[:8])
+        raise InputError(source, "column", f"no column {excerpt(field)} (columns: {found})")
+    return _checked_lengths(frame[field].tolist(), source, "line {} " + field, 2, limits)  # line 1: the header
 
 
-def _checked_lengths(raw: list[Any], source: str, where: str, limits: Limits) -> Ints:
-    """Every value a whole number of tokens in [1, limits.tokens]; `where` names a value by its index."""
+def _csv(text: str, source: str, header: int | None = 0) -> pd.DataFrame:
+    try:
+        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, header=header)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise InputError(source, "", f"not a CSV of lengths ({str(exc).strip()[:120]})") from None
+
+
+def _checked_lengths(raw: list[Any], source: str, where: str, first: int, limits: Limits) -> Ints:
+    """Every value a whole number of tokens in [1, limits.tokens]; `where` names a value by its number, the
+    first being `first` (an item of a JSON list from 0, a CSV's line from 1)."""
     if not raw:
         raise InputError(source, "", "no lengths in the file")
     for index, value in enumerate(raw):
@@ -62,8 +66,7 @@ def _checked_lengths(raw: list[Any], source: str, where: str, limits: Limits) ->
         if number is None or number != int(number) or not 1 <= number <= limits.tokens:
             why = "not a whole number" if number is None or number != int(number) else "outside 1 to the token limit"
             hint = f" ({limits.how_to_raise('tokens')})" if number is not None and number > limits.tokens else ""
-            number_of = index if where.startswith("item") else index + 2  # a CSV's line: after the header
-            raise InputError(source, where.format(number_of), f"{why}: {excerpt(value)}{hint}")
+            raise InputError(source, where.format(first + index), f"{why}: {excerpt(value)}{hint}")
     return np.asarray([int(_number(v) or 0) for v in raw], dtype=np.int64)
 
 
