@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.test_cli import _assert_one_line_error, run
+from ttftsim.config.deploy import Deploy
 from ttftsim.config.loading import parse_mapping
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
@@ -163,3 +164,26 @@ def test_a_tagged_section_without_its_type_names_the_field_and_the_types_there_a
     error = _error(SCENARIO | {"workload": workload})
     assert error.field == "workload.arrivals.type"
     assert error.message.startswith("missing: one of poisson, constant, gamma")
+
+
+def test_targets_for_a_priority_class_the_traffic_does_not_have_are_an_input_error() -> None:
+    """They could never be judged: the run failed them with no figure (exit 1), as if a class had been served."""
+    error = _error(SCENARIO | {"slo": {"per_priority": {3: {"ttft_p99_s": 0.5}}}})
+    assert (error.field, error.message) == (
+        "slo.per_priority.3",
+        "the workload has one priority, 0 (priority_levels 1)",
+    )
+    two = SCENARIO["workload"] | {"priority_levels": 2}
+    error = _error(SCENARIO | {"workload": two, "slo": {"per_priority": {1: {"ttft_p99_s": 1}, 5: {"ttft_p99_s": 1}}}})
+    assert (error.field, error.message) == (
+        "slo.per_priority.5",
+        "the workload has priorities 0..1 (priority_levels 2)",
+    )
+    deploy = {"model": "Llama-3.1-8B", "hardware": "H100-SXM5-80GB", "traffic": SCENARIO["workload"]}
+    deploy |= {"slo": {"ttft_p99_s": 0.5, "per_priority": {1: {"ttft_p99_s": 1}}}}
+    with pytest.raises(InputError) as caught:
+        parse_mapping(Deploy, deploy, "d.yaml")
+    assert (caught.value.field, caught.value.message) == (
+        "slo.per_priority.1",
+        "the traffic has one priority, 0 (priority_levels 1)",
+    )

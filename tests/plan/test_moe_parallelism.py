@@ -74,11 +74,11 @@ def test_dp_beyond_one_node_is_infeasible_and_dp_in_the_plans_engine_is_refused(
     assert verdict == {"feasible": False, "reason": "data-parallel engines beyond one node are not modelled"}
     spec = plan.model_dump()
     spec["engine"]["data_parallel_size"] = 2
-    with pytest.raises(ValidationError, match=r"engine.data_parallel_size in a plan: the search sets it"):
+    with pytest.raises(ValidationError, match=r"search sets it per candidate: give it as search.data_parallel_size"):
         Plan.model_validate(spec)
     spec = plan.model_dump()
     spec["engine"]["tensor_parallel_size"] = 2  # was ignored: the search tried its own list
-    with pytest.raises(ValidationError, match=r"engine.tensor_parallel_size in a plan: the search sets it"):
+    with pytest.raises(ValidationError, match=r"search sets it per candidate: give it as search.tensor_parallel_size"):
         Plan.model_validate(spec)
 
 

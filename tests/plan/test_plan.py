@@ -169,6 +169,12 @@ BAD_PLANS = [
     (("seed: 1", "seed: 1\nbudget: 100"), "budget"),
     (('vllm_version: "0.15.1"', 'vllm_version: "0.1.0"'), "engine"),
     (("ttft_p99_s: 0.5", "ttft_p99_s: 0.5\n  per_priority: {3: {ttft_p99_s: 1}}"), "slo.per_priority.3"),
+    # the search's own value (its default [None]: vLLM's) would silently replace these
+    (
+        ("max_model_len: 8192", "max_model_len: 8192\n  max_num_seqs: 32"),
+        "engine.max_num_seqs: a plan's search sets it",
+    ),
+    (("max_model_len: 8192", "max_model_len: 8192\n  enable_prefix_caching: false"), "engine.enable_prefix_caching"),
     (("ttft_p99_s: 0.5", "ttft_p99_s: 0.5\n  ttft_s: 0.3"), "judges them only with goodput_share"),
     (("ttft_p99_s: 0.5", "goodput_share: 0.99"), "needs a per-request target"),
     (("seed: 1", "seed: 1\navailability: {zones: 100}"), "availability.zones"),

@@ -41,6 +41,7 @@ Label = Annotated[
     Field(json_schema_extra={"maxLength": LABEL_MAX_CHARS, "pattern": "^[^\\u0000-\\u001f\\u007f]*$"}),
 ]
 WRONG_KIND = "wrong_kind"  # the error type; its context names the field (config/loading.py puts it in the path)
+FIELD_ERROR = "field_error"  # an error a whole model finds in one of its fields, named by its context as above
 
 
 def _admits(annotation: Any) -> frozenset[str]:

@@ -3,11 +3,11 @@ Kubernetes manifests (the usual case) or as engine arguments and a replica count
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ttftsim.config.base import Label, StrictModel
 from ttftsim.config.engine import EngineArgs
-from ttftsim.config.slo import Slo, percentile_slo
+from ttftsim.config.slo import Slo, check_classes, percentile_slo
 from ttftsim.config.versions import version_defaults, version_text
 from ttftsim.config.workload import Workload
 
@@ -57,3 +57,8 @@ class Deploy(StrictModel):
     @classmethod
     def _percentile_slo(cls, slo: Slo) -> Slo:
         return percentile_slo(slo, "a deployment")
+
+    @model_validator(mode="after")
+    def _classes_in_the_traffic(self) -> Deploy:
+        check_classes(self.slo, getattr(self.traffic, "priority_levels", 1), "the traffic")
+        return self

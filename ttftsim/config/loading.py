@@ -12,7 +12,7 @@ from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from ttftsim.config.base import WRONG_KIND
+from ttftsim.config.base import FIELD_ERROR, WRONG_KIND
 from ttftsim.errors import InputError
 from ttftsim.inputs.files import excerpt
 from ttftsim.inputs.structured import load_structured
@@ -52,7 +52,7 @@ def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] 
     first = unknown[0] if unknown and missing else (present or errors)[0]
     field = ".".join(str(part)[:60] for part in _written_path(schema, first["loc"]))
     message = str(first["msg"]).removeprefix("Value error, ")[:300]  # pydantic's prefix says nothing to a user
-    if first["type"] == WRONG_KIND:  # raised for the whole model: the field is in its context
+    if first["type"] in (WRONG_KIND, FIELD_ERROR):  # raised for the whole model: the field is in its context
         field = ".".join(part for part in (field, str(first.get("ctx", {}).get("field", ""))) if part)
         return InputError(source, field, message)
     if first["type"] == "union_tag_invalid":

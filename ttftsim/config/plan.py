@@ -6,8 +6,9 @@ import itertools
 from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from ttftsim.config.base import Label, StrictModel
+from ttftsim.config.base import FIELD_ERROR, Label, StrictModel
 from ttftsim.config.cluster_routing import RouterName
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.engine import EngineArgs
@@ -26,6 +27,17 @@ from ttftsim.config.workload import (
 )
 
 RATE_ARRIVALS = (PoissonArrivals, ConstantArrivals, GammaArrivals, WeibullArrivals)
+SEARCHED_ENGINE_ARGUMENTS = (
+    "tensor_parallel_size",
+    "data_parallel_size",
+    "enable_expert_parallel",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enable_chunked_prefill",
+    "enable_prefix_caching",
+    "quantization",
+    "kv_cache_dtype",
+)
 
 
 class SearchSpace(StrictModel):
@@ -165,11 +177,16 @@ class Plan(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _searched_parallelism(self) -> Plan:
-        searched = (("tensor_parallel_size", 1), ("data_parallel_size", 1), ("enable_expert_parallel", False))
-        for name, default in searched:
-            if getattr(self.engine, name) != default:
-                raise ValueError(f"engine.{name} in a plan: the search sets it per candidate (search.{name}: a list)")
+    def _searched_engine_arguments(self) -> Plan:
+        """An engine argument the search sets per candidate (evaluate.engine_args) is left at its default in
+        `engine`: the search's value would silently replace another (its own default [None] meaning vLLM's)."""
+        for name in SEARCHED_ENGINE_ARGUMENTS:
+            if getattr(self.engine, name) != EngineArgs.model_fields[name].default:
+                raise PydanticCustomError(
+                    FIELD_ERROR,
+                    "a plan's search sets it per candidate: give it as search.{name} (a list; one value to fix it)",
+                    {"field": f"engine.{name}", "name": name},
+                )
         return self
 
     @model_validator(mode="after")

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from ttftsim.config.base import Label, StrictModel
 from ttftsim.config.cluster import Cluster
 from ttftsim.config.engine import EngineArgs
-from ttftsim.config.slo import Slo
+from ttftsim.config.slo import Slo, check_classes
 from ttftsim.config.workload import ClosedLoop, SyntheticWorkload, Workload
 
 KernelCosts = Literal["auto", "roofline", "calibrated"]
@@ -148,4 +148,5 @@ class Scenario(StrictModel):
                 f"workload.lora.rank {lora.rank} is above engine.max_lora_rank {self.engine.max_lora_rank}: vLLM "
                 "refuses to load such an adapter"
             )
+        check_classes(self.slo, getattr(self.workload, "priority_levels", 1), "the workload")
         return self

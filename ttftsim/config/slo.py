@@ -20,8 +20,9 @@ Every target set decides pass or fail: `simulate`'s exit code, the plan's search
 from __future__ import annotations
 
 from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
 
-from ttftsim.config.base import StrictModel
+from ttftsim.config.base import FIELD_ERROR, StrictModel
 
 METRICS = ("ttft", "tpot", "itl", "e2e")
 STATISTICS = ("mean", "p50", "p90", "p95", "p99")
@@ -130,6 +131,20 @@ class Slo(Targets):
 
     def is_judged(self) -> bool:
         return super().is_judged() or bool(self.per_priority)
+
+
+def check_classes(slo: Slo, levels: int, workload: str) -> None:
+    """Each class slo.per_priority names is one the traffic has (priorities 0..levels-1): targets for a class no
+    request is in could never be judged (a run would fail them with no figure), so they are an input error."""
+    for priority in sorted(slo.per_priority):
+        if priority >= levels:
+            raise PydanticCustomError(
+                FIELD_ERROR,
+                "{workload} has priorities 0..{last} (priority_levels {levels})"
+                if levels > 1
+                else "{workload} has one priority, 0 (priority_levels 1)",
+                {"field": f"slo.per_priority.{priority}", "workload": workload, "last": levels - 1, "levels": levels},
+            )
 
 
 def unit_warnings(slo: Slo | None) -> list[str]:

@@ -73,7 +73,8 @@ class LognormalLength(StrictModel):
 class EmpiricalLength(StrictModel):
     type: Literal["empirical"] = Field(description="Sampled with replacement from a file of observed lengths")
     path: str = Field(
-        description="CSV (one column, or `column`; no header when the first line is a number) or JSON list, relative to the scenario file"
+        description="CSV (one column, or `column`; no header when the first line is a number) or JSON list, "
+        "relative to the scenario file"
     )
     column: str | None = Field(default=None, description="CSV column to read")
 
