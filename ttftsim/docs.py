@@ -46,11 +46,22 @@ def _type(prop: dict[str, Any]) -> str:
     return str(kind)
 
 
+def _default(prop: dict[str, Any]) -> str:
+    """An optional field's default; one made by a factory is not in the schema: an empty list or map, a section's
+    own defaults (a model), or the one its description names (a union of sections)."""
+    if "default" in prop:
+        return json.dumps(prop["default"])
+    kind = prop.get("type")
+    if kind in ("array", "object"):
+        return "[]" if kind == "array" else "{}"
+    return "its fields' defaults" if "$ref" in prop else "see description"
+
+
 def _table(schema: dict[str, Any]) -> list[str]:
     lines = ["| field | type | default | description |", "|---|---|---|---|"]
     required = set(schema.get("required", []))
     for name, prop in schema.get("properties", {}).items():
-        default = "required" if name in required else json.dumps(prop.get("default"))
+        default = "required" if name in required else _default(prop)
         description = str(prop.get("description", "")).replace("|", "\\|").replace("\n", " ")
         lines.append(f"| `{name}` | {_type(prop).replace('|', '/')} | {default} | {description} |")
     return lines

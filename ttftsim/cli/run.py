@@ -33,7 +33,7 @@ def simulate(
     ] = False,
     max_requests: MaxRequests = None,
 ) -> None:
-    """Simulate one replica under a workload. Exit 1 when the scenario's slo.ttft_p99_s is not met.
+    """Simulate one replica under a workload. Exit 1 when a target of the scenario's slo is not met.
     --json and summary.json hold only what the scenario and seed determine (identical bytes run after run);
     the wall time is in the human output and in run.json; anything read but not modelled is in warnings."""
     from ttftsim.metrics.export import write_results

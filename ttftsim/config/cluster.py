@@ -79,7 +79,7 @@ class Cluster(StrictModel):
     )
     autoscaling: Autoscaling | None = Field(default=None, description="HPA; None = fixed replicas")
     warm_pool: int = Field(default=0, ge=0, description="Idle loaded pods kept ready to take traffic at once")
-    router: Router = Field(default_factory=RoundRobinRouter, description="Gateway routing")
+    router: Router = Field(default_factory=RoundRobinRouter, description="Gateway routing (default: round_robin)")
     faults: list[Fault] = Field(default_factory=list, description="Failures to inject")
     retry: RetryPolicy = Field(default_factory=RetryPolicy, description="What happens to a failed pod's requests")
     interference: Interference = Field(default_factory=Interference, description="Co-location slowdowns")

@@ -94,7 +94,7 @@ class Autoscaling(StrictModel):
     scale_down: ScalingRules = Field(default_factory=_scale_down_default, description="behavior.scaleDown")
     scale_down_ranking: ScaleDownRankingSpec = Field(
         default_factory=ReplicaSetScaleDown,
-        description="Which pods a scale-down removes: replicaset (Kubernetes' order) or deletion_cost",
+        description="Which pods a scale-down removes: replicaset (Kubernetes' order; the default) or deletion_cost",
     )
 
     @model_validator(mode="after")
