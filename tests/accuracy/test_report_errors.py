@@ -79,6 +79,20 @@ def test_truncated_json_says_where(tmp_path: Path) -> None:
         ),
         (AIPERF, lambda d: d["time_to_first_token"].update(avg=-5), "time_to_first_token.avg", "cannot be negative"),
         (VLLM, lambda d: d["input_lens"].__setitem__(2, 12.5), "input_lens[2]", "whole number"),
+        # vLLM refuses an empty prompt; a failed request's output is 0 tokens, never fewer
+        (VLLM, lambda d: d["input_lens"].__setitem__(3, 0), "input_lens[3]", "whole number of tokens >= 1, got 0"),
+        (VLLM, lambda d: d["output_lens"].__setitem__(3, -4), "output_lens[3]", "tokens >= 0, got -4"),
+        # send times are perf_counter readings within the run's duration (15.46 s) of the first send
+        (VLLM, lambda d: d["start_times"].__setitem__(5, -100), "start_times[5]", "cannot be negative, got -100"),
+        (VLLM, lambda d: d["start_times"].__setitem__(5, 100), "start_times[5]", "13383.7 s before the median send"),
+        (VLLM, lambda d: d["start_times"].__setitem__(29, 13500), "start_times[29]", "more than the run's duration"),
+        (VLLM, lambda d: d["latencies"].__setitem__(29, 5.0), "latencies[29]", "ends 19.6669 s after the first send"),
+        (
+            GUIDELLM,
+            lambda d: d["benchmarks"][1]["requests"]["successful"][3].update(request_start_time=-1),
+            "benchmarks[1].requests.successful[3].request_start_time",
+            "a send time cannot be negative",
+        ),
         (VLLM, lambda d: d.update(request_rate=-1), "request_rate", "positive"),
         (GUIDELLM, lambda d: d["benchmarks"][0]["config"]["strategy"].update(type_="chaos"), "strategy.type_", "chaos"),
         (
@@ -204,6 +218,16 @@ def test_records_missing_a_metric(tmp_path: Path) -> None:
     assert error.field == "line 11.metrics.time_to_first_token" and "missing" in error.message
 
 
+def test_records_with_a_negative_send_time(tmp_path: Path) -> None:
+    lines = RECORDS.read_text().splitlines()
+    row = json.loads(lines[10])
+    row["metadata"]["request_start_ns"] = -1
+    path = tmp_path / "profile_export.jsonl"
+    path.write_text("\n".join([*lines[:10], json.dumps(row), *lines[11:]]) + "\n")
+    error = error_of(path)
+    assert error.field == "line 11.metadata.request_start_ns" and "cannot be negative" in error.message
+
+
 def test_unknown_documents(tmp_path: Path) -> None:
     for name, text in (("x.json", '{"hello": 1}'), ("x.txt", "hello world, this is prose\nand more\n")):
         path = tmp_path / name
@@ -313,8 +337,9 @@ def _resolve(data: Any, path: tuple[Any, ...]) -> tuple[Any, Any]:
         lambda tmp: _write(
             tmp / "metrics.txt", "# HELP process_cpu_seconds_total CPU\nprocess_cpu_seconds_total 1.5\n"
         ),
+        lambda tmp: edited(tmp, VLLM, lambda d: d["start_times"].__setitem__(5, -100)),
     ],
-    ids=["truncated", "missing-field", "no-vllm-series"],
+    ids=["truncated", "missing-field", "no-vllm-series", "negative-send"],
 )
 def test_cli_says_it_on_one_line(tmp_path: Path, make: Callable[[Path], Path]) -> None:
     bad = make(tmp_path)
@@ -372,8 +397,17 @@ def _iperf_copy(tmp_path: Path) -> Path:
             "",
             "69 requests, but the stage reports count 70",
         ),
+        (
+            lambda f: (f / "per_request_lifecycle_metrics.json").write_text(
+                (f / "per_request_lifecycle_metrics.json")
+                .read_text()
+                .replace('"start_time": 34675.', '"start_time": -3.', 1)
+            ),
+            "[0].start_time",
+            "a send time cannot be negative, got -3.41514",
+        ),
     ],
-    ids=["no-config", "concurrent", "zero-rate", "no-stage", "truncated-stage", "requests-missing"],
+    ids=["no-config", "concurrent", "zero-rate", "no-stage", "truncated-stage", "requests-missing", "negative-send"],
 )
 def test_inference_perf_folder_problems_are_one_line(
     tmp_path: Path, edit: Callable[[Path], None], field: str, needle: str

@@ -101,7 +101,7 @@ def read_records(rows: list[Fields], source: Path, name: str) -> list[MeasuredRu
         check_request(r.child("metrics"), keys, t, e, n)
     prompts = [round(_metric(r, "input_sequence_length", tokens=True)) for r in measured]
     sent_outputs = [round(_metric(r, "output_sequence_length", tokens=True, default=0.0)) for r in measured]
-    starts = [r.child("metadata").number("request_start_ns") / 1e9 for r in measured]
+    starts = [r.child("metadata").send_time("request_start_ns") / 1e9 for r in measured]
     if load is None:
         load = replay_load(starts)
     if load.concurrency is not None:

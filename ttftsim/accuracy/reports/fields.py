@@ -2,7 +2,7 @@
 field is missing or of the wrong type, so a truncated or edited report is one line, never a KeyError.
 
 Numbers are finite ints or floats (bool is not a number); counts are whole and not negative; times (latencies,
-their means and percentiles) are numbers that are not negative."""
+their means and percentiles) and send times (clock readings) are numbers that are not negative."""
 
 from __future__ import annotations
 
@@ -49,6 +49,10 @@ class Fields:
         """A latency, or a statistic of latencies: a number that is not negative."""
         return as_time(self.raw(key), self, key)
 
+    def send_time(self, key: str) -> float:
+        """When a request was sent, a clock reading: a number that is not negative."""
+        return as_send_time(self.raw(key), self, key)
+
     def count(self, key: str) -> int:
         return as_count(self.raw(key), self, key)
 
@@ -85,14 +89,19 @@ class Fields:
                 raise self.error(f"{key}[{i}]", f"a latency cannot be negative, got {value:g}")
         return values
 
-    def counts(self, key: str, length: int | None = None) -> list[int]:
-        return [round(v) for v in self._whole(key, length)]
+    def send_times(self, key: str, length: int | None = None) -> list[float]:
+        """A list of send times (numbers that are not negative), of `length` items when given."""
+        return [as_send_time(v, self, f"{key}[{i}]") for i, v in enumerate(self.numbers(key, length))]
 
-    def _whole(self, key: str, length: int | None) -> list[float]:
+    def counts(self, key: str, length: int | None = None, least: int = 0) -> list[int]:
+        """A list of token counts: whole numbers, at least `least`, of `length` items when given."""
+        return [round(v) for v in self._whole(key, length, least)]
+
+    def _whole(self, key: str, length: int | None, least: int) -> list[float]:
         values = self.numbers(key, length)
         for i, value in enumerate(values):
-            if value < 0 or value != math.floor(value):
-                raise self.error(f"{key}[{i}]", f"expected a whole number of tokens, got {value:g}")
+            if value < least or value != math.floor(value):
+                raise self.error(f"{key}[{i}]", f"expected a whole number of tokens >= {least}, got {value:g}")
         return values
 
 
@@ -111,10 +120,17 @@ def as_time(value: object, fields: Fields, key: str) -> float:
     return number
 
 
+def as_send_time(value: object, fields: Fields, key: str) -> float:
+    number = as_number(value, fields, key)
+    if number < 0:
+        raise fields.error(key, f"a send time cannot be negative, got {number:g}")
+    return number
+
+
 def as_count(value: object, fields: Fields, key: str) -> int:
     number = as_number(value, fields, key)
     if number < 0 or number != math.floor(number):
-        raise fields.error(key, f"expected a whole count, got {number:g}")
+        raise fields.error(key, f"expected a whole count >= 0, got {number:g}")
     return int(number)
 
 

@@ -118,7 +118,7 @@ def _sent(lists: dict[str, list[Fields]], open_loop: bool) -> Sent:
         for r in items:
             if not r.has("prompt_tokens"):
                 continue
-            start = r.number("request_start_time") if r.has("request_start_time") else None
+            start = r.send_time("request_start_time") if r.has("request_start_time") else None
             outputs = r.count("output_tokens") if r.has("output_tokens") else 0
             rows.append((start, r.count("prompt_tokens"), outputs))
     timed = [row for row in rows if row[0] is not None]

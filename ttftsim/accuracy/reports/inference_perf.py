@@ -180,7 +180,7 @@ def _truths(
             "",
             f"{len(per_request)} requests, but the stage reports count {sum(counts)} (load_summary.count)",
         )
-    requests = sorted(per_request, key=lambda request: request.number("start_time"))
+    requests = sorted(per_request, key=lambda request: request.send_time("start_time"))
     first_send = requests[0].number("start_time") if requests else 0.0
     lengths = [_lengths(request) for request in requests]
     known = [prompt for prompt, _ in lengths if prompt is not None] or [1]
@@ -194,7 +194,7 @@ def _truths(
         ):
             prompts.append(prompt if prompt is not None else fill_prompt)
             outputs.append(max(1, output) if output is not None else fill_output)
-            sends.append(request.number("start_time") - first_send)
+            sends.append(request.send_time("start_time") - first_send)
             metrics = request.child("computed_metrics") if request.has("computed_metrics") else None
             if request.has("error") or metrics is None or not metrics.has("time_to_first_token"):
                 failed += 1  # failed, or no streamed token: nothing to measure

@@ -7,7 +7,10 @@ does not cap an open loop's requests in flight. --save-detailed adds per-request
 input_lens, output_lens, ttfts, latencies, errors): an open loop is then replayed at its logged send times
 with its lengths, a closed loop samples its lengths from them, and the measured values are the requests'
 own. Without them: the summary's mean_/median_/pNN_ statistics and mean lengths from the token totals.
-A ramp-up (--ramp-up-strategy) is replayed with --save-detailed and skipped without it."""
+A ramp-up (--ramp-up-strategy) is replayed with --save-detailed and skipped without it.
+
+vLLM's start_times are time.perf_counter() readings; its duration runs from before the first send to after
+the last response, so every request's send and end lie within `duration` of the first send."""
 
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ TOOL: ClientTool = "vllm-bench"
 _SUMMARY = {"ttft_mean": "mean_ttft_ms", "ttft_p50": "median_ttft_ms", "ttft_p90": "p90_ttft_ms"}
 _SUMMARY |= {"ttft_p99": "p99_ttft_ms", "tpot_p50": "median_tpot_ms", "tpot_mean": "mean_tpot_ms"}
 _SUMMARY |= {"e2e_p50": "median_e2el_ms"}
+_ROUNDING_S = 1e-3  # slack for a report whose times were rounded: vLLM's own are exact differences of one clock
 
 
 def looks_like(data: object) -> bool:
@@ -111,9 +115,11 @@ def _ttft_levels(fields: Fields) -> dict[float, float]:
 def _detailed(fields: Fields, name: str, model: str, load: Load, notes: tuple[str, ...]) -> MeasuredRun:
     """Per-request lists: a request failed when its error is not empty."""
     count = fields.count("num_prompts")  # one item per request in every list
-    starts = fields.numbers("start_times", count)
+    starts = fields.send_times("start_times", count)
     ttfts, latencies = fields.times("ttfts", count), fields.times("latencies", count)
-    prompts, outputs = fields.counts("input_lens", count), fields.counts("output_lens", count)
+    # vLLM refuses an empty prompt; a failed request's output is 0 tokens
+    prompts, outputs = fields.counts("input_lens", count, least=1), fields.counts("output_lens", count)
+    _check_within_duration(fields, starts, latencies)
     errors = fields.items("errors")
     if len(errors) != count:
         raise fields.error("errors", f"expected {count} items (one per request), got {len(errors)}")
@@ -130,3 +136,29 @@ def _detailed(fields: Fields, name: str, model: str, load: Load, notes: tuple[st
     sends = tuple(start - first for start in starts) if load.rate_per_s is not None else ()
     sent = Sent(tuple(prompts), tuple(outputs), sends)
     return MeasuredRun(name, TOOL, model, load, sent, mean_or_zero(prompts), mean_or_zero(outputs), truth, notes=notes)
+
+
+def _check_within_duration(fields: Fields, starts: list[float], latencies: list[float]) -> None:
+    """Every send and end within `duration` of the first send: else the send furthest from the median send is
+    named (a send from another run or clock), or, when the sends fit, the latency of the request that ends last."""
+    if not starts or not fields.has("duration"):
+        return
+    duration = fields.time("duration")
+    middle = sorted(starts)[(len(starts) - 1) // 2]
+    span = max(starts) - min(starts)
+    if span > duration + _ROUNDING_S:
+        i = max(range(len(starts)), key=lambda i: abs(starts[i] - middle))
+        side = "before" if starts[i] < middle else "after"
+        raise fields.error(
+            f"start_times[{i}]",
+            f"sent {abs(starts[i] - middle):g} s {side} the median send ({middle:g}): the sends span {span:g} s, "
+            f"more than the run's duration {duration:g} s",
+        )
+    ends = [start + latency for start, latency in zip(starts, latencies, strict=True)]
+    last = max(range(len(ends)), key=lambda i: ends[i])
+    if ends[last] - min(starts) > duration + _ROUNDING_S:
+        raise fields.error(
+            f"latencies[{last}]",
+            f"the request ends {ends[last] - min(starts):g} s after the first send, "
+            f"after the run's duration {duration:g} s",
+        )
