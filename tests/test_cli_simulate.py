@@ -135,7 +135,10 @@ def test_unmet_slo_exits_1(tmp_path: Path) -> None:
         (("model: Llama-3.1-8B", "model: GPT-9"), "model"),
         (("duration_s: 120", "duration_s: soon"), "workload.duration_s"),
         (("type: poisson", "type: bursty"), "workload.arrivals.type"),
-        (('vllm_version: "0.15.1"', 'vllm_version: "0.2.0"'), "engine"),
+        (('vllm_version: "0.15.1"', 'vllm_version: "0.2.0"'), "engine.vllm_version"),
+        (('vllm_version: "0.15.1"', 'vllm_version: "latest"'), "engine.vllm_version: vLLM version 'latest' is not a"),
+        (("engine:", "engine:\n  tensor_parallel_size: 3"), "engine.tensor_parallel_size: tensor parallel size 3"),
+        (("engine:", "engine:\n  max_model_len: 999999"), "engine.max_model_len: max_model_len 999999 exceeds"),
         (("slo:", "slo:\n  ttft_s: 0"), "slo.ttft_s"),
     ],
 )

@@ -44,6 +44,16 @@ def _printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+class ArgumentError(ValueError):
+    """An engine argument that cannot run with the model or hardware (max_model_len beyond the model's positions, a
+    TP size that does not divide its heads): a ValueError naming the argument, so that the file's error names it
+    (`engine.tensor_parallel_size`, where the scenario writes it)."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        super().__init__(message)
+
+
 class CalibrationRangeWarning(UserWarning):
     """A kernel shape outside the range a calibration was fitted on: its time extrapolates the fitted curve
     (calibration/costs.py). A plan gathers these per candidate (plan/runner.py)."""

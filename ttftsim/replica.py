@@ -14,7 +14,7 @@ from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.loading import load_file
 from ttftsim.config.resolved_engine import ResolvedEngine, WindowedGroups, resolve_engine
 from ttftsim.config.scenario import Scenario
-from ttftsim.errors import InputError
+from ttftsim.errors import ArgumentError, InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.inputs.files import exists
 from ttftsim.model.catalog import load_model
@@ -45,6 +45,11 @@ def resolve_ref(ref: str, base: Path) -> str:
     return str(candidate) if ("/" in ref or ref.endswith((".json", ".yaml", ".yml"))) and exists(candidate) else ref
 
 
+def engine_field(exc: ValueError) -> str:
+    """Where an error resolving the engine arguments is in the file: the argument it names, else the section."""
+    return f"engine.{exc.argument}" if isinstance(exc, ArgumentError) else "engine"
+
+
 def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> Replica:
     """The replica a scenario describes (its paths relative to base; source names it in errors): the engine
     arguments resolved, the memory planned and counted in KV blocks, host transfers sized, the cost model chosen."""
@@ -56,7 +61,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
         engine = _resolved_engine(scenario, model, hardware, factors)
         deployment = _deployment(scenario, engine, model, hardware, factors, source, base)
     except ValueError as exc:
-        raise InputError(source, "engine", str(exc)) from None
+        raise InputError(source, engine_field(exc), str(exc)) from None
     memory = plan_memory(deployment, _memory_settings(engine, disaggregated))
     blocks = engine.num_gpu_blocks_override or memory.num_blocks
     windowed = windowed_groups(model, engine, memory, disaggregated)

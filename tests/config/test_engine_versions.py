@@ -72,4 +72,5 @@ def test_a_version_is_read_as_an_image_tag_writes_it_and_a_number_is_refused_wit
         EngineArgs.model_validate({"vllm_version": 0.20})  # the 0.20 profile: not echoed back as "0.2"
     with pytest.raises(ValidationError, match="write the version in quotes"):
         Deploy.model_validate({"model": "m", "traffic": {}, "slo": {"ttft_p99_s": 1}, "vllm_version": 0.15})
-    assert EngineArgs(vllm_version="vx").vllm_version == "vx"  # not a tag: left to the version check, as before
+    with pytest.raises(ValidationError, match="vLLM version 'vx' is not a version number"):  # not a tag: refused
+        EngineArgs(vllm_version="vx")

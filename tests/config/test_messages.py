@@ -187,3 +187,9 @@ def test_targets_for_a_priority_class_the_traffic_does_not_have_are_an_input_err
         "slo.per_priority.1",
         "the traffic has one priority, 0 (priority_levels 1)",
     )
+
+
+def test_a_priority_class_whose_targets_cannot_be_judged_is_named_as_the_field() -> None:
+    error = _error(SCENARIO | {"slo": {"per_priority": {0: {"itl_p99_s": 0.1}}}})
+    assert error.field == "slo.per_priority.0"  # was `slo`, with the class at the start of the message
+    assert error.message.startswith("itl_p99_s cannot be judged per class")

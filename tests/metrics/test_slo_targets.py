@@ -126,8 +126,8 @@ def test_figure_keys_keep_the_old_summary_names() -> None:
     [
         ({"goodput_share": 0.99}, "goodput_share (0.99) needs a per-request target"),
         ({"goodput_share": 1.5, "ttft_s": 1}, "less than or equal to 1"),
-        ({"per_priority": {0: {"itl_p99_s": 0.1}}}, "per_priority.0: itl_p99_s cannot be judged per class"),
-        ({"per_priority": {1: {"ttft_s": 0.1}}}, "per_priority.1: sets no target that is judged"),
+        ({"per_priority": {0: {"itl_p99_s": 0.1}}}, "itl_p99_s cannot be judged per class"),
+        ({"per_priority": {1: {"ttft_s": 0.1}}}, "sets no target that is judged"),
         ({"tpot_mean_s": 0}, "greater than 0"),
     ],
 )

@@ -167,7 +167,8 @@ BAD_PLANS = [
     (("confirm_top: 2", "confirm_top: 0"), "confirm_top"),
     (("seed: 1", "seed: 1\nheadroom: 1.5"), "headroom"),
     (("seed: 1", "seed: 1\nbudget: 100"), "budget"),
-    (('vllm_version: "0.15.1"', 'vllm_version: "0.1.0"'), "engine"),
+    (('vllm_version: "0.15.1"', 'vllm_version: "0.1.0"'), "engine.vllm_version"),
+    (("max_model_len: 8192", "max_model_len: 999999"), "engine.max_model_len: max_model_len 999999 exceeds"),
     (("ttft_p99_s: 0.5", "ttft_p99_s: 0.5\n  per_priority: {3: {ttft_p99_s: 1}}"), "slo.per_priority.3"),
     # the search's own value (its default [None]: vLLM's) would silently replace these
     (

@@ -13,7 +13,7 @@ from ttftsim.config.base import StrictModel
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.graphs import CudagraphMode, PerformanceMode
 from ttftsim.config.kv_transfer import KvTransferConfig, LMCacheConfig
-from ttftsim.config.versions import ApiServerCosts, at_least, version_text
+from ttftsim.config.versions import ApiServerCosts, at_least, version_defaults, version_text
 
 KvMode = Literal["paged", "static", "none"]
 
@@ -235,6 +235,12 @@ class EngineArgs(StrictModel):
     @classmethod
     def _as_written(cls, value: object) -> object:
         return version_text(value)
+
+    @field_validator("vllm_version")
+    @classmethod
+    def _a_version(cls, version: str) -> str:
+        version_defaults(version)  # a number, and not older than every modelled release (the error names the field)
+        return version
 
     @model_validator(mode="after")
     def _consistent(self) -> EngineArgs:

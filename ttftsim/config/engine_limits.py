@@ -12,6 +12,7 @@ from ttftsim.config.engine import EngineArgs
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.kv_transfer import LMCacheConfig
 from ttftsim.config.versions import VersionDefaults, version_defaults
+from ttftsim.errors import ArgumentError
 
 
 @dataclass(frozen=True)
@@ -33,15 +34,19 @@ def engine_limits(
     tier_tokens, tier_seqs = _tier(hardware, defaults)
     max_model_len = args.max_model_len or model_max_len
     if max_model_len > model_max_len and not args.allow_long_max_model_len:  # vLLM _get_and_verify_max_len
-        raise ValueError(f"max_model_len {max_model_len} exceeds the model's max_position_embeddings {model_max_len}")
+        raise ArgumentError(
+            "max_model_len",
+            f"max_model_len {max_model_len} exceeds the model's max_position_embeddings {model_max_len}",
+        )
     if args.performance_mode == "throughput":  # arg_utils.py _set_default_max_num_seqs_and_batched_tokens_args
         tier_tokens, tier_seqs = 2 * tier_tokens, 2 * tier_seqs
     batched = args.max_num_batched_tokens or tier_tokens
     if not args.enable_chunked_prefill and args.max_num_batched_tokens is None:
         batched = max(batched, max_model_len)  # vLLM raises the budget to max_model_len without chunking
     if not args.enable_chunked_prefill and batched < max_model_len:
-        raise ValueError(
-            f"with chunked prefill off, max_num_batched_tokens ({batched}) must be >= max_model_len ({max_model_len})"
+        raise ArgumentError(
+            "max_num_batched_tokens",
+            f"with chunked prefill off, max_num_batched_tokens ({batched}) must be >= max_model_len ({max_model_len})",
         )
     block_size = _block_size(args, hardware, defaults)
     chunk = (args.lmcache or LMCacheConfig()).chunk_size
@@ -53,9 +58,10 @@ def engine_limits(
     measured = _measured_kv_sizing(args, hardware, defaults)
     max_num_seqs = args.max_num_seqs or tier_seqs
     if batched < max_num_seqs:  # SchedulerConfig.verify_max_model_len (0.11-0.34): vLLM exits at start
-        raise ValueError(
+        raise ArgumentError(
+            "max_num_batched_tokens",
             f"max_num_batched_tokens ({batched}) must be greater than or equal to max_num_seqs ({max_num_seqs}) "
-            "(vLLM refuses to start)"
+            "(vLLM refuses to start)",
         )
     return EngineLimits(max_model_len, batched, max_num_seqs, block_size, measured)
 
@@ -88,6 +94,9 @@ def _measured_kv_sizing(args: EngineArgs, hardware: HardwareProfile, defaults: V
     """vLLM >= 0.34's extensible KV cache: on by default on CUDA and ROCm (config/cache.py
     enable_extensible_kv_cache None), never on a CPU; asking for it on a version without it is an error."""
     if args.enable_extensible_kv_cache and not defaults.measured_kv_sizing:
-        raise ValueError(f"enable_extensible_kv_cache: vLLM {args.vllm_version} has no extensible KV cache (0.34+)")
+        raise ArgumentError(
+            "enable_extensible_kv_cache",
+            f"enable_extensible_kv_cache: vLLM {args.vllm_version} has no extensible KV cache (0.34+)",
+        )
     wanted = defaults.measured_kv_sizing if args.enable_extensible_kv_cache is None else args.enable_extensible_kv_cache
     return wanted and hardware.kind == "gpu"

@@ -115,18 +115,19 @@ class Slo(Targets):
     @model_validator(mode="after")
     def _classes(self) -> Slo:
         for priority, targets in self.per_priority.items():
-            if priority < 0:
-                raise ValueError(f"per_priority: a priority is 0 or more, not {priority}")
             itl = [name for name in targets.statistic_targets() if name.startswith("itl_")]
-            if itl:
-                raise ValueError(
-                    f"per_priority.{priority}: {', '.join(itl)} cannot be judged per class "
-                    "(inter-token gaps are pooled over the run); set it at the top level"
-                )
-            if not targets.is_judged():
-                raise ValueError(f"per_priority.{priority}: sets no target that is judged")
-            if targets.per_request_targets() and targets.goodput_share is None:
-                raise ValueError(f"per_priority.{priority}: per-request targets are judged only with goodput_share")
+            if priority < 0:
+                why = "a priority is 0 or more"
+            elif itl:
+                why = f"{', '.join(itl)} cannot be judged per class (inter-token gaps are pooled over the run); set it "
+                why += "at the top level"
+            elif not targets.is_judged():
+                why = "sets no target that is judged"
+            elif targets.per_request_targets() and targets.goodput_share is None:
+                why = "per-request targets are judged only with goodput_share"
+            else:
+                continue
+            raise PydanticCustomError(FIELD_ERROR, why, {"field": f"per_priority.{priority}"})
         return self
 
     def is_judged(self) -> bool:

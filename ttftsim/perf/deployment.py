@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.graphs import CudagraphMode, capture_sizes
 from ttftsim.config.hardware import HardwareProfile, Link
+from ttftsim.errors import ArgumentError
 from ttftsim.model.spec import ModelSpec
 
 DEFAULT_CAPTURE_SIZES = capture_sizes(512)  # vLLM's grid up to its default cap
@@ -41,16 +42,20 @@ class Deployment:
 
     def __post_init__(self) -> None:
         if self.model.num_attention_heads % self.tp:
-            raise ValueError(
+            raise ArgumentError(
+                "tensor_parallel_size",
                 f"tensor parallel size {self.tp} does not divide {self.model.name}'s "
-                f"{self.model.num_attention_heads} attention heads"
+                f"{self.model.num_attention_heads} attention heads",
             )
         if self.pp > self.model.num_hidden_layers:
-            raise ValueError(
-                f"pipeline parallel size {self.pp} exceeds {self.model.name}'s {self.model.num_hidden_layers} layers"
+            raise ArgumentError(
+                "pipeline_parallel_size",
+                f"pipeline parallel size {self.pp} exceeds {self.model.name}'s {self.model.num_hidden_layers} layers",
             )
         if self.expert_parallel and not self.model.is_moe:
-            raise ValueError(f"enable_expert_parallel needs an MoE model; {self.model.name} has no experts")
+            raise ArgumentError(
+                "enable_expert_parallel", f"enable_expert_parallel needs an MoE model; {self.model.name} has no experts"
+            )
         if self.expert_load_imbalance is not None and not self.expert_parallel:
             raise ValueError("expert_load_imbalance without enable_expert_parallel (it is the load of an EP GPU)")
 

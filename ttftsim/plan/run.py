@@ -28,7 +28,7 @@ from ttftsim.plan.ranking import Row, best_per_gpu, pareto
 from ttftsim.plan.runner import Progress, Runner
 from ttftsim.plan.search import search
 from ttftsim.plan.store import Store
-from ttftsim.replica import resolve_ref, window_kept
+from ttftsim.replica import engine_field, resolve_ref, window_kept
 from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
 from ttftsim.workload.budget import check_plan as check_plan_work
@@ -231,7 +231,7 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
                 plan.engine, hardware, model.max_position_embeddings, model.native_dtype, model.mla_nope_dim
             )
         except ValueError as exc:
-            raise InputError(source, "engine", str(exc)) from None
+            raise InputError(source, engine_field(exc), str(exc)) from None
         warnings += model_warnings(model, engine.max_model_len, engine.weight_dtype, window_kept(model, engine))
     return list(dict.fromkeys(warnings))
 
