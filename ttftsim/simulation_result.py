@@ -17,6 +17,7 @@ from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.slo import unit_warnings
 from ttftsim.config.versions import version_warnings
+from ttftsim.hardware.catalog import load_hardware
 from ttftsim.inputs.files import counted
 from ttftsim.metrics.prometheus import exposition
 from ttftsim.metrics.run_summary import ClusterFigures, ColdStarts, PrefixCache, RunConfig, RunSummary, SimulationFacts
@@ -154,7 +155,22 @@ class SimulationResult:
             + model_warnings(model, engine.max_model_len, engine.weight_dtype, kept)
             + self.stall_warnings()
             + refusal_warnings(self.requests)
+            + self.pool_warnings()
         )
+
+    def pool_warnings(self) -> list[str]:
+        """A cluster's GPU node pool of other hardware than the scenario's: its pods run as that GPU's replicas,
+        while the header's GPUs and KV blocks are the scenario hardware's."""
+        cluster, hardware = self.scenario.cluster, self.replica.perf.deployment.hardware
+        if cluster is None:
+            return []
+        return [
+            f"cluster.node_pools.{index}.hardware is {pool.hardware}, not the scenario's {hardware.name}: the "
+            f"replicas on its nodes run as {pool.hardware} replicas (their own memory plan and speed); the GPUs and "
+            f"KV blocks in the summary's header are {hardware.name}'s"
+            for index, pool in enumerate(cluster.node_pools)
+            if (profile := load_hardware(pool.hardware)).name != hardware.name and profile.kind != "cpu"
+        ]
 
     def stall_warnings(self) -> list[str]:
         """Said in the summary's warnings and by validate: an engine that stopped for good, and why it may have."""

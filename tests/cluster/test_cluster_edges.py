@@ -1,6 +1,7 @@
 """Cluster runs at their edges (a bug hunt's cases, each checked against what Kubernetes and a client do): a client
 that gives up while no pod is ready, pods that start cold at time 0, a node failure that takes a pod being scaled
-down, a controller whose added replica is a promoted warm pod, an HPA rule without policies."""
+down, a controller whose added replica is a promoted warm pod, an HPA rule without policies, a node pool of other
+hardware than the scenario's."""
 
 from __future__ import annotations
 
@@ -150,3 +151,18 @@ def test_a_ttft_hpa_whose_rate_window_holds_fewer_than_two_scrapes_is_refused() 
             scenario | {"cluster": {"node_pools": pools, "autoscaling": hpa | {"rate_window_s": 29}}}
         )
     Scenario.model_validate(scenario | {"cluster": {"node_pools": pools, "autoscaling": hpa | {"rate_window_s": 30}}})
+
+
+def test_a_gpu_pool_of_other_hardware_than_the_scenarios_is_said_in_the_warnings() -> None:
+    """Its pods run as that GPU's replicas; the summary's header describes the scenario's hardware (a new user read
+    it as the hardware that ran)."""
+    pools = [{"name": "a100", "hardware": "A100-SXM4-80GB", "gpus_per_node": 1, "initial_nodes": 1}]
+    result = run({"node_pools": pools, "replicas": 1}, COMPLETE | {"duration_s": 2})
+    assert (result.requests["status"] == "finished").all()
+    warning = result.summary().warnings[-1]
+    assert warning.startswith(
+        "cluster.node_pools.0.hardware is A100-SXM4-80GB, not the scenario's H100-SXM5-80GB: the replicas on its "
+        "nodes run as A100-SXM4-80GB replicas"
+    )
+    same = [{"name": "h100", "hardware": "H100-SXM5-80GB", "gpus_per_node": 1, "initial_nodes": 1}]
+    assert not run({"node_pools": same, "replicas": 1}, COMPLETE | {"duration_s": 2}).summary().warnings
