@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +14,8 @@ import pytest
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.simulation_result import refusal_warnings
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "llama31-8b-h100.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "llama31-8b-h100.yaml"
 
 
 def test_simulate_json_and_outputs(tmp_path: Path) -> None:
@@ -306,3 +309,17 @@ def test_an_slo_in_milliseconds_written_as_seconds_is_warned(tmp_path: Path) -> 
     assert json.loads(result.stdout)["warnings"][0].startswith("slo.ttft_p99_s is 500 s: targets are in seconds")
     shown = run("simulate", str(scenario))  # the header names the vLLM version modelled
     assert "Llama-3.1-8B on 1 x H100-SXM5-80GB (vLLM 0.15.1), " in shown.stdout.splitlines()[0]
+
+
+def test_a_model_folder_named_bare_is_found_beside_the_scenario_not_in_the_working_folder(tmp_path: Path) -> None:
+    """`model: mymodel` (a folder holding config.json, next to the scenario file) was looked up from where the
+    command ran, as `model: mymodel/config.json` never was."""
+    folder = tmp_path / "h" / "mymodel"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text((ROOT / "ttftsim" / "model" / "presets" / "Llama-3.1-8B.json").read_text())
+    scenario = tmp_path / "h" / "s.yaml"
+    scenario.write_text(EXAMPLE.read_text().replace("model: Llama-3.1-8B", "model: mymodel"))
+    command = [sys.executable, "-m", "ttftsim", "simulate", "h/s.yaml", "--json"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    assert json.loads(result.stdout)["config"]["model"] == "mymodel"
