@@ -142,6 +142,9 @@ def test_unmet_slo_exits_1(tmp_path: Path) -> None:
         (('vllm_version: "0.15.1"', 'vllm_version: "latest"'), "engine.vllm_version: vLLM version 'latest' is not a"),
         (("engine:", "engine:\n  tensor_parallel_size: 3"), "engine.tensor_parallel_size: tensor parallel size 3"),
         (("engine:", "engine:\n  max_model_len: 999999"), "engine.max_model_len: max_model_len 999999 exceeds"),
+        # a file the scenario names that is not there: the scenario's field is named, not the missing file
+        (("engine:", "engine:\n  calibration: nope.json"), "bad.yaml: engine.calibration: no calibration file"),
+        (("model: Llama-3.1-8B", "model: nope.json"), "bad.yaml: model: no model config.json at"),
         (("slo:", "slo:\n  ttft_s: 0"), "slo.ttft_s"),
     ],
 )

@@ -16,7 +16,7 @@ from ttftsim.config.resolved_engine import ResolvedEngine, WindowedGroups, resol
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import ArgumentError, InputError
 from ttftsim.hardware.catalog import load_hardware
-from ttftsim.inputs.files import exists, is_folder
+from ttftsim.inputs.files import exists, is_file, is_folder
 from ttftsim.model.catalog import load_model
 from ttftsim.model.spec import ModelSpec
 from ttftsim.perf.iteration import Deployment, IterationModel
@@ -58,7 +58,7 @@ def build_replica(scenario: Scenario, base: Path, source: str = "scenario") -> R
     model = load_model(resolve_ref(scenario.model, base), source)
     disaggregated = is_disaggregated(scenario)
     hardware = load_hardware(resolve_ref(scenario.hardware, base), source)
-    factors = deployment_factors(scenario.engine.calibration, hardware, base)
+    factors = deployment_factors(scenario.engine.calibration, hardware, base, source)
     try:
         engine = _resolved_engine(scenario, model, hardware, factors)
         deployment = _deployment(scenario, engine, model, hardware, factors, source, base)
@@ -261,12 +261,21 @@ def speculation(
     return spec.method, spec.num_speculative_tokens, draft
 
 
-def deployment_factors(calibration: str | None, hardware: HardwareProfile, base: Path) -> Factors:
-    """The factors of a calibration file written by `ttftsim fit` (path relative to the scenario's file), or
-    the neutral ones; a file fitted on other hardware is refused."""
+def calibration_file(calibration: str, base: Path, source: str) -> Path:
+    """engine.calibration's file, relative to the scenario's or plan's file (`source`); missing, that field is
+    what is wrong, not the file it names."""
+    path = base / calibration
+    if not is_file(path):
+        raise InputError(source, "engine.calibration", f"no calibration file {path}")
+    return path
+
+
+def deployment_factors(calibration: str | None, hardware: HardwareProfile, base: Path, source: str) -> Factors:
+    """The factors of a calibration file written by `ttftsim fit` (path relative to the scenario's file, `source`),
+    or the neutral ones; a file fitted on other hardware is refused."""
     if calibration is None:
         return Factors()
-    path = base / calibration
+    path = calibration_file(calibration, base, source)
     loaded = load_file(DeploymentCalibration, path)
     if loaded.hardware != hardware.name:
         raise InputError(

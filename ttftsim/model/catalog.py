@@ -76,8 +76,7 @@ def _unknown(ref: str, base: str) -> str:
     )
 
 
-def _load_config_file(path: Path) -> ModelSpec:
-    config_path = path / "config.json" if is_dir(path) else path
+def _load_config_file(config_path: Path) -> ModelSpec:
     config = load_structured(config_path, "model config.json")  # size, UTF-8, bounded JSON (ttftsim/inputs)
     if not isinstance(config, dict):
         raise InputError(str(config_path), "", "config.json must hold a JSON object")
@@ -97,7 +96,11 @@ def load_model(ref: str, source: str = "model") -> ModelSpec:
         raise InputError(source, field, "no model named (empty)")
     path = Path(ref)
     if path.suffix == ".json" or is_file(path) or is_dir(path):  # a name too long for a path is no file
-        return _load_config_file(path)
+        config_path = path / "config.json" if is_dir(path) else path
+        if not is_file(config_path):  # the field that names it is what is wrong
+            where = f"in the folder {path.resolve()}" if is_dir(path) else f"at {path}"
+            raise InputError(source, field, f"no model config.json {where}")
+        return _load_config_file(config_path)
     model_id = parse_model_id(ref)
     if model_id.has_unknown_format:
         raise InputError(

@@ -28,7 +28,7 @@ from ttftsim.plan.ranking import Row, best_per_gpu, pareto
 from ttftsim.plan.runner import Progress, Runner
 from ttftsim.plan.search import search
 from ttftsim.plan.store import Store
-from ttftsim.replica import engine_field, resolve_ref, window_kept
+from ttftsim.replica import calibration_file, engine_field, resolve_ref, window_kept
 from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
 from ttftsim.workload.budget import check_plan as check_plan_work
@@ -219,7 +219,7 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
             )
     model = load_model(resolve_ref(plan.model, base), source)
     if plan.engine.calibration is not None:  # a bad file is the plan's input error, not every candidate's
-        load_file(DeploymentCalibration, base / plan.engine.calibration)
+        load_file(DeploymentCalibration, calibration_file(plan.engine.calibration, base, source))
     warnings = unit_warnings(plan.slo) + version_warnings(plan.engine.vllm_version)
     for index, name in enumerate(plan.search.hardware):
         try:
