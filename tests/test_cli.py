@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -203,3 +204,14 @@ def test_piped_output_keeps_each_sentence_on_one_line_and_tables_at_least_160_wi
     for columns, width in (("", 160), ("80", 160), ("400", 400), ("wide", 160)):
         monkeypatch.setenv("COLUMNS", columns)
         assert app._piped_width() == width
+
+
+def test_the_version_and_one_sentence_a_command_in_the_help() -> None:
+    """`ttftsim --help` listed each command's whole docstring with its line breaks (the rest is the command's own
+    --help); --version did not exist."""
+    result = run("--version")
+    assert result.returncode == 0 and re.fullmatch(r"ttftsim \S+\n", result.stdout), result.stdout
+    listing = run("--help").stdout
+    assert "Simulate one replica under a workload." in listing
+    assert "summary.json" not in listing  # the second sentence of simulate's docstring
+    assert "summary.json" in run("simulate", "--help").stdout
