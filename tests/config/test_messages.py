@@ -193,3 +193,9 @@ def test_a_priority_class_whose_targets_cannot_be_judged_is_named_as_the_field()
     error = _error(SCENARIO | {"slo": {"per_priority": {0: {"itl_p99_s": 0.1}}}})
     assert error.field == "slo.per_priority.0"  # was `slo`, with the class at the start of the message
     assert error.message.startswith("itl_p99_s cannot be judged per class")
+
+
+def test_a_maps_bad_key_is_named_as_the_key_not_pydantics_key_marker() -> None:
+    error = _error(SCENARIO | {"slo": {"per_priority": {"high": {"ttft_p99_s": 0.5}}}})
+    assert error.field == "slo.per_priority.high"  # was slo.per_priority.high.[key]
+    assert error.message.startswith("as a key: Input should be a valid integer")

@@ -52,6 +52,8 @@ def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] 
     first = unknown[0] if unknown and missing else (present or errors)[0]
     field = ".".join(str(part)[:60] for part in _written_path(schema, first["loc"]))
     message = str(first["msg"]).removeprefix("Value error, ")[:300]  # pydantic's prefix says nothing to a user
+    if first["loc"][-1:] == ("[key]",):
+        message = f"as a key: {message}"
     if first["type"] in (WRONG_KIND, FIELD_ERROR):  # raised for the whole model: the field is in its context
         field = ".".join(part for part in (field, str(first.get("ctx", {}).get("field", ""))) if part)
         return InputError(source, field, message)
@@ -113,7 +115,7 @@ def _written_path(schema: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[
     models: list[type[BaseModel]] = [] if schema is None else [schema]
     written = []
     for part in loc:
-        if PYDANTIC_BRANCH.match(str(part)):
+        if PYDANTIC_BRANCH.match(str(part)) or part == "[key]":  # (a map's key: the part before it is the key)
             continue
         models, tag = _step(models, part)
         if not tag:
