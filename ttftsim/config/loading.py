@@ -92,20 +92,23 @@ def _unknown_variant(source: str, field: str, ctx: dict[str, Any]) -> InputError
     return InputError(source, f"{field}.{key}" if field else key, message)
 
 
-def _field_names(schema: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
-    """The field names a model has at an error's location."""
+def _models_at(schema: type[BaseModel], loc: tuple[Any, ...]) -> list[type[BaseModel]]:
+    """The models an error's location leads to (a tagged union's: its members)."""
     models: list[type[BaseModel]] = [schema]
-    for part in path:
+    for part in loc:
         models, _ = _step(models, part)
-    return sorted({name for m in models for name in m.model_fields})
+    return models
+
+
+def _field_names(schema: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The field names a model has at an error's location."""
+    return sorted({name for m in _models_at(schema, loc) for name in m.model_fields})
 
 
 def _tags(schema: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The tags of the tagged union at an error's location (the `type` each member takes)."""
-    models: list[type[BaseModel]] = [schema]
-    for part in loc:
-        models, _ = _step(models, part)
-    return [str(tag) for m in models if "type" in m.model_fields for tag in get_args(m.model_fields["type"].annotation)]
+    typed = [m.model_fields["type"] for m in _models_at(schema, loc) if "type" in m.model_fields]
+    return [str(tag) for field in typed for tag in get_args(field.annotation)]
 
 
 def _written_path(schema: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[Any]:
