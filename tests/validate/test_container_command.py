@@ -195,6 +195,23 @@ def test_a_pod_reads_the_configmap_of_its_own_namespace() -> None:
     assert container_words(container, config_data([configmap("prod", "8192")], None))[-1] == "8192"
 
 
+def test_a_reference_is_undefined_only_where_no_env_entry_source_or_injection_may_define_it() -> None:
+    """Kubernetes passes `$(NAME)` as written where the container's environment cannot hold NAME: an env entry of
+    that name (even of an unknown value), an envFrom object in the files with that key (after its prefix), and the
+    names the kubelet or a controller adds define it; an envFrom object that is not in the files may hold any."""
+    from ttftsim.validate.container_env import config_data, undefined_references
+
+    stores = config_data([("k8s.yaml#1", {"kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"TP": "2"}})])
+    references = ["$(A)", "$(B)", "$(VLLM_TP)", "$(TP)", "$(LWS_GROUP_SIZE)", "$(VLLM_PORT)", "$(ROUTER_SERVICE_HOST)"]
+    container: dict[str, Any] = {
+        "env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+        "envFrom": [{"configMapRef": {"name": "cfg"}, "prefix": "VLLM_"}],
+    }
+    assert undefined_references(["vllm", "serve", "m", *references], container, stores) == {"B", "TP"}
+    container["envFrom"].append({"secretRef": {"name": "elsewhere"}})
+    assert undefined_references(references, container, stores) == set()
+
+
 def test_a_value_that_is_still_a_variable_is_one_line_naming_the_flag_and_the_variable() -> None:
     from ttftsim.errors import InputError
     from ttftsim.validate.vllm_command import read_vllm_container

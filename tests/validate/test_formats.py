@@ -363,6 +363,43 @@ def test_kserve_merges_the_runtime_and_the_model_as_its_controller_does() -> Non
     assert pod["volumes"] == [{"name": "devshm", "emptyDir": {"medium": "Memory"}}]
 
 
+@pytest.mark.parametrize(
+    ("file", "path", "wrong", "field"),
+    [
+        (
+            "kserve-hf-isvc.yaml",
+            ("spec", "predictor", "model", "resources", "limits", "nvidia.com/gpu"),
+            "one",
+            "spec.predictor.model.resources.limits.nvidia.com/gpu",
+        ),
+        (
+            "kserve-hf-isvc.yaml",
+            ("spec", "predictor", "nodeSelector"),
+            {"gpu": ["a"]},
+            "spec.predictor.nodeSelector.gpu",
+        ),
+        (
+            "kserve-llmisvc-single-gpu.yaml",
+            ("spec", "template", "containers", 0, "resources", "limits", "nvidia.com/gpu"),
+            "one",
+            "spec.template.containers.0.resources.limits.nvidia.com/gpu",
+        ),
+    ],
+)
+def test_a_kserve_field_of_the_wrong_type_is_named_where_the_file_has_it(
+    file: str, path: tuple[Any, ...], wrong: object, field: str
+) -> None:
+    """Not where the Deployment made of it has it (spec.template.spec.containers.0...): found by a new user."""
+    (document,) = yaml.safe_load_all((DATA / file).read_text())
+    node = document
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = wrong
+    with pytest.raises(InputError) as caught:
+        render_workloads([(f"{file}#0", document)])
+    assert caught.value.field == field
+
+
 def test_llm_inference_service_runs_the_template_command_with_its_additional_args() -> None:
     (made,) = _made("kserve-llmisvc-single-gpu.yaml")
     assert made["metadata"]["name"] == "qwen3-coder-tool-calling-kserve"
@@ -431,6 +468,31 @@ def test_production_stack_config_keys_the_chart_does_not_read_are_warnings() -> 
         "maxModelLen?): helm ignores it"
     ]
     assert "--max-num-seqs" in rendered.documents[0][1]["spec"]["template"]["spec"]["containers"][0]["command"]
+
+
+def test_production_stack_keys_the_chart_does_not_read_are_warnings_with_the_nearest_key() -> None:
+    """helm renders a misspelt modelSpec or top-level key into nothing and the chart's default stands (found by a
+    new user: validate passed with the defaults): a warning naming it and the nearest key, case aside. Every key of
+    the chart's values schema is one the reader knows."""
+    import json
+
+    from ttftsim.validate.stack_values_keys import MODEL_SPEC_KEYS, TOP_LEVEL_KEYS
+
+    values = yaml.safe_load((DATA / "production-stack-values-02-basic-config.yaml").read_text())
+    spec = values["servingEngineSpec"]["modelSpec"][0]
+    spec["vllmconfig"], spec["requestGpu"] = spec.pop("vllmConfig"), spec.pop("requestGPU")
+    values["routerspec"] = {}
+    rendered = render_workloads([("values.yaml#0", values)])
+    assert [f.message for f in rendered.findings if f.severity == "warning"] == [
+        "values.yaml#0: routerspec is not a key the chart reads (did you mean routerSpec?): helm ignores it",
+        "values.yaml#0: modelSpec llama3: requestGpu is not a key the chart reads (did you mean requestGPU?): helm "
+        "ignores it",
+        "values.yaml#0: modelSpec llama3: vllmconfig is not a key the chart reads (did you mean vllmConfig?): helm "
+        "ignores it",
+    ]
+    schema = json.loads((DATA.parent / "crds" / "production-stack-values.schema.json").read_text())
+    model_spec = schema["properties"]["servingEngineSpec"]["properties"]["modelSpec"]["items"]["properties"]
+    assert set(schema["properties"]) <= TOP_LEVEL_KEYS and set(model_spec) <= MODEL_SPEC_KEYS
 
 
 def test_production_stack_amd_values_request_amd_gpus_with_the_charts_probes() -> None:

@@ -296,6 +296,60 @@ def test_an_hpa_whose_minimum_is_above_its_maximum_is_an_error(tmp_path: Path) -
     assert any("minReplicas 7 is above maxReplicas 6" in f["message"] for f in json.loads(result.stdout)["findings"])
 
 
+WAITING = 'metric: {name: "vllm:num_requests_waiting"}'
+POD_METRIC = f'pods:\n        {WAITING}\n        target: {{type: AverageValue, averageValue: "5"}}'
+UTILIZATION = "target: {type: Utilization, averageUtilization: 50}"
+
+
+@pytest.mark.parametrize(
+    ("metric", "expected"),
+    [
+        (
+            f"pods:\n        {WAITING}\n        {UTILIZATION}",
+            [
+                "spec.metrics.0.pods.target.averageValue: Pods metrics take a target averageValue (this one: type "
+                "Utilization, averageUtilization 50)"
+            ],
+        ),
+        (
+            f'pods:\n        {WAITING}\n        target: {{type: Average, averageValue: "0"}}',
+            [
+                "spec.metrics.0.pods.target.type: 'Average' must be either Utilization, Value, or AverageValue",
+                "spec.metrics.0.pods.target.averageValue: 0 must be positive",
+            ],
+        ),
+        (
+            "object:\n        describedObject: {apiVersion: v1, kind: Service, name: chat-8b}\n        metric: "
+            f"{{name: queue_depth}}\n        {UTILIZATION}",
+            [
+                "spec.metrics.0.object.target.averageValue: Object metrics take a target averageValue or value (this "
+                "one: type Utilization, averageUtilization 50)"
+            ],
+        ),
+        (
+            "resource:\n        name: cpu\n        target: {type: Utilization, averageUtilization: 50, "
+            "averageValue: 2}",
+            [
+                "spec.metrics.0.resource.target.averageValue: Resource metrics take a target averageUtilization or "
+                "averageValue, not both"
+            ],
+        ),
+    ],
+)
+def test_an_hpa_metric_target_the_api_server_refuses_is_an_error(
+    tmp_path: Path, metric: str, expected: list[str]
+) -> None:
+    """A Pods metric scaled on Utilization passes every schema, but the API server takes only an averageValue for
+    it (found by a new user: validate said PASS); an Object metric needs a value or averageValue, a Resource one
+    not both of its two."""
+    kind = metric.split(":")[0].capitalize()
+    path = _copy(tmp_path, k8s_edit=(f"type: Pods\n      {POD_METRIC}", f"type: {kind}\n      {metric}"))
+    result = run("validate", str(path), "--json")
+    assert result.returncode == 1
+    errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
+    assert errors == [f"HPA chat-8b: {problem}; the API server refuses it" for problem in expected]
+
+
 @pytest.mark.parametrize("model", ["/etc/hostname", "/models/llama", "./weights"])
 def test_a_model_path_in_the_container_is_not_read_on_this_machine(tmp_path: Path, model: str) -> None:
     path = _copy(tmp_path, k8s_edit=("serve, meta-llama/Llama-3.1-8B-Instruct]", f"serve, {model}]"))
@@ -863,6 +917,30 @@ def test_a_command_with_an_unbalanced_quote_names_its_container(tmp_path: Path) 
     edit = ("command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]", 'command: [sh, -c, "vllm serve \'m"]')
     result = run("validate", str(_edited(tmp_path, edit)))
     _assert_one_line_error(result, "containers.0.command", "container 'vllm'", "No closing quotation")
+
+
+def test_an_undefined_variable_in_exec_form_args_reaches_vllm_as_written(tmp_path: Path) -> None:
+    """`$(TPX)` with no env: no shell runs, Kubernetes passes it as written, and vLLM refuses it as an int (an error
+    finding, found by a new user: it was an input error about a shell). From a ConfigMap that is not in the files,
+    or in a shell script, the value is not known here: still an input error; so is such a model (none to predict)."""
+    args = ('"128", --enable-prefix-caching]', '"128", --enable-prefix-caching, --tensor-parallel-size, "$(TPX)"]')
+    result = run("validate", str(_edited(tmp_path, args)), "--json")
+    assert result.returncode == 1, result.stderr
+    errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
+    assert errors == [
+        f"{tmp_path / 'k8s.yaml'}#0 container vllm: --tensor-parallel-size: $(TPX) is not defined in the container's "
+        "env, so Kubernetes passes it to vLLM as written (no shell runs here) and vLLM 0.15.1 refuses it and exits at "
+        "start: invalid int value: '$(TPX)'"
+    ]
+    env = "          env: [{name: TPX, valueFrom: {configMapKeyRef: {name: cfg, key: tp}}}]\n          ports:"
+    unknown = run("validate", str(_edited(tmp_path, args, ("          ports:", env))))
+    _assert_one_line_error(unknown, "--tensor-parallel-size: its value is $(TPX)", "not known here")
+    command = "command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]"
+    script = 'command: [sh, -c, "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size $(TPX)"]'
+    shell = run("validate", str(_edited(tmp_path, (command, script))))
+    _assert_one_line_error(shell, "--tensor-parallel-size: its value is $(TPX)", "a shell would run as a command")
+    model = run("validate", str(_edited(tmp_path, ("serve, meta-llama/Llama-3.1-8B-Instruct]", 'serve, "$(MODEL)"]'))))
+    _assert_one_line_error(model, "model: $(MODEL) is not defined in the container's env", "finding no model")
 
 
 @pytest.mark.parametrize(

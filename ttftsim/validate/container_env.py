@@ -17,6 +17,11 @@ import re
 from typing import Any
 
 _K8S_REFERENCE = re.compile(r"\$(\$|\(([A-Za-z_][A-Za-z0-9_.-]*)\))")
+# names the kubelet or a controller adds to a container's environment, which a `$(NAME)` may read though no env
+# entry defines them: a Service's links (pkg/kubelet/envvars: NAME_SERVICE_HOST, NAME_SERVICE_PORT[_PORTNAME],
+# NAME_PORT[_8000_TCP[_PROTO|_PORT|_ADDR]]), LeaderWorkerSet's LWS_*, Knative's PORT and K_SERVICE, K_CONFIGURATION,
+# K_REVISION
+INJECTED = re.compile(r"LWS_\w+|K_(SERVICE|CONFIGURATION|REVISION)|PORT|\w+_SERVICE_(HOST|PORT\w*)|\w+_PORT(_\d+_\w+)?")
 
 
 ConfigData = dict[tuple[str, str], dict[str, str]]  # (ConfigMap or Secret, name) -> its keys' values
@@ -136,3 +141,24 @@ def kubernetes_expand(word: str, env: dict[str, str]) -> str:
         return env.get(match.group(2), match.group(0))
 
     return _K8S_REFERENCE.sub(replace, word)
+
+
+def undefined_references(words: list[str], container: dict[str, Any], stores: ConfigData) -> frozenset[str]:
+    """The names of the `$(NAME)` references left in `words` (command and args as Kubernetes expanded them) that the
+    container's environment cannot define: no env entry names it, no envFrom source may hold it (one that is not
+    in the files may hold any), and neither the kubelet nor a controller adds it (INJECTED). Kubernetes passes
+    such a reference to the program as written."""
+    names = {match.group(2) for word in words for match in _K8S_REFERENCE.finditer(word) if match.group(2)}
+    env = container.get("env")
+    names -= {str(entry.get("name")) for entry in env if isinstance(entry, dict)} if isinstance(env, list) else set()
+    sources = container.get("envFrom")
+    for source in sources if isinstance(sources, list) else []:
+        for kind, ref in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            selector = source.get(ref) if isinstance(source, dict) else None
+            if not isinstance(selector, dict):
+                continue
+            keys = stores.get((kind, str(selector.get("name"))))
+            if keys is None:  # not in the files: it may hold any name
+                return frozenset()
+            names -= {str(source.get("prefix") or "") + key for key in keys}
+    return frozenset(name for name in names if not INJECTED.fullmatch(name))

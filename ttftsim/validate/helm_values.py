@@ -19,7 +19,6 @@ The release is taken as `vllm` (the charts' tutorials: `helm install vllm ...`).
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from ttftsim.errors import InputError
 from ttftsim.validate.k8s_schema import SchemaFinding
 from ttftsim.validate.rendered import Documents, RenderedWorkload, gpu_resources, merge_resources, note, workload
+from ttftsim.validate.stack_values_keys import MODEL_SPEC_KEYS, TOP_LEVEL_KEYS, unread_keys
 from ttftsim.validate.yaml_fields import Fields
 
 RELEASE = "vllm"
@@ -74,11 +74,12 @@ def values_workloads(documents: Documents) -> list[RenderedWorkload]:
 
 
 def _production_stack(values: Fields) -> list[RenderedWorkload]:
+    unread = tuple(unread_keys(values.source, "", values.data, TOP_LEVEL_KEYS))
+    out = [RenderedWorkload(values.source, None, unread)] if unread else []
     engine = values.mapping("servingEngineSpec")
     if not engine.flag("enableEngine", True):
-        return []
+        return out
     specs = [s for s in engine.mappings("modelSpec") if s.flag("enabled", True)]
-    out = []
     for spec in specs:
         name = spec.text("name") or ""
         if spec.mapping("raySpec").flag("enabled", False):
@@ -125,7 +126,9 @@ def _stack_engine(source: str, engine: Fields, spec: Fields) -> RenderedWorkload
     deployment = f"{RELEASE}-{name}-deployment-vllm"
     made = workload("Deployment", deployment, spec.count("replicaCount", 1), pod)
     message = f"production-stack values, modelSpec {name}, read as the Deployment {deployment} the chart renders"
-    notes = (note(source, message), *_unread_config_keys(source, name, config), *lmcache_notes)
+    unread = unread_keys(source, f"modelSpec {name}: ", spec.data, MODEL_SPEC_KEYS)
+    unread += unread_keys(source, f"modelSpec {name}: vllmConfig.", config.data, STACK_CONFIG_KEYS)
+    notes = (note(source, message), *unread, *lmcache_notes)
     return RenderedWorkload(source, made, notes)
 
 
@@ -158,17 +161,6 @@ def _stack_lmcache(
 
 
 STACK_CONFIG_KEYS = {*STACK_FLAGS, "enableChunkedPrefill", "enablePrefixCaching", "extraArgs", "v0"}
-
-
-def _unread_config_keys(source: str, name: str, config: Fields) -> list[SchemaFinding]:
-    """vllmConfig keys the chart's template does not read: helm renders without them, so they change nothing."""
-    notes = []
-    for key in sorted(set(config.data) - STACK_CONFIG_KEYS):
-        near = difflib.get_close_matches(key, sorted(STACK_CONFIG_KEYS), n=1)
-        hint = f" (did you mean {near[0]}?)" if near else ""
-        message = f"modelSpec {name}: vllmConfig.{key} is not a key the chart reads{hint}: helm ignores it"
-        notes.append(note(source, message, "warning"))
-    return notes
 
 
 def _stack_pod(spec: Fields, container: dict[str, Any], has_tp: bool) -> dict[str, Any]:

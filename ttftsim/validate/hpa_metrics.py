@@ -4,13 +4,20 @@ decoding, LoRA and external prefix caches): a `vllm:` or `vllm_` name (the colon
 underscore form as a prometheus-adapter rule usually renames it) one letter or so from one vLLM exports is most
 likely misspelt, and the HPA would never get a value for it, so it would never scale. Only such near misses
 and the retired gpu_cache_usage_perc are warned of: a name far from all of them may be a metric this list lacks,
-or one an adapter rule serves under its own name."""
+or one an adapter rule serves under its own name.
+
+Each metric's target is checked as the API server checks it (k8s.io/kubernetes pkg/apis/autoscaling/validation:
+validateMetricTarget and the source's own validate*Source): a Pods metric takes an averageValue only, an Object or
+External one a value or averageValue, a Resource or ContainerResource one an averageUtilization or averageValue;
+an HPA that breaks that is refused. The other rules of that validation (names, the scale target, behavior) are
+not reproduced; the schema check (k8s_schema.py) has the fields' types and the required ones."""
 
 from __future__ import annotations
 
 import difflib
 from typing import Any
 
+from ttftsim.validate.api_server_rules import quantity_value
 from ttftsim.validate.report import Report
 
 # the names after `vllm:`, exposition suffixes (_total, _bucket, _sum, _count, _created) stripped
@@ -105,4 +112,63 @@ def check_metric_names(report: Report, hpa: dict[str, Any]) -> None:
             f"HPA {hpa.get('metadata', {}).get('name')}: {problem}",
             "name a metric on vLLM's /metrics (e.g. vllm:num_requests_waiting), or the one your prometheus-adapter "
             "rule serves",
+        )
+
+
+# the target fields each metric source takes, the one the API server names when none is set first; a source other
+# than object may not set both (validatePodsSource, validateObjectSource, validateExternalSource,
+# validateResourceSource, validateContainerResourceSource)
+TARGET_FIELDS = {
+    "pods": ("averageValue",),
+    "object": ("averageValue", "value"),
+    "external": ("averageValue", "value"),
+    "resource": ("averageUtilization", "averageValue"),
+    "containerResource": ("averageUtilization", "averageValue"),
+}
+TARGET_TYPES = ("Utilization", "Value", "AverageValue")
+
+
+def target_problems(spec: dict[str, Any]) -> list[str]:
+    """Why the API server refuses the targets of an HPA's metrics (autoscaling/v2), each naming its field."""
+    problems = []
+    metrics = spec.get("metrics")
+    for index, metric in enumerate(metrics if isinstance(metrics, list) else []):
+        for source in TARGET_FIELDS:
+            body = metric.get(source) if isinstance(metric, dict) else None
+            target = body.get("target") if isinstance(body, dict) else None
+            if isinstance(target, dict):
+                problems += _target_problems(target, source, f"spec.metrics.{index}.{source}.target")
+    return problems
+
+
+def _target_problems(target: dict[str, Any], source: str, path: str) -> list[str]:
+    """validateMetricTarget's rules (one of the three types, positive values), then those of the metric's source."""
+    problems = []
+    if target.get("type") is not None and target["type"] not in TARGET_TYPES:
+        problems.append(f"{path}.type: {target['type']!r} must be either Utilization, Value, or AverageValue")
+    for key in ("value", "averageValue"):
+        amount = quantity_value(target.get(key))
+        if amount is not None and amount <= 0:
+            problems.append(f"{path}.{key}: {target[key]} must be positive")
+    utilization = target.get("averageUtilization")
+    if isinstance(utilization, int) and not isinstance(utilization, bool) and utilization < 1:
+        problems.append(f"{path}.averageUtilization: {utilization} must be greater than 0")
+    fields, kind = TARGET_FIELDS[source], source[0].upper() + source[1:]  # the metric's type: Pods, Object, ...
+    given = [key for key in fields if target.get(key) is not None]
+    if not given:
+        sets = ", ".join(f"{key} {value}" for key, value in target.items()) or "nothing"
+        problems.append(f"{path}.{fields[0]}: {kind} metrics take a target {' or '.join(fields)} (this one: {sets})")
+    elif len(given) > 1 and source != "object":
+        problems.append(f"{path}.{fields[-1]}: {kind} metrics take a target {' or '.join(fields)}, not both")
+    return problems
+
+
+def check_metric_targets(report: Report, hpa: dict[str, Any]) -> None:
+    for problem in target_problems(hpa.get("spec") or {}):
+        report.add(
+            "error",
+            "hpa",
+            f"HPA {hpa.get('metadata', {}).get('name')}: {problem}; the API server refuses it",
+            "give each metric the target its source takes: pods an averageValue (type AverageValue); object and "
+            "external a value or averageValue; resource and containerResource an averageUtilization or averageValue",
         )

@@ -26,6 +26,7 @@ from typing import Any
 
 from ttftsim.errors import InputError
 from ttftsim.validate.k8s_schema import SchemaFinding
+from ttftsim.validate.manifest_shapes import Container, PodSpec, check_part
 from ttftsim.validate.rendered import Documents, RenderedWorkload, merge_resources, note, with_tcp_readiness, workload
 from ttftsim.validate.yaml_fields import Fields
 
@@ -111,6 +112,7 @@ def _inference_service(
     pod: dict[str, Any] = {
         k: predictor.data[k] for k in ("nodeSelector", "affinity", "tolerations", "volumes") if k in predictor.data
     }
+    check_part(PodSpec, pod, source, "spec.predictor")
     replicas = predictor.count("minReplicas", 1)
     notes = []
     if replicas == 0:  # Knative scales to zero: the first request after idle waits a whole cold start
@@ -119,8 +121,11 @@ def _inference_service(
         replicas = 1
     if predictor.has("containers"):  # a custom container: the pods run it as written
         pod["containers"] = predictor.items("containers")
+        for index, custom in enumerate(pod["containers"]):
+            check_part(Container, custom, source, f"spec.predictor.containers.{index}")
         notes.append(note(source, f"InferenceService/{name}: its custom container read as the predictor's"))
     elif predictor.has("model"):
+        check_part(Container, predictor.data["model"], source, "spec.predictor.model")
         made = _model_container(source, name, predictor.mapping("model"), runtimes)
         if made is None or isinstance(made, SchemaFinding):
             return None if made is None else RenderedWorkload(source, None, (made,))
@@ -161,6 +166,7 @@ def _model_container(
     containers = runtime_spec.mappings("containers")
     if not containers:
         raise InputError(runtime_name, "spec.containers", "the serving runtime has no container")
+    check_part(Container, containers[0].data, runtime_name, containers[0].path)
     container = _merge(containers[0], model)
     container["args"] = [a.replace("{{.Name}}", name) for a in containers[0].words("args") + model.words("args")]
     read_as = f"the Deployment {name}-predictor that KServe makes with the runtime {runtime_name.split(' ')[-1]}"
@@ -276,6 +282,7 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
     template = spec.mapping("template")
     containers = template.mappings("containers")
     main = next((c for c in containers if c.text("name") == "main"), Fields(source, "spec.template.containers", {}))
+    check_part(Container, main.data, source, main.path)
     env = [e for e in main.items("env") if isinstance(e, dict)]
     extra = next((str(e.get("value") or "") for e in env if e.get("name") == "VLLM_ADDITIONAL_ARGS"), "")
     try:
@@ -291,6 +298,7 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
     # the template's shell expands VLLM_ADDITIONAL_ARGS into the command line (read above): not vLLM's variable
     container["env"] = [e for e in env if e.get("name") != "VLLM_ADDITIONAL_ARGS"]
     pod = {k: v for k, v in template.data.items() if k in ("nodeSelector", "affinity")}
+    check_part(PodSpec, pod, source, "spec.template")
     pod["volumes"] = _added(LLMISVC_VOLUMES, template.items("volumes"), "name")
     pod["containers"] = [container]
     made = workload("Deployment", f"{name}-kserve", spec.count("replicas", 1), pod)

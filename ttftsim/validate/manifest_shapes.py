@@ -172,6 +172,17 @@ def check_document(document: dict[str, Any], source: str) -> None:
     _check_counts(checked, source)
 
 
+def check_part(shape: type[_Object], value: Any, source: str, path: str) -> None:
+    """A part of a pod as a custom resource writes it (a KServe predictor's model or its pod fields), checked as
+    `shape` (Container, PodSpec) before a controller's workload is made of it: an error names the field where the
+    file has it (under `path`, e.g. spec.predictor.model), not where the workload made of it would."""
+    try:
+        shape.model_validate(value)
+    except ValidationError as exc:
+        error = validation_error(source, exc)
+        raise InputError(source, f"{path}.{error.field}" if error.field else path, error.message) from None
+
+
 def _check_counts(spec: _Object, source: str) -> None:
     limits = current_limits()
     counts = {"replicas": getattr(spec, "replicas", None), "minReplicas": getattr(spec, "minReplicas", None)}

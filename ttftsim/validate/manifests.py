@@ -15,7 +15,8 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import node_label_keys
 from ttftsim.inputs.files import read_text
 from ttftsim.inputs.structured import parse_yaml_documents
-from ttftsim.validate.container_env import ConfigData, config_data, literal_env, missing_keys
+from ttftsim.validate.container_command import container_words_are_shell
+from ttftsim.validate.container_env import ConfigData, config_data, literal_env, missing_keys, undefined_references
 from ttftsim.validate.manifest_shapes import check_document
 from ttftsim.validate.serving_container import GPU_RESOURCES, listening_port, vllm_containers
 from ttftsim.validate.vllm_command import read_vllm_container
@@ -202,7 +203,8 @@ def _read_container(
     env = listed if isinstance(listed, list) else []
     origin, image = f"{source} container {container.get('name', '')}", str(container.get("image") or "")
     values = literal_env(container, stores)  # as the kubelet builds it: ConfigMaps, Secrets, order
-    read = read_vllm_container(words, env, vllm_version, where, origin, image, values)
+    undefined = frozenset() if container_words_are_shell(container) else undefined_references(words, container, stores)
+    read = read_vllm_container(words, env, vllm_version, where, origin, image, values, undefined)
     read.findings += [
         CommandFinding(
             "error",

@@ -14,7 +14,7 @@ from ttftsim.config.cluster_nodes import PodSpec
 from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.hardware.catalog import node_label_keys
 from ttftsim.validate.gpu_scheduling import SHARED_SUFFIX, check_gpu_count, gpu_label, label_hardware, unknown_gpu_keys
-from ttftsim.validate.hpa_metrics import check_metric_names
+from ttftsim.validate.hpa_metrics import check_metric_names, check_metric_targets
 from ttftsim.validate.manifests import ServingWorkload
 from ttftsim.validate.report import Report
 from ttftsim.validate.target import Target
@@ -254,6 +254,7 @@ def _check_hpa(report: Report, serving: ServingWorkload, cold: float) -> None:
             "set minReplicas <= maxReplicas",
         )
     check_metric_names(report, hpa)
+    check_metric_targets(report, hpa)
     resource_metrics = [m for m in spec.get("metrics") or [] if m.get("type") == "Resource"]
     if resource_metrics or not spec.get("metrics"):
         report.add(

@@ -7,7 +7,8 @@ Every flag and variable ends in one of four places: modelled (an engine argument
 ttftsim predicts (ports, names, logging: silent), read by vLLM but not modelled (a warning naming it), or
 refused by vLLM (an error: the server exits at start). When ttftsim has no argument list for the exact
 version, an unknown flag is a warning, since the nearest list cannot prove that version refuses it. A value that
-is still an unexpanded variable is an input error for a modelled flag, a warning for any other.
+is still an unexpanded variable is an input error for a modelled flag, a warning for any other; but a `$(NAME)`
+the container's env does not define, outside a shell, reaches vLLM as written, and one vLLM refuses is an error.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from ttftsim.errors import InputError
 from ttftsim.validate.lmcache_env import lmcache_environment
 from ttftsim.validate.vllm_arg_list import ChosenList, arg_list_for
-from ttftsim.validate.vllm_args import ParsedCommand, parse_command, vllm_arguments
+from ttftsim.validate.vllm_args import ParsedCommand, Refusal, parse_command, vllm_arguments
 from ttftsim.validate.vllm_checks import check_image, check_offloading_start, check_quantization
 from ttftsim.validate.vllm_env import check_environment
 from ttftsim.validate.vllm_flags import MODELLED, interpret
@@ -59,6 +60,12 @@ def unknown_variable(text: str) -> str | None:
     )
 
 
+def passed_as_written(text: str, undefined: frozenset[str]) -> str | None:
+    """The name of the first `$(NAME)` in the text that is among `undefined` (references the container's env does not
+    define, in a command line no shell runs: Kubernetes passes them as written); None when it holds none."""
+    return next((m.group(1) for m in _UNEXPANDED.finditer(text) if m.group(1) in undefined), None)
+
+
 def read_vllm_container(
     words: list[str],
     env: list[Any],
@@ -67,19 +74,29 @@ def read_vllm_container(
     source: str,
     image: str = "",
     values: dict[str, str] | None = None,
+    undefined: frozenset[str] = frozenset(),
 ) -> VllmCommand:
     """The model, engine arguments, pipeline-parallel size and findings of a vLLM container's command line
     (`words`: command + args, shell already split) and `env` (the container's env list), for vLLM `version`.
     A flag vLLM does not know is an error finding; a value it cannot read is an InputError naming the flag
-    (there is no value to predict with)."""
+    (there is no value to predict with), or an error finding where it is a `$(NAME)` in `undefined` (vLLM gets
+    it as written and refuses it)."""
     chosen = arg_list_for(version)
     split = vllm_arguments(words)
     arguments, positional = split if split is not None else ([], True)
     parsed = parse_command(arguments, chosen, positional)
     command = VllmCommand(parsed.model, {}, 1)
+    if parsed.model and (name := passed_as_written(parsed.model, undefined)):
+        raise InputError(
+            source,
+            "model",
+            f"$({name}) is not defined in the container's env, so Kubernetes passes it to vLLM as written (no shell "
+            f"runs here) and vLLM exits at start, finding no model of that name; define {name} in env, or write the "
+            "model",
+        )
     if parsed.model and (unknown := unknown_variable(parsed.model)):
         raise InputError(source, "model", unknown)
-    _note_refusals(parsed, chosen, command, version, where, source)
+    _note_refusals(parsed, chosen, command, version, where, source, undefined)
     interpret(parsed, command, where, version)
     check_quantization(parsed, command, where)
     check_offloading_start(version, command, where)
@@ -97,13 +114,24 @@ def read_vllm_container(
 
 
 def _note_refusals(
-    parsed: ParsedCommand, chosen: ChosenList, command: VllmCommand, version: str, where: str, source: str
+    parsed: ParsedCommand,
+    chosen: ChosenList,
+    command: VllmCommand,
+    version: str,
+    where: str,
+    source: str,
+    undefined: frozenset[str],
 ) -> None:
     """What vLLM `version` refuses in the command line: an unknown flag is a finding (an error where the argument
     list is that version's own, else a warning); a value it cannot read is an InputError, or a warning for a flag
-    the prediction does not depend on whose value is still an unexpanded variable."""
+    the prediction does not depend on whose value is still an unexpanded variable, or an error where that is a
+    `$(NAME)` in `undefined` (vLLM gets it as written)."""
     note = f" ({chosen.note(version)})" if not chosen.is_exact else ""
     for refusal in parsed.refusals:
+        name = passed_as_written(refusal.message, undefined) if refusal.kind == "value" else None
+        if name is not None:
+            command.findings.append(_refused_as_written(refusal, name, version, source))
+            continue
         unknown = unknown_variable(refusal.message) if refusal.kind == "value" else None
         if unknown and refusal.dest not in MODELLED:  # the prediction does not depend on this flag's value
             command.findings.append(
@@ -126,6 +154,16 @@ def _note_refusals(
                 f"{hint}check {refusal.option} against `vllm serve --help=all` of vLLM {version}",
             )
         )
+
+
+def _refused_as_written(refusal: Refusal, name: str, version: str, source: str) -> CommandFinding:
+    """A value vLLM refuses because it is a `$(NAME)` the container's env does not define, passed as written."""
+    return CommandFinding(
+        "error",
+        f"{source}: {refusal.option}: $({name}) is not defined in the container's env, so Kubernetes passes it to "
+        f"vLLM as written (no shell runs here) and vLLM {version} refuses it and exits at start: {refusal.message}",
+        f"define {name} in the container's env, or write the value",
+    )
 
 
 def _without_lmcache(command: VllmCommand, where: str) -> None:
