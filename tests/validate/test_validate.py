@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.test_cli import _assert_one_line_error, run
 
@@ -1000,3 +1001,17 @@ def test_a_memory_limit_below_the_weights_the_pod_loads_is_a_warning(tmp_path: P
     findings = json.loads(run("validate", str(path), "--json").stdout)["findings"]
     found = [f for f in findings if "below the pod's share of the weights" in f["message"]]
     assert [f["severity"] for f in found] == (["warning"] if warned else [])
+
+
+def test_containers_out_of_their_pod_template_are_the_schema_errors_not_a_missing_workload(tmp_path: Path) -> None:
+    """`spec.containers` in a Deployment: the schema error says where, with exit 1; it was exit 2 saying there is
+    no Deployment with a vLLM container, though there is one."""
+    path = _copy(tmp_path)
+    deployment, *rest = yaml.safe_load_all((tmp_path / "k8s.yaml").read_text())
+    deployment["spec"]["containers"] = deployment["spec"]["template"]["spec"].pop("containers")
+    (tmp_path / "k8s.yaml").write_text(yaml.safe_dump_all([deployment, *rest]))
+    result = run("validate", str(path), "--json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    findings = [(f["check"], f["message"]) for f in json.loads(result.stdout)["findings"]]
+    assert findings[0][0] == "k8s-schema" and "('containers' was unexpected)" in findings[0][1]
+    assert findings[-1][0] == "no-workload" and "the schema errors above may hide it" in findings[-1][1]

@@ -139,14 +139,20 @@ def _serving(
     documents: list[tuple[str, dict[str, Any]]], vllm_version: str, schema_findings: list[SchemaFinding]
 ) -> ServingWorkload:
     """The manifests' one vLLM workload; where there is none, and the files deploy a model in a form the checks
-    cannot read, the error naming that form instead."""
+    cannot read, the error naming that form instead, or, where a workload breaks the Kubernetes schema (its
+    containers under `spec`, not `spec.template.spec`), those errors: what hid the vLLM container."""
     try:
         return find_serving(documents, vllm_version)
     except NoServingWorkloadError as exc:
         unsupported = unsupported_deployment(documents, schema_findings)
-        if unsupported is None:
+        if unsupported is not None:
+            raise unsupported from exc
+        broken = [f for f in schema_findings if f.severity == "error"]
+        if not broken:
             raise
-        raise unsupported from exc
+        why = "the schema errors above may hide it (a container outside its pod template is not read)"
+        found = SchemaFinding("error", "no-workload", f"{exc.one_line()}: {why}")
+        raise UnsupportedDeploymentError([*broken, found]) from exc
 
 
 def _engine_args(deploy: Deploy, serving: ServingWorkload) -> EngineArgs:
