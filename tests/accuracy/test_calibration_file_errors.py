@@ -44,7 +44,7 @@ def calibration(folder: Path, defect: str) -> tuple[Path, tuple[str, ...]]:
     if defect == "wrong-type":
         path.write_text(json.dumps(GOOD | {"factors": {"gemm_efficiency_scale": "fast"}}))
         return path, ("factors.gemm_efficiency_scale", "expected a number")
-    return path, ("file not found",)  # missing: never written
+    return path, ("engine.calibration: no calibration file",)  # missing (never written): the field naming it
 
 
 def deployment(folder: Path, name: str, workload: bool = False) -> Path:
