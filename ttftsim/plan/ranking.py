@@ -54,12 +54,17 @@ class Row:
         output token at the traffic's demand (`output_tokens_per_s` at the peak rate), the same for every row."""
         self.ttft_p50_s, self.ttft_p99_s = figures.ttft_p50_s, figures.ttft_p99_s
         self.tpot_mean_s, self.tpot_p99_s = figures.tpot_mean_s, figures.tpot_p99_s
-        self.output_tokens_per_s = output_tokens_per_s
-        self.cost_per_million_tokens = _per_million(self.cost_per_hour, self.output_tokens_per_s)
+        self.price(output_tokens_per_s)
         verdict = judge(plan.slo, figures)
         checks = () if verdict is None else verdict.checks
         self.figures = {check_key(c): math.nan if c.figure_s is None else c.figure_s for c in checks}
         self.explanation = sentence(self.head(), self.binding, self.max_rate, plan.slo, figures, self.nearest)
+
+    def price(self, output_tokens_per_s: float) -> None:
+        """The cost per million output tokens at the traffic's demand (`output_tokens_per_s` at the peak rate: what
+        the deployment serves when it meets it), from the cost per hour."""
+        self.output_tokens_per_s = output_tokens_per_s
+        self.cost_per_million_tokens = _per_million(self.cost_per_hour, output_tokens_per_s)
 
 
 def _per_million(cost_per_hour: float, output_tokens_per_s: float) -> float:

@@ -65,7 +65,12 @@ def search(runner: Runner, output_tokens_per_s: float) -> list[Row]:
         # the cheapest first, until one holds
         _confirm(runner, sized[start : start + plan.confirm_top], output_tokens_per_s)
         start += plan.confirm_top
+    for row in sized[PREDICT_TOP:]:
+        if row.status == "estimate" and row.ttft_p99_s != row.ttft_p99_s:
+            row.reason = f"sized from its capacity, not simulated at its size (only the {PREDICT_TOP} cheapest are)"
     for row in rows.values():
+        if row.cost_per_hour == row.cost_per_hour and row.output_tokens_per_s != row.output_tokens_per_s:
+            row.price(output_tokens_per_s)  # priced though never simulated at its size
         if not row.explanation:
             row.explanation = _unsimulated(row, plan)
     return sorted(rows.values(), key=rank_order)
