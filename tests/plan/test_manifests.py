@@ -275,6 +275,8 @@ def test_write_deployment_leaves_the_files_and_a_readme_with_the_apply_order(tmp
         ["kubectl", "rollout", "status"],
     ]
     assert "kubectl create secret generic llm-creds --from-literal=token=$HF_TOKEN" in steps[0]
+    after = readme.splitlines()[readme.splitlines().index(steps[-1]) + 1 :]
+    assert after[0] == "" and after[1].startswith("Send traffic to the Gateway")  # its own paragraph, not step 6's
     assert "storage.yaml" in steps[1] and "manifests.yaml" in steps[4]
     assert "&id" not in (tmp_path / "manifests.yaml").read_text()  # no YAML anchors
     assert "Weights are quantized online" not in readme and "production-stack policy" not in readme

@@ -132,6 +132,7 @@ def _steps(spec: Deployable, kind: str) -> list[str]:
     )
     steps.append(f"{rollout}  # the startup probe allows {spec.startup_budget_s:.0f} s for a cold start")
     numbered = [f"{index}. `{step}`" for index, step in enumerate(steps, 1)]
+    numbered.append("")  # a paragraph of its own: right after the list, Markdown reads it as the last item's
     if spec.routed:
         numbered.append(
             f"Send traffic to the Gateway `{options.gateway}`; the Service `{spec.name}` bypasses the picker."
