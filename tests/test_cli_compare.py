@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.compare import changes, differences
+from ttftsim.render.compare import _num
 from ttftsim.simulate import load_scenario
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "llama31-8b-h100.yaml"
@@ -73,7 +75,14 @@ def test_every_part_of_the_mean_ttft_is_a_row_and_a_missed_slo_is_flagged(tmp_pa
         total = sum(rows[f"{part} (mean ms)"][side] for part in parts)
         assert total == pytest.approx(rows["TTFT mean (ms)"][side], rel=1e-9)
     assert (rows["SLO met (1 yes, 0 no)"]["a"], rows["SLO met (1 yes, 0 no)"]["b"]) == (1.0, 0.0)
-    assert f"B misses its SLO ({slow})" in run("compare", str(EXAMPLE), str(slow)).stdout
+    shown = run("compare", str(EXAMPLE), str(slow)).stdout
+    assert f"B misses its SLO ({slow})" in shown
+    assert re.search(r"SLO met +│ yes +│ no ", shown) and "(1 yes, 0 no)" not in shown  # words in the terminal
+
+
+def test_a_difference_that_rounds_to_zero_has_no_sign() -> None:
+    shown = [_num(v) for v in (-0.0, -0.001, 0.004, -0.006, -12.5, 150.0)]
+    assert shown == ["0", "0.00", "0.00", "-0.01", "-12.50", "150"]
 
 
 def test_an_empty_mapping_the_other_side_fills_is_said_by_its_fields_alone() -> None:

@@ -99,6 +99,9 @@ def plan_page(saved: SavedPlan) -> tuple[Any, ...]:
     )
 
 
+PERCENTILE_LABELS = {"mean": "mean", "p50": "P50", "p90": "P90", "p99": "P99", "p999": "P99.9"}  # as the CLI's
+
+
 def compare_page(root: Path, a: str, b: str) -> tuple[Any, ...]:
     """CDFs, the figures of A and B side by side, a warning when their traffic differs, error."""
     first, second = load_simulation(root, a), load_simulation(root, b)
@@ -107,7 +110,7 @@ def compare_page(root: Path, a: str, b: str) -> tuple[Any, ...]:
     for metric, field in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("ITL", "itl_s")):
         for key in ("mean", "p50", "p90", "p99", "p999") if metric == "TTFT" else ("mean", "p50", "p99"):
             va, vb = (getattr(getattr(run, field), key) for run in runs)
-            rows.append({"metric": f"{metric} {key.upper() if key != 'mean' else 'mean'} (ms)", **_pair(va, vb, 1e3)})
+            rows.append({"metric": f"{metric} {PERCENTILE_LABELS[key]} (ms)", **_pair(va, vb, 1e3)})
     for name, field in (("requests/s", "requests_per_s"), ("output tokens/s", "output_tokens_per_s")):
         va, vb = (getattr(run.throughput, field) for run in runs)
         rows.append({"metric": f"throughput ({name})", **_pair(va, vb, 1)})

@@ -16,7 +16,8 @@ def _num(value: float | None) -> str:
     """A figure: whole numbers (counts) as they are, others to two decimals below 100."""
     if value is None or value != value:
         return "-"
-    return f"{value:,.2f}" if abs(value) < 100 and not float(value).is_integer() else f"{value:,.0f}"
+    text = f"{value:,.2f}" if abs(value) < 100 and not float(value).is_integer() else f"{value:,.0f}"
+    return text.removeprefix("-") if text.strip("-0.,") == "" else text  # no "-0.00": a difference that rounds to 0
 
 
 def _met(value: float | None) -> str:
@@ -42,7 +43,8 @@ def render_compare(console: Console, result: dict[str, Any]) -> None:
     for row in result["rows"]:
         if row["metric"].startswith("SLO met"):  # yes or no, not a quantity
             a, b = _met(row["a"]), _met(row["b"])
-            table.add_row(row["metric"], a, b, "-", "-" if a == b or "-" in (a, b) else f"{a} -> {b}")
+            label = row["metric"].split(" (")[0]  # the JSON's 1 and 0 are yes and no here
+            table.add_row(label, a, b, "-", "-" if a == b or "-" in (a, b) else f"{a} -> {b}")
             continue
         change = "-" if row["relative"] is None else f"{row['relative']:+.1%}"
         table.add_row(row["metric"], _num(row["a"]), _num(row["b"]), _num(row["delta"]), change)
