@@ -326,3 +326,24 @@ def test_a_model_folder_named_bare_is_found_beside_the_scenario_not_in_the_worki
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.returncode in (0, 1), result.stderr
     assert json.loads(result.stdout)["config"]["model"] == "mymodel"
+
+
+@pytest.mark.parametrize(
+    ("workload", "field"),
+    [
+        ("{type: trace, format: azure, path: nothere.csv}", "workload.path"),
+        (
+            "{type: synthetic, arrivals: {type: poisson, rate: 2}, num_requests: 5, prompt_tokens: {type: empirical, "
+            "path: lens.csv}, output_tokens: {type: fixed, value: 4}}",
+            "workload.prompt_tokens.path",
+        ),
+    ],
+)
+def test_a_file_the_workload_names_that_is_not_there_is_the_scenarios_error(
+    tmp_path: Path, workload: str, field: str
+) -> None:
+    """It was the missing file's own error (`nothere.csv: trace file not found`), naming neither the scenario nor
+    the field."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"model: Llama-3.1-8B\nhardware: H100-SXM5-80GB\nworkload: {workload}\n")
+    _assert_one_line_error(run("simulate", str(scenario)), f"s.yaml: {field}: no such file")

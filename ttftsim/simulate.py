@@ -27,7 +27,7 @@ from ttftsim.errors import InputError
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import Replica, build_replica
 from ttftsim.simulation_result import SimulationResult
-from ttftsim.workload.budget import WorkLimitError, check_blocks, check_scenario
+from ttftsim.workload.budget import WorkLimitError, check_blocks, check_files, check_scenario
 from ttftsim.workload.sources import WorkloadContext, open_loop_source
 from ttftsim.workload.start import start_workload
 
@@ -84,6 +84,7 @@ def simulate(
     through a source process: both are reference paths that must give the same results."""
     started = time.perf_counter()
     check_scenario(scenario, source)  # the work it asks for, refused beyond the limits before anything runs
+    check_files(scenario.workload, base, source, "workload")
     try:
         replica = build_replica(scenario, base, source)
     except DoesNotFitError as exc:  # the message names the model, dtype, TP and hardware

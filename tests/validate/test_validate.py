@@ -1014,4 +1014,4 @@ def test_containers_out_of_their_pod_template_are_the_schema_errors_not_a_missin
     assert result.returncode == 1, result.stdout + result.stderr
     findings = [(f["check"], f["message"]) for f in json.loads(result.stdout)["findings"]]
     assert findings[0][0] == "k8s-schema" and "('containers' was unexpected)" in findings[0][1]
-    assert findings[-1][0] == "no-workload" and "the schema errors above may hide it" in findings[-1][1]
+    assert findings[-1][0] == "no-workload" and "its container is under spec, where Kubernetes" in findings[-1][1]

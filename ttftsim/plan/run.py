@@ -31,6 +31,7 @@ from ttftsim.plan.store import Store
 from ttftsim.replica import calibration_file, engine_field, resolve_ref, window_kept
 from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
+from ttftsim.workload.budget import check_files
 from ttftsim.workload.budget import check_plan as check_plan_work
 from ttftsim.workload.expected import output_tokens_per_unit
 
@@ -211,6 +212,7 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
     what the plan's model declares that is not modelled (warnings)."""
     source, base = str(path), path.resolve().parent
     check_plan_work(plan, source)  # candidates, probes, confirming runs and pods within the limits
+    check_files(plan.workload, base, source, "workload")
     levels = int(getattr(plan.workload, "priority_levels", 1))
     for priority in plan.slo.per_priority:
         if priority >= levels:

@@ -163,6 +163,17 @@ def _other_vllm_pods(document: dict[str, Any]) -> str | None:
     return None
 
 
+def misplaced_vllm(document: dict[str, Any]) -> bool:
+    """A workload whose vLLM server container sits under its `spec` itself, not its pod template's: the schema
+    refuses the field and Kubernetes never runs it."""
+    containers = _mapping(document, "spec").get("containers")
+    return (
+        document.get("kind") in WORKLOAD_KINDS
+        and isinstance(containers, list)
+        and any(isinstance(c, dict) and runs_vllm_server(c) for c in containers)
+    )
+
+
 def _mapping(document: dict[str, Any], key: str) -> dict[str, Any]:
     value = document.get(key)
     return value if isinstance(value, dict) else {}

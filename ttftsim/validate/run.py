@@ -26,7 +26,13 @@ from ttftsim.validate.engine_check import check_engine
 from ttftsim.validate.formats import render_workloads
 from ttftsim.validate.gpu_scheduling import check_gpu_scheduling, check_mig, gpu_label, label_hardware
 from ttftsim.validate.host_memory import check_host_memory
-from ttftsim.validate.k8s_schema import SchemaFinding, UnsupportedDeploymentError, check_objects, unsupported_deployment
+from ttftsim.validate.k8s_schema import (
+    SchemaFinding,
+    UnsupportedDeploymentError,
+    check_objects,
+    misplaced_vllm,
+    unsupported_deployment,
+)
 from ttftsim.validate.kserve import MODEL_SOURCE
 from ttftsim.validate.manifests import NoServingWorkloadError, ServingWorkload, find_serving, read_documents
 from ttftsim.validate.pod_checks import check_manifests, check_probes_and_hpa, not_modelled
@@ -34,13 +40,14 @@ from ttftsim.validate.prediction import predict
 from ttftsim.validate.report import Finding, Report
 from ttftsim.validate.target import Target
 from ttftsim.validate.vllm_args import flag_of
-from ttftsim.workload.budget import check_workload
+from ttftsim.workload.budget import check_files, check_workload
 
 
 def validate(path: Path, extra_manifests: list[Path]) -> Report:
     deploy = load_file(Deploy, path)
     check_workload(deploy.traffic, str(path), "traffic", None, current_limits())  # bounded work, said up front
     base = path.parent  # as the user named it: messages and --json hold the same paths wherever the checkout lies
+    check_files(deploy.traffic, base, str(path), "traffic")
     report = Report(deploy.name)
     try:
         target = _target(deploy, path, base, extra_manifests)
@@ -139,20 +146,19 @@ def _serving(
     documents: list[tuple[str, dict[str, Any]]], vllm_version: str, schema_findings: list[SchemaFinding]
 ) -> ServingWorkload:
     """The manifests' one vLLM workload; where there is none, and the files deploy a model in a form the checks
-    cannot read, the error naming that form instead, or, where a workload breaks the Kubernetes schema (its
-    containers under `spec`, not `spec.template.spec`), those errors: what hid the vLLM container."""
+    cannot read, the error naming that form instead, or, where a workload's vLLM container is under its `spec`
+    rather than its pod template's, the schema's errors, which say where."""
     try:
         return find_serving(documents, vllm_version)
     except NoServingWorkloadError as exc:
         unsupported = unsupported_deployment(documents, schema_findings)
         if unsupported is not None:
             raise unsupported from exc
-        broken = [f for f in schema_findings if f.severity == "error"]
-        if not broken:
+        if not any(misplaced_vllm(document) for _, document in documents):
             raise
-        why = "the schema errors above may hide it (a container outside its pod template is not read)"
+        why = "its container is under spec, where Kubernetes does not read it (spec.template.spec.containers)"
         found = SchemaFinding("error", "no-workload", f"{exc.one_line()}: {why}")
-        raise UnsupportedDeploymentError([*broken, found]) from exc
+        raise UnsupportedDeploymentError([*(f for f in schema_findings if f.severity == "error"), found]) from exc
 
 
 def _engine_args(deploy: Deploy, serving: ServingWorkload) -> EngineArgs:
