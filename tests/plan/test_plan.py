@@ -334,3 +334,19 @@ def test_a_task_returns_its_calibration_range_warnings_and_shows_the_others(monk
     with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
         value, messages = runner.run_task("{}", ".", "bound", {}, 0.0)
     assert (value, messages) == ({"value": 1}, ["gemm/bf16: n=8 outside the calibrated range"])
+
+
+def test_a_run_without_resume_says_it_discards_an_interrupted_runs_checkpoint(tmp_path: Path) -> None:
+    """The interrupted run's finished tasks were thrown away without a word (its folder has no completion
+    marker); a completed run's checkpoint is replaced silently, as ever."""
+    out, plan = tmp_path / "run", tmp_path / "plan.yaml"
+    out.mkdir()
+    (out / "checkpoint.sqlite").write_bytes(b"")
+    plan.write_text(QUICKSTART.read_text().replace("model: Llama-3.1-8B", "model: GPT-9"))  # stops at the check
+    result = run("plan", str(plan), "--out", str(out))
+    assert result.returncode == 2
+    assert f"note: {out} holds the checkpoint of an interrupted run: starting afresh (--resume reuses it)" in (
+        result.stderr
+    )
+    (out / "complete.json").write_text("{}")
+    assert "note:" not in run("plan", str(plan), "--out", str(out)).stderr
