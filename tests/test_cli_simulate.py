@@ -347,3 +347,28 @@ def test_a_file_the_workload_names_that_is_not_there_is_the_scenarios_error(
     scenario = tmp_path / "s.yaml"
     scenario.write_text(f"model: Llama-3.1-8B\nhardware: H100-SXM5-80GB\nworkload: {workload}\n")
     _assert_one_line_error(run("simulate", str(scenario)), f"s.yaml: {field}: no such file")
+
+
+def test_a_calibrated_range_left_is_in_the_summarys_warnings_in_every_run_of_the_process() -> None:
+    """It was a `warning:` line on stderr only, and only for the first run of a process that left that range (a
+    dashboard's or compare's second run said nothing): the summary now says it, run after run."""
+    from ttftsim.config.scenario import Scenario
+    from ttftsim.simulate import simulate
+
+    scenario = Scenario.model_validate(
+        {
+            "model": "Llama-3.1-8B",
+            "hardware": "A100-SXM4-80GB",
+            "engine": {"max_model_len": 32768},
+            "workload": {
+                "type": "synthetic",
+                "arrivals": {"type": "poisson", "rate": 1},
+                "prompt_tokens": {"type": "fixed", "value": 20000},  # one chunk of 8192 reads past 16384 pairs
+                "output_tokens": {"type": "fixed", "value": 2},
+                "num_requests": 2,
+            },
+        }
+    )
+    for _ in range(2):
+        extrapolated = [w for w in simulate(scenario).summary().warnings if "outside the calibrated range" in w]
+        assert extrapolated and extrapolated[0].startswith("prefill_attention/bf16: isl=")

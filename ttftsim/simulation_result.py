@@ -146,7 +146,8 @@ class SimulationResult:
 
     def _warnings(self) -> tuple[str, ...]:
         """What the run read but did not model, or what went wrong in it: the SLO's units, the version's, the
-        model's, a stall's and the refusals' warnings, in that order."""
+        model's, a stall's, the refusals', the node pools' and the calibrated kernels' ranges left, in that
+        order."""
         engine, model = self.replica.engine, self.replica.perf.deployment.model
         kept = window_kept(model, engine, is_disaggregated(self.scenario))
         return tuple(
@@ -156,6 +157,7 @@ class SimulationResult:
             + self.stall_warnings()
             + refusal_warnings(self.requests)
             + self.pool_warnings()
+            + self.replica.perf.costs.extrapolated()
         )
 
     def pool_warnings(self) -> list[str]:

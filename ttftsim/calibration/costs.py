@@ -113,6 +113,7 @@ class CalibratedCosts(RooflineCosts):
         self._prefill_shape: AttentionShape | None = None
         self._prefill_values: dict[tuple[int, int, int], float] = {}
         self._prefill_table: splines.Table | None = None  # its correction table (a miss of the values above reads it)
+        self._extrapolated: dict[str, str] = {}  # each fit this replica read outside its range: the first such read
 
     @classmethod
     def load(cls, hardware: HardwareProfile) -> CalibratedCosts | None:
@@ -152,17 +153,22 @@ class CalibratedCosts(RooflineCosts):
             return None
         for name, value in shape.items():
             low, high = fit["range"].get(name, (value, value))
-            if not low <= value <= high and key not in self.calibration.warned:
-                self.calibration.warned.add(key)
+            if low <= value <= high:
+                continue
+            if key not in self._extrapolated:  # the run's summary says it (extrapolated)
                 meaning = curves.SHAPE_WORDS.get(name, name)
-                warnings.warn(
+                self._extrapolated[key] = (
                     f"{key}: {name}={value:g} ({meaning}) outside the calibrated range [{low:g}, {high:g}] "
-                    f"({self.source}): the time there extrapolates the fitted curve",
-                    CalibrationRangeWarning,
-                    stacklevel=3,
+                    f"({self.source}): the time there extrapolates the fitted curve"
                 )
+            if key not in self.calibration.warned:  # stderr says it once per process
+                self.calibration.warned.add(key)
+                warnings.warn(self._extrapolated[key], CalibrationRangeWarning, stacklevel=3)
         params: list[float] = fit["params"]
         return params
+
+    def extrapolated(self) -> list[str]:
+        return list(self._extrapolated.values())
 
     def gemm_s(self, m: int, n: int, k: int, dtype: ComputeDtype, weight_bytes: float) -> float:
         return self._once("gemm", self._gemm_s, m, n, k, dtype, weight_bytes)

@@ -60,6 +60,9 @@ class ScaledKernelCosts:
     def memory_s(self, moved_bytes: float) -> float:
         return self.inner.memory_s(moved_bytes)
 
+    def extrapolated(self) -> list[str]:
+        return self.inner.extrapolated()
+
 
 def scaled_kernel_costs(inner: KernelCosts, factors: Factors) -> KernelCosts:
     """The inner costs, wrapped only when a scale differs from 1."""

@@ -105,6 +105,10 @@ class KernelCosts(Protocol):
         """A memory-bound element-wise kernel moving moved_bytes."""
         ...
 
+    def extrapolated(self) -> list[str]:
+        """Each kernel class whose times left the range it was calibrated on, said once, in the order met."""
+        ...
+
 
 class RooflineCosts:
     """Uncalibrated costs: each kernel takes max(FLOPs / achieved FLOP/s, bytes / achieved bandwidth)."""
@@ -116,6 +120,9 @@ class RooflineCosts:
         # bytes/(bw*eff*b/(b+half)) = b/(bw*eff) + half/(bw*eff): the half-efficiency size is a latency.
         self._mem_latency_s = roof.mem_half_bytes / self._bw
         self._attn_flops = hardware.peak_flops.bf16 * roof.attention_efficiency
+
+    def extrapolated(self) -> list[str]:
+        return []  # the roofline has no calibrated range
 
     def _peak(self, dtype: ComputeDtype) -> float:
         peaks = self.hw.peak_flops
