@@ -16,7 +16,7 @@ from ttftsim.config.resolved_engine import ResolvedEngine, WindowedGroups, resol
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import ArgumentError, InputError
 from ttftsim.hardware.catalog import load_hardware
-from ttftsim.inputs.files import exists, is_file, is_folder
+from ttftsim.inputs.files import exists, is_file
 from ttftsim.model.catalog import load_model
 from ttftsim.model.spec import ModelSpec
 from ttftsim.perf.iteration import Deployment, IterationModel
@@ -40,10 +40,11 @@ class Replica:
 
 
 def resolve_ref(ref: str, base: Path) -> str:
-    """Paths in a scenario are relative to its file, a model's folder named bare (`model: mymodel`) too; names
-    (presets, profiles) pass through."""
+    """Paths in a scenario are relative to its file, a model's folder named bare (`model: mymodel`, holding its
+    config.json) too; names (presets, profiles) pass through, whatever else lies beside the file (an output
+    folder named after a GPU)."""
     candidate = base / ref
-    path = "/" in ref or ref.endswith((".json", ".yaml", ".yml")) or is_folder(candidate)
+    path = "/" in ref or ref.endswith((".json", ".yaml", ".yml")) or is_file(candidate / "config.json")
     return str(candidate) if path and exists(candidate) else ref
 
 

@@ -199,3 +199,10 @@ def test_a_maps_bad_key_is_named_as_the_key_not_pydantics_key_marker() -> None:
     error = _error(SCENARIO | {"slo": {"per_priority": {"high": {"ttft_p99_s": 0.5}}}})
     assert error.field == "slo.per_priority.high"  # was slo.per_priority.high.[key]
     assert error.message.startswith("as a key: Input should be a valid integer")
+
+
+def test_a_tag_that_is_also_a_field_of_its_member_is_read_as_the_tag() -> None:
+    """Staged arrivals' tag is `stages`, and so is their list: the path was workload.arrivals.stages.stages.0.rate."""
+    arrivals = {"type": "stages", "stages": [{"rate": 0, "duration_s": 5}]}
+    error = _error(SCENARIO | {"workload": SCENARIO["workload"] | {"arrivals": arrivals}})
+    assert error.field == "workload.arrivals.stages.0.rate"

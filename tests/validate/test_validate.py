@@ -1015,3 +1015,12 @@ def test_containers_out_of_their_pod_template_are_the_schema_errors_not_a_missin
     findings = [(f["check"], f["message"]) for f in json.loads(result.stdout)["findings"]]
     assert findings[0][0] == "k8s-schema" and "('containers' was unexpected)" in findings[0][1]
     assert findings[-1][0] == "no-workload" and "its container is under spec, where Kubernetes" in findings[-1][1]
+
+
+def test_a_missing_calibration_file_is_the_deploy_files_calibration_not_a_vllm_flag(tmp_path: Path) -> None:
+    """With manifests, every engine.* error is a flag of the manifest's vllm command line; this one is the deploy
+    file's own `calibration` (it read `k8s.yaml#0: --calibration`, a flag vLLM does not have)."""
+    path = _copy(tmp_path, deploy_edit=("name: chat-8b", "name: chat-8b\ncalibration: nope.json"))
+    result = run("validate", str(path), "--json")
+    messages = [f["message"] for f in json.loads(result.stdout)["findings"] if f["check"] == "engine"]
+    assert messages == [f"{path}: calibration: no calibration file {tmp_path / 'nope.json'}"], result.stdout

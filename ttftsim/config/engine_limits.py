@@ -59,7 +59,7 @@ def engine_limits(
     max_num_seqs = args.max_num_seqs or tier_seqs
     if batched < max_num_seqs:  # SchedulerConfig.verify_max_model_len (0.11-0.34): vLLM exits at start
         raise ArgumentError(
-            "max_num_batched_tokens",
+            "max_num_batched_tokens" if args.max_num_batched_tokens else "max_num_seqs",  # the one the user set
             f"max_num_batched_tokens ({batched}) must be greater than or equal to max_num_seqs ({max_num_seqs}) "
             "(vLLM refuses to start)",
         )

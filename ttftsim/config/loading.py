@@ -130,14 +130,16 @@ def _step(models: list[type[BaseModel]], part: Any) -> tuple[list[type[BaseModel
     """The models one step of a location leads to, and whether the step is a tagged union's tag: each step is a
     field (its type's models next) or the tag pydantic puts in the location of a tagged union member (the
     member whose `type` is that tag); an index into a list or a key of a dict leads to the same models."""
-    fields = [m.model_fields[part] for m in models if isinstance(part, str) and part in m.model_fields]
-    if fields:
-        return [m for f in fields for m in _models_in(f.annotation)], False
     members = [
         m
         for m in models
         if isinstance(part, str) and "type" in m.model_fields and part in get_args(m.model_fields["type"].annotation)
     ]
+    if members and len(models) > 1:  # a tagged union's members: what follows its field is the tag (`stages`, the
+        return members, True  # staged arrivals' tag, is also their field)
+    fields = [m.model_fields[part] for m in models if isinstance(part, str) and part in m.model_fields]
+    if fields:
+        return [m for f in fields for m in _models_in(f.annotation)], False
     if members:
         return members, True
     return models, False

@@ -130,11 +130,3 @@ def exists(path: Path) -> bool:
         return path.exists()
     except (OSError, ValueError):
         return False
-
-
-def is_folder(path: Path) -> bool:
-    """As is_file, for a folder."""
-    try:
-        return path.is_dir()
-    except (OSError, ValueError):
-        return False

@@ -85,7 +85,9 @@ def _build(report: Report, deploy: Deploy, target: Target, base: Path, source: s
         report.add("error", "memory-fit", f"{where}does not fit: {exc}", fix)
         return None
     except InputError as exc:
-        if exc.source == source and exc.field.startswith("engine") and target.serving is not None:
+        if exc.source == source and exc.field == "engine.calibration":  # the deploy file's own field
+            exc = InputError(source, "calibration", exc.message)
+        elif exc.source == source and exc.field.startswith("engine") and target.serving is not None:
             # the engine arguments came from the manifests' vllm command line, not from the deployment file
             parts = exc.field.split(".")  # engine.<dest> is a flag; deeper fields (LMCACHE_* env, JSON keys) are not
             flag = flag_of(parts[1]) if len(parts) == 2 else "vllm serve"
