@@ -142,6 +142,7 @@ def test_unmet_slo_exits_1(tmp_path: Path) -> None:
         (('vllm_version: "0.15.1"', 'vllm_version: "latest"'), "engine.vllm_version: vLLM version 'latest' is not a"),
         (("engine:", "engine:\n  tensor_parallel_size: 3"), "engine.tensor_parallel_size: tensor parallel size 3"),
         (("engine:", "engine:\n  max_model_len: 999999"), "engine.max_model_len: max_model_len 999999 exceeds"),
+        (("engine:", "engine:\n  max_num_seqs: 60000"), "engine.max_num_seqs: max_num_batched_tokens (8192) must"),
         # a file the scenario names that is not there: the scenario's field is named, not the missing file
         (("engine:", "engine:\n  calibration: nope.json"), "bad.yaml: engine.calibration: no calibration file"),
         (("model: Llama-3.1-8B", "model: nope.json"), "bad.yaml: model: no model config.json at"),
@@ -319,6 +320,7 @@ def test_a_model_folder_named_bare_is_found_beside_the_scenario_not_in_the_worki
     command ran, as `model: mymodel/config.json` never was."""
     folder = tmp_path / "h" / "mymodel"
     folder.mkdir(parents=True)
+    (tmp_path / "h" / "H100-SXM5-80GB").mkdir()  # a folder named as the GPU (an --out) hides no profile
     (folder / "config.json").write_text((ROOT / "ttftsim" / "model" / "presets" / "Llama-3.1-8B.json").read_text())
     scenario = tmp_path / "h" / "s.yaml"
     scenario.write_text(EXAMPLE.read_text().replace("model: Llama-3.1-8B", "model: mymodel"))
@@ -349,9 +351,15 @@ def test_a_file_the_workload_names_that_is_not_there_is_the_scenarios_error(
     _assert_one_line_error(run("simulate", str(scenario)), f"s.yaml: {field}: no such file")
 
 
-def test_a_calibrated_range_left_is_in_the_summarys_warnings_in_every_run_of_the_process() -> None:
+@pytest.mark.parametrize(
+    "cluster", [None, {"node_pools": [{"name": "a", "hardware": "A100-SXM4-80GB"}], "replicas": 2}]
+)
+def test_a_calibrated_range_left_is_in_the_summarys_warnings_in_every_run_of_the_process(
+    cluster: dict[str, object] | None,
+) -> None:
     """It was a `warning:` line on stderr only, and only for the first run of a process that left that range (a
-    dashboard's or compare's second run said nothing): the summary now says it, run after run."""
+    dashboard's or compare's second run said nothing): the summary now says it, run after run, a cluster's too
+    (its pods run the scenario's own replica)."""
     from ttftsim.config.scenario import Scenario
     from ttftsim.simulate import simulate
 
@@ -367,6 +375,7 @@ def test_a_calibrated_range_left_is_in_the_summarys_warnings_in_every_run_of_the
                 "output_tokens": {"type": "fixed", "value": 2},
                 "num_requests": 2,
             },
+            "cluster": cluster,
         }
     )
     for _ in range(2):

@@ -27,7 +27,8 @@ from ttftsim.errors import InputError
 from ttftsim.perf.memory import DoesNotFitError
 from ttftsim.replica import Replica, build_replica
 from ttftsim.simulation_result import SimulationResult
-from ttftsim.workload.budget import WorkLimitError, check_blocks, check_files, check_scenario
+from ttftsim.workload.budget import WorkLimitError, check_blocks, check_scenario
+from ttftsim.workload.file_refs import check_files
 from ttftsim.workload.sources import WorkloadContext, open_loop_source
 from ttftsim.workload.start import start_workload
 
@@ -233,7 +234,7 @@ def _simulate_cluster(
 
     run_seed = scenario.seed if seed is None else seed
     recorder = Recorder(replica.engine.client_latency_s)
-    cluster, end = run_cluster(scenario, base, run_seed, recorder, source)
+    cluster, end = run_cluster(scenario, base, run_seed, recorder, source, replica)
     requests = recorder.requests_frame()
     requests["attempts"] = requests["request_id"].map(cluster.attempts).fillna(1).astype("int64")
     if scenario.cluster is not None and scenario.cluster.disaggregation is not None:

@@ -17,6 +17,7 @@ from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.slo import unit_warnings
 from ttftsim.config.versions import version_warnings
+from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.inputs.files import counted
 from ttftsim.metrics.prometheus import exposition
@@ -171,7 +172,7 @@ class SimulationResult:
             f"replicas on its nodes run as {pool.hardware} replicas (their own memory plan and speed); the GPUs and "
             f"KV blocks in the summary's header are {hardware.name}'s"
             for index, pool in enumerate(cluster.node_pools)
-            if (profile := load_hardware(pool.hardware)).name != hardware.name and profile.kind != "cpu"
+            if (kind := _gpu_kind(pool.hardware)) is not None and kind != hardware.name
         ]
 
     def stall_warnings(self) -> list[str]:
@@ -248,6 +249,16 @@ class SimulationResult:
             external=self.external_prefix,
             server_ttft_extra_s=self.replica.engine.api_server.server_ttft_extra_s,
         )
+
+
+def _gpu_kind(hardware: str) -> str | None:
+    """A node pool's GPU profile name; None for a CPU pool, or a profile not found by name from here (a path:
+    the run itself resolved it beside the scenario)."""
+    try:
+        profile = load_hardware(hardware)
+    except InputError:
+        return None
+    return profile.name if profile.kind != "cpu" else None
 
 
 def refusal_warnings(requests: pd.DataFrame) -> list[str]:

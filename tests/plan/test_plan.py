@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from tests.test_cli import _assert_one_line_error, run
 from ttftsim.plan import evaluate
 from ttftsim.plan.evaluate import Candidate
 from ttftsim.plan.run import load_plan
+from ttftsim.plan.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "plans" / "quickstart.yaml"
@@ -338,15 +340,13 @@ def test_a_task_returns_its_calibration_range_warnings_and_shows_the_others(monk
 
 def test_a_run_without_resume_says_it_discards_an_interrupted_runs_checkpoint(tmp_path: Path) -> None:
     """The interrupted run's finished tasks were thrown away without a word (its folder has no completion
-    marker); a completed run's checkpoint is replaced silently, as ever."""
-    out, plan = tmp_path / "run", tmp_path / "plan.yaml"
-    out.mkdir()
-    (out / "checkpoint.sqlite").write_bytes(b"")
-    plan.write_text(QUICKSTART.read_text().replace("model: Llama-3.1-8B", "model: GPT-9"))  # stops at the check
-    result = run("plan", str(plan), "--out", str(out))
-    assert result.returncode == 2
-    assert f"note: {out} holds the checkpoint of an interrupted run: starting afresh (--resume reuses it)" in (
-        result.stderr
-    )
-    (out / "complete.json").write_text("{}")
-    assert "note:" not in run("plan", str(plan), "--out", str(out)).stderr
+    marker); a completed run's checkpoint is replaced silently, as ever. Said when it is discarded: a plan refused
+    by its checks keeps it."""
+    checkpoint = tmp_path / "checkpoint.sqlite"
+    Store(checkpoint, "digest", resume=False).close()
+    with pytest.warns(UserWarning, match=f"{tmp_path} held the checkpoint of an interrupted run: starting afresh"):
+        Store(checkpoint, "digest", resume=False).close()
+    (tmp_path / "complete.json").write_text("{}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Store(checkpoint, "digest", resume=False).close()

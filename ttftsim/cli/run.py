@@ -84,7 +84,7 @@ def plan(
     --json and plan.json are identical for the same plan and seed, fresh or resumed; the tasks computed and
     taken from the checkpoint are in the human output and in run.json."""
     from ttftsim.plan.run import run_plan
-    from ttftsim.result_folder import MARKER, check_target
+    from ttftsim.result_folder import check_target
 
     request_limit(max_requests)
     if backend not in ("local", "ray"):
@@ -96,10 +96,6 @@ def plan(
             raise InputError("--backend", "", "ray is not installed (pip install 'ttftsim[dist]')") from None
     folder = out or Path(f"plan-{plan_file.stem}")
     check_target(folder, "plan")
-    if not resume and (folder / "checkpoint.sqlite").is_file() and not (folder / MARKER).exists():
-        typer.echo(
-            f"note: {folder} holds the checkpoint of an interrupted run: starting afresh (--resume reuses it)", err=True
-        )
     with phase_progress(enabled=not as_json) as report:
         result = run_plan(plan_file, folder, workers, backend, resume, report)
     if as_json:

@@ -22,7 +22,7 @@ from ttftsim.hardware.catalog import load_hardware
 from ttftsim.kvcache.offload import RemoteStores
 from ttftsim.metrics.percentiles import slo_percentile
 from ttftsim.perf.memory import DoesNotFitError
-from ttftsim.replica import build_replica, resolve_ref
+from ttftsim.replica import Replica, build_replica, resolve_ref
 from ttftsim.workload.sources import WorkloadContext, open_loop_source
 from ttftsim.workload.start import start_workload
 
@@ -87,9 +87,11 @@ def fixed_cluster(
     return {"node_pools": [pool], "replicas": replicas, "warm_pool": warm_pool, "router": {"type": router}}
 
 
-def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
-    """hardware name -> ReplicaBuild, built once per hardware (a pod on a CPU node runs at CPU speed). Every
-    engine made by it puts into and reads from the same LMCache remote stores (one run's cluster)."""
+def replica_builds(scenario: Scenario, base: Path, source: str, own: Replica | None = None) -> Any:
+    """hardware name -> ReplicaBuild, built once per hardware (a pod on a CPU node runs at CPU speed); `own`,
+    the scenario's own replica where the caller has built it already (its cost model then records what the pods'
+    kernels extrapolated: the run's summary reads it). Every engine made by it puts into and reads from the same
+    LMCache remote stores (one run's cluster)."""
     cache: dict[str, ReplicaBuild] = {}
     remote_stores = RemoteStores()
 
@@ -97,7 +99,11 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
         if hardware in cache:
             return cache[hardware]
         try:
-            replica = build_replica(scenario.model_copy(update={"hardware": hardware}), base, source)
+            replica = (
+                own
+                if own is not None and hardware == scenario.hardware
+                else build_replica(scenario.model_copy(update={"hardware": hardware}), base, source)
+            )
         except DoesNotFitError as exc:
             primary = build(scenario.hardware) if hardware != scenario.hardware else None
             weight_bytes = primary.weight_bytes if primary else 0.0
@@ -138,9 +144,15 @@ def replica_builds(scenario: Scenario, base: Path, source: str) -> Any:
 
 
 def run_cluster(
-    scenario: Scenario, base: Path, seed: int, recorder: Recorder, source: str = "scenario"
+    scenario: Scenario,
+    base: Path,
+    seed: int,
+    recorder: Recorder,
+    source: str = "scenario",
+    own: Replica | None = None,
 ) -> tuple[ClusterSim, float]:
-    """Simulate; returns the cluster (for its logs and engines) and the end time."""
+    """Simulate (`own`: the scenario's replica, built already); returns the cluster (for its logs and engines)
+    and the end time."""
     spec = scenario.cluster
     assert spec is not None
     for index, pool in enumerate(spec.node_pools):
@@ -148,7 +160,7 @@ def run_cluster(
             load_hardware(resolve_ref(pool.hardware, base), source)
         except InputError as exc:
             raise InputError(source, f"cluster.node_pools.{index}.hardware", exc.message) from None
-    builds = replica_builds(scenario, base, source)
+    builds = replica_builds(scenario, base, source, own)
     primary = builds(scenario.hardware)
     if primary.make is None:
         raise InputError(source, "hardware", primary.error)

@@ -13,7 +13,7 @@ from ttftsim.config.cluster_routing import RouterName
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.manifest_options import ManifestOptions
-from ttftsim.config.slo import Slo, judged_slo
+from ttftsim.config.slo import Slo, check_classes, judged_slo
 from ttftsim.config.workload import (
     ConstantArrivals,
     ConversationWorkload,
@@ -177,9 +177,16 @@ class Plan(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _classes_in_the_traffic(self) -> Plan:
+        check_classes(self.slo, getattr(self.workload, "priority_levels", 1), "the workload")
+        return self
+
+    @model_validator(mode="after")
     def _searched_engine_arguments(self) -> Plan:
         """An engine argument the search sets per candidate (evaluate.engine_args) is left at its default in
-        `engine`: the search's value would silently replace another (its own default [None] meaning vLLM's)."""
+        `engine`: the search's value would silently replace it, or (max_num_seqs, max_num_batched_tokens under the
+        search's default [None]) the engine's would run while the candidate is labelled, and its manifests written,
+        as vLLM's default."""
         for name in SEARCHED_ENGINE_ARGUMENTS:
             if getattr(self.engine, name) != EngineArgs.model_fields[name].default:
                 raise PydanticCustomError(

@@ -31,9 +31,9 @@ from ttftsim.plan.store import Store
 from ttftsim.replica import calibration_file, engine_field, resolve_ref, window_kept
 from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
-from ttftsim.workload.budget import check_files
 from ttftsim.workload.budget import check_plan as check_plan_work
 from ttftsim.workload.expected import output_tokens_per_unit
+from ttftsim.workload.file_refs import check_files
 
 HF_IDS = {  # presets -> the repository `vllm serve` loads
     "Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct",
@@ -213,12 +213,6 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
     source, base = str(path), path.resolve().parent
     check_plan_work(plan, source)  # candidates, probes, confirming runs and pods within the limits
     check_files(plan.workload, base, source, "workload")
-    levels = int(getattr(plan.workload, "priority_levels", 1))
-    for priority in plan.slo.per_priority:
-        if priority >= levels:
-            raise InputError(
-                source, f"slo.per_priority.{priority}", f"the workload's requests have priorities 0..{levels - 1}"
-            )
     model = load_model(resolve_ref(plan.model, base), source)
     if plan.engine.calibration is not None:  # a bad file is the plan's input error, not every candidate's
         load_file(DeploymentCalibration, calibration_file(plan.engine.calibration, base, source))

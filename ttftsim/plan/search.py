@@ -66,10 +66,11 @@ def search(runner: Runner, output_tokens_per_s: float) -> list[Row]:
         _confirm(runner, sized[start : start + plan.confirm_top], output_tokens_per_s)
         start += plan.confirm_top
     for row in sized[PREDICT_TOP:]:
-        if row.status == "estimate" and row.ttft_p99_s != row.ttft_p99_s:
+        if row.status == "estimate" and math.isnan(row.ttft_p99_s):
             row.reason = f"sized from its capacity, not simulated at its size (only the {PREDICT_TOP} cheapest are)"
     for row in rows.values():
-        if row.cost_per_hour == row.cost_per_hour and row.output_tokens_per_s != row.output_tokens_per_s:
+        unpriced = math.isnan(row.output_tokens_per_s) and not math.isnan(row.cost_per_hour)
+        if unpriced and row.status != "infeasible":  # (one over max_replicas keeps its cost, but cannot serve)
             row.price(output_tokens_per_s)  # priced though never simulated at its size
         if not row.explanation:
             row.explanation = _unsimulated(row, plan)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import warnings
 from pathlib import Path
 from typing import Any
 
 from ttftsim.errors import InputError
+from ttftsim.result_folder import MARKER
 
 
 class Store:
@@ -17,6 +19,11 @@ class Store:
         if (path.exists() or path.is_symlink()) and not path.is_file():
             raise InputError(str(path), "", "the checkpoint is not a regular file; remove it")
         if path.exists() and not resume:
+            if not (path.parent / MARKER).exists():  # an interrupted run's: its finished tasks go with it
+                warnings.warn(
+                    f"{path.parent} held the checkpoint of an interrupted run: starting afresh (--resume reuses it)",
+                    stacklevel=2,
+                )
             path.unlink()
         self.path = path
         try:

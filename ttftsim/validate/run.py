@@ -40,7 +40,8 @@ from ttftsim.validate.prediction import predict
 from ttftsim.validate.report import Finding, Report
 from ttftsim.validate.target import Target
 from ttftsim.validate.vllm_args import flag_of
-from ttftsim.workload.budget import check_files, check_workload
+from ttftsim.workload.budget import check_workload
+from ttftsim.workload.file_refs import check_files
 
 
 def validate(path: Path, extra_manifests: list[Path]) -> Report:

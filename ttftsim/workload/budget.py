@@ -11,7 +11,6 @@ computes): their clients count what they send, and the run stops with the same e
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ttftsim.config.cluster import Cluster
@@ -32,7 +31,6 @@ from ttftsim.config.workload import (
     Workload,
 )
 from ttftsim.errors import InputError
-from ttftsim.inputs.files import is_file
 from ttftsim.inputs.limits import Limits, current_limits
 from ttftsim.workload.clients import behaviour
 
@@ -242,19 +240,6 @@ def _check_periods(scenario: Scenario, source: str, limits: Limits) -> None:
                 raise InputError(source, "workload.arrivals.rate", _beyond(what, steps, limits, "ticks"))
             what = f"periodic steps ({seconds:g} s / {period:g} s)"
             raise InputError(source, field, _beyond(what, steps, limits, "ticks"))
-
-
-def check_files(workload: Workload, base: Path, source: str, field: str) -> None:
-    """The files a workload names (a trace, a file of lengths), relative to its own file (`source`, in `base`): one
-    that is not there is the error of the field naming it, found before anything runs (the reader would name the
-    missing file alone)."""
-    named = [("path", workload.path)] if isinstance(workload, TraceWorkload) else []
-    for name in type(workload).model_fields:
-        if isinstance(value := getattr(workload, name), EmpiricalLength):
-            named.append((f"{name}.path", value.path))
-    for name, path in named:
-        if not is_file(base / path):
-            raise InputError(source, f"{field}.{name}", f"no such file {base / path}")
 
 
 def check_scenario(scenario: Scenario, source: str, limits: Limits | None = None) -> None:
