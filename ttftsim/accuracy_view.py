@@ -76,6 +76,7 @@ class FitView:
     errors: dict[str, dict[str, float | None]]  # metric -> unfitted, in_sample, cross_validated (0.1 = 10 %)
     runs: list[RunMetric]
     note: str  # what the factors were fitted to, or why the runs are missing
+    neutral: bool = False  # the fit was not kept: the errors' fitted sides are its, the runs the unfitted model's
 
 
 def find_calibrations(root: Path) -> list[str]:
@@ -128,18 +129,23 @@ def load_fit_view(root: Path, relative: str) -> FitView:
     errors: dict[str, dict[str, float | None]] = {}
     if calibration.errors is not None:
         sides = calibration.errors.model_dump()
+        rejected = calibration.not_applied  # its own errors, as `ttftsim fit` prints them: the file's are neutral
+        fitted = rejected.errors.model_dump() if rejected is not None else sides
         for metric in [m for m in METRICS if m in calibration.errors.in_sample]:
-            errors[metric] = {side: sides[side].get(metric) for side in ("unfitted", "in_sample", "cross_validated")}
+            errors[metric] = {"unfitted": sides["unfitted"].get(metric)} | {
+                side: fitted[side].get(metric) for side in ("in_sample", "cross_validated")
+            }
     record_name = record_path(Path(relative)).as_posix()
     if not inside(root, record_name).is_file():
         why = "written by hand, or by a ttftsim fit that kept no record"
         note = f"no per-run predictions: {record_name} is not beside it ({why}); the factors and errors are the file's"
-        return FitView(relative, calibration.hardware, factors, errors, [], note)
+        return FitView(relative, calibration.hardware, factors, errors, [], note, calibration.not_applied is not None)
     record: FitRecord = _parsed(FitRecord, _mapping(root, record_name, "fit record"), record_name)
     if record.factors != calibration.factors:
         raise ResultError(f"{record_name}: factors: not those of {relative} (a record of another fit): refit")
     runs = [row for stage in record.stages for row in _run_metrics(stage)]
-    return FitView(relative, calibration.hardware, factors, errors, runs, _note(calibration, record))
+    neutral = calibration.not_applied is not None
+    return FitView(relative, calibration.hardware, factors, errors, runs, _note(calibration, record), neutral)
 
 
 def _factor_row(calibration: DeploymentCalibration, name: FactorName) -> FactorRow:
@@ -294,10 +300,17 @@ def factor_rows(view: FitView) -> list[dict[str, Any]]:
 
 
 def error_rows(view: FitView) -> list[dict[str, Any]]:
+    """The median errors per metric; where the fit was not kept, the in-sample and cross-validated ones are that
+    fit's (as `ttftsim fit` prints them), and say so: the file's predictions are the unfitted model's."""
     return [
-        {"metric": METRICS[metric]} | {side: "-" if v is None else f"{v:.1%}" for side, v in sides.items()}
+        {"metric": METRICS[metric]}
+        | {side: "-" if v is None else f"{v:.1%}" + _kept(view, side) for side, v in sides.items()}
         for metric, sides in view.errors.items()
     ]
+
+
+def _kept(view: FitView, side: str) -> str:
+    return " (fit not kept)" if view.neutral and side != "unfitted" else ""
 
 
 def _overhead(value: float) -> str:

@@ -218,3 +218,29 @@ def test_the_callback_draws_a_fit_and_says_what_is_wrong_with_a_bad_file(root: P
         assert response.status_code == 200
         error = response.get_json()["response"]["fit-error"]["children"]
         assert message in error and "\n" not in error and "Traceback" not in error
+
+
+def test_a_fit_not_kept_shows_its_own_errors_beside_the_unfitted_ones(root: Path) -> None:
+    """`ttftsim fit` printed the fit's in-sample and cross-validated errors; the view showed the neutral file's
+    under those headings, equal to the unfitted ones. It shows the fit's, marked as not kept."""
+    kept = json.loads((FIT / "cpu-cluster.json").read_text())
+    unfitted = kept["errors"]["unfitted"]
+    neutral = {key: value for key, value in kept.items() if key not in ("factors", "fitted", "intervals")}
+    neutral["factors"] = {}
+    neutral["errors"] = {"in_sample": unfitted, "cross_validated": unfitted, "unfitted": unfitted}
+    neutral["not_applied"] = {
+        "factors": kept["factors"],
+        "fitted": kept["fitted"],
+        "held_out_error": 0.5,
+        "unfitted_error": 0.4,
+        "standard_error": 0.1,
+        "errors": kept["errors"],
+    }
+    (root / "neutral.json").write_text(json.dumps(neutral))
+    rows = error_rows(load_fit_view(root, "neutral.json"))
+    assert rows[0] == {
+        "metric": "TTFT P50",
+        "unfitted": f"{unfitted['ttft_p50']:.1%}",
+        "in_sample": f"{kept['errors']['in_sample']['ttft_p50']:.1%} (fit not kept)",
+        "cross_validated": f"{kept['errors']['cross_validated']['ttft_p50']:.1%} (fit not kept)",
+    }
