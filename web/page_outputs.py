@@ -126,14 +126,28 @@ def _pair(va: float | None, vb: float | None, scale: float) -> dict[str, Any]:
     return dict(zip(("A", "B"), shown, strict=True)) | {"change": change}
 
 
+ACCURACY_COLUMNS = {  # the report's fields in words, errors in percent as the CLI prints them (render/accuracy.py)
+    "metric": "metric",
+    "median_ape": "median APE",
+    "p90_ape": "P90 APE",
+    "max_ape": "max APE",
+    "stages": "stages",
+}
+
+
 def accuracy_page(report: dict[str, Any]) -> tuple[Any, ...]:
     metrics = (report.get("summary") or {}).get("metrics") or {}
     rows = [
-        {"metric": k, **{f: cell(v.get(f)) for f in ("median_ape", "p90_ape", "max_ape", "stages")}}
+        {"metric": k, "stages": v.get("stages")} | {f: _percent(v.get(f)) for f in ("median_ape", "p90_ape", "max_ape")}
         for k, v in metrics.items()
     ]
-    columns = [{"name": k, "id": k} for k in ("metric", "median_ape", "p90_ape", "max_ape", "stages")]
+    columns = [{"name": name, "id": key} for key, name in ACCURACY_COLUMNS.items()]
     return figures.accuracy_scatter(report), rows, columns, ""
+
+
+def _percent(value: Any) -> Any:
+    """A fraction as a percentage (0.0486 -> '4.9%'), as the CLI prints it; anything else as it is."""
+    return f"{value:.1%}" if isinstance(value, float) else value
 
 
 def choices(found: Found, kind: str) -> list[dict[str, Any]]:
@@ -164,10 +178,6 @@ def error(exc: Exception, shown: str | None) -> str:
 
 def ms(value: Any) -> str:
     return "-" if value is None else f"{float(value) * 1e3:,.1f}"
-
-
-def cell(value: Any) -> Any:
-    return round(value, 4) if isinstance(value, float) else value
 
 
 def blank_explorer(message: str = "") -> tuple[Any, ...]:

@@ -332,6 +332,8 @@ def test_compare_and_accuracy_views(server: str, browser: Any) -> None:
     _pick(page, "accuracy-result", "accuracy-h100.json")
     page.wait_for_function("document.querySelectorAll('#accuracy-table tr').length > 1", timeout=30_000)
     assert _traces(page, "accuracy-scatter", 4) == 4  # P50, P90, P99 and y = x
+    table = page.locator("#accuracy-table").inner_text()
+    assert "median APE" in table and "3.0%" in table and "median_ape" not in table  # as the CLI: was 0.03
     _shot(page, "accuracy")
     _pick(page, "accuracy-result", "accuracy-broken.json")
     page.wait_for_function("document.querySelector('#accuracy-error').innerText.includes('error')", timeout=30_000)
