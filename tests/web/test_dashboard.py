@@ -235,6 +235,9 @@ def test_explorer_runs_a_scenario_and_shows_a_saved_one(server: str, browser: An
     assert _traces(page, "explorer-dist", 2) >= 2 and _traces(page, "explorer-breakdown") == 1
     assert _traces(page, "explorer-series", 4) >= 4
     _shot(page, "explorer-run")
+    summary = page.locator("#explorer-summary")  # wraps in its column: it ran off the page's edge at 1400 px
+    assert summary.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
+    assert summary.evaluate("e => e.scrollWidth <= e.clientWidth")
     assert _axis_titles(page, "explorer-tpot") == ["TPOT (ms per token)"] * 2 + ["requests", "fraction of requests"]
     _pick(page, "explorer-result", "sim-l40s")
     page.wait_for_function(
