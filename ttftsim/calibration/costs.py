@@ -155,11 +155,12 @@ class CalibratedCosts(RooflineCosts):
             low, high = fit["range"].get(name, (value, value))
             if low <= value <= high:
                 continue
-            if key not in self._extrapolated:  # the run's summary says it (extrapolated)
+            if key not in self._extrapolated:  # the run's summary says it (extrapolated), naming the file as its
+                # header does: the same bytes wherever the checkout lies
                 meaning = curves.SHAPE_WORDS.get(name, name)
                 self._extrapolated[key] = (
                     f"{key}: {name}={value:g} ({meaning}) outside the calibrated range [{low:g}, {high:g}] "
-                    f"({self.source}): the time there extrapolates the fitted curve"
+                    f"({Path(self.source).name}): the time there extrapolates the fitted curve"
                 )
             if key not in self.calibration.warned:  # stderr says it once per process
                 self.calibration.warned.add(key)
