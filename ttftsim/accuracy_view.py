@@ -127,10 +127,10 @@ def load_fit_view(root: Path, relative: str) -> FitView:
     )
     factors = [_factor_row(calibration, name) for name in FACTOR_NAMES]
     errors: dict[str, dict[str, float | None]] = {}
+    rejected = calibration.not_applied  # a fit not kept: the file's factors and errors are neutral
     if calibration.errors is not None:
         sides = calibration.errors.model_dump()
-        rejected = calibration.not_applied  # its own errors, as `ttftsim fit` prints them: the file's are neutral
-        fitted = rejected.errors.model_dump() if rejected is not None else sides
+        fitted = rejected.errors.model_dump() if rejected is not None else sides  # as `ttftsim fit` prints them
         for metric in [m for m in METRICS if m in calibration.errors.in_sample]:
             errors[metric] = {"unfitted": sides["unfitted"].get(metric)} | {
                 side: fitted[side].get(metric) for side in ("in_sample", "cross_validated")
@@ -139,13 +139,13 @@ def load_fit_view(root: Path, relative: str) -> FitView:
     if not inside(root, record_name).is_file():
         why = "written by hand, or by a ttftsim fit that kept no record"
         note = f"no per-run predictions: {record_name} is not beside it ({why}); the factors and errors are the file's"
-        return FitView(relative, calibration.hardware, factors, errors, [], note, calibration.not_applied is not None)
+        return FitView(relative, calibration.hardware, factors, errors, [], note, rejected is not None)
     record: FitRecord = _parsed(FitRecord, _mapping(root, record_name, "fit record"), record_name)
     if record.factors != calibration.factors:
         raise ResultError(f"{record_name}: factors: not those of {relative} (a record of another fit): refit")
     runs = [row for stage in record.stages for row in _run_metrics(stage)]
-    neutral = calibration.not_applied is not None
-    return FitView(relative, calibration.hardware, factors, errors, runs, _note(calibration, record), neutral)
+    note = _note(calibration, record)
+    return FitView(relative, calibration.hardware, factors, errors, runs, note, rejected is not None)
 
 
 def _factor_row(calibration: DeploymentCalibration, name: FactorName) -> FactorRow:
