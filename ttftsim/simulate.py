@@ -200,7 +200,7 @@ def _replica_result(
 
 def _stalled(engines: list[Any]) -> tuple[float | None, int]:
     """When the first engine (a data-parallel replica's rank, a cluster pod's engine) that was still stalled at the
-    end stopped, and how many requests the stalled ones held (Engine._stuck, checked by the plain loop, the
+    end stopped, and how many requests the stalled ones held (Engine.is_stuck, checked by the plain loop, the
     pipeline-parallel loop and, per rank, the lockstep loop of an MoE replica's data-parallel ranks)."""
     ranks = [rank for engine in engines for rank in getattr(engine, "ranks", [engine]) if isinstance(rank, Engine)]
     stalled = [rank for rank in ranks if rank.stalled_at_s is not None and rank.scheduler.has_work()]

@@ -105,7 +105,7 @@ class SimulationResult:
     final_gauges: dict[str, float]
     cluster: ClusterReport | None = None
     external_prefix: tuple[int, int] | None = None  # LMCache's (query, hit) tokens, where it runs
-    stalled_at_s: float | None = None  # an engine stalled then with requests left in flight (Engine._stuck)
+    stalled_at_s: float | None = None  # an engine stalled then with requests left in flight (Engine.is_stuck)
     stalled_requests: int = 0  # the requests those stalled engines held at the end
 
     def summary(self) -> RunSummary:

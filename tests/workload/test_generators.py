@@ -238,7 +238,7 @@ def test_an_attached_feed_is_read_a_chunk_at_a_time() -> None:
     from collections.abc import Iterator
 
     from tests.factories import make_engine, request
-    from ttftsim.engine.engine import FEED_CHUNK
+    from ttftsim.engine.feed import FEED_CHUNK
     from ttftsim.workload.request import Request
 
     made = []
@@ -259,7 +259,7 @@ def test_an_attached_feed_is_read_a_chunk_at_a_time() -> None:
 
 def test_a_second_feed_follows_the_first() -> None:
     from tests.factories import make_engine, request
-    from ttftsim.engine.engine import FEED_CHUNK
+    from ttftsim.engine.feed import FEED_CHUNK
 
     first = [request(i, 1.0 + i * 1e-3, 16, 2) for i in range(FEED_CHUNK + 3)]
     second = [request(FEED_CHUNK + 3 + i, 10.0 + i * 1e-3, 16, 2) for i in range(5)]

@@ -34,7 +34,7 @@ from typing import Any
 import simpy
 
 from ttftsim.config.resolved_engine import ResolvedEngine
-from ttftsim.engine.engine import Engine, idle_until
+from ttftsim.engine.engine import Engine
 from ttftsim.engine.recorder import Recorder
 from ttftsim.engine.state import RequestState
 from ttftsim.engine.step_plan import StepPlan
@@ -161,14 +161,14 @@ class DataParallelReplica:
 
     def _plan(self, rank: Engine) -> StepPlan | None:
         """A rank's next step (None: nothing to run, the dummy batch while others run). A rank that cannot schedule
-        its queue's head with nothing of its own running or loading has stalled (Engine._stuck): the other ranks'
+        its queue's head with nothing of its own running or loading has stalled (Engine.is_stuck): the other ranks'
         steps free none of its blocks."""
-        rank._expire()
-        plan = rank._schedule() if rank.scheduler.has_work() else None
+        rank.expire_clients()
+        plan = rank.schedule_next() if rank.scheduler.has_work() else None
         if plan is not None and not plan.is_empty:
             rank.stalled_at_s = None
             return plan
-        if plan is not None and rank.stalled_at_s is None and rank._stuck():
+        if plan is not None and rank.stalled_at_s is None and rank.is_stuck():
             rank.stalled_at_s = self.env.now
         return None
 
@@ -179,18 +179,18 @@ class DataParallelReplica:
                 plans = [self._plan(rank) for rank in ranks]
                 if all(plan is None for plan in plans):
                     for rank in ranks:
-                        rank._last_start_s = -1.0  # idle: the next arrival is scheduled at once
-                    yield simpy.AnyOf(env, [idle_until(rank) for rank in ranks])
+                        rank.last_start_s = -1.0  # idle: the next arrival is scheduled at once
+                    yield simpy.AnyOf(env, [rank.idle_until() for rank in ranks])
                     continue
-                from_idle = all(rank._last_start_s < 0 for rank in ranks)
+                from_idle = all(rank.last_start_s < 0 for rank in ranks)
                 start = env.now
                 duration = self.step_time_s([plan.shape if plan else None for plan in plans], from_idle)
                 for rank in ranks:
-                    rank._last_start_s = start
+                    rank.last_start_s = start
                 yield env.timeout(duration)
                 for rank, plan in zip(ranks, plans, strict=True):
                     if plan is not None:
-                        rank._complete(plan, start, duration)
+                        rank.complete(plan, start, duration)
                 if env.peek() <= env.now:  # requests pushed at this very instant are seen by the next schedule
                     yield env.timeout(0)  # (when no event is due now, nothing can push first: no wait, engine.py)
         except simpy.Interrupt:

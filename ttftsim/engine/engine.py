@@ -24,11 +24,8 @@ and the cost model; it stays plain typed Python.
 from __future__ import annotations
 
 import bisect
-import heapq
-import itertools
 import math
-from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, cast
 
 import simpy
@@ -36,7 +33,9 @@ import simpy
 from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.engine.admission import Admission
 from ttftsim.engine.api_server import ApiServer, ApiServerCostsS
+from ttftsim.engine.deadlines import ClientDeadlines
 from ttftsim.engine.decode_run import DecodeRun, run_times
+from ttftsim.engine.feed import ArrivalFeed
 from ttftsim.engine.loading import lmcache_tiers
 from ttftsim.engine.pipeline import PipelineQueue
 from ttftsim.engine.recorder import Recorder
@@ -51,9 +50,6 @@ from ttftsim.kvcache.offload import CpuTier, RemoteStores
 from ttftsim.kvcache.windowed import WindowedKVCacheManager
 from ttftsim.perf.linear import PipelineCostModel, StepCostModel
 from ttftsim.workload.request import Request
-
-ENDED = ("finished", "rejected", "aborted", "failed")
-FEED_CHUNK = 4096  # attached open-loop arrivals read at a time
 
 
 def _release(waiter: simpy.Event, state: RequestState) -> None:
@@ -106,17 +102,14 @@ class Engine:
         self._async = cfg.async_scheduling
         self._wakeup = env.event()
         self._run: DecodeRun | None = None  # the closed-form decode run in flight
-        self._feed: deque[Request] = deque()  # open-loop arrivals the engine pulls itself, in time order
-        self._feed_rest: Iterator[Request] | None = None  # the later ones, read FEED_CHUNK at a time
+        self.feed = ArrivalFeed()  # open-loop arrivals the engine pulls itself
         self.client_timeout_s = client_timeout_s
         if client_timeout_s is not None:
             recorder.client_timeout_s = client_timeout_s
-        # when the next client gives up (its request sent client_timeout_s ago), and every request's such deadline
-        self._next_expiry = math.inf
-        self._deadlines: list[tuple[float, int, RequestState]] = []
+        self.deadlines = ClientDeadlines()  # when each client gives up (its request sent client_timeout_s ago)
         self.accepts_pushes = True  # False once arrivals are pulled from an attached feed
         self.visible = VisibleTokens(first_visible_token)  # the client sees content with this token
-        self._last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
+        self.last_start_s = -1.0  # start of the iteration in flight or just ended; -1 when idle
         # when the engine found it could schedule nothing though requests waited, none running or loading (none
         # will free blocks: a stall); None while it makes progress
         self.stalled_at_s: float | None = None
@@ -158,9 +151,7 @@ class Engine:
             self.kv.mark_private(req.request_id)
         state.is_anonymous_kv = self.kv.is_anonymous(req.request_id)
         if self.client_timeout_s is not None:
-            deadline = req.arrival_s + self.client_timeout_s
-            heapq.heappush(self._deadlines, (deadline, req.request_id, state))
-            self._next_expiry = min(self._next_expiry, deadline)
+            self.deadlines.add(req.arrival_s + self.client_timeout_s, state)
         self.scheduler.add(state)
         if not self._wakeup.triggered:
             self._wakeup.succeed()
@@ -169,61 +160,43 @@ class Engine:
     def attach_feed(self, requests: Iterable[Request]) -> None:
         """Known future arrivals (open loop): the engine admits each at its arrival time itself, so a
         decode run is cut at the next arrival without a wake-up event. Same results as submitting them.
-        They are read FEED_CHUNK at a time (a lazy sequence stays lazy: a million requests are not held);
-        a second feed follows the first."""
-        rest = self._feed_rest
-        self._feed_rest = iter(requests) if rest is None else itertools.chain(rest, requests)
-        if not self._feed:
-            self._refill_feed()
+        They are read a chunk at a time (feed.py); a second feed follows the first."""
+        self.feed.attach(requests)
         self.accepts_pushes = False
 
-    def _refill_feed(self) -> None:
-        rest = self._feed_rest
-        if rest is not None:
-            self._feed.extend(itertools.islice(rest, FEED_CHUNK))
-            if not self._feed:
-                self._feed_rest = None
-
-    def _pop_feed(self) -> Request:
-        req = self._feed.popleft()
-        if not self._feed:
-            self._refill_feed()
-        return req
-
-    def _pull_arrivals(self) -> None:
-        feed, now = self._feed, clock(self.env)
-        while feed and feed[0].arrival_s <= now:
-            self.submit(self._pop_feed(), pulled=True)
+    def pull_arrivals(self) -> None:
+        queue, now = self.feed.queue, clock(self.env)
+        while queue and queue[0].arrival_s <= now:
+            self.submit(self.feed.pop(), pulled=True)
 
     def _next_arrival_in(self) -> float | None:
         """Time until the engine must look up: the next pulled arrival, a request leaving the API server, a KV
         copy from the CPU tier done, or a timeout check."""
         now, scheduler = clock(self.env), self.scheduler
-        gaps = [self._feed[0].arrival_s - now] if self._feed else []
+        arrival = self.feed.next_arrival_s()
+        gaps = [] if arrival is None else [arrival - now]
         head = scheduler.next_submitted_s()  # the API server's next hand-off
         if head is not None and head > now:
             gaps.append(head - now)
         load = scheduler.loading.next_done_s() if scheduler.loading.states else None
         if load is not None and load > now:  # apart from the head: a request the engine has may wait behind it
             gaps.append(load - now)
-        if self._next_expiry < math.inf and scheduler.has_work():
-            gaps.append(max(0.0, self._next_expiry - now))
+        expiry = self.deadlines.next_s
+        if expiry < math.inf and scheduler.has_work():
+            gaps.append(max(0.0, expiry - now))
         return min(gaps) if gaps else None
 
-    def _expire(self) -> None:
+    def expire_clients(self) -> None:
         """Abort requests whose client gave up (sent client_timeout_s ago or more), freeing their KV: at the first
         schedule at or after the earliest deadline (vLLM handles a client's abort between steps; an iteration in
         progress ends first, and a decode run is cut at the deadline as at an arrival)."""
         now, timeout = clock(self.env), self.client_timeout_s
-        if timeout is None or now < self._next_expiry:
+        if timeout is None or now < self.deadlines.next_s:
             return
         for state in self.scheduler.expire(now, timeout):
             state.status, state.rejected_reason = "aborted", f"client timeout after {timeout:g} s"
             self._end(state, "aborted")
-        deadlines = self._deadlines
-        while deadlines and deadlines[0][2].status in ENDED:
-            heapq.heappop(deadlines)
-        self._next_expiry = deadlines[0][0] if deadlines else math.inf
+        self.deadlines.drop_ended()
 
     def _end(self, state: RequestState, status: str) -> None:
         if self._admitting and status != "rejected":  # a rejected request was never counted
@@ -262,8 +235,7 @@ class Engine:
         if self.driver is not None:
             self.driver.stop()
         self._run = None
-        self._feed.clear()
-        self._feed_rest = None
+        self.feed.clear()
         return self.scheduler.drain()
 
     # ---- the loop ----
@@ -275,14 +247,14 @@ class Engine:
     def _body(self) -> Generator[float | simpy.Event | Wake, Any, None]:
         """Schedule, run, apply; each wait a delay in seconds or an event."""
         while True:
-            self._pull_arrivals()
-            self._expire()
-            plan = self._schedule() if self.scheduler.has_work() else None
+            self.pull_arrivals()
+            self.expire_clients()
+            plan = self.schedule_next() if self.scheduler.has_work() else None
             if plan is None or plan.is_empty:
-                self._last_start_s = -1.0  # idle: the next arrival is scheduled at once
-                if self.stalled_at_s is None and plan is not None and self._stuck():
+                self.last_start_s = -1.0  # idle: the next arrival is scheduled at once
+                if self.stalled_at_s is None and plan is not None and self.is_stuck():
                     self.stalled_at_s = clock(self.env)
-                yield idle_wait(self)
+                yield self.idle_wait()
                 continue
             self.stalled_at_s = None
             sched = self.scheduler
@@ -296,7 +268,7 @@ class Engine:
                 # already due now (when none is, nothing can push before the next schedule, so no wait)
                 yield 0.0  # (a zero delay: the driver schedules it as SimPy's timeout(0) would be)
 
-    def _stuck(self) -> bool:
+    def is_stuck(self) -> bool:
         """Nothing was scheduled though the head of the queue has reached the engine, and nothing runs or loads
         that could free blocks for it (vLLM's scheduler also stops at the first waiting request it cannot
         allocate; a request copied back from the CPU tier waits holding its blocks: vllm-project/vllm issue
@@ -306,34 +278,51 @@ class Engine:
         head = sched.next_submitted_s()
         return head is not None and head <= clock(self.env) and not sched.running and not sched.loading.states
 
-    def _schedule(self) -> StepPlan:
+    def idle_wait(self) -> float | simpy.Event:
+        """What an idle engine waits for: a pushed request (its wake-up event), or the next pulled arrival, API-server
+        hand-off, KV copy from the CPU tier or timeout check, whichever comes first (without pushes: that delay)."""
+        env = self.env
+        self._wakeup = env.event()
+        gap = self._next_arrival_in()
+        if gap is None:
+            return self._wakeup
+        if not self.accepts_pushes:
+            return gap
+        return first_of(env, env.timeout(gap), self._wakeup)
+
+    def idle_until(self) -> simpy.Event:
+        """idle_wait as an event (the data-parallel group waits for any of its ranks')."""
+        wait = self.idle_wait()
+        return wait if isinstance(wait, simpy.Event) else self.env.timeout(wait)
+
+    def schedule_next(self) -> StepPlan:
         """The next iteration. Under async scheduling (vLLM v1/engine/core.py step_with_batch_queue, two
         batches in flight) the step that runs next was scheduled when the one that just ended started, so
         only requests the engine had by then are admitted; when that step would be empty the engine was
         about to go idle, and the new arrivals are scheduled now."""
         now, sched = clock(self.env), self.scheduler
-        if self._async and 0.0 <= self._last_start_s < now:
-            plan = sched.schedule(now, self._last_start_s)
+        if self._async and 0.0 <= self.last_start_s < now:
+            plan = sched.schedule(now, self.last_start_s)
             if not plan.is_empty:
                 return plan
         return sched.schedule(now)
 
     def _step(self, plan: StepPlan) -> Generator[float | simpy.Event | Wake, Any, None]:
-        from_idle = self._last_start_s < 0  # no step in flight to hide this one's host time under
-        start = self._last_start_s = clock(self.env)
+        from_idle = self.last_start_s < 0  # no step in flight to hide this one's host time under
+        start = self.last_start_s = clock(self.env)
         duration = self.perf.idle_start_s(plan.shape) if from_idle else self.perf.time_s(plan.shape)
         duration += plan.shape.lora_load_s  # adapters copied into GPU slots before the forward pass (lora.py)
         duration = self.kv.with_transfers(duration)  # LMCache's chunk loads and stores (loading.py)
         yield duration
-        self._complete(plan, start, duration)
+        self.complete(plan, start, duration)
 
     def _pipeline_loop(self) -> Generator[float | simpy.Event | Wake, Any, None]:
         """Pipeline parallelism (pipeline.py): fill the batch queue while the scheduler finds work, else
         wait for the oldest batch and apply it; idle as the plain loop when nothing is in flight."""
         queue = PipelineQueue(self.cfg.pp, cast(PipelineCostModel, self.perf))  # measured costs refused with PP
         while True:
-            self._pull_arrivals()
-            self._expire()
+            self.pull_arrivals()
+            self.expire_clients()
             now = clock(self.env)
             room = queue.has_room() and self.scheduler.has_work()
             plan = self.scheduler.schedule(now) if room else None
@@ -344,20 +333,20 @@ class Engine:
             if queue.batches:
                 yield max(0.0, queue.batches[0].end_s - now)
                 kept, start, duration = queue.finish_oldest()
-                self._complete(kept, start, duration)
+                self.complete(kept, start, duration)
                 continue
-            if plan is not None and self.stalled_at_s is None and self._stuck():
+            if plan is not None and self.stalled_at_s is None and self.is_stuck():
                 self.stalled_at_s = now  # nothing in flight, nothing scheduled: as the plain loop
-            yield idle_wait(self)
+            yield self.idle_wait()
 
-    def _complete(self, plan: StepPlan, start: float, duration: float) -> None:
+    def complete(self, plan: StepPlan, start: float, duration: float) -> None:
         """Apply an iteration that ended now: the API server's delay for its tokens, the step record, the
         cohort's and each scheduled request's progress."""
         delay, now = 0.0, clock(self.env)
         if self._api_on:  # arrivals during the step reach the API server before the step's tokens
-            self._pull_arrivals()
+            self.pull_arrivals()
             delay = self.api.outputs(now, plan.shape.num_sampled) - now
-        record_step(self, start, duration, plan.shape.num_tokens, 1)
+        self._record_step(start, duration, plan.shape.num_tokens, 1)
         for state in plan.preempted:
             if state.first_preempt_s < 0:
                 state.first_preempt_s = start
@@ -449,15 +438,15 @@ class Engine:
         else:  # pulled arrivals already bounded the run: a plain delay (no condition event) is enough
             yield float(ends[-1])
         if self._api_on:  # arrivals in the last iteration reach the API server before its tokens
-            self._pull_arrivals()
+            self.pull_arrivals()
         self._run = None
         self._apply_run(run, done)
 
     def _apply_run(self, run: DecodeRun, done: int) -> None:
         """The first `done` iterations of a decode run: blocks in stepping order, then tokens."""
         cohort, start, ends = self.scheduler.cohort, run.start_s, run.times.ends
-        self._last_start_s = start + (float(ends[done - 2]) if done > 1 else 0.0)
-        record_step(self, start, float(ends[done - 1]), cohort.size * done, done)
+        self.last_start_s = start + (float(ends[done - 2]) if done > 1 else 0.0)
+        self._record_step(start, float(ends[done - 1]), cohort.size * done, done)
         if self._paged and self.scheduler.registers_decodes:  # a CPU tier's stores, in stepping order
             for step in range(2, done + 1):
                 self.kv.append_blocks([member.rid for member in cohort.due(cohort.clock + step - 1)])
@@ -491,9 +480,9 @@ class Engine:
         decode run that have already ended (an
         iteration ending exactly at the horizon has not, as with stepping); the one in progress has its
         blocks, as a stepped iteration gets them when scheduled."""
-        feed = self._feed
-        while feed and feed[0].arrival_s < clock(self.env):  # arrived, not yet pulled by the busy engine
-            self.submit(self._pop_feed(), pulled=True)
+        queue = self.feed.queue
+        while queue and queue[0].arrival_s < clock(self.env):  # arrived, not yet pulled by the busy engine
+            self.submit(self.feed.pop(), pulled=True)
         run = self._run
         if run is None:
             return
@@ -507,29 +496,10 @@ class Engine:
             if self.scheduler.registers_decodes:
                 self.scheduler.register_fills(cohort.clock)
 
-
-def record_step(engine: Engine, start: float, duration: float, tokens: int, steps: int) -> None:
-    """One row of the iteration log: when, how long, tokens, the gauges after it, and how many iterations
-    it stands for (a closed-form decode run is one row)."""
-    sched = engine.scheduler
-    engine.recorder.step(
-        start, duration, engine.replica, tokens, sched.num_running, sched.num_waiting, engine.kv.usage(), steps
-    )
-
-
-def idle_until(engine: Engine) -> simpy.Event:
-    """idle_wait as an event (the data-parallel group waits for any of its ranks')."""
-    wait = idle_wait(engine)
-    return wait if isinstance(wait, simpy.Event) else engine.env.timeout(wait)
-
-
-def idle_wait(engine: Engine) -> float | simpy.Event:
-    """What an idle engine waits for: a pushed request (its wake-up event), or the next pulled arrival, API-server
-    hand-off, KV copy from the CPU tier or timeout check, whichever comes first (without pushes: that delay)."""
-    engine._wakeup = engine.env.event()
-    gap = engine._next_arrival_in()
-    if gap is None:
-        return engine._wakeup
-    if not engine.accepts_pushes:
-        return gap
-    return first_of(engine.env, engine.env.timeout(gap), engine._wakeup)
+    def _record_step(self, start: float, duration: float, tokens: int, steps: int) -> None:
+        """One row of the iteration log: when, how long, tokens, the gauges after it, and how many iterations
+        it stands for (a closed-form decode run is one row)."""
+        sched = self.scheduler
+        self.recorder.step(
+            start, duration, self.replica, tokens, sched.num_running, sched.num_waiting, self.kv.usage(), steps
+        )
