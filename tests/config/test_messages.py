@@ -9,7 +9,7 @@ import pytest
 
 from tests.test_cli import _assert_one_line_error, run
 from ttftsim.config.deploy import Deploy
-from ttftsim.config.loading import parse_mapping
+from ttftsim.config.loading import parse_mapping, read_mapping
 from ttftsim.config.scenario import Scenario
 from ttftsim.errors import InputError
 from ttftsim.model.hf_config import spec_from_hf_config
@@ -206,3 +206,15 @@ def test_a_tag_that_is_also_a_field_of_its_member_is_read_as_the_tag() -> None:
     arrivals = {"type": "stages", "stages": [{"rate": 0, "duration_s": 5}]}
     error = _error(SCENARIO | {"workload": SCENARIO["workload"] | {"arrivals": arrivals}})
     assert error.field == "workload.arrivals.stages.0.rate"
+
+
+@pytest.mark.parametrize(
+    ("text", "got"),
+    [("", "nothing (an empty file)"), ("# a comment\n---\n", "nothing (an empty file)"), ("null\n", "null")],
+)
+def test_a_file_without_a_mapping_says_whether_it_is_empty_or_null(tmp_path: Path, text: str, got: str) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as raised:
+        read_mapping(path)
+    assert str(raised.value).endswith(f"top level must be a mapping, got {got}")

@@ -24,7 +24,7 @@ def read_mapping(path: Path, what: str = "file") -> dict[str, Any]:
     """Parse a YAML or JSON file (ttftsim/inputs: size, UTF-8, bounded YAML) that must hold a mapping."""
     data = load_structured(path, what)
     if not isinstance(data, dict):
-        raise InputError(str(path), "", f"top level must be a mapping, got {_type_name(data)}")
+        raise InputError(str(path), "", f"top level must be a mapping, got {_type_name(data, path)}")
     return data
 
 
@@ -36,8 +36,13 @@ PYDANTIC_BRANCH = re.compile(
 )
 
 
-def _type_name(value: object) -> str:
-    return "nothing (an empty file)" if value is None else type(value).__name__
+def _type_name(value: object, path: Path) -> str:
+    """What a file's top level holds instead of a mapping (YAML reads an empty file, and `null`, as None)."""
+    if value is not None:
+        return type(value).__name__
+    lines = (line.strip() for line in path.read_text(errors="replace").splitlines())
+    written = any(line and not line.startswith("#") and line not in ("---", "...") for line in lines)
+    return "null" if written else "nothing (an empty file)"
 
 
 def validation_error(source: str, exc: ValidationError, schema: type[BaseModel] | None = None) -> InputError:
