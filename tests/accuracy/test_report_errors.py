@@ -228,6 +228,20 @@ def test_records_with_a_negative_send_time(tmp_path: Path) -> None:
     assert error.field == "line 11.metadata.request_start_ns" and "cannot be negative" in error.message
 
 
+@pytest.mark.parametrize(
+    ("metric", "value", "least"), [("input_sequence_length", 0, 1), ("output_sequence_length", -3, 0)]
+)
+def test_records_with_a_token_count_out_of_range(tmp_path: Path, metric: str, value: int, least: int) -> None:
+    lines = RECORDS.read_text().splitlines()
+    row = json.loads(lines[10])
+    row["metrics"][metric]["value"] = value
+    path = tmp_path / "profile_export.jsonl"
+    path.write_text("\n".join([*lines[:10], json.dumps(row), *lines[11:]]) + "\n")
+    error = error_of(path)
+    assert error.field == f"line 11.metrics.{metric}.value"
+    assert error.message == f"expected a number of tokens >= {least}, got {value}"
+
+
 def test_unknown_documents(tmp_path: Path) -> None:
     for name, text in (("x.json", '{"hello": 1}'), ("x.txt", "hello world, this is prose\nand more\n")):
         path = tmp_path / name

@@ -128,8 +128,13 @@ def _metric(record: Fields, key: str, tokens: bool = False, default: float | Non
     if default is not None and not metrics.has(key):
         return default
     value = metrics.child(key)
-    number = value.time("value")  # a latency or a token count: neither is negative
-    return number if tokens else number * _scale(value)
+    if not tokens:
+        return value.time("value") * _scale(value)
+    number = value.number("value")
+    least = 1 if key == "input_sequence_length" else 0  # vLLM refuses an empty prompt
+    if number < least:
+        raise value.error("value", f"expected a number of tokens >= {least}, got {number:g}")
+    return number
 
 
 def _scale(stat: Fields) -> float:
