@@ -90,13 +90,16 @@ def test_performance_modes() -> None:
 
 
 def test_a_budget_below_max_num_seqs_is_refused_as_vllm_refuses_it() -> None:
-    """SchedulerConfig.verify_max_model_len (0.11-0.34): max_num_batched_tokens >= max_num_seqs, defaults
-    included (the H100 tier's 1024 sequences against 512 tokens)."""
+    """SchedulerConfig.verify_max_model_len (0.11-0.34): max_num_batched_tokens >= max_num_seqs. A max_num_seqs left
+    unset is the tier's at most the budget (arg_utils.py: min(default, max_num_batched_tokens)), so only one the user
+    set is refused (the H100 tier's 1024 sequences against 512 tokens: 512 sequences)."""
     with pytest.raises(
-        ValueError, match=r"max_num_batched_tokens \(512\) must be greater than or equal to max_num_seqs"
+        ValueError, match=r"max_num_batched_tokens \(512\) must be greater than or equal to max_num_seqs \(600\)"
     ):
-        _resolve(max_num_batched_tokens=512)
+        _resolve(max_num_batched_tokens=512, max_num_seqs=600)
+    assert _resolve(max_num_batched_tokens=512).max_num_seqs == 512
     assert _resolve(max_num_batched_tokens=512, max_num_seqs=512).max_num_seqs == 512
+    assert _resolve(max_num_batched_tokens=4096).max_num_seqs == 1024
 
 
 def test_an_mla_model_on_hopper_and_vllm_0_11s_refusal() -> None:

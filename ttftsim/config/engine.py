@@ -93,7 +93,12 @@ class EngineArgs(StrictModel):
         "'{\"log_balancedness\": true}'); null: uniformly random routing, the expected busiest of TP x DP GPUs",
     )
     max_num_batched_tokens: int | None = Field(default=None, ge=1, description="Token budget per iteration")
-    max_num_seqs: int | None = Field(default=None, ge=1, description="Most sequences running at once")
+    max_num_seqs: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most sequences running at once (default: the version's tier for the GPU, at most "
+        "max_num_batched_tokens)",
+    )
     max_model_len: int | None = Field(default=None, ge=16, description="Longest prompt + output (default: model's)")
     allow_long_max_model_len: bool = Field(
         default=False,

@@ -56,10 +56,12 @@ def engine_limits(
             f"vLLM {args.vllm_version} here; ttftsim keys a chunk by its last block's prefix hash)"
         )
     measured = _measured_kv_sizing(args, hardware, defaults)
-    max_num_seqs = args.max_num_seqs or tier_seqs
+    # an unset max_num_seqs is the tier's, at most the token budget (arg_utils.py, 0.10 to 0.34:
+    # max_num_seqs = min(default, max_num_batched_tokens)): only one the user set can exceed the budget
+    max_num_seqs = args.max_num_seqs or min(tier_seqs, batched)
     if batched < max_num_seqs:  # SchedulerConfig.verify_max_model_len (0.11-0.34): vLLM exits at start
         raise ArgumentError(
-            "max_num_batched_tokens" if args.max_num_batched_tokens else "max_num_seqs",  # the one the user set
+            "max_num_seqs",  # the user's (a default is at most the budget)
             f"max_num_batched_tokens ({batched}) must be greater than or equal to max_num_seqs ({max_num_seqs}) "
             "(vLLM refuses to start)",
         )
