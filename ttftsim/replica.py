@@ -134,6 +134,7 @@ def _memory_settings(engine: ResolvedEngine, disaggregated: bool) -> MemorySetti
         engine.cudagraph_mode == "NONE",
         hybrid_kv_cache(engine, disaggregated),
         engine.measured_kv_sizing,
+        engine.lora_slots,
     )
 
 

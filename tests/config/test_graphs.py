@@ -10,7 +10,7 @@ import pytest
 
 from ttftsim.config.engine import EngineArgs
 from ttftsim.config.graphs import capture_sizes, compile_and_mode
-from ttftsim.config.resolved_engine import ResolvedEngine, resolve_engine
+from ttftsim.config.resolved_engine import ResolvedEngine, resolve_engine, weight_dtype
 from ttftsim.hardware.catalog import load_hardware
 
 
@@ -111,3 +111,14 @@ def test_an_mla_model_on_hopper_and_vllm_0_11s_refusal() -> None:
     assert mla.cudagraph_mode == "FULL_AND_PIECEWISE"
     with pytest.raises(ValueError, match="needs compilation level 3"):
         compile_and_mode(False, 2, False, "PIECEWISE")
+
+
+def test_a_quantized_checkpoint_keeps_its_format_and_mxfp4_is_never_made_at_load() -> None:
+    """--dtype is the activations' dtype: a 16-bit checkpoint takes it, an fp8 or MXFP4 one keeps its weights;
+    MXFP4 comes only from a checkpoint published in it (vLLM's Mxfp4Config has no online quantization)."""
+    assert weight_dtype(EngineArgs(dtype="fp16"), "bf16") == "fp16"
+    assert weight_dtype(EngineArgs(dtype="bf16"), "mxfp4") == "mxfp4"
+    assert weight_dtype(EngineArgs(dtype="bf16"), "fp8") == "fp8"
+    assert weight_dtype(EngineArgs(quantization="fp8"), "bf16") == "fp8"
+    with pytest.raises(ValueError, match="quantization mxfp4 needs a checkpoint published in MXFP4"):
+        weight_dtype(EngineArgs(quantization="mxfp4"), "bf16")

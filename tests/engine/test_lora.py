@@ -62,8 +62,9 @@ def test_the_step_that_first_uses_an_adapter_pays_its_copy() -> None:
 
 def test_an_adapters_size_by_hand() -> None:
     llama = Deployment(load_model("Llama-3.1-8B"), load_hardware("H100-SXM5-80GB"), lora_rank=16)
-    # (in + out) of QKV 4096+6144, O 4096+4096, gate-up 4096+28672, down 14336+4096; rank 16, 32 layers, bf16
-    assert llama.lora_adapter_bytes(16) == 2 * 16 * 32 * (10240 + 8192 + 32768 + 18432) == 71_303_168
+    # (slices x in + out) of QKV 3x4096+6144, O 4096+4096, gate-up 2x4096+28672, down 14336+4096; rank 16, 32
+    # layers, bf16: q_proj, k_proj and v_proj each have an A of 16 x 4096, gate_proj and up_proj too
+    assert llama.lora_adapter_bytes(16) == 2 * 16 * 32 * (18432 + 8192 + 36864 + 18432) == 83_886_080
 
 
 def test_adapters_are_drawn_by_popularity_and_share_prefixes_within_one_adapter_only() -> None:

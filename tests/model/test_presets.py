@@ -14,7 +14,7 @@ from ttftsim.errors import InputError
 from ttftsim.model.catalog import closest_presets, load_model, preset_names
 from ttftsim.model.hf_ids import name_key
 from ttftsim.model.not_modelled import model_warnings
-from ttftsim.model.size import active_param_count, kv_bytes_per_token, param_count
+from ttftsim.model.size import active_param_count, kv_bytes_per_token, layer_weight_bytes, param_count, weight_bytes
 
 
 def _preset(name: str) -> dict[str, Any]:
@@ -135,7 +135,7 @@ def test_kv_bytes_per_token_by_hand(preset: str, layers: int, kv_heads: int, hea
         ("Qwen/Qwen3-30B-A3B-FP8", "Qwen3-30B-A3B", "fp8"),
         ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "Llama-3.1-70B", "int4"),
         ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "DeepSeek-R1-Distill-Qwen-32B", "bf16"),
-        ("openai/gpt-oss-120b", "gpt-oss-120b", "bf16"),
+        ("openai/gpt-oss-120b", "gpt-oss-120b", "mxfp4"),  # its quantization_config: the experts in MXFP4
         ("CohereForAI/c4ai-command-r-v01", "c4ai-command-r-v01", "fp16"),  # the checkpoint is fp16
         ("CohereLabs/c4ai-command-r-plus", "c4ai-command-r-plus", "bf16"),  # CohereForAI's new name
         ("CohereForAI/c4ai-command-r7b-12-2024", "c4ai-command-r7b-12-2024", "bf16"),
@@ -236,14 +236,32 @@ def test_how_many_layers_use_the_window(tmp_path: Path, fields: dict[str, Any], 
     assert load_model(str(_write(tmp_path, base | fields))).num_sliding_window_layers == layers
 
 
-def test_warnings_name_the_windowed_layers_and_the_closest_format_for_mxfp4() -> None:
+def test_warnings_name_the_windowed_layers_and_the_closest_format_of_a_quant_method_not_modelled() -> None:
     gemma = load_model("gemma-2-9b")
     (window,) = model_warnings(gemma, 8192, "bf16", window_kept=True)
     assert window.startswith("sliding_window=4096 (gemma-2-9b, 21 of 42 layers) is modelled in attention time but not")
-    gpt_oss = load_model("openai/gpt-oss-120b")
-    (warning,) = model_warnings(gpt_oss, 131072, "bf16")  # its window is freed as vLLM frees it: no warning
-    assert "quant_method mxfp4" in warning and "quantization: int4" in warning
-    assert model_warnings(gpt_oss, 131072, "int4") == []
+    gpt_oss = load_model("openai/gpt-oss-120b")  # its window is freed as vLLM frees it, its MXFP4 modelled
+    assert model_warnings(gpt_oss, 131072, "mxfp4") == []
+    awq = load_model("Qwen2.5-7B").model_copy(update={"quantization_method": "awq"})
+    (warning,) = model_warnings(awq, 32768, "bf16")
+    assert "quant_method awq" in warning and "quantization: int4" in warning
+    assert model_warnings(awq, 32768, "int4") == []
+
+
+def test_mxfp4_quantizes_the_routed_experts_alone() -> None:
+    """gpt-oss's checkpoints: 128 (32) experts a layer of 3 x 2880 x 2880 weights and 8,640 biases at 4.25 bits,
+    everything else in bf16: 65.2 GB and 13.8 GB, as published (60.8 and 12.8 GiB); a dense model in MXFP4 is
+    its bf16 self (vLLM's Mxfp4Config quantizes FusedMoE layers alone)."""
+    big, small = load_model("gpt-oss-120b"), load_model("gpt-oss-20b")
+    routed = 36 * 128 * 24_891_840
+    assert weight_bytes(big, "mxfp4") == routed * 4.25 / 8 + (param_count(big) - routed) * 2
+    assert round(weight_bytes(big, "mxfp4") / 1e9, 1) == 65.2 and round(weight_bytes(small, "mxfp4") / 1e9, 1) == 13.8
+    dense, moe = layer_weight_bytes(big, "mxfp4")
+    assert dense == layer_weight_bytes(big, "bf16")[0] and moe == layer_weight_bytes(big, "bf16")[
+        1
+    ] - 128 * 24_891_840 * (2 - 4.25 / 8)
+    llama = load_model("Llama-3.1-8B")
+    assert weight_bytes(llama, "mxfp4") == weight_bytes(llama, "bf16")
 
 
 def test_command_r7b_holds_its_module_shapes_and_windows_three_layers_in_four() -> None:

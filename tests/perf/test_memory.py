@@ -71,3 +71,16 @@ def test_the_extensible_kv_cache_keeps_a_margin_below_the_whole_device() -> None
     assert (
         on_amd.kv_cache_bytes == amd.hardware.memory_bytes - max(3 * 2**30, int(0.75 * on_amd.activation_bytes)) - used
     )
+
+
+def test_lora_slots_take_memory_before_the_kv_cache() -> None:
+    """vLLM allocates max_loras stacked adapters of max_lora_rank when the model loads: Llama-3.1-8B at rank 16 is
+    83,886,080 bytes a slot (tests/engine/test_lora.py), so 4 slots take 335,544,320 bytes from the KV cache; 64
+    slots at rank 256 (1.34 GB each) do not fit beside the weights on one H100."""
+    model, h100 = load_model("Llama-3.1-8B"), load_hardware("H100-SXM5-80GB")
+    plain = plan_memory(Deployment(model, h100, 1, "bf16", "bf16"), MemorySettings())
+    lora = plan_memory(Deployment(model, h100, 1, "bf16", "bf16", lora_rank=16), MemorySettings(lora_slots=4))
+    assert lora.weight_bytes - plain.weight_bytes == 4 * 83_886_080
+    assert lora.kv_cache_bytes == plain.kv_cache_bytes - 4 * 83_886_080
+    with pytest.raises(DoesNotFitError, match=r"with 64 LoRA slots of rank 256 \(85\.9 GB\) needs 102\.0 GB"):
+        plan_memory(Deployment(model, h100, 1, "bf16", "bf16", lora_rank=256), MemorySettings(lora_slots=64))

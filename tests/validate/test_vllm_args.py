@@ -412,3 +412,16 @@ def test_a_low_memory_share_that_leaves_no_kv_cache_is_the_first_fix_named(tmp_p
     (fit,) = [f for f in report.findings if f.check == "memory-fit"]
     assert "leaves no KV cache: 17.1 GB requested per GPU" in fit.message
     assert fit.fix == "raise --gpu-memory-utilization (0.2), raise tensor parallelism, quantize, or lower max_model_len"
+
+
+def test_lora_slots_count_against_the_kv_cache_and_can_leave_the_model_unable_to_start(tmp_path: Path) -> None:
+    """vLLM allocates max_loras adapter slots of max_lora_rank when the model loads (perf/memory.py lora_bytes): 4
+    slots of rank 16 on Llama-3.1-8B take 4 x 83,886,080 bytes = 2,560 KV tokens of 131,072 bytes; 64 of rank
+    256 do not fit on the H100 at all (a cold trial found such a deployment passing)."""
+    plain = validate(_deploy(tmp_path, '--max-model-len, "8192"'), [])
+    lora = validate(_deploy(tmp_path, '--max-model-len, "8192", --enable-lora, --max-loras, "4"'), [])
+    assert _kv_tokens(plain) - _kv_tokens(lora) == 2_560
+    huge = '--max-model-len, "8192", --enable-lora, --max-loras, "64", --max-lora-rank, "256"'
+    (fit,) = [f for f in validate(_deploy(tmp_path, huge), []).findings if f.check == "memory-fit"]
+    assert "with 64 LoRA slots of rank 256 (85.9 GB) needs 102.0 GB of weights" in fit.message
+    assert fit.fix == "lower --max-loras or --max-lora-rank, raise tensor parallelism, quantize, or lower max_model_len"

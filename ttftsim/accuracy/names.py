@@ -23,7 +23,6 @@ from ttftsim.config.dtypes import WeightDtype
 from ttftsim.hardware.catalog import all_profiles, hardware_for_system
 from ttftsim.model.catalog import closest_presets, find_preset, load_model
 from ttftsim.model.hf_ids import WEIGHT_DTYPES, parse_model_id
-from ttftsim.model.not_modelled import CLOSEST_DTYPE
 
 _UNQUANTIZED = {"", "bf16", "bfloat16", "fp16", "float16", "half", "auto"}
 PRECISIONS: dict[str, WeightDtype] = {
@@ -39,6 +38,7 @@ PRECISIONS: dict[str, WeightDtype] = {
     "w4a16": "int4",
     "awq": "int4",
     "gptq": "int4",
+    "mxfp4": "mxfp4",  # the routed experts alone (config/dtypes.py)
 }
 
 
@@ -105,19 +105,16 @@ def _model_problem(
 
 # Precision columns that name a 4-bit float format. A checkpoint published in MXFP4 (gpt-oss: its experts'
 # quantization_config) is served in that format whatever the column calls it (AIConfigurator writes fp4, with
-# nvfp4 quant modes, for gpt-oss on H100 too, which has no FP4 unit): sized as the weight dtype closest to it
-# (not_modelled.CLOSEST_DTYPE, MXFP4 -> int4, as an unquantized run's warning advises).
+# nvfp4 quant modes, for gpt-oss on H100 too, which has no FP4 unit).
 _FP4 = {"fp4", "mxfp4"}
-_NATIVE_FP4 = {"mxfp4"}  # quantization_config.quant_method of such checkpoints
 
 
 def _own_fp4(preset: str | None, precision: str | None) -> str | None:
     """The precision to read for a column naming the 4-bit float format the preset's checkpoint is published in
-    (its closest weight dtype); None otherwise."""
+    (mxfp4); None otherwise."""
     if preset is None or _precision_key(precision) not in _FP4:
         return None
-    method = load_model(preset).quantization_method
-    return CLOSEST_DTYPE[method] if method in _NATIVE_FP4 else None
+    return "mxfp4" if load_model(preset).native_dtype == "mxfp4" else None
 
 
 def resolve_model(model_id: str, precision: str | None = None) -> ResolvedModel:

@@ -21,6 +21,7 @@ from ttftsim.config.graphs import CudagraphMode, compile_and_mode, graph_sizes
 from ttftsim.config.hardware import HardwareProfile
 from ttftsim.config.kv_transfer import LMCacheConfig
 from ttftsim.config.versions import ApiServerCosts, VersionDefaults, at_least, version_defaults
+from ttftsim.errors import ArgumentError
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,21 @@ def mla_block_size(block_size: int, hardware: HardwareProfile, qk_nope_head_dim:
     return block_size
 
 
+def weight_dtype(args: EngineArgs, native_dtype: WeightDtype) -> WeightDtype:
+    """The weights' format: --quantization, else the checkpoint's. A quantized checkpoint (fp8, MXFP4) keeps its
+    format whatever --dtype says (the activations' dtype); a 16-bit one takes --dtype. MXFP4 is read from a
+    checkpoint published in it (gpt-oss), never made when the weights load: vLLM's Mxfp4Config loads packed
+    weights and has no online quantization."""
+    if args.quantization == "mxfp4" and native_dtype != "mxfp4":
+        raise ArgumentError(
+            "quantization",
+            f"quantization mxfp4 needs a checkpoint published in MXFP4 (gpt-oss); this one is {native_dtype}",
+        )
+    if args.quantization is not None:
+        return args.quantization
+    return native_dtype if args.dtype == "auto" or native_dtype in ("fp8", "mxfp4") else args.dtype
+
+
 def resolve_engine(
     args: EngineArgs,
     hardware: HardwareProfile,
@@ -175,7 +191,7 @@ def resolve_engine(
         enable_chunked_prefill=args.enable_chunked_prefill,
         long_prefill_token_threshold=args.long_prefill_token_threshold,
         scheduling_policy=args.scheduling_policy,
-        weight_dtype=args.quantization or (native_dtype if args.dtype == "auto" else args.dtype),
+        weight_dtype=weight_dtype(args, native_dtype),
         kv_dtype="bf16" if args.kv_cache_dtype == "auto" else args.kv_cache_dtype,
         enforce_eager=args.enforce_eager,
         num_gpu_blocks_override=args.num_gpu_blocks_override,

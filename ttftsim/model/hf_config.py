@@ -119,8 +119,8 @@ def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
     quantization = data.get("quantization_config")
     if isinstance(quantization, dict):
         method = str(quantization.get("quant_method") or "unnamed")
-        if method == "fp8":  # an fp8 checkpoint (DeepSeek-V3's 128x128 blocks) is our fp8 weight format
-            data["native_dtype"] = "fp8"
+        if method in ("fp8", "mxfp4"):  # our weight formats: fp8 (DeepSeek-V3's 128x128 blocks), MXFP4 (gpt-oss)
+            data["native_dtype"] = method
         else:
             data["quantization_method"] = method
     return data

@@ -1,7 +1,8 @@
 """What a model's config.json declares that the simulator reads but does not model (wholly or in part), as one
 warning each, so that a run says so instead of silently predicting without it: sliding-window KV blocks kept where
 vLLM frees them (a model whose layers all share one window, served with KV offloading or LMCache, or a static KV
-cache), the checkpoint's own quantization_config (gpt-oss's MXFP4), and Llama 4's chunked local attention
+cache), the checkpoint's own quantization_config (other than fp8 and MXFP4, weight formats of ours), and Llama 4's
+chunked local attention
 (attention_chunk_size on three layers in four; vLLM 0.15.1 llama4.py Llama4Attention, ChunkedLocalAttention).
 
 Of a sliding window, the attention cost (perf/attention.py), vLLM's KV-cache groups (perf/kv_groups.py) and the
@@ -16,9 +17,8 @@ from __future__ import annotations
 
 from ttftsim.model.spec import ModelSpec
 
-# A checkpoint format our weight dtypes lack, and the one that sizes it closest: MXFP4 is 4-bit values with
-# one shared 8-bit scale per 32 (4.25 bits a weight), int4 here 4-bit values with an fp16 scale per 128 (4.125).
-CLOSEST_DTYPE = {"mxfp4": "int4", "fp8": "fp8", "awq": "int4", "gptq": "int4"}
+# A checkpoint format our weight dtypes lack, and the one that sizes it closest
+CLOSEST_DTYPE = {"awq": "int4", "gptq": "int4"}
 
 
 def model_warnings(spec: ModelSpec, max_model_len: int, weight_dtype: str, window_kept: bool = False) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttftsim.config.dtypes import KvDtype, WeightDtype, kv_bytes_per_element, weight_bytes_per_param
+from ttftsim.config.dtypes import EXPERTS_ONLY, KvDtype, WeightDtype, kv_bytes_per_element, weight_bytes_per_param
 from ttftsim.model.spec import ModelSpec
 
 
@@ -114,8 +114,13 @@ def active_param_count(spec: ModelSpec) -> int:
 
 
 def weight_bytes(spec: ModelSpec, dtype: WeightDtype) -> float:
-    """Checkpoint size: quantized block linears, embeddings/norms/router in 16 bits."""
+    """Checkpoint size: quantized block linears (with MXFP4 the routed experts alone, the other linears in 16 bits),
+    embeddings/norms/router in 16 bits."""
     linear = _block_linear_params(spec, spec.num_local_experts)
+    if dtype in EXPERTS_ONLY:
+        routed = spec.num_moe_layers * spec.num_local_experts * layer_params(spec).expert if spec.is_moe else 0
+        kept = linear - routed + _block_small_params(spec) + embedding_params(spec)
+        return routed * weight_bytes_per_param(dtype) + kept * 2
     return linear * weight_bytes_per_param(dtype) + _block_small_params(spec) * 2 + embedding_params(spec) * 2
 
 
@@ -123,6 +128,12 @@ def layer_weight_bytes(spec: ModelSpec, dtype: WeightDtype) -> tuple[float, floa
     """Bytes of one leading dense layer and of one MoE layer (for a dense model both are its one layer)."""
     layer = layer_params(spec)
     per_param = weight_bytes_per_param(dtype)
+    if dtype in EXPERTS_ONLY:  # the routed experts quantized, every other linear in 16 bits
+        dense = (layer.attention + (layer.dense_mlp if spec.is_moe else layer.expert) + layer.norms) * 2.0
+        if not spec.is_moe:
+            return dense, dense
+        kept = layer.attention + layer.shared_expert + layer.norms + layer.router + layer.shared_gate
+        return dense, spec.num_local_experts * layer.expert * per_param + kept * 2.0
     dense = (layer.attention + (layer.dense_mlp if spec.is_moe else layer.expert)) * per_param + layer.norms * 2
     if not spec.is_moe:
         return dense, dense

@@ -14,7 +14,7 @@ listed by index (Qwen2-MoE mlp_only_layers; an interleave step is modelled: moe_
 and hybrid attention/state-space stacks. A sliding window (sliding_window on num_sliding_window_layers layers)
 is modelled in attention time (perf/attention.py), in vLLM's KV-cache groups (perf/kv_groups.py) and in the
 KV manager, which frees what leaves the window (kvcache/windowed.py). Chunked local attention (Llama 4) and a
-checkpoint's own quantization_config (other than fp8, which is the fp8 weight format) are read but not
+checkpoint's own quantization_config (other than fp8 and mxfp4, which are those weight formats) are read but not
 modelled (attention spans the full context, which is exact for contexts shorter than the chunk; weights take
 native_dtype unless the engine sets a quantization). Each run says what is left out in its warnings
 (ttftsim/model/not_modelled.py).

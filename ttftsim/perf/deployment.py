@@ -71,17 +71,20 @@ class Deployment:
         """GPUs the routed experts are split over: TP x DP with expert parallelism, else 1 (TP slices)."""
         return self.tp * self.dp if self.expert_parallel else 1
 
-    def lora_targets(self) -> tuple[tuple[int, int], ...]:
-        """(in, out) of the linears vLLM attaches LoRA to, per layer and TP rank: the fused QKV, the output
-        projection, the fused gate-up and the down projection."""
+    def lora_targets(self) -> tuple[tuple[int, int, int], ...]:
+        """(in, out, slices) of the linears vLLM attaches LoRA to, per layer and TP rank: the fused QKV (three
+        slices: an adapter has an A for each of q, k and v), the output projection, the fused gate-up (two) and the
+        down projection. A column-parallel linear's A is whole on every rank and its B sliced, a row-parallel
+        one's the other way round (vllm/lora/layers)."""
         m, tp = self.model, self.tp
         q, kv = m.num_attention_heads * m.head_dim, m.num_key_value_heads * m.head_dim
         inter, h = m.intermediate_size, m.hidden_size
-        return ((h, (q + 2 * kv) // tp), (q // tp, h), (h, 2 * inter // tp), (inter // tp, h))
+        return ((h, (q + 2 * kv) // tp, 3), (q // tp, h, 1), (h, 2 * inter // tp, 2), (inter // tp, h, 1))
 
     def lora_adapter_bytes(self, rank: int) -> float:
-        """One adapter's bf16 weights on one GPU: A (rank x in) and B (out x rank) for every target, every layer."""
-        return 2.0 * rank * self.model.num_hidden_layers * sum(i + o for i, o in self.lora_targets())
+        """One adapter's bf16 weights on one GPU: an A (rank x in) per slice and B (out x rank) for every target,
+        every layer."""
+        return 2.0 * rank * self.model.num_hidden_layers * sum(n * i + o for i, o, n in self.lora_targets())
 
     @property
     def stage_layers(self) -> tuple[int, ...]:

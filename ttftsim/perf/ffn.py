@@ -80,17 +80,33 @@ def all2all_bytes_per_token(hidden: int, num_experts: int, dp: int) -> tuple[int
 class FfnCosts:
     """Seconds of each layer kind's MLP, summed over the layers, per operator class."""
 
-    def __init__(self, spec: ModelSpec, tp: int, costs: KernelCosts, dtype: ComputeDtype, weight_bytes: float) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        tp: int,
+        costs: KernelCosts,
+        dtype: ComputeDtype,
+        weight_bytes: float,
+        expert_weight_bytes: float | None = None,
+    ) -> None:
+        """weight_bytes: a dense linear's bytes per weight; expert_weight_bytes the routed experts' (None: the
+        same; MXFP4 quantizes the experts alone)."""
         self.spec = spec
         self.tp = tp
         self.costs = costs
         self.dtype = dtype
         self.weight_bytes = weight_bytes
+        self.expert_weight_bytes = weight_bytes if expert_weight_bytes is None else expert_weight_bytes
         self.inter = spec.intermediate_size // tp
         self.dense_inter = (spec.dense_intermediate_size or 0) // tp
         self.shared_inter = spec.shared_expert_intermediate_size // tp
         self.experts = MoeShape(
-            spec.num_local_experts, spec.num_experts_per_tok, spec.hidden_size, self.inter, weight_bytes, dtype
+            spec.num_local_experts,
+            spec.num_experts_per_tok,
+            spec.hidden_size,
+            self.inter,
+            self.expert_weight_bytes,
+            dtype,
         )
         self.ep: ExpertParallel | None = None
 
@@ -105,7 +121,7 @@ class FfnCosts:
             spec.num_experts_per_tok,
             spec.hidden_size,
             spec.intermediate_size,
-            self.weight_bytes,
+            self.expert_weight_bytes,
             self.dtype,
         )
 
@@ -120,7 +136,7 @@ class FfnCosts:
             spec.num_experts_per_tok,
             spec.hidden_size,
             spec.intermediate_size // group,
-            self.weight_bytes,
+            self.expert_weight_bytes,
             self.dtype,
         )
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from ttftsim.config.dtypes import gemm_compute_dtype, kv_bytes_per_element, weight_bytes_per_param
+from ttftsim.config.dtypes import dense_weight_dtype, gemm_compute_dtype, kv_bytes_per_element, weight_bytes_per_param
 from ttftsim.perf.attention import LayerKinds, windowed_sums
 from ttftsim.perf.batch import BatchShape
 from ttftsim.perf.cudagraph import GraphDispatch, GraphMode
@@ -76,11 +76,12 @@ class IterationModel:
         m, tp = deployment.model, deployment.tp
         self._layers = m.num_hidden_layers
         self._kinds = LayerKinds.of(m)
-        self._wbytes = weight_bytes_per_param(deployment.weight_dtype)
+        self._wbytes = weight_bytes_per_param(dense_weight_dtype(deployment.weight_dtype))  # all but routed experts
         self._dtype = gemm_compute_dtype(deployment.weight_dtype)
         self._init_attention(deployment)
         self._inter = m.intermediate_size // tp
-        self._ffn = FfnCosts(m, tp, self.costs, self._dtype, self._wbytes)
+        expert_bytes = weight_bytes_per_param(deployment.weight_dtype)
+        self._ffn = FfnCosts(m, tp, self.costs, self._dtype, self._wbytes, expert_bytes)
         if deployment.ep_size > 1:
             self._ffn.expert_parallel(
                 deployment.ep_size, deployment.dp, deployment.hardware, deployment.expert_load_imbalance
@@ -258,12 +259,12 @@ class IterationModel:
         return device
 
     def lora_s(self, tokens: int, adapters: int) -> float:
-        """The punica/SGMV LoRA kernels of one step: per target linear a shrink (tokens x rank x in) and an
-        expand (tokens x out x rank) GEMM, reading every active adapter's A and B at max_lora_rank, in every
-        layer (vllm/lora/punica_wrapper)."""
+        """The punica/SGMV LoRA kernels of one step: per target linear a shrink (tokens x slices x rank x in: one
+        launch over its slices) and an expand (tokens x out x rank) GEMM, reading every active adapter's A and B at
+        max_lora_rank, in every layer (vllm/lora/punica_wrapper add_shrink, add_expand)."""
         rank, layers, total = self.deployment.lora_rank, self._layers, 0.0
-        for inputs, outputs in self.deployment.lora_targets():
-            total += self.costs.gemm_s(tokens, rank, inputs, "bf16", 2.0 * adapters * rank * inputs)
+        for inputs, outputs, slices in self.deployment.lora_targets():
+            total += self.costs.gemm_s(tokens, slices * rank, inputs, "bf16", 2.0 * adapters * slices * rank * inputs)
             total += self.costs.gemm_s(tokens, outputs, rank, "bf16", 2.0 * adapters * outputs * rank)
         return layers * total
 

@@ -68,6 +68,7 @@ class MemorySettings:
     no_cuda_graphs: bool = False  # cudagraph_mode NONE (enforce_eager, -O0, ...): no graph memory
     hybrid_kv_cache: bool = True  # vLLM's hybrid KV-cache manager (off: --disable-hybrid-kv-cache-manager, connectors)
     measured_kv_sizing: bool = False  # vLLM >= 0.34's extensible KV cache (module docstring)
+    lora_slots: int = 0  # max_loras with LoRA on: GPU slots for adapters of the deployment's lora_rank (lora_bytes)
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,18 @@ def stage_weight_bytes(deployment: Deployment) -> list[int]:
     return [math.ceil(bytes_ / tp) for bytes_ in stages]
 
 
+def lora_bytes(deployment: Deployment, slots: int) -> list[int]:
+    """Bytes on one GPU of each pipeline stage that LoRA's adapter slots take: vLLM allocates, when the model loads
+    (before the KV cache is sized from what is left), a stacked A and B buffer of max_lora_rank for each of the
+    max_loras slots on every linear it wraps (lora/layers: create_lora_weights, lora_a_stacked (max_loras, 1,
+    max_lora_rank, in) and lora_b_stacked (max_loras, 1, out, max_lora_rank), in the model's dtype); a stage has
+    its layers' share."""
+    if not slots or not deployment.lora_rank:
+        return [0] * deployment.pp
+    per_layer = slots * deployment.lora_adapter_bytes(deployment.lora_rank) / deployment.model.num_hidden_layers
+    return [math.ceil(per_layer * layers) for layers in deployment.stage_layers]
+
+
 def _stage_layer_bytes(deployment: Deployment) -> list[float]:
     """Each stage's layer bytes, its dense layers (leading ones fall on the first stages, interleaved ones
     spread) at the dense layer's bytes; x tp."""
@@ -201,17 +214,21 @@ def plan_memory(deployment: Deployment, settings: MemorySettings) -> MemoryPlan:
     """The memory plan, or DoesNotFitError naming the numbers when the replica cannot start."""
     hw, spec, tp = deployment.hardware, deployment.model, deployment.tp
     requested = math.ceil(hw.memory_bytes * settings.gpu_memory_utilization)
-    per_stage = stage_weight_bytes(deployment)
+    lora = lora_bytes(deployment, settings.lora_slots)
+    per_stage = [stage + lora_share for stage, lora_share in zip(stage_weight_bytes(deployment), lora, strict=True)]
     weights = max(per_stage)
     if weights >= requested:
         utilization = f"at gpu_memory_utilization {settings.gpu_memory_utilization}"
+        what = f"{spec.name} in {deployment.weight_dtype}"
+        if settings.lora_slots:
+            what += f" with {settings.lora_slots} LoRA slots of rank {deployment.lora_rank} ({_gb(sum(lora) * tp)})"
         if deployment.pp == 1:
             raise DoesNotFitError(
-                f"{spec.name} in {deployment.weight_dtype} needs {_gb(weights * tp)} of weights; TP={tp} on "
+                f"{what} needs {_gb(weights * tp)} of weights; TP={tp} on "
                 f"{hw.name} offers {_gb(requested * tp)} {utilization}"
             )
         raise DoesNotFitError(
-            f"{spec.name} in {deployment.weight_dtype} needs {_gb(weights)} of weights per GPU on its heaviest "
+            f"{what} needs {_gb(weights)} of weights per GPU on its heaviest "
             f"stage; TP={tp} x PP={deployment.pp} on {hw.name} offers {_gb(requested)} per GPU {utilization}"
         )
     activation = activation_peak_bytes(deployment, settings)

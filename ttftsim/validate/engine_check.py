@@ -81,7 +81,8 @@ def _build(report: Report, deploy: Deploy, target: Target, base: Path, source: s
         where = f"{target.serving.kind}/{target.serving.name} ({target.serving.source}): " if target.serving else ""
         share = target.engine.gpu_memory_utilization  # set below vLLM's defaults (0.9, 0.92): the first thing to raise
         raise_share = f"raise --gpu-memory-utilization ({share:g}), " if share is not None and share < 0.9 else ""
-        fix = f"{raise_share}raise tensor parallelism, quantize, or lower max_model_len"
+        lora = "lower --max-loras or --max-lora-rank, " if target.engine.enable_lora else ""
+        fix = f"{raise_share}{lora}raise tensor parallelism, quantize, or lower max_model_len"
         report.add("error", "memory-fit", f"{where}does not fit: {exc}", fix)
         return None
     except InputError as exc:

@@ -54,7 +54,7 @@ disable_frontend_multiprocessing
 """
 )
 QUANT_NAMES = {"fp8": "fp8", "awq": "int4", "awq_marlin": "int4", "gptq": "int4", "gptq_marlin": "int4"}
-QUANT_NAMES |= {"compressed-tensors": "int8", "bitsandbytes": "int4", "modelopt": "fp8"}
+QUANT_NAMES |= {"compressed-tensors": "int8", "bitsandbytes": "int4", "modelopt": "fp8", "mxfp4": "mxfp4"}
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "auto": "auto"}
 KV_DTYPES = {"auto": "auto", "bfloat16": "bf16", "float16": "fp16"}
 
