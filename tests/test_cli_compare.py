@@ -75,7 +75,9 @@ def test_every_part_of_the_mean_ttft_is_a_row_and_a_missed_slo_is_flagged(tmp_pa
         total = sum(rows[f"{part} (mean ms)"][side] for part in parts)
         assert total == pytest.approx(rows["TTFT mean (ms)"][side], rel=1e-9)
     assert (rows["SLO met (1 yes, 0 no)"]["a"], rows["SLO met (1 yes, 0 no)"]["b"]) == (1.0, 0.0)
-    shown = run("compare", str(EXAMPLE), str(slow)).stdout
+    shown = run("compare", str(EXAMPLE), str(slow))
+    assert shown.returncode == 1  # as simulate's: a side that misses its SLO (a CI gate can read it)
+    shown = shown.stdout
     assert f"B misses its SLO ({slow})" in shown
     assert re.search(r"SLO met +│ yes +│ no ", shown) and "(1 yes, 0 no)" not in shown  # words in the terminal
 
@@ -112,3 +114,24 @@ def test_b_without_an_slo_is_judged_against_a_s(tmp_path: Path) -> None:
     compared = json.loads(run("compare", str(EXAMPLE), str(bare), "--json").stdout)
     assert _rows(compared)["SLO met (1 yes, 0 no)"]["b"] == 1.0
     assert "b.yaml sets no SLO: it is judged against llama31-8b-h100.yaml's" in compared["notes"]
+
+
+def test_a_result_given_for_a_scenario_is_named_a_result(tmp_path: Path) -> None:
+    """A summary.json of simulate --out is not a scenario: the error says what it is and what reads it (a cold
+    trial met 'slo.met: unknown field')."""
+    out = tmp_path / "out"
+    assert run("simulate", str(EXAMPLE), "--out", str(out)).returncode == 0
+    summary = out / "summary.json"
+    _assert_one_line_error(run("compare", str(summary), str(EXAMPLE)), str(summary), "this is a run's result")
+
+
+def test_a_calibrated_range_left_is_said_once(tmp_path: Path) -> None:
+    """The summary lists the calibrated ranges a run left; stderr does not say them a second time."""
+    long = tmp_path / "long.yaml"
+    text = EXAMPLE.read_text()
+    lengths = "prompt_tokens: {type: lognormal, mean: 1000, std: 800, high: 8000}"
+    assert lengths in text
+    long.write_text(text.replace(lengths, "prompt_tokens: {type: fixed, value: 20000}").replace("rate: 8", "rate: 0.2"))
+    shown = run("simulate", str(long))
+    said = (shown.stdout + shown.stderr).count("outside the calibrated range")
+    assert said == 1, shown.stdout + shown.stderr

@@ -26,6 +26,7 @@ class Cost:
 
 
 Figure = Callable[[RunSummary, Cost], float | None]  # a row's number from A's or B's summary and cost
+SLO_MET_ROW = "SLO met (1 yes, 0 no)"
 ROWS: tuple[tuple[str, Figure, float], ...] = (
     ("requests finished", lambda s, c: s.requests.finished, 1.0),
     ("requests rejected", lambda s, c: s.requests.rejected, 1.0),
@@ -45,7 +46,7 @@ ROWS: tuple[tuple[str, Figure, float], ...] = (
     ("waiting behind chunks (mean ms)", lambda s, c: s.ttft_breakdown_mean_s.waiting_s, 1e3),
     ("stream: API server (mean ms)", lambda s, c: s.ttft_breakdown_mean_s.stream_s, 1e3),
     ("frontend: HTTP, hand-offs (mean ms)", lambda s, c: s.ttft_breakdown_mean_s.frontend_s, 1e3),
-    ("SLO met (1 yes, 0 no)", lambda s, c: None if s.slo is None else float(s.slo.met), 1.0),
+    (SLO_MET_ROW, lambda s, c: None if s.slo is None else float(s.slo.met), 1.0),
     ("cost ($/hour)", lambda s, c: c.per_hour_usd, 1.0),
     ("cost ($/M output tokens)", lambda s, c: c.per_million_output_tokens_usd, 1.0),
     ("cold start median (s)", lambda s, c: s.cluster.cold_start_s.median if s.cluster else None, 1.0),

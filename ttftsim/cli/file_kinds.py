@@ -19,14 +19,28 @@ KINDS = (
 )
 
 
+# the top-level fields of a run's summary.json (simulate --out, --json) that no input file has
+SUMMARY_FIELDS = frozenset({"ttft_s", "tpot_s", "ttft_breakdown_mean_s", "simulation"})
+
+
 def with_kind_hint(error: InputError) -> InputError:
     """The error, its message ending with the command that reads the file when its unknown top-level field makes
-    it one kind's (every top-level field is that kind's and no other's); otherwise the error as it was."""
-    if not error.message.startswith("unknown field") or not error.field or "." in error.field:
+    it one kind's (every top-level field is that kind's and no other's), or saying it is a run's result (a
+    summary.json given where a scenario is read); otherwise the error as it was."""
+    if not error.message.startswith("unknown field") or not error.field:
         return error
     try:
         keys = set(read_mapping(Path(error.source)))
     except (InputError, OSError):  # not a file (an option), or not a mapping: no hint
+        return error
+    if keys >= SUMMARY_FIELDS:
+        return InputError(
+            error.source,
+            "",
+            "this is a run's result (summary.json of simulate --out), not an input file: compare and simulate read "
+            "scenario files; the dashboard (ttftsim dashboard FOLDER) shows results side by side",
+        )
+    if "." in error.field:
         return error
     fits = [(kind, command) for schema, kind, command in KINDS if keys <= set(schema.model_fields)]
     if len(fits) != 1:

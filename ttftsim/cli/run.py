@@ -3,19 +3,31 @@ call and renders; exit 1 when the run's SLO (or the plan) is not met."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ttftsim.cli.app import MaxRequests, app, console, phase_progress, progress_bar, request_limit
-from ttftsim.errors import InputError
+from ttftsim.errors import CalibrationRangeWarning, InputError
 from ttftsim.render.compare import render_compare
 from ttftsim.render.plan import render_plan
 from ttftsim.render.summary import render_summary
 from ttftsim.render.validation import render_validation
+
+
+@contextlib.contextmanager
+def summarised_warnings() -> Iterator[None]:
+    """A run whose summary lists the calibrated ranges it left (its warnings, printed or in the JSON): those are not
+    also said on stderr as they happen."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationRangeWarning)
+        yield
 
 
 @app.command()
@@ -46,7 +58,7 @@ def simulate(
     spec = load_scenario(scenario)
     if out is not None:
         check_target(out, "simulation")  # a bad --out is said before the run, not after it
-    with progress_bar(enabled=not as_json) as report:
+    with progress_bar(enabled=not as_json) as report, summarised_warnings():
         result = run(spec, scenario.parent, seed, progress=report, source=str(scenario))
     summary = result.summary()
     if out is not None:
@@ -140,12 +152,17 @@ def compare(
     ] = False,
     max_requests: MaxRequests = None,
 ) -> None:
-    """The same traffic through two scenarios: TTFT percentiles, TPOT, throughput, cost, TTFT breakdown."""
+    """The same traffic through two scenarios: TTFT percentiles, TPOT, throughput, cost, TTFT breakdown. Exit 1
+    when A or B misses its SLO."""
+    from ttftsim.compare import SLO_MET_ROW
     from ttftsim.compare import compare as run
 
     request_limit(max_requests)
-    result = run(first, second, seed)
+    with summarised_warnings():
+        result = run(first, second, seed)
     if as_json:
         sys.stdout.write(json.dumps(result, indent=1) + "\n")
     else:
         render_compare(console, result)
+    if any(row["metric"] == SLO_MET_ROW and 0.0 in (row["a"], row["b"]) for row in result["rows"]):
+        raise typer.Exit(1)
