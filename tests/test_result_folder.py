@@ -166,7 +166,12 @@ def test_bad_out_and_report_targets_are_one_line_errors(tmp_path: Path) -> None:
     _assert_one_line_error(run("report", str(tmp_path), "-o", str(tmp_path)), str(tmp_path), "is a folder")
 
 
-def test_ctrl_c_while_writing_is_one_line_and_exit_130(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_while_writing_is_one_line_and_exit_128_plus_the_signal(
+    tmp_path: Path, stop: signal.Signals, code: int
+) -> None:
+    """Ctrl-C, or SIGTERM (a pod deleted, a CI job cancelled: a cold trial saw a plan die at once, exit 143 with no
+    word), ends the run in order: one line, the old result intact or marked incomplete, exit 128 + the signal."""
     scenario = tmp_path / "s.yaml"
     scenario.write_text(SCENARIO.read_text())
     out = tmp_path / "sim"
@@ -177,11 +182,11 @@ def test_ctrl_c_while_writing_is_one_line_and_exit_130(tmp_path: Path) -> None:
     deadline = time.monotonic() + 120
     while child.poll() is None and time.monotonic() < deadline:
         if any(p.name.startswith(f".sim{result_folder.STAGING}") for p in tmp_path.iterdir()):
-            child.send_signal(signal.SIGINT)  # the run is over and its files are being written
+            child.send_signal(stop)  # the run is over and its files are being written
             break
         time.sleep(0.002)
     _, stderr = child.communicate(timeout=60)
-    assert child.returncode == 130, stderr
+    assert child.returncode == code, stderr
     assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("interrupted:"), stderr
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     if (out / MARKER).exists():  # interrupted before the files moved: the old result, as it was

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import gc
 import json
+import signal
 import sys
 import warnings
 from typing import Any
@@ -39,6 +40,7 @@ def main() -> None:
     last full pass over everything still alive is skipped (gc.freeze): a tenth of a second after a large
     run, and the process is ending anyway (atexit handlers and open files still close as usual)."""
     warnings.showwarning = _warn_one_line
+    signal.signal(signal.SIGTERM, _terminate)
     atexit.register(gc.freeze)
     map_large_blocks()  # memory a long run frees goes back to the system (ttftsim/heap.py)
     try:
@@ -102,6 +104,16 @@ def _usage_error(exc: Exception) -> None:
     sys.exit(2)
 
 
+TERMINATED: list[int] = []  # the signal that stopped the run, when SIGTERM did (a pod deleted, a job cancelled)
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    """SIGTERM (Kubernetes stopping a pod, a CI job cancelled) ends the run as Ctrl-C does: the plan's checkpoint
+    is closed in order and the process exits 128 + 15, the code a shell gives a process SIGTERM ended."""
+    TERMINATED.append(signum)
+    raise KeyboardInterrupt
+
+
 def _interrupted() -> None:
     _fail("interrupted: results are written only once complete; a plan keeps its checkpoint (--resume)")
-    sys.exit(130)
+    sys.exit(128 + TERMINATED[0] if TERMINATED else 130)
