@@ -102,9 +102,11 @@ def table_rows(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def headers() -> list[dict[str, str]]:
-    """COLUMNS as Dash DataTable columns (name, id)."""
-    return [{"name": name, "id": column} for column, name, *_ in COLUMNS]
+def headers(plan: dict[str, Any] | None = None) -> list[dict[str, str]]:
+    """COLUMNS as Dash DataTable columns (name, id); the limit's rate in the plan's unit (plan.json's rate_unit:
+    conversations/s for a conversation workload; req/s for a plan written before the field)."""
+    unit = str((plan or {}).get("rate_unit") or "req/s")
+    return [{"name": name.replace("req/s", unit), "id": column} for column, name, *_ in COLUMNS]
 
 
 def _is_number(value: Any) -> TypeGuard[float]:

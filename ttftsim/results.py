@@ -288,10 +288,11 @@ def _plan_section(saved: SavedPlan) -> tuple[list[str], list[str]]:
     for title, is_out, style in (("Best per GPU type", False, ""), ("Out of the running", True, " style='color:#888'")):
         items = "".join(f"<li>{escape(g.hardware)}: {escape(g.text)}</li>" for g in bests if g.is_out == is_out)
         lists.append(f"<h3>{title}</h3><ul{style}>{items}</ul>" if items else "")
-    head = "".join(f"<th>{escape(c['name'])}</th>" for c in plan_view.headers())
+    columns = plan_view.headers(saved.data)
+    head = "".join(f"<th>{escape(c['name'])}</th>" for c in columns)
     body = "".join(
         f"<tr style='color:{'inherit' if row['status'] in plan_view.IN_THE_RUNNING else '#888'}'>"
-        + "".join(f"<td>{escape(_html_cell(row[c['id']]))}</td>" for c in plan_view.headers())
+        + "".join(f"<td>{escape(_html_cell(row[c['id']]))}</td>" for c in columns)
         + "</tr>"
         for row in plan_view.table_rows(saved.data)
     )

@@ -84,12 +84,12 @@ def plan_page(saved: SavedPlan) -> tuple[Any, ...]:
     ]
     rate = plan.get("target_rate")
     context = f"plan {plan.get('plan')}: {plan.get('candidates')} candidates" + (
-        f" for {rate:,.4g} req/s" if isinstance(rate, int | float) else ""
+        f" for {rate:,.4g} {plan.get('rate_unit') or 'req/s'}" if isinstance(rate, int | float) else ""
     )
     return (
         figures.plan_scatter(plan),
         plan_view.table_rows(plan),
-        plan_view.headers(),
+        plan_view.headers(plan),
         saved.manifests or "(no manifests.yaml in this plan folder: a plan with no winner writes none)",
         context,
         "",

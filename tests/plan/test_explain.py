@@ -7,14 +7,18 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
+import yaml
 
+from ttftsim.config.plan import Plan
 from ttftsim.config.slo import Slo
 from ttftsim.metrics.slo import SloFigures
 from ttftsim.plan import evaluate
-from ttftsim.plan.explain import THROUGHPUT, binding, closest, missed, sentence, wanted, words
+from ttftsim.plan.explain import THROUGHPUT, binding, closest, missed, refused, sentence, wanted, words
 from ttftsim.plan.ranking import Row, best_per_gpu
 from ttftsim.plan.run import load_plan
+from ttftsim.plan.search import candidates
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "plans" / "quickstart.yaml"
@@ -150,3 +154,38 @@ def test_each_gpu_types_best_is_its_cheapest_known_cost_else_its_nearest_miss() 
     assert best["H100-SXM5-80GB"] is rows[0]
     assert best["A100-SXM4-80GB"] is rows[3]
     assert best["L40S-48GB"] is rows[7]
+
+
+def test_a_candidate_whose_requests_are_refused_says_how_many_and_why() -> None:
+    """Prompts beyond engine.max_model_len are rejected, never served: every percentile is infinite, and the plan
+    said only 'P99 TTFT inf' (cold trial D5). The low-load miss names the rejections and the engine's reason."""
+    data = yaml.safe_load(QUICKSTART.read_text())  # prompts of mean 1,000 tokens
+    data["engine"]["max_model_len"] = 1024
+    data["search"].update(hardware=["H100-SXM5-80GB"], tensor_parallel_size=[1], max_num_seqs=[None])
+    plan = Plan.model_validate(data | {"probe_requests": 100})
+    (cand,) = candidates(plan)
+    result = evaluate.capacity(plan, str(ROOT), cand, saturated=20.0)
+    assert (result["feasible"], result["reason"]) == (
+        False,
+        "misses the SLO even at low load (1.00 req/s): P99 TTFT inf of 500 ms; 39 of 100 requests rejected, never "
+        "served: e.g. prompt 1250 + output 205 tokens exceed max_model_len 1024",
+    )
+
+
+def test_refusals_are_counted_with_the_most_frequent_kinds_first_reason() -> None:
+    requests = pd.DataFrame(
+        {
+            "status": ["finished", "failed", "rejected", "rejected", "rejected"],
+            "reason": [
+                "",
+                "pod lost",
+                "prompt 9 + output 1 tokens exceed max_model_len 8",
+                "queue full",
+                "prompt 12 + output 3 tokens exceed max_model_len 8",
+            ],
+        }
+    )
+    assert refused(requests) == (
+        "4 of 5 requests rejected, never served: e.g. prompt 9 + output 1 tokens exceed max_model_len 8"
+    )
+    assert refused(requests.iloc[:1]) == ""

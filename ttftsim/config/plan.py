@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -134,7 +134,8 @@ class Plan(StrictModel):
     model: str = Field(description="Model preset or path to a Hugging Face config.json")
     engine: EngineArgs = Field(default_factory=EngineArgs, description="Engine arguments every candidate shares")
     workload: Workload = Field(
-        description="The traffic: open-loop at a rate, or a trace (replayed faster or slower to reach each rate)"
+        description="The traffic: open-loop at a rate, or a trace (replayed faster or slower to reach each rate); "
+        "its num_requests and duration_s may be left out, each run setting its own (probe_requests, confirm_s)"
     )
     peak_rate: float | None = Field(
         default=None, gt=0, description="Requests per second to plan for (default: the workload's rate; a trace's own)"
@@ -160,6 +161,20 @@ class Plan(StrictModel):
         default=None, description="Autoscaling over a day: HPA settings against a fixed fleet (plan/day.py)"
     )
     seed: int = Field(default=0, ge=0, description="Random seed; same plan and seed, same result")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _length_optional(cls, data: Any) -> Any:
+        """A plan's runs set their own length (probe_requests a probe, confirm_s a cluster run), so a workload other
+        than a trace may leave out duration_s and num_requests: it is then probe_requests long, as a probe runs it."""
+        workload = data.get("workload") if isinstance(data, dict) else None
+        if not isinstance(workload, dict) or workload.get("type") == "trace":
+            return data
+        if workload.get("duration_s") is None and workload.get("num_requests") is None:
+            probe = data.get("probe_requests", cls.model_fields["probe_requests"].default)
+            length = probe if isinstance(probe, int) and not isinstance(probe, bool) and probe >= 1 else 1
+            data = {**data, "workload": {**workload, "num_requests": length}}
+        return data
 
     @field_validator("slo")
     @classmethod

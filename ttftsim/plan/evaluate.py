@@ -29,7 +29,8 @@ import pandas as pd
 
 from ttftsim.cluster.run import fixed_cluster
 from ttftsim.config.base import LABEL_MAX_CHARS
-from ttftsim.config.plan import Plan
+from ttftsim.config.engine import EngineArgs
+from ttftsim.config.plan import SEARCHED_ENGINE_ARGUMENTS, Plan
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.versions import version_defaults
 from ttftsim.config.workload import ConversationWorkload, TraceWorkload
@@ -37,7 +38,7 @@ from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.slo import SloFigures, slo_figures
 from ttftsim.perf.memory import DoesNotFitError
-from ttftsim.plan.explain import binding, closest, missed, ratios
+from ttftsim.plan.explain import binding, closest, missed, rate_unit, ratios, refused
 from ttftsim.replica import build_replica
 from ttftsim.simulate import simulate
 from ttftsim.workload.traces import window_requests
@@ -65,23 +66,45 @@ class Candidate:
     warm_pool: int
     data_parallel_size: int = 1
     enable_expert_parallel: bool = False
+    pipeline_parallel_size: int = 1  # not searched: every candidate has the plan engine's (its label says it)
 
     @property
     def key(self) -> str:
         """The candidate's identity in a plan's checkpoint (the parallelism fields only where not the default,
         so a checkpoint written before they existed still resumes)."""
-        fields = asdict(self)
+        fields = self.as_dict()
         for name, default in (("data_parallel_size", 1), ("enable_expert_parallel", False)):
             if fields[name] == default:
                 del fields[name]
         return json.dumps(fields, sort_keys=True)
 
-    def label(self) -> str:
-        parts = [f"{self.hardware} TP{self.tensor_parallel_size}"]
+    def as_dict(self) -> dict[str, Any]:
+        """Its fields as plan.json and the checkpoint's keys carry them: the pipeline stages only where more than
+        one, so a plan of one stage writes and resumes as before the field existed."""
+        fields = asdict(self)
+        if fields["pipeline_parallel_size"] == 1:
+            del fields["pipeline_parallel_size"]
+        return fields
+
+    @property
+    def num_changed_arguments(self) -> int:
+        """The engine arguments it sets away from vLLM's defaults (EngineArgs' own): among candidates tied on
+        everything the plan measures, the one closest to vLLM's defaults ranks first, so a feature that made no
+        difference in the simulated traffic is not turned off in the recommended deployment."""
+        defaults = EngineArgs.model_fields
+        return sum(getattr(self, name) != defaults[name].default for name in SEARCHED_ENGINE_ARGUMENTS)
+
+    def shape(self) -> str:
+        """The replica's GPUs and parallelism: 'H100-SXM5-80GB TP2 PP2 DP2 EP' (PP, DP, EP only where used)."""
+        text = f"{self.hardware} TP{self.tensor_parallel_size}"
+        if self.pipeline_parallel_size > 1:
+            text += f" PP{self.pipeline_parallel_size}"
         if self.data_parallel_size > 1:
-            parts[0] += f" DP{self.data_parallel_size}"
-        if self.enable_expert_parallel:
-            parts[0] += " EP"
+            text += f" DP{self.data_parallel_size}"
+        return text + (" EP" if self.enable_expert_parallel else "")
+
+    def label(self) -> str:
+        parts = [self.shape()]
         if self.max_num_seqs is not None:
             parts.append(f"seqs {self.max_num_seqs}")
         if self.max_num_batched_tokens is not None:
@@ -245,12 +268,14 @@ def capacity(plan: Plan, base: str, cand: Candidate, saturated: float) -> dict[s
     """The highest single-replica rate within the SLOs (bisection) and the target that binds it; infeasible
     if even low load misses. Each probe keeps every target's figure over its target."""
     low = saturated * LOW_LOAD
-    figures = _simulate(plan, base, cand, low, plan.probe_requests)
+    result = simulate(scenario(plan, cand, low, plan.probe_requests, base), Path(base))
+    figures = _figures(plan, result)
     probes = [{"rate": low, "ratios": ratios(plan.slo, figures)}]
     if not figures.meets(plan.slo):
+        why = "; ".join(filter(None, (missed(plan.slo, figures), refused(result.requests))))
         return {
             "feasible": False,
-            "reason": f"misses the SLO even at low load ({low:.2f} req/s): {missed(plan.slo, figures)}",
+            "reason": f"misses the SLO even at low load ({low:.2f} {rate_unit(plan.workload)}): {why}",
             "probes": probes,
             "binding": binding(probes),
         }
@@ -318,7 +343,7 @@ def predict(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, 
 def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = ".") -> Scenario:
     """The deployment at the peak rate as a fixed cluster; with N+1 redundancy, the first serving pod fails
     a quarter of the way through the arrivals (its requests retried, its replacement cold-starting)."""
-    num_requests = max(plan.probe_requests, int(plan.target_rate * plan.confirm_s))
+    num_requests = confirm_requests(plan)
     extra: dict[str, Any] = {}
     if isinstance(plan.workload, ConversationWorkload):  # sessions outlive their start: stop at a horizon
         extra["horizon_s"] = num_requests / plan.target_rate + CONVERSATION_TAIL_S
@@ -328,10 +353,15 @@ def cluster_scenario(plan: Plan, cand: Candidate, replicas: int, base: str = "."
     return scenario(plan, cand, plan.target_rate, num_requests, base, cluster=cluster, **extra)
 
 
+def confirm_requests(plan: Plan) -> int:
+    """Arrivals of a confirming run (requests, or conversations started): confirm_s at the peak rate, at least
+    probe_requests."""
+    return max(plan.probe_requests, int(plan.target_rate * plan.confirm_s))
+
+
 def pod_failure_s(plan: Plan) -> float:
     """When the confirming run of an N+1 plan loses a pod: a quarter of its arrivals' span."""
-    num_requests = max(plan.probe_requests, int(plan.target_rate * plan.confirm_s))
-    return round(num_requests / plan.target_rate / 4, 3)
+    return round(confirm_requests(plan) / plan.target_rate / 4, 3)
 
 
 def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, Any]:
@@ -347,7 +377,8 @@ def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, 
             break
         tried = replicas + extra * step
         result = simulate(cluster_scenario(plan, cand, tried, base), Path(base))
-    return {"met": False, "replicas": tried, "pods_lost": _pods_lost(result), **figures.as_dict()}
+    lost = {"pods_lost": _pods_lost(result), "refused": refused(result.requests)}
+    return {"met": False, "replicas": tried, **lost, **figures.as_dict()}
 
 
 def _pods_lost(result: Any) -> int:

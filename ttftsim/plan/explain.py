@@ -13,8 +13,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pandas as pd
+
 from ttftsim.config.slo import Slo
+from ttftsim.config.workload import ConversationWorkload, Workload
 from ttftsim.metrics.slo import SloCheck, SloFigures, judge
+from ttftsim.metrics.summary import reason_kinds
 
 THROUGHPUT = "throughput"  # the binding "target" when no SLO target missed below saturation
 WORDS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
@@ -76,6 +80,20 @@ def missed(slo: Slo, figures: SloFigures) -> str:
     return ", ".join(figure_text(c) for c in checks) or "nothing"
 
 
+def refused(requests: pd.DataFrame) -> str:
+    """Why a run's percentiles can be infinite: its requests refused, never served, counted, with the most frequent
+    kind's first reason as the engine gave it ('115 of 600 requests rejected, never served: e.g. prompt 1012 +
+    output 172 tokens exceed max_model_len 1024'); '' when none was."""
+    refusals = requests[requests["status"].isin(("rejected", "failed"))]
+    if not len(refusals):
+        return ""
+    kinds = reason_kinds(refusals["reason"])
+    first = refusals.iloc[int(kinds.map(kinds.value_counts()).to_numpy().argmax())]  # the most frequent, first
+    ended = "rejected" if first["status"] == "rejected" else "failed"
+    reason = first["reason"] if isinstance(first["reason"], str) and first["reason"] else "no reason recorded"
+    return f"{len(refusals):,} of {len(requests):,} requests {ended}, never served: e.g. {reason}"
+
+
 def figure_text(check: SloCheck) -> str:
     """'P99 TTFT 346 ms of 1.5 s' (goodput: 'goodput 99.4% of 99%')."""
     name = words(check_key(check))
@@ -94,13 +112,27 @@ def seconds(value: float | None) -> str:
     return f"{value * 1e3:,.0f} ms" if value < 1 else f"{value:,.3g} s"
 
 
-def sentence(head: str, bound: str, max_rate: float, slo: Slo, figures: SloFigures | None, nearest: str = "") -> str:
+def rate_unit(workload: Workload) -> str:
+    """The unit of a plan's rates (its peak, each replica's limit): a conversation workload's arrivals start
+    conversations, each several requests, so its rates are conversations per second."""
+    return "conversations/s" if isinstance(workload, ConversationWorkload) else "req/s"
+
+
+def sentence(
+    head: str,
+    bound: str,
+    max_rate: float,
+    slo: Slo,
+    figures: SloFigures | None,
+    nearest: str = "",
+    unit: str = "req/s",
+) -> str:
     """The answer for one candidate: '<head>: mean TPOT is the limit, at 5.6 req/s per replica; P99 TTFT
-    544 ms of 1.5 s'; when throughput is the limit, the target nearest its own (`nearest`) is named; without
-    figures (not simulated at its size), only the limit."""
+    544 ms of 1.5 s' (`unit`: the plan's rate_unit); when throughput is the limit, the target nearest its own
+    (`nearest`) is named; without figures (not simulated at its size), only the limit."""
     text = f"{head}: {words(bound)} is the limit"
     if max_rate == max_rate:
-        text += f", at {max_rate:,.2f} req/s per replica"
+        text += f", at {max_rate:,.2f} {unit} per replica"
     if bound == THROUGHPUT and nearest:
         text += f" (nearest target there: {words(nearest)})"
     if figures is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ttftsim.config.plan import Plan
 from ttftsim.metrics.slo import SloFigures, judge
 from ttftsim.plan.evaluate import Candidate
-from ttftsim.plan.explain import check_key, sentence
+from ttftsim.plan.explain import check_key, rate_unit, sentence
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Row:
     status: str  # confirmed, missed, estimate, pruned, infeasible
     reason: str = ""
     saturated_rate: float = math.nan
-    max_rate: float = math.nan  # requests/s one replica sustains within the SLO
+    max_rate: float = math.nan  # the rate one replica sustains within the SLO (the plan's rate_unit)
     binding: str = ""  # the target that limits max_rate (plan/explain.py), or "throughput"
     nearest: str = ""  # with throughput the limit: the target nearest its own there
     low_load_miss: float = math.nan  # missed even at low load: the worst figure over its target there
@@ -58,7 +58,8 @@ class Row:
         verdict = judge(plan.slo, figures)
         checks = () if verdict is None else verdict.checks
         self.figures = {check_key(c): math.nan if c.figure_s is None else c.figure_s for c in checks}
-        self.explanation = sentence(self.head(), self.binding, self.max_rate, plan.slo, figures, self.nearest)
+        unit = rate_unit(plan.workload)
+        self.explanation = sentence(self.head(), self.binding, self.max_rate, plan.slo, figures, self.nearest, unit)
 
     def price(self, output_tokens_per_s: float) -> None:
         """The cost per million output tokens at the traffic's demand (`output_tokens_per_s` at the peak rate: what
@@ -79,19 +80,25 @@ def _known(value: float) -> float:
     return value if value == value else math.inf
 
 
-def cost_order(row: Row) -> tuple[float, float, str]:
-    return (row.cost_per_hour, _known(row.ttft_p99_s), row.candidate.key)
+def tie_order(row: Row) -> tuple[int, str]:
+    """Between rows equal on everything measured: the candidate closest to vLLM's defaults (fewest engine arguments
+    changed), then its key (deterministic)."""
+    return (row.candidate.num_changed_arguments, row.candidate.key)
 
 
-def rank_order(row: Row) -> tuple[int, float, float, float, str]:
+def cost_order(row: Row) -> tuple[float, float, tuple[int, str]]:
+    return (row.cost_per_hour, _known(row.ttft_p99_s), tie_order(row))
+
+
+def rank_order(row: Row) -> tuple[int, float, float, float, tuple[int, str]]:
     status = STATUS_ORDER[row.status]
-    return (status, _known(row.cost_per_hour), _known(row.ttft_p99_s), _known(row.lower_bound_cost), row.candidate.key)
+    return (status, _known(row.cost_per_hour), _known(row.ttft_p99_s), _known(row.lower_bound_cost), tie_order(row))
 
 
 def pareto(rows: list[Row]) -> list[Row]:
     """Rows no other row beats on both cost per hour and P99 TTFT (among those with both known)."""
     known = [r for r in rows if r.status in ("confirmed", "estimate") and r.ttft_p99_s == r.ttft_p99_s]
-    known.sort(key=lambda r: (r.cost_per_hour, r.ttft_p99_s, r.candidate.key))
+    known.sort(key=lambda r: (r.cost_per_hour, r.ttft_p99_s, tie_order(r)))
     front, best_p99 = [], math.inf
     for row in known:
         if row.ttft_p99_s < best_p99:
@@ -105,7 +112,7 @@ def best_per_gpu(rows: list[Row]) -> dict[str, Row]:
     bisected, or over max_replicas), in the ranking's order; else the one that missed by least at low load;
     else its best reason to be out."""
 
-    def order(r: Row) -> tuple[bool, float, tuple[int, float, float, float, str]]:
+    def order(r: Row) -> tuple[bool, float, tuple[int, float, float, float, tuple[int, str]]]:
         return (r.cost_per_hour != r.cost_per_hour, _known(r.low_load_miss), rank_order(r))
 
     best: dict[str, Row] = {}

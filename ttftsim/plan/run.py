@@ -23,8 +23,9 @@ from ttftsim.hardware.catalog import load_hardware
 from ttftsim.model.catalog import load_model, preset_repository
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.plan import day, evaluate
+from ttftsim.plan.explain import rate_unit
 from ttftsim.plan.manifests import write_deployment
-from ttftsim.plan.ranking import Row, best_per_gpu, pareto
+from ttftsim.plan.ranking import Row, best_per_gpu, pareto, tie_order
 from ttftsim.plan.runner import Progress, Runner
 from ttftsim.plan.search import search
 from ttftsim.plan.store import Store
@@ -68,7 +69,7 @@ class PlanResult:
         """What came closest when nothing meets the SLOs, and why."""
         missed = [r for r in self.rows if r.status == "missed"]
         if missed:
-            best = min(missed, key=lambda r: (r.ttft_p99_s, r.candidate.key))
+            best = min(missed, key=lambda r: (r.ttft_p99_s, tie_order(r)))
             return f"{best.candidate.label()}: {best.reason}"
         infeasible = [r for r in self.rows if r.status == "infeasible"]
         if infeasible:
@@ -82,6 +83,7 @@ class PlanResult:
         return {
             "plan": self.plan.name,
             "target_rate": self.plan.target_rate,
+            "rate_unit": rate_unit(self.plan.workload),  # of target_rate and each row's max_rate, saturated_rate
             "output_tokens_per_s": self.output_tokens_per_s,
             "slo": self.plan.slo.model_dump(exclude_none=True, exclude_defaults=True),
             "availability": self.plan.availability.model_dump(),
@@ -122,7 +124,7 @@ def _row_json(row: Row) -> dict[str, Any]:
     data = asdict(row)
     if not row.replicas:
         data.update(needed=None, replicas=None, gpus=None)
-    data["candidate"] = asdict(row.candidate)
+    data["candidate"] = row.candidate.as_dict()
     data["label"] = row.candidate.label()
     data["figures"] = {k: _finite(v) for k, v in row.figures.items()}
     return {k: _finite(v) for k, v in data.items()}
@@ -229,7 +231,25 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
         except ValueError as exc:
             raise InputError(source, engine_field(exc), str(exc)) from None
         warnings += model_warnings(model, engine.max_model_len, engine.weight_dtype, window_kept(model, engine))
-    return list(dict.fromkeys(warnings))
+    return list(dict.fromkeys(warnings + replaced_length(plan)))
+
+
+def replaced_length(plan: Plan) -> list[str]:
+    """The workload's own length (num_requests, duration_s), which every run of a plan replaces with its own: a
+    probe sends probe_requests, the confirming run confirm_s at the peak rate. It may be left out (config/plan.py);
+    when given it is said. A trace's keep choosing the part of the trace whose rate is planned, and are not said."""
+    workload = plan.workload
+    if isinstance(workload, TraceWorkload):
+        return []
+    given = [f"{name} ({value:g})" for name in ("num_requests", "duration_s") if (value := getattr(workload, name))]
+    if not given or (workload.duration_s is None and workload.num_requests == plan.probe_requests):
+        return []  # left out (config/plan.py gives it probe_requests) or the probes' own length
+    unit = "conversations" if rate_unit(workload) == "conversations/s" else "requests"
+    return [
+        f"workload.{' and '.join(given)} {'is' if len(given) == 1 else 'are'} replaced in a plan: each single-replica"
+        f" run sends probe_requests ({plan.probe_requests:,} {unit}), the confirming cluster run lasts confirm_s "
+        f"({plan.confirm_s:g} s) at the peak rate ({evaluate.confirm_requests(plan):,} {unit})"
+    ]
 
 
 def model_id(plan: Plan) -> str:

@@ -19,8 +19,8 @@ from ttftsim.config.plan import Plan
 from ttftsim.metrics.slo import SloFigures
 from ttftsim.plan import evaluate
 from ttftsim.plan.evaluate import Candidate
-from ttftsim.plan.explain import missed, sentence
-from ttftsim.plan.ranking import Row, cost_order, rank_order
+from ttftsim.plan.explain import missed, rate_unit, sentence
+from ttftsim.plan.ranking import Row, cost_order, rank_order, tie_order
 from ttftsim.plan.runner import Runner
 
 WAVE = 8  # capacity bisections per pruning decision (fixed: the same result for any worker count)
@@ -29,10 +29,12 @@ SHOW_TRIES = 3  # pruned candidates bisected per GPU type that has none sized, t
 
 
 def candidates(plan: Plan) -> list[Candidate]:
-    """The product of the search space's lists, in Candidate's field order (the last fields vary fastest)."""
+    """The product of the search space's lists, in Candidate's field order (the last fields vary fastest); the
+    pipeline stages are the plan engine's."""
     space = plan.search
     names = [item.name for item in fields(Candidate)]
-    values: list[list[Any]] = [list(getattr(space, name)) for name in names]
+    stages = [plan.engine.pipeline_parallel_size]
+    values: list[list[Any]] = [stages if name == "pipeline_parallel_size" else getattr(space, name) for name in names]
     found = [Candidate(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*values)]
     # vLLM uses expert parallelism only over more than one GPU (FusedMoEParallelConfig.make: use_ep needs
     # TP x DP > 1): on one it is the same deployment as without
@@ -81,7 +83,7 @@ def _unsimulated(row: Row, plan: Plan) -> str:
     """The sentence of a row never simulated at its size: its limit, or why it is out."""
     if row.cost_per_hour == row.cost_per_hour:
         return (
-            sentence(row.head(), row.binding, row.max_rate, plan.slo, None, row.nearest)
+            sentence(row.head(), row.binding, row.max_rate, plan.slo, None, row.nearest, rate_unit(plan.workload))
             + f" ({row.status}: {row.reason})"
         )
     return f"{row.candidate.label()}: {row.status}: {row.reason}"
@@ -133,7 +135,7 @@ def _best_of_pruned_types(runner: Runner, rows: dict[str, Row]) -> list[Row]:
         group = [r for r in rows.values() if r.candidate.hardware == hardware]
         if not any(r.status == "estimate" for r in group):
             pruned = sorted(
-                (r for r in group if r.status == "pruned"), key=lambda r: (r.lower_bound_cost, r.candidate.key)
+                (r for r in group if r.status == "pruned"), key=lambda r: (r.lower_bound_cost, tie_order(r))
             )
             waiting[hardware] = pruned[:SHOW_TRIES]
     shown: list[Row] = []
@@ -172,4 +174,5 @@ def _confirm(runner: Runner, rows: list[Row], output_tokens_per_s: float) -> Non
             row.headroom = 1.0 - plan.target_rate / (row.replicas * row.max_rate)
         row.status = "confirmed" if result["met"] else "missed"
         if not result["met"]:
-            row.reason = f"cluster run misses with {result['replicas']} replicas: {missed(plan.slo, figures)}"
+            why = "; ".join(filter(None, (missed(plan.slo, figures), result.get("refused", ""))))
+            row.reason = f"cluster run misses with {result['replicas']} replicas: {why}"

@@ -41,13 +41,14 @@ def render_plan(console: Console, result: Any, folder: Any) -> None:
 
 def _render_heading(console: Console, result: Any) -> None:
     """The plan's question in one line (model, traffic, SLOs, how many candidates and tasks), then the answer."""
-    from ttftsim.plan.explain import wanted
+    from ttftsim.plan.explain import rate_unit, wanted
 
     plan = result.plan
     tokens = result.output_tokens_per_s  # the traffic's demand, at which every row is priced
     demand = f" ({tokens:,.0f} output tokens/s)" if tokens > 0 else ""
     console.print(
-        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} req/s{demand}, {wanted(plan.slo)}; "
+        f"[bold]{plan.name}[/]: {plan.model} at {plan.target_rate:g} {rate_unit(plan.workload)}{demand}, "
+        f"{wanted(plan.slo)}; "
         f"{counted(len(result.rows), 'candidate')}, {result.fully_simulated} confirmed by cluster simulation; "
         f"tasks computed {result.computed}, from checkpoint {result.reused}"
     )
@@ -57,7 +58,7 @@ def _render_heading(console: Console, result: Any) -> None:
 
 def _candidates_table(result: Any) -> Table:
     """The first 12 candidates that were simulated (confirmed, estimated or missed), in rank order."""
-    from ttftsim.plan.explain import words
+    from ttftsim.plan.explain import rate_unit, words
 
     table = Table(
         "#",
@@ -70,7 +71,7 @@ def _candidates_table(result: Any) -> Table:
         "P99 TTFT ms",
         "mean TPOT ms",
         "P99 TPOT ms",
-        "limit (req/s per replica)",
+        f"limit ({rate_unit(result.plan.workload)} per replica)",
     )
     shown = [r for r in result.rows if r.status in SIZED][:12]
     for rank, row in enumerate(shown, 1):
