@@ -221,6 +221,81 @@ def test_kserve_huggingface_runtime_on_s3_with_the_model_named(tmp_path: Path) -
     )
 
 
+# KServe's docs/samples/fluid/kserve-huggingfaceserver.yaml (@ aaac4e2), shortened: a bash wrapper that warms the
+# model's files up, then runs huggingfaceserver with the words after the script ("$@")
+WRAPPED_RUNTIME = """apiVersion: serving.kserve.io/v1alpha1
+kind: ClusterServingRuntime
+metadata: {name: custom-kserve-huggingfaceserver}
+spec:
+  containers:
+  - image: kserve/huggingfaceserver:latest
+    name: kserve-container
+    command: ["/bin/bash"]
+    args:
+    - "-c"
+    - |
+      set -e
+      TARGET_DIR="${TARGET_DIR:-/mnt/models}"
+      for file in $(find "$TARGET_DIR" -type f); do
+        dd if="$file" of=/dev/null bs=4M &
+      done
+      wait
+      echo "All arguments: $@"
+      LAST
+    - "--"
+    - --model_name={{.Name}}
+  supportedModelFormats:
+  - {autoSelect: true, name: huggingface}
+"""
+
+
+def _wrapped_runtime(tmp_path: Path, last_line: str) -> Path:
+    path = tmp_path / "runtime.yaml"
+    path.write_text(WRAPPED_RUNTIME.replace("LAST", last_line))
+    return path
+
+
+def test_kserve_runtime_wrapping_huggingfaceserver_in_bash_is_read_at_its_line(tmp_path: Path) -> None:
+    """The fluid sample's runtime was refused naming the InferenceService's file and `containers.0.args.2`, quoting
+    the whole script as 'several words passed to vLLM as one argument'."""
+    runtime = _wrapped_runtime(tmp_path, 'python3 -m huggingfaceserver "$@"')
+    documents = read_documents(DATA / "kserve-fluid-isvc.yaml") + read_documents(runtime)
+    rendered = render_workloads(documents)
+    ((_, made),) = rendered.documents
+    (container,) = _pod(made)["containers"]
+    assert container["command"] == ["vllm", "serve"]
+    assert container["args"] == [
+        "/mnt/models",
+        "--gpu-memory-utilization=0.95",
+        "--max-model-len=1024",
+        "--tensor-parallel-size=1",
+        "--enforce-eager",
+        "--disable-log-stats",
+        "--port",
+        "8080",
+    ]
+    assert [f.message.split(": ", 1)[1] for f in rendered.findings][-1] == (
+        "huggingfaceserver's own flags taken out, the rest read as vLLM's (backend vllm) (the line of the "
+        "runtime's shell script that runs it)"
+    )
+
+
+def test_kserve_runtime_wrapper_without_a_server_line_names_the_runtime_file_and_field(tmp_path: Path) -> None:
+    runtime = _wrapped_runtime(tmp_path, 'exec /opt/start-server.sh "$@"')
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(DEPLOY.format(hardware="A10G-24GB") + "model: meta-llama/Llama-3.1-8B-Instruct\n")
+    result = run(
+        "validate", str(deploy), "--manifest", str(DATA / "kserve-fluid-isvc.yaml"), "--manifest", str(runtime)
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {runtime}#0 ClusterServingRuntime/custom-kserve-huggingfaceserver: spec.containers.0.args.1: "
+        "a shell-script wrapper ('set -e\\nTARGET_DIR=\"${TARGET_DIR:-/mnt/mo'...) is not read: no `python -m "
+        "huggingfaceserver` line in it; run the server from command and args, or validate the Deployment KServe "
+        "renders"
+    )
+
+
 def test_kserve_transformers_backend_is_a_named_unsupported_kind(tmp_path: Path) -> None:
     report = _validate(tmp_path, ["kserve-hf-isvc.yaml"])
     assert report["prediction"] is None
@@ -544,6 +619,63 @@ def test_llm_d_multinode_values_are_a_leader_worker_set(tmp_path: Path) -> None:
     (container,) = _pod(made)["containers"]
     assert container["resources"] == {"limits": {"nvidia.com/gpu": 8}, "requests": {"nvidia.com/gpu": 8}}
     assert container["args"][3:5] == ["--tensor-parallel-size", "8"]
+
+
+LLM_D_CUSTOM = (
+    "modelArtifacts: {name: Qwen/Qwen3-32B, uri: 'hf://Qwen/Qwen3-32B'}\n"
+    "decode:\n  parallelism: PARALLELISM\n"
+    "  containers:\n  - name: vllm\n    modelCommand: custom\n    command: [/bin/bash, -c]\n"
+    "    args: ['vllm serve Qwen/Qwen3-32B --tensor-parallel-size $TP_SIZE --gpu-memory-utilization=0.95']\n"
+    "    env: [{name: TP_SIZE, value: '8'}, {name: HF_HOME, value: /cache}]\n"
+)
+
+
+def test_llm_d_gives_every_container_the_charts_parallelism_env(tmp_path: Path) -> None:
+    """The chart's parallelismEnv follows the user's env, so its TP_SIZE wins, and a custom script's $TP_SIZE is
+    read (the llm-d inference-scheduling GKE guide runs `vllm serve ... --tensor-parallel-size $TP_SIZE`)."""
+    (tmp_path / "values.yaml").write_text(LLM_D_CUSTOM.replace("PARALLELISM", "{tensor: 2, data: 1}"))
+    (made,) = [d for _, d in render_workloads(read_documents(tmp_path / "values.yaml")).documents]
+    (container,) = _pod(made)["containers"]
+    assert container["env"] == [
+        {"name": "TP_SIZE", "value": "8"},
+        {"name": "HF_HOME", "value": "/cache"},
+        {"name": "DP_SIZE", "value": "1"},
+        {"name": "TP_SIZE", "value": "2"},
+        {"name": "DP_SIZE_LOCAL", "value": "1"},
+    ]
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(DEPLOY.format(hardware="H100-SXM5-80GB"))
+    report = validate(deploy, [tmp_path / "values.yaml"]).as_json()
+    assert report["deployment"]["engine"] == {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.95}
+    assert _checks(report, "error") == []
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "sizes"),
+    [
+        ("{}", ("1", "1", "1")),
+        ("{data: 4, workers: 2}", ("4", "1", "2")),  # dataLocal = data / workers
+        ("{dataLocal: 2, workers: 3, tensor: 4}", ("6", "4", "2")),  # data = dataLocal x workers
+        ("{data: 8, dataLocal: 2}", ("8", "1", "2")),
+    ],
+)
+def test_llm_d_parallelism_env_follows_the_charts_helpers(
+    tmp_path: Path, parallelism: str, sizes: tuple[str, str, str]
+) -> None:
+    (tmp_path / "values.yaml").write_text(LLM_D_CUSTOM.replace("PARALLELISM", parallelism))
+    (made,) = [d for _, d in render_workloads(read_documents(tmp_path / "values.yaml")).documents]
+    (container,) = _pod(made)["containers"]
+    assert tuple(e["value"] for e in container["env"][2:]) == sizes
+
+
+def test_llm_d_data_not_a_multiple_of_workers_is_refused_as_helm_refuses_it(tmp_path: Path) -> None:
+    (tmp_path / "values.yaml").write_text(LLM_D_CUSTOM.replace("PARALLELISM", "{data: 3, workers: 2}"))
+    with pytest.raises(InputError) as caught:
+        render_workloads(read_documents(tmp_path / "values.yaml"))
+    assert caught.value.one_line() == (
+        f"{tmp_path / 'values.yaml'}#0: decode.parallelism.data: 3 is not a multiple of workers (2): "
+        "helm template fails"
+    )
 
 
 @pytest.mark.parametrize("emit", [production_stack_values, kserve_inference_service])

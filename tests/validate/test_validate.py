@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.test_cli import _assert_one_line_error, run
+from ttftsim.validate.run import validate
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "validate"
 
@@ -685,6 +687,21 @@ def test_command_lines_kubernetes_would_not_split_are_refused_naming_the_item(
     assert result.returncode == 2 and f"k8s.yaml#0: {field}: " in result.stderr and says in result.stderr
 
 
+def test_an_item_of_several_words_is_quoted_as_a_short_excerpt(tmp_path: Path) -> None:
+    """The message quoted the whole item (a KServe runtime's script filled the line and lost its reason)."""
+    long_item = '["--max-model-len 8192 --max-num-seqs 128 --enable-prefix-caching --gpu-memory-utilization 0.9"]'
+    path = _edited(
+        tmp_path,
+        ('args: [--max-model-len, "8192", --max-num-seqs, "128", --enable-prefix-caching]', f"args: {long_item}"),
+    )
+    result = run("validate", str(path))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {tmp_path / 'k8s.yaml'}#0: containers.0.args.0: '--max-model-len 8192 --max-num-seqs 128 '... "
+        "holds several words: Kubernetes passes it to vLLM as one argument; write one flag or value per item"
+    )
+
+
 def test_a_whole_command_line_in_one_command_item_is_refused_naming_it(tmp_path: Path) -> None:
     one = (
         "command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]",
@@ -702,6 +719,121 @@ def test_another_kind_whose_pods_run_vllm_is_named_unsupported(tmp_path: Path) -
     assert result.returncode == 1, result.stderr
     errors = [f["message"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
     assert any("Rollout/chat-8b is not supported" in message for message in errors), errors
+
+
+def _findings(path: Path, check: str) -> list[tuple[str, str, str]]:
+    report = validate(path, []).as_json()
+    return [(f["severity"], f["message"], f["fix"]) for f in report["findings"] if f["check"] == check]
+
+
+def test_a_misspelt_gpu_resource_keeps_the_pod_pending_and_names_the_device_plugins(tmp_path: Path) -> None:
+    """`nvidia.com/gpus` was 'requests no nvidia.com/gpu; it may land on a CPU node'."""
+    typo = ("requests: {nvidia.com/gpu: 1, cpu", "requests: {nvidia.com/gpus: 1, cpu")
+    path = _edited(tmp_path, typo, ("limits: {nvidia.com/gpu: 1,", "limits: {nvidia.com/gpus: 1,"))
+    assert _findings(path, "gpu-request") == [
+        (
+            "error",
+            "Deployment/chat-8b: the vLLM container requests nvidia.com/gpus, a resource no node advertises (the "
+            "device plugin's is nvidia.com/gpu): the pod stays Pending",
+            "rename it nvidia.com/gpu: 1",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("gpus", "fix"),
+    [
+        (9, "request 4 GPUs per pod"),  # TP 9 was suggested: above an H100 node's 8, and does not divide 32 heads
+        (16, "request 4 GPUs per pod"),  # TP 16 divides Llama-8B's 32 heads, but 16 GPUs exceed a node's 8
+        (6, "request 4 GPUs per pod"),  # fits a node, but TP 6 does not divide 32 heads
+        (8, "request 4 GPUs per pod, or set --tensor-parallel-size 8"),
+    ],
+)
+def test_idle_gpus_suggest_only_a_tensor_parallel_size_vllm_could_start_with(
+    tmp_path: Path, gpus: int, fix: str
+) -> None:
+    tp = ("--enable-prefix-caching]", '--enable-prefix-caching, --tensor-parallel-size, "4"]')
+    requests = ("requests: {nvidia.com/gpu: 1,", f"requests: {{nvidia.com/gpu: {gpus},")
+    path = _edited(tmp_path, tp, requests, ("limits: {nvidia.com/gpu: 1,", f"limits: {{nvidia.com/gpu: {gpus},"))
+    (idle,) = [f for f in _findings(path, "tp-vs-gpus") if f[0] == "warning"]
+    assert idle[1].startswith(f"Deployment/chat-8b: the pod requests {gpus} GPUs but vLLM uses 4 ")
+    assert idle[2] == fix
+
+
+SHM_MOUNT = (
+    "ports: [{containerPort: 8000}]",
+    "ports: [{containerPort: 8000}]\n          volumeMounts: [{name: shm, mountPath: /dev/shm}]",
+)
+
+
+@pytest.mark.parametrize(
+    ("size_limit", "expected"),
+    [
+        (
+            "1Mi",
+            [
+                (
+                    "warning",
+                    "Deployment/chat-8b: 2 GPUs a replica (tensor x pipeline x data parallel) with a /dev/shm emptyDir "
+                    "of sizeLimit 1Mi, below the 64 MB default; NCCL falls back or fails",
+                    "raise the /dev/shm emptyDir's sizeLimit (ttftsim plan's manifests give 16Gi for several GPUs a "
+                    "pod)",
+                )
+            ],
+        ),
+        ("1Gi", []),
+    ],
+)
+def test_a_tiny_dev_shm_under_tensor_parallelism_is_flagged_like_a_missing_one(
+    tmp_path: Path, size_limit: str, expected: list[tuple[str, str, str]]
+) -> None:
+    tp = ("--enable-prefix-caching]", '--enable-prefix-caching, --tensor-parallel-size, "2"]')
+    gpus = ("nvidia.com/gpu: 1", "nvidia.com/gpu: 2")  # the request and the limit
+    volume = (
+        "      containers:\n",
+        f"      volumes: [{{name: shm, emptyDir: {{medium: Memory, sizeLimit: {size_limit}}}}}]\n      containers:\n",
+    )
+    path = _edited(tmp_path, tp, gpus, SHM_MOUNT, volume)
+    assert _findings(path, "shared-memory") == expected
+
+
+def _unsupported(result: subprocess.CompletedProcess[str]) -> list[tuple[str, str]]:
+    assert result.returncode == 1, result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    return [(f["message"], f["fix"]) for f in findings if f["severity"] == "error"]
+
+
+def test_a_deployment_running_the_grpc_entrypoint_names_its_container(tmp_path: Path) -> None:
+    """GIE's gpu-grpc-deployment.yaml (`python3 -m vllm.entrypoints.grpc_server`) was 'no Deployment ... with a vLLM
+    container'."""
+    grpc = (
+        "command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]",
+        "command: [python3, -m, vllm.entrypoints.grpc_server, --model, meta-llama/Llama-3.1-8B-Instruct]",
+    )
+    path = _edited(tmp_path, grpc)
+    assert _unsupported(run("validate", str(path), "--json")) == [
+        (
+            f"{tmp_path / 'k8s.yaml'}#0: Deployment/chat-8b: container vllm runs vllm.entrypoints.grpc_server (vLLM's "
+            "gRPC server), which validate does not read (it reads `vllm serve` or vllm.entrypoints.openai.api_server)",
+            "validate a copy whose container runs `vllm serve` with the same flags (it parses the same ones)",
+        )
+    ]
+
+
+def test_an_llm_inference_service_config_alone_is_named_as_a_template(tmp_path: Path) -> None:
+    config = (
+        "apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceServiceConfig\nmetadata: {name: prefix-caching}\n"
+        "spec:\n  template:\n    containers:\n    - name: main\n      args: [--enable-prefix-caching]\n"
+    )
+    (tmp_path / "config.yaml").write_text(config)
+    deploy = _copy(tmp_path, ("manifests: [k8s.yaml]", "manifests: [config.yaml]"))
+    assert _unsupported(run("validate", str(deploy), "--json")) == [
+        (
+            f"{tmp_path / 'config.yaml'}#0: LLMInferenceServiceConfig/prefix-caching: a template an "
+            "LLMInferenceService merges in (spec.baseRefs), with no pods of its own",
+            "validate the LLMInferenceService that names it (its own fields are read, not this template's)",
+        )
+    ]
 
 
 def test_which_other_kinds_run_a_vllm_server() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import hardware_for_label, load_hardware, node_label_keys
 from ttftsim.inputs.files import counted
+from ttftsim.validate.gpu_request_advice import fitting_tp, misspelt_gpu_resource
 from ttftsim.validate.manifests import ServingWorkload
 from ttftsim.validate.report import Report
 from ttftsim.validate.serving_container import GPU_RESOURCES
@@ -23,7 +24,6 @@ SHARED_SUFFIX = "-SHARED"  # k8s-device-plugin sharing.timeSlicing.renameByDefau
 # rest (nvidia.com/gpu.present, .count, .family, .memory) do not pin a GPU type
 VENDOR_LABEL_PREFIXES = ("nvidia.com/", "amd.com/", "beta.amd.com/", "feature.node.kubernetes.io/")
 MIG = "nvidia.com/mig-"  # MIG slices' resources (nvidia.com/mig-3g.40gb, ...)
-MAX_GPUS_PER_REPLICA = 64  # a TP the fix may suggest (a 64-GPU NVL domain at most)
 
 
 def check_gpu_scheduling(report: Report, serving: ServingWorkload, target: Target, per_node: int | None) -> None:
@@ -183,15 +183,16 @@ def check_gpu_count(report: Report, serving: ServingWorkload, target: Target) ->
     total = gpus * size
     if total == used:
         return
-    fitting_tp = f", or set --tensor-parallel-size {total // other}" if total % other == 0 else ""
-    fitting_tp = fitting_tp if total <= MAX_GPUS_PER_REPLICA else ""
+    per_node = _profile_gpus_per_node(target.hardware) if size == 1 else None  # a group spans nodes
+    tp = fitting_tp(total, other, per_node, target.model)
+    fitting = f", or set --tensor-parallel-size {tp}" if tp is not None else ""
     if size == 1 and gpus > used:
         report.add(
             "warning",
             "tp-vs-gpus",
             f"{where}: the pod requests {counted(gpus, 'GPU')} but vLLM uses {used} (tensor x pipeline x data "
             f"parallel): {counted(gpus - used, 'GPU')} idle and paid for; predicted on {used}",
-            f"request {counted(used, 'GPU')} per pod{fitting_tp}",
+            f"request {counted(used, 'GPU')} per pod{fitting}",
         )
         return
     report.add(
@@ -199,12 +200,23 @@ def check_gpu_count(report: Report, serving: ServingWorkload, target: Target) ->
         "tp-vs-gpus",
         f"{where}: tensor x pipeline x data parallel = {used} GPUs, but the pod group requests "
         f"{gpus} x {size} = {total}",
-        f"request {counted(used // size, 'GPU')} per pod{fitting_tp}",
+        f"request {counted(used // size, 'GPU')} per pod{fitting}",
     )
 
 
 def _no_gpu_request(report: Report, serving: ServingWorkload, tp: int) -> None:
     if _mig_slices(serving):  # check_mig says what a slice means
+        return
+    misspelt = misspelt_gpu_resource(serving.container)
+    if misspelt is not None:
+        written, meant, quantity = misspelt
+        report.add(
+            "error",
+            "gpu-request",
+            f"{serving.kind}/{serving.name}: the vLLM container requests {written}, a resource no node advertises "
+            f"(the device plugin's is {meant}): the pod stays Pending",
+            f"rename it {meant}: {quantity}",
+        )
         return
     report.add(
         "error",

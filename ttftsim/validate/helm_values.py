@@ -12,7 +12,8 @@
   templates/_helpers.tpl): the decode pool, a Deployment (a LeaderWorkerSet of `parallelism.workers` pods
   when `multinode`), running `vllm serve` of `modelArtifacts.uri` with --tensor-parallel-size and the data
   parallel sizes from `decode.parallelism`, then the container's args; dataLocal x tensor devices of the
-  accelerator type's resource unless the container's resources name it. A prefill pool is named as not
+  accelerator type's resource unless the container's resources name it; the chart's DP_SIZE, TP_SIZE and
+  DP_SIZE_LOCAL in every container's env (validate/modelservice_parallelism.py). A prefill pool is named as not
   modelled.
 
 The release is taken as `vllm` (the charts' tutorials: `helm install vllm ...`)."""
@@ -25,6 +26,7 @@ from typing import Any
 
 from ttftsim.errors import InputError
 from ttftsim.validate.k8s_schema import SchemaFinding
+from ttftsim.validate.modelservice_parallelism import ChartParallelism, chart_parallelism
 from ttftsim.validate.rendered import Documents, RenderedWorkload, gpu_resources, merge_resources, note, workload
 from ttftsim.validate.stack_values_keys import MODEL_SPEC_KEYS, TOP_LEVEL_KEYS, unread_keys
 from ttftsim.validate.yaml_fields import Fields
@@ -217,14 +219,13 @@ def _modelservice(values: Fields) -> list[RenderedWorkload]:
     if not decode.flag("create", True):
         raise InputError(source, "decode.create", "false: no decode pool, nothing serves requests")
     parallelism = decode.mapping("parallelism")
-    tensor = parallelism.count("tensor", 1) or 1
-    data_local = parallelism.count("dataLocal", 0) or parallelism.count("data", 0) or 1
+    sizes = chart_parallelism(parallelism)
     workers = parallelism.count("workers", 1) or 1
     accelerator = values.mapping("accelerator").text("type", "nvidia") or "nvidia"
     resource = ACCELERATORS.get(accelerator)
     containers = []
     for container in decode.mappings("containers"):
-        containers.append(_modelservice_container(container, model, name, tensor, data_local, resource))
+        containers.append(_modelservice_container(container, model, name, sizes, resource))
     if not containers:
         raise InputError(source, "decode.containers", "no container: nothing serves requests")
     pod: dict[str, Any] = {"containers": containers}
@@ -268,19 +269,20 @@ def _modelservice_model(source: str, uri: str) -> str:
 
 
 def _modelservice_container(
-    container: Fields, model: str, served: str, tensor: int, data_local: int, resource: str | None
+    container: Fields, model: str, served: str, sizes: ChartParallelism, resource: str | None
 ) -> dict[str, Any]:
     command = container.text("modelCommand", "custom")
-    flags = ["--tensor-parallel-size", str(tensor)] if tensor > 1 else []
-    flags += ["--data-parallel-size-local", str(data_local)] if data_local > 1 else []
+    flags = ["--tensor-parallel-size", str(sizes.tensor)] if sizes.tensor > 1 else []
+    flags += ["--data-parallel-size-local", str(sizes.data_local)] if sizes.data_local > 1 else []
     flags += ["--served-model-name", served] if served else []
     out = dict(container.data)
+    out["env"] = container.items("env") + sizes.env()  # parallelismEnv, after the user's env (a later name wins)
     if command == "vllmServe":
         out["command"], out["args"] = ["vllm", "serve"], [model, "--port", "8000", *flags, *container.words("args")]
     elif command == "imageDefault":
         out["command"] = ["python", "-m", "vllm.entrypoints.openai.api_server"]
         out["args"] = ["--model", model, "--port", "8000", *flags, *container.words("args")]
-    gpus = tensor * data_local
+    gpus = sizes.tensor * sizes.data_local
     devices = Fields(container.source, "", gpu_resources(resource, gpus) if resource is not None else {})
     out["resources"] = merge_resources(devices, container.mapping("resources"))  # the container's own win
     return out

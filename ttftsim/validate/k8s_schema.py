@@ -30,6 +30,8 @@ from ttftsim.validate.crd_schemas import crd_schema
 from ttftsim.validate.manifests import WORKLOAD_KINDS
 from ttftsim.validate.selector_rules import selector_rules
 from ttftsim.validate.serving_container import runs_vllm_server
+from ttftsim.validate.unread_forms import CONFIG_FIX, ENTRYPOINT_FIX, is_kserve_config, other_entrypoint
+from ttftsim.validate.vllm_args import API_SERVER_MODULE
 
 MAX_VALUE_CHARS = 60
 # Kinds people deploy vLLM with that the deployment checks do not read: what to tell them
@@ -137,6 +139,7 @@ def unsupported_findings(documents: list[tuple[str, dict[str, Any]]]) -> list[Sc
             message = f"{source}: {not_an_object(document)}"
             findings.append(SchemaFinding("error", "unsupported-kind", message, HELM_FIX))
             continue
+        findings += _unread_form(source, document)
         known = UNSUPPORTED_KINDS.get(f"{_group(document)} {document.get('kind')}") or _other_vllm_pods(document)
         if known is not None:
             message = (
@@ -145,6 +148,18 @@ def unsupported_findings(documents: list[tuple[str, dict[str, Any]]]) -> list[Sc
             )
             findings.append(SchemaFinding("error", "unsupported-kind", message, KIND_FIX))
     return findings
+
+
+def _unread_form(source: str, document: dict[str, Any]) -> list[SchemaFinding]:
+    """A workload running another vLLM entrypoint, or a KServe LLMInferenceServiceConfig alone (unread_forms.py)."""
+    where = f"{source}: {document.get('kind')}/{_name(document)}"
+    if (runs := other_entrypoint(document)) is not None:
+        message = f"{where}: {runs}, which validate does not read (it reads `vllm serve` or {API_SERVER_MODULE})"
+        return [SchemaFinding("error", "unsupported-kind", message, ENTRYPOINT_FIX)]
+    if is_kserve_config(document):
+        message = f"{where}: a template an LLMInferenceService merges in (spec.baseRefs), with no pods of its own"
+        return [SchemaFinding("error", "unsupported-kind", message, CONFIG_FIX)]
+    return []
 
 
 def _other_vllm_pods(document: dict[str, Any]) -> str | None:

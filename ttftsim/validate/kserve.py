@@ -8,7 +8,8 @@
   override the runtime container's, and args are the runtime's followed by the model's; `{{.Name}}` is the
   InferenceService's name. The Hugging Face runtime (python -m huggingfaceserver) reads its own flags
   (--model_id, --model_name, --backend, --max_length...) and hands the rest to vLLM's parser: its own flags
-  are taken out, --model_id (or an hf:// storageUri) is the model. The Deployment is `NAME-predictor` with
+  are taken out, --model_id (or an hf:// storageUri) is the model (huggingfaceserver.py; a runtime wrapping it
+  in a shell script is read at the script's `-m huggingfaceserver` line). The Deployment is `NAME-predictor` with
   `minReplicas` (default 1) replicas. `spec.predictor.containers` (a custom container) is read as written.
 - LLMInferenceService (v1alpha1/v1alpha2): the `main` container of `spec.template` running KServe's template
   command (config/llmisvcconfig/config-llm-template.yaml): `vllm serve` of the model, --tensor-parallel-size
@@ -25,22 +26,17 @@ import shlex
 from typing import Any
 
 from ttftsim.errors import InputError
+from ttftsim.validate.container_command import container_words_are_shell
+from ttftsim.validate.huggingfaceserver import KSERVE_PORT, MODEL_DIR, backend, huggingface_args, server_arguments
 from ttftsim.validate.k8s_schema import SchemaFinding
 from ttftsim.validate.manifest_shapes import Container, PodSpec, check_part
 from ttftsim.validate.rendered import Documents, RenderedWorkload, merge_resources, note, with_tcp_readiness, workload
 from ttftsim.validate.yaml_fields import Fields
 
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 GROUP = "serving.kserve.io"
 BACKEND_FIX = "set --backend=vllm (or leave it auto) to serve with vLLM, which ttftsim models"
 RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
-KSERVE_PORT = 8080  # the predictor's HTTP port (KServe constants.InferenceServiceDefaultHttpPort)
 MODEL_SOURCE = "model-source"  # the check of the warning that the model comes from storage: dropped when named
-MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts the model (constants.DefaultModelLocalMountPath)
 # KServe's own runtimes (config/runtimes/kserve-huggingfaceserver.yaml, kserve-vllmserver.yaml), by model format
 BUILTIN_RUNTIMES: dict[str, dict[str, Any]] = {
     "huggingface": {
@@ -69,19 +65,6 @@ LLMISVC_CONTAINER: dict[str, Any] = {
     "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
 }
 LLMISVC_VOLUMES = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
-# huggingfaceserver's own flags (python/huggingfaceserver/huggingfaceserver/__main__.py and the parser of
-# python/kserve/kserve/model_server.py it extends), taken out before vLLM's parser sees the rest
-HF_VALUE_FLAGS = _words(
-    """model_dir model_id model_revision max_length tensor_input_names backend task http_port grpc_port workers
-    max_threads max_asyncio_workers enable_grpc enable_docs_url enable_latency_logging configure_logging
-    log_config_file access_log_format event-loop timeout-keep-alive model_name predictor_host protocol
-    predictor_protocol predictor_use_ssl predictor_request_timeout_seconds grpc_max_send_message_length
-    grpc_max_receive_message_length predictor_request_retries"""
-)
-HF_SWITCHES = _words(
-    """disable_lower_case disable_special_tokens return_token_type_ids return_offsets_mapping return_probabilities
-    return_raw_logits disable_log_requests enable_predictor_health_check"""
-)
 
 
 def kserve_workloads(documents: Documents) -> list[RenderedWorkload]:
@@ -178,19 +161,35 @@ def _model_container(
             f"InferenceService/{name}: the model comes from {storage}; name it with `model:` in the deployment file"
         )
         notes.append(SchemaFinding("warning", MODEL_SOURCE, f"{source}: {message}"))  # validate drops it if named
-    if _is_huggingface_server(container) and _backend(container["args"]) == "huggingface":
+    server = _huggingface_server(source, name, container, (runtime_name, containers[0].path), hf_id)
+    if server is not None and server.severity == "error":
+        return server
+    if server is not None:
+        notes.append(server)
+    elif hf_id is not None:
+        container["args"] = [a.replace(MODEL_DIR, hf_id) for a in container["args"]]
+    container.setdefault("ports", [{"containerPort": KSERVE_PORT}])
+    return container, runtime_spec.data, notes
+
+
+def _huggingface_server(
+    source: str, name: str, container: dict[str, Any], runtime: tuple[str, str], hf_id: str | None
+) -> SchemaFinding | None:
+    """A huggingfaceserver container made into the `vllm serve` it starts (in place), with the note saying so; an
+    unsupported-kind error for the transformers backend; None when the container does not run huggingfaceserver.
+    `runtime`: the runtime's file and kind/name, and its container's path there."""
+    server_args = server_arguments(container, *runtime)
+    if server_args is None:
+        return None
+    if backend(server_args) == "huggingface":
         message = (
             f"{source}: KServe InferenceService/{name} runs Hugging Face transformers (--backend=huggingface), "
             "not vLLM: not modelled"
         )
         return SchemaFinding("error", "unsupported-kind", message, BACKEND_FIX)
-    if _is_huggingface_server(container):
-        container["command"], container["args"] = ["vllm", "serve"], _huggingface_args(container["args"], hf_id)
-        notes.append(note(source, "huggingfaceserver's own flags taken out, the rest read as vLLM's (backend vllm)"))
-    elif hf_id is not None:
-        container["args"] = [a.replace(MODEL_DIR, hf_id) for a in container["args"]]
-    container.setdefault("ports", [{"containerPort": KSERVE_PORT}])
-    return container, runtime_spec.data, notes
+    wrapped = " (the line of the runtime's shell script that runs it)" if container_words_are_shell(container) else ""
+    container["command"], container["args"] = ["vllm", "serve"], huggingface_args(server_args, hf_id)
+    return note(source, f"huggingfaceserver's own flags taken out, the rest read as vLLM's (backend vllm){wrapped}")
 
 
 def _runtime(
@@ -225,48 +224,6 @@ def _merge(runtime: Fields, model: Fields) -> dict[str, Any]:
     env |= {str(e.get("name")): e for e in model.items("env") if isinstance(e, dict)}
     merged["env"] = list(env.values())
     return merged
-
-
-def _is_huggingface_server(container: dict[str, Any]) -> bool:
-    words = [str(w) for w in container.get("command") or []]
-    return "huggingfaceserver" in str(container.get("image", "")) or "huggingfaceserver" in words
-
-
-def _backend(args: list[str]) -> str:
-    """huggingfaceserver's --backend (auto picks vLLM for the architectures vLLM supports)."""
-    for index, word in enumerate(args):
-        if word.startswith("--backend="):
-            return word.split("=", 1)[1]
-        if word == "--backend" and index + 1 < len(args):
-            return args[index + 1]
-    return "auto"
-
-
-def _huggingface_args(args: list[str], hf_id: str | None) -> list[str]:
-    """`vllm serve MODEL ...` from huggingfaceserver's arguments: its own flags out, --max_length as
-    --max-model-len (its alias), the model from --model_id, else the hf:// storageUri, and --port its --http_port
-    (KServe's model server serves the HTTP API, default 8080; vLLM runs inside it)."""
-    model, out, index, port = hf_id, [], 0, str(KSERVE_PORT)
-    while index < len(args):
-        word = args[index]
-        flag, _, inline = word.removeprefix("--").partition("=")
-        takes = not inline and "=" not in word
-        value = inline if not takes else (args[index + 1] if index + 1 < len(args) else "")
-        if word.startswith("--") and flag in HF_VALUE_FLAGS:
-            if flag == "model_id":
-                model = value
-            elif flag == "max_length":
-                out += ["--max-model-len", value]
-            elif flag == "http_port":
-                port = value
-            index += 2 if takes else 1
-            continue
-        if word.startswith("--") and flag in HF_SWITCHES:
-            index += 1
-            continue
-        out.append(word)
-        index += 1
-    return [model or MODEL_DIR, *out, "--port", port]  # /mnt/models: the deployment file's `model` names it
 
 
 def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWorkload:

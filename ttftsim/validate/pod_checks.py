@@ -1,5 +1,6 @@
 """The vLLM workload's pod spec beyond GPU scheduling: the GPU count against the engine's parallelism and the GPU type
-label (unknown, missing, time-sliced), anti-affinity, memory and CPU requests, /dev/shm for a multi-GPU replica,
+label (unknown, missing, time-sliced), anti-affinity, memory and CPU requests, /dev/shm for a multi-GPU replica
+(shared_memory.py),
 probes against the predicted cold start (weights not yet on the node, read from where the manifest mounts them:
 weights_source.py) and vLLM's port, and the HPA that scales the workload; with a warning for each vLLM flag the
 prediction parses but leaves out. Another workload's HPA, and what a probe's path returns, are not checked."""
@@ -17,6 +18,7 @@ from ttftsim.validate.gpu_scheduling import SHARED_SUFFIX, check_gpu_count, gpu_
 from ttftsim.validate.hpa_metrics import check_metric_names, check_metric_targets
 from ttftsim.validate.manifests import ServingWorkload
 from ttftsim.validate.report import Report
+from ttftsim.validate.shared_memory import check_shared_memory
 from ttftsim.validate.target import Target
 from ttftsim.validate.weights_source import weights_source
 
@@ -46,14 +48,7 @@ def check_manifests(report: Report, serving: ServingWorkload, target: Target) ->
             "add podAntiAffinity (preferred, topologyKey kubernetes.io/hostname) or a topologySpreadConstraint",
         )
     _check_requests(report, serving, where)
-    if tp > 1 and not _has_shm(serving):
-        report.add(
-            "warning",
-            "shared-memory",
-            f"{where}: {tp} GPUs a replica (tensor x pipeline x data parallel) without an in-memory /dev/shm "
-            "volume; NCCL falls back or fails with the 64 MB default",
-            "mount an emptyDir with medium: Memory at /dev/shm",
-        )
+    check_shared_memory(report, serving, tp, where)
 
 
 def _check_gpu_label(report: Report, serving: ServingWorkload, target: Target, where: str) -> None:
@@ -141,11 +136,6 @@ def not_modelled(serving: ServingWorkload) -> list[str]:
     for flag in serving.not_modelled:
         warnings.append(f"vLLM flag {flag} ({where}) is parsed but not modelled: its effect is not predicted")
     return warnings
-
-
-def _has_shm(serving: ServingWorkload) -> bool:
-    mounts = serving.container.get("volumeMounts") or []
-    return any(str(m.get("mountPath", "")).rstrip("/") == "/dev/shm" for m in mounts)
 
 
 def check_probes_and_hpa(report: Report, serving: ServingWorkload, weights: float, engine: ResolvedEngine) -> None:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from ttftsim.errors import InputError
+from ttftsim.inputs.files import excerpt
 from ttftsim.validate.container_command import container_words, container_words_are_shell
 from ttftsim.validate.container_env import ConfigData
 from ttftsim.validate.vllm_args import API_SERVER_MODULE, vllm_arguments
@@ -91,8 +92,8 @@ def _check_one_argument_each(source: str, index: int, container: dict[str, Any])
                 raise InputError(
                     source,
                     f"containers.{index}.{part}.{item_index}",
-                    f"{text!r} holds several words: Kubernetes passes it to vLLM as one argument; write one flag or "
-                    "value per item",
+                    f"{excerpt(text)} holds several words: Kubernetes passes it to vLLM as one argument; write one "
+                    "flag or value per item",
                 )
 
 
@@ -106,8 +107,8 @@ def _check_no_command_line_in_one_item(source: str, index: int, container: dict[
                 raise InputError(
                     source,
                     f"containers.{index}.{part}.{item_index}",
-                    f"{text!r} holds several words: Kubernetes runs it as one program name (no shell splits it); "
-                    "write one word per item, or run it with [sh, -c, ...]",
+                    f"{excerpt(text)} holds several words: Kubernetes runs it as one program name (no shell splits "
+                    "it); write one word per item, or run it with [sh, -c, ...]",
                 )
 
 
