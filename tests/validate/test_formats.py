@@ -825,3 +825,32 @@ def test_production_stack_cpu_tier_follows_the_charts_int_test(size: object, tie
     (container,) = _pod(made)["containers"]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env.get("LMCACHE_MAX_LOCAL_CPU_SIZE") == tier
+
+
+def test_llm_inference_service_data_and_expert_parallelism_run_the_data_parallel_template() -> None:
+    """spec.parallelism data 16, dataLocal 8, expert, with workers (KServe's DeepSeek DP/EP sample): the
+    data-parallel template's flags (config-llm-worker-data-parallel.yaml) and a group of 16 / 8 = 2 pods of 8 GPUs
+    each; VLLM_API_SERVER_COUNT is the template's variable, not vLLM's (a cold trial was told to remove it, and to
+    set TP 8 over the GPUs it saw idle)."""
+    document = yaml.safe_load((DATA / "kserve-llmisvc-single-gpu.yaml").read_text())
+    document["spec"]["parallelism"] = {"data": 16, "dataLocal": 8, "expert": True, "tensor": 1}
+    document["spec"]["worker"] = {"containers": [{"name": "main"}]}
+    main = document["spec"]["template"]["containers"][0]
+    main["env"] = [*main.get("env", []), {"name": "VLLM_API_SERVER_COUNT", "value": "1"}]
+    ((_, made),) = render_workloads([("isvc.yaml#0", document)]).documents
+    assert made["kind"] == "LeaderWorkerSet" and made["spec"]["leaderWorkerTemplate"]["size"] == 2
+    (container,) = _pod(made)["containers"]
+    assert container["command"][5:16] == [
+        "--tensor-parallel-size",
+        "1",
+        "--api-server-count",
+        "1",
+        "--enable-expert-parallel",
+        "--data-parallel-size",
+        "16",
+        "--data-parallel-size-local",
+        "8",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser=qwen3_coder",
+    ]
+    assert "VLLM_API_SERVER_COUNT" not in [e["name"] for e in container["env"]]

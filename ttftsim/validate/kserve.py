@@ -13,7 +13,8 @@
   `minReplicas` (default 1) replicas. `spec.predictor.containers` (a custom container) is read as written.
 - LLMInferenceService (v1alpha1/v1alpha2): the `main` container of `spec.template` running KServe's template
   command (config/llmisvcconfig/config-llm-template.yaml): `vllm serve` of the model, --tensor-parallel-size
-  from spec.parallelism.tensor, then $VLLM_ADDITIONAL_ARGS and the container's args, with the template's
+  from spec.parallelism.tensor (with data, dataLocal or expert, the data-parallel template's flags too:
+  config-llm-worker-data-parallel.yaml), then $VLLM_ADDITIONAL_ARGS and the container's args, with the template's
   probes on /health:8000 and its in-memory /dev/shm where the user's template sets none. The Deployment is
   `NAME-kserve` with spec.replicas. A prefill pool or multi-node workers are named as not modelled.
 
@@ -65,6 +66,7 @@ LLMISVC_CONTAINER: dict[str, Any] = {
     "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
 }
 LLMISVC_VOLUMES = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
+TEMPLATE_VARIABLES = ("VLLM_ADDITIONAL_ARGS", "VLLM_API_SERVER_COUNT")  # read by the templates' shell, not vLLM
 
 
 def kserve_workloads(documents: Documents) -> list[RenderedWorkload]:
@@ -249,21 +251,47 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
     words = ["vllm", "serve", model_id, "--port", "8000"]
     words += ["--tensor-parallel-size", str(tensor)] if parallelism.has("tensor") else []
     words += ["--pipeline-parallel-size", str(parallelism.count("pipeline", 1))] if parallelism.has("pipeline") else []
+    words += _data_parallel_words(parallelism, env)
     container = _merged_template(dict(main.data) | {k: main.items(k) for k in ("ports", "volumeMounts")})
     container |= {"name": "main", "command": words + extra_words + main.words("args"), "args": []}
     container["image"] = main.text("image", "ghcr.io/llm-d/llm-d-cuda:v0.9.0")  # the template's image
-    # the template's shell expands VLLM_ADDITIONAL_ARGS into the command line (read above): not vLLM's variable
-    container["env"] = [e for e in env if e.get("name") != "VLLM_ADDITIONAL_ARGS"]
+    # the template's shell expands these into the command line (read above): not vLLM's variables
+    container["env"] = [e for e in env if e.get("name") not in TEMPLATE_VARIABLES]
     pod = {k: v for k, v in template.data.items() if k in ("nodeSelector", "affinity")}
     check_part(PodSpec, pod, source, "spec.template")
     pod["volumes"] = _added(LLMISVC_VOLUMES, template.items("volumes"), "name")
     pod["containers"] = [container]
-    made = workload("Deployment", f"{name}-kserve", spec.count("replicas", 1), pod)
-    notes = [note(source, f"LLMInferenceService/{name} read as the Deployment {name}-kserve that KServe makes")]
+    pods = _data_parallel_pods(spec, parallelism)
+    kind = "LeaderWorkerSet" if pods > 1 else "Deployment"
+    made = workload(kind, f"{name}-kserve", spec.count("replicas", 1), pod, pods)
+    notes = [note(source, f"LLMInferenceService/{name} read as the {kind} {name}-kserve that KServe makes")]
     for part, what in (("prefill", "a prefill pool (P/D disaggregation)"), ("worker", "multi-node workers")):
-        if spec.has(part):
+        if spec.has(part) and not (part == "worker" and pods > 1):  # the data-parallel template's pods are read
             notes.append(note(source, f"LLMInferenceService/{name}: {what} not modelled", "warning"))
     return RenderedWorkload(source, made, tuple(notes))
+
+
+def _data_parallel_words(parallelism: Fields, env: list[dict[str, Any]]) -> list[str]:
+    """The flags KServe's data-parallel template (config/llmisvcconfig/config-llm-worker-data-parallel.yaml) adds
+    when spec.parallelism sets data, dataLocal or expert: --api-server-count $VLLM_API_SERVER_COUNT (default 8),
+    --enable-expert-parallel with expert, --data-parallel-size data (default 1) and --data-parallel-size-local
+    dataLocal (default 1); none without them (the single-node template)."""
+    if not any(parallelism.has(key) for key in ("data", "dataLocal", "expert")):
+        return []
+    servers = next((str(e.get("value") or "") for e in env if e.get("name") == "VLLM_API_SERVER_COUNT"), "") or "8"
+    words = ["--api-server-count", servers]
+    words += ["--enable-expert-parallel"] if parallelism.flag("expert", False) else []
+    words += ["--data-parallel-size", str(parallelism.count("data", 0) or 1)]
+    return [*words, "--data-parallel-size-local", str(parallelism.count("dataLocal", 0) or 1)]
+
+
+def _data_parallel_pods(spec: Fields, parallelism: Fields) -> int:
+    """Pods of one replica: with `worker`, the data-parallel template's leader and workers, data / dataLocal of them
+    (each runs dataLocal ranks: --data-parallel-start-rank); else one."""
+    data, local = parallelism.count("data", 0), parallelism.count("dataLocal", 0)
+    if spec.has("worker") and local and data > local and data % local == 0:
+        return data // local
+    return 1
 
 
 def _merged_template(main: dict[str, Any]) -> dict[str, Any]:
