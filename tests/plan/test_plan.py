@@ -350,3 +350,30 @@ def test_a_run_without_resume_says_it_discards_an_interrupted_runs_checkpoint(tm
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Store(checkpoint, "digest", resume=False).close()
+
+
+def test_n_plus_1_counts_the_streams_its_lost_pod_served_apart_from_the_slo() -> None:
+    """The confirming run's failed streams (started requests are not retried) are no replica count's to save:
+    with N+1 they are counted, not judged, so the answer does not depend on confirm_s (a cold trial got 10 x L40S
+    with confirm_s 60 and 2 x H100 with 300); requests failed otherwise, and every run without N+1, are judged."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ttftsim.metrics.slo import slo_figures
+    from ttftsim.simulate import load_scenario, simulate
+
+    run = simulate(load_scenario(ROOT / "examples" / "llama31-8b-h100.yaml"), ROOT / "examples")
+    requests = run.requests.copy()
+    lost = requests.index[:5]
+    requests.loc[lost, ["status", "reason"]] = ["failed", "replica 0 lost in a pod failure (attempt 1)"]
+    requests.loc[lost, "ttft_s"] = np.nan
+    requests.loc[requests.index[5], ["status", "reason"]] = ["failed", "no serving replica (attempt 2)"]
+    result = SimpleNamespace(requests=requests, itl_values=run.itl_values, itl_weights=run.itl_weights)
+    plan = load_plan(QUICKSTART)
+    spare = plan.model_copy(update={"availability": plan.availability.model_copy(update={"redundancy": "n_plus_1"})})
+    figures, failed = evaluate._judged(spare, result)
+    assert failed == 5
+    assert figures == slo_figures(requests.drop(index=lost), spare.slo, (run.itl_values, run.itl_weights))
+    assert evaluate._judged(plan, result) == (slo_figures(requests, plan.slo, (run.itl_values, run.itl_weights)), 0)
+    assert figures.ttft_p99_s != evaluate._judged(plan, result)[0].ttft_p99_s  # the five count without N+1

@@ -45,6 +45,11 @@ class Faults:
         self.log.append({"time_s": at_s, "kind": kind, "index": index, "pods": [p.index for p in victims]})
         for pod in victims:
             role, replaced = pod.role, pod.state != "draining"  # a pod being scaled down is not replaced
-            self.lifecycle.terminate(pod, f"lost in a {kind} failure", state="failed")
+            self.lifecycle.terminate(pod, loss_reason(kind), state="failed")
             if replaced:
                 self.lifecycle.new_pod(role)  # the ReplicaSet replaces it
+
+
+def loss_reason(kind: str) -> str:
+    """Why a request on a pod that a fault of this kind took down ended (its failed row's reason holds it)."""
+    return f"lost in a {kind} failure"

@@ -42,6 +42,7 @@ class Row:
     output_tokens_per_s: float = math.nan  # of the whole deployment at the peak rate
     lower_bound_cost: float = math.nan
     pods_lost: int = 0  # in the confirming run (N+1 redundancy: one)
+    requests_lost: int = 0  # the streams that pod was serving, failed: counted apart from the SLO (evaluate._judged)
     figures: dict[str, float] = field(default_factory=dict)  # each SLO target's figure, by key
     explanation: str = ""
 

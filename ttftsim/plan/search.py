@@ -168,6 +168,7 @@ def _confirm(runner: Runner, rows: list[Row], output_tokens_per_s: float) -> Non
         row.replicas, row.gpus = result["replicas"], size_gpus
         row.cost_per_hour = size_gpus * evaluate.price_per_gpu_hour(plan, row.candidate.hardware)
         row.pods_lost = int(result.get("pods_lost", 0))
+        row.requests_lost = int(result.get("requests_lost", 0))
         figures = SloFigures.from_dict(result)
         row.take_figures(plan, figures, output_tokens_per_s)
         if row.max_rate == row.max_rate:

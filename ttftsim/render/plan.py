@@ -114,6 +114,8 @@ def _render_overview(console: Console, result: Any) -> None:
 def _render_recommendation(console: Console, win: Any) -> None:
     """The winner in one line: its deployment, size, cost and predicted P99 TTFT."""
     spare = f", {win.pods_lost} pod lost in the confirming run" if win.pods_lost else ""
+    if win.requests_lost:  # not judged against the SLO (plan/evaluate.py _judged)
+        spare += f" ({counted(win.requests_lost, 'streaming request')} it served failed, not judged)"
     console.print(
         f"[green]recommended:[/] {win.candidate.label()} x {counted(win.replicas, 'replica')} "
         f"({counted(win.gpus, 'GPU')}, {_money(win.cost_per_hour)}/hour), "
