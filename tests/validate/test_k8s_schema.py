@@ -207,6 +207,7 @@ def test_validate_reads_a_kserve_service_as_its_predictor_deployment() -> None:
         ("info", "format"),  # read as the Deployment KServe makes
         ("info", "format"),
         ("error", "gpu-affinity"),  # no GPU label and no hardware in the deployment file
+        ("warning", "vllm-version"),  # KServe's huggingfaceserver image: its tag is not a vLLM release
     ]
     assert report["deployment"]["model"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert report["deployment"]["engine"] == {"max_model_len": 8192}

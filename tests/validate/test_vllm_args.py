@@ -6,6 +6,7 @@ amount, an unknown flag is an error finding, a known flag that is not modelled a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -425,3 +426,24 @@ def test_lora_slots_count_against_the_kv_cache_and_can_leave_the_model_unable_to
     (fit,) = [f for f in validate(_deploy(tmp_path, huge), []).findings if f.check == "memory-fit"]
     assert "with 64 LoRA slots of rank 256 (85.9 GB) needs 102.0 GB of weights" in fit.message
     assert fit.fix == "lower --max-loras or --max-lora-rank, raise tensor parallelism, quantize, or lower max_model_len"
+
+
+def test_an_image_that_does_not_say_its_vllm_is_predicted_as_the_default_and_says_so(tmp_path: Path) -> None:
+    """lmcache/vllm-openai:latest tags LMCache's releases: without vllm_version in the deployment file the
+    prediction follows the default vLLM, and a warning says so (a cold trial saw it silent); a deployment file that
+    names the version is not warned, nor is vLLM's own image (check_image reads its tag)."""
+    path = _deploy(tmp_path, '--max-model-len, "8192"')
+    named = path.read_text()
+    path.write_text(named.replace("vllm_version: 0.15.1\n", ""))
+    assert validate(path, []).findings and not [f for f in validate(path, []).findings if f.check == "vllm-version"]
+    k8s = tmp_path / "k8s.yaml"
+    image = re.search(r"image: (\S+)", k8s.read_text())
+    assert image is not None and image.group(1).startswith("vllm/vllm-openai")
+    k8s.write_text(k8s.read_text().replace(image.group(1), "lmcache/vllm-openai:latest"))
+    (finding,) = [f for f in validate(path, []).findings if f.check == "vllm-version"]
+    assert finding.message.endswith(
+        "the image lmcache/vllm-openai:latest is not vLLM's own (vllm/vllm-openai), so the vLLM it runs is not read "
+        "from its tag; flags, defaults and the prediction follow vLLM 0.15.1, the default"
+    )
+    path.write_text(named)
+    assert not [f for f in validate(path, []).findings if f.check == "vllm-version"]

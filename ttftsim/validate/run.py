@@ -40,6 +40,7 @@ from ttftsim.validate.prediction import predict
 from ttftsim.validate.report import Finding, Report
 from ttftsim.validate.target import Target
 from ttftsim.validate.vllm_args import flag_of
+from ttftsim.validate.vllm_checks import unread_image_version
 from ttftsim.workload.budget import check_workload
 from ttftsim.workload.file_refs import check_files
 
@@ -69,6 +70,7 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
         check_gpu_scheduling(report, target.serving, target, deploy.gpus_per_node)
         check_mig(report, target.serving)
         report.warnings += not_modelled(target.serving)
+        _check_image_version(report, target.serving, deploy)
     report.warnings += unit_warnings(deploy.slo)
     replica = check_engine(report, deploy, target, base, str(path))
     if replica is not None:
@@ -84,6 +86,16 @@ def validate(path: Path, extra_manifests: list[Path]) -> Report:
             check_host_memory(report, target.serving, weights)
         predict(report, deploy, target, base)
     return report
+
+
+def _check_image_version(report: Report, serving: ServingWorkload, deploy: Deploy) -> None:
+    """An image whose name does not say the vLLM it runs, with no vllm_version in the deployment file."""
+    if "vllm_version" in deploy.model_fields_set:
+        return
+    why = unread_image_version(str(serving.container.get("image") or ""), deploy.vllm_version)
+    if why is not None:
+        fix = "set vllm_version in the deployment file to the vLLM release the image runs"
+        report.add("warning", "vllm-version", f"{serving.kind}/{serving.name}: {why}", fix)
 
 
 def _read_manifests(files: list[Path]) -> list[tuple[str, dict[str, Any]]]:

@@ -144,3 +144,16 @@ def check_image(image: str, version: str, command: VllmCommand, where: str) -> N
             fix,
         )
     )
+
+
+def unread_image_version(image: str, version: str) -> str | None:
+    """Why the vLLM version an image runs is not known here, when its name does not say it: an image other than
+    vLLM's own tags its own releases (lmcache/vllm-openai, llm-d, Vertex's pytorch-vllm-serve), so the prediction
+    follows the deployment file's version, which it did not set (None for vLLM's own images: check_image reads
+    their tags)."""
+    if not image or upstream_vllm_image(image):
+        return None
+    return (
+        f"the image {image} is not vLLM's own (vllm/vllm-openai), so the vLLM it runs is not read from its tag; "
+        f"flags, defaults and the prediction follow vLLM {version}, the default"
+    )
