@@ -124,7 +124,7 @@ def test_report_is_one_self_contained_html_file(results: Path, tmp_path: Path) -
     ):
         assert text in plan
     assert "<h3>Out of the running</h3>" not in plan  # every GPU type has a candidate in the running
-    greyed = "<h3>Out of the running</h3><ul style='color:#888'><li>L40S-48GB: L40S-48GB TP2, seqs 64"
+    greyed = "<h3>Out of the running</h3><ul style='color:#888'><li>L40S-48GB: L40S-48GB TP2, least_outstanding"
     assert greyed in html  # the plan whose L40S best was pruned
     assert "cannot beat $3.00/h (at best $7.20/h)" in plan  # a pruned candidate, with its bound
     readme, manifests = (
@@ -305,7 +305,7 @@ def test_plan_view_shows_candidates_the_front_and_manifests(server: str, browser
     page.wait_for_function("document.querySelector('#plan-gpus li.out') !== null", timeout=30_000)
     out = page.locator("#plan-gpus li.out")
     assert out.inner_text().startswith(
-        "L40S-48GB: L40S-48GB TP2, seqs 64, least_outstanding: pruned: cannot beat $3.00/h"
+        "L40S-48GB: L40S-48GB TP2, least_outstanding: pruned: cannot beat $3.00/h"
     )
     assert out.evaluate("e => getComputedStyle(e).color") == "rgb(138, 138, 138)"
     assert (
