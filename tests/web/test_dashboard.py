@@ -304,9 +304,7 @@ def test_plan_view_shows_candidates_the_front_and_manifests(server: str, browser
     _pick(page, "plan-result", "plan-pruned")
     page.wait_for_function("document.querySelector('#plan-gpus li.out') !== null", timeout=30_000)
     out = page.locator("#plan-gpus li.out")
-    assert out.inner_text().startswith(
-        "L40S-48GB: L40S-48GB TP2, least_outstanding: pruned: cannot beat $3.00/h"
-    )
+    assert out.inner_text().startswith("L40S-48GB: L40S-48GB TP2, least_outstanding: pruned: cannot beat $3.00/h")
     assert out.evaluate("e => getComputedStyle(e).color") == "rgb(138, 138, 138)"
     assert (
         page.inner_text("#plan-manifests")
