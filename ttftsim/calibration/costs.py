@@ -279,7 +279,7 @@ class CalibratedCosts(RooflineCosts):
         return self._once("moe", self._moe_s, tokens, hit, shape)
 
     def _moe_s(self, tokens: int, hit: float, shape: MoeShape) -> float:
-        key = f"moe/{shape.dtype}"
+        key = moe_curve(shape)
         columns: dict[str, float] = {
             "inter": shape.inter,
             "hidden": shape.hidden,
@@ -303,6 +303,13 @@ class CalibratedCosts(RooflineCosts):
         )
         table = self._table(key, "moe", (0,), {"tokens": 1.0} | columns)
         return float(curve) * table.at(math.log2(tokens))
+
+
+def moe_curve(shape: MoeShape) -> str:
+    """The fitted curve of a MoE layer's kernel: 4-bit experts (int4, MXFP4: fewer than 8 bits a weight) run a
+    weight-only kernel that multiplies in bf16 (Marlin's w4a16 in vLLM on Hopper and earlier), timed by the int4
+    curve with their own bytes; the others by their compute dtype's (bf16, fp8)."""
+    return "moe/int4" if shape.weight_bytes < 1.0 else f"moe/{shape.dtype}"
 
 
 def _a(value: float) -> Array:

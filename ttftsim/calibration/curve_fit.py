@@ -31,7 +31,8 @@ START = {
 
 def _predictor(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: str) -> Callable[[Array], Array]:
     col = {c: frame[c].to_numpy(dtype=np.float64) for c in frame.columns if c not in ("op", "dtype")}
-    peak = float(getattr(hw.peak_flops, dtype) or hw.peak_flops.bf16) if op in ("gemm", "moe") else hw.peak_flops.bf16
+    own = getattr(hw.peak_flops, dtype, None) if op in ("gemm", "moe") else None  # int4 weights multiply in bf16
+    peak = float(own or hw.peak_flops.bf16)
     bw = hw.mem_bw_bytes_per_s
     if op == "gemm":
         return lambda p: curves.gemm(p, peak, bw, col["m"], col["n"], col["k"], curves.WEIGHT_BYTES[dtype])
@@ -93,8 +94,8 @@ def roofline_predict(op: str, frame: pd.DataFrame, hw: HardwareProfile, dtype: s
         if op == "gemm":
             out.append(costs.gemm_s(int(r.m), int(r.n), int(r.k), dtype, r.n * r.k * curves.WEIGHT_BYTES[dtype]))  # type: ignore[arg-type]
         elif op == "moe":
-            weights = curves.WEIGHT_BYTES[dtype]
-            experts = MoeShape(int(r.experts), int(r.top_k), int(r.hidden), int(r.inter), weights, dtype)  # type: ignore[arg-type]
+            weights, compute = curves.WEIGHT_BYTES[dtype], "bf16" if dtype == "int4" else dtype  # w4a16: bf16 math
+            experts = MoeShape(int(r.experts), int(r.top_k), int(r.hidden), int(r.inter), weights, compute)  # type: ignore[arg-type]
             out.append(costs.moe_s(int(r.tokens), float(r.hit), experts))
         elif op in ("prefill_attention", "decode_attention"):
             shape = AttentionShape(int(r.heads), int(r.kv_heads), int(r.head_dim), int(r.kv_bytes))

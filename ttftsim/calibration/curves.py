@@ -51,7 +51,7 @@ SHAPE_WORDS = {
     "inter": "expert width",
 }
 
-WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0}
+WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0, "int4": 0.5 + 2.0 / 128}  # int4: a fp16 scale per group of 128
 
 
 def gemm(params: Params, peak: float, bw: float, m: Values, n: Values, k: Values, weight_bytes: float) -> Array:

@@ -7,8 +7,10 @@ aiconfigurator-core package's systems/data/<system>/<op>/<engine>/<version>/*.pa
 its profile; the vLLM engine's tables are preferred where a folder has several engines):
 GEMM (m, n, k, dtype), context attention (batch, isl, heads, kv heads, head_dim), generation attention
 (batch, isl + step cached tokens), custom all-reduce (GPUs, message bytes; CUDA-graph backend), fused MoE
-(tokens, experts, top-k, hidden, expert width per TP rank; bf16 Triton fused_moe, no expert parallelism,
-balanced routing so min(experts, tokens x top-k) experts are hit). Latencies are in milliseconds there.
+(tokens, experts, top-k, hidden, expert width per TP rank; no expert parallelism, balanced routing so min(experts,
+tokens x top-k) experts are hit; the Triton fused_moe kernel's bf16 and fp8 (block-scaled) rows, and the Marlin
+kernel's weight-only int4 rows, the w4a16 kernel 4-bit experts run on: MOE_KERNELS). Latencies are in
+milliseconds there.
 The raw files are never copied into the project: only fitted coefficients.
 
 Two more sources are read the same way to check, never to fit: Vidur's operator profiles (projection GEMMs)
@@ -117,14 +119,21 @@ def _allreduce(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+# (the table's moe_dtype, the kernel_source word it must hold) -> the curve's dtype
+MOE_KERNELS = {("bfloat16", "fused_moe"): "bf16", ("fp8_block", "fused_moe"): "fp8", ("int4_wo", "marlin"): "int4"}
+
+
 def _moe(frame: pd.DataFrame) -> pd.DataFrame:
-    keep = (frame["moe_dtype"] == "bfloat16") & (frame["moe_ep_size"] == 1) & (frame["distribution"] == "balanced")
-    frame = frame[keep & frame["kernel_source"].str.contains("fused_moe")]
+    keep = (frame["moe_ep_size"] == 1) & (frame["distribution"] == "balanced")
+    kinds = pd.Series("", index=frame.index)
+    for (table_dtype, kernel), dtype in MOE_KERNELS.items():
+        kinds = kinds.mask((frame["moe_dtype"] == table_dtype) & frame["kernel_source"].str.contains(kernel), dtype)
+    frame, kinds = frame[keep & (kinds != "")], kinds[keep & (kinds != "")]
     rows = frame["num_tokens"] * frame["topk"]
     return pd.DataFrame(
         {
             "op": "moe",
-            "dtype": "bf16",
+            "dtype": kinds,
             "tokens": frame["num_tokens"],
             "top_k": frame["topk"],
             "experts": frame["num_experts"],
