@@ -189,3 +189,20 @@ def test_refusals_are_counted_with_the_most_frequent_kinds_first_reason() -> Non
         "4 of 5 requests rejected, never served: e.g. prompt 9 + output 1 tokens exceed max_model_len 8"
     )
     assert refused(requests.iloc[:1]) == ""
+
+
+def test_the_replicas_column_says_what_each_extra_replica_is_for() -> None:
+    """The peak's need, the availability's spare, and what the confirming cluster run added while it missed
+    (these were all said to be "for availability")."""
+    from types import SimpleNamespace
+
+    from ttftsim.plan.run import load_plan
+    from ttftsim.render.plan import _replicas
+
+    plan = load_plan(Path(__file__).resolve().parents[2] / "examples" / "plans" / "quickstart.yaml")
+    spare = plan.model_copy(update={"availability": plan.availability.model_copy(update={"redundancy": "n_plus_1"})})
+    assert _replicas(plan, SimpleNamespace(needed=2, replicas=2)) == "2"
+    assert _replicas(plan, SimpleNamespace(needed=2, replicas=3)) == "3 (2 + 1 the cluster run added)"
+    assert _replicas(spare, SimpleNamespace(needed=2, replicas=3)) == "3 (2 + 1 for availability)"
+    both = "4 (1 + 1 for availability + 2 the cluster run added)"
+    assert _replicas(spare, SimpleNamespace(needed=1, replicas=4)) == both

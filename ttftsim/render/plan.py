@@ -75,14 +75,11 @@ def _candidates_table(result: Any) -> Table:
     )
     shown = [r for r in result.rows if r.status in SIZED][:12]
     for rank, row in enumerate(shown, 1):
-        spare = row.replicas - row.needed  # N+1, min_replicas and zones (plan/evaluate.py replica_count)
         table.add_row(
             str(rank),
             row.candidate.label(),
             row.status,
-            str(row.replicas)
-            if row.needed == row.replicas
-            else f"{row.replicas} ({row.needed} + {spare} for availability)",
+            _replicas(result.plan, row),
             str(row.gpus),
             _money(row.cost_per_hour),
             _money(row.cost_per_million_tokens),
@@ -92,6 +89,20 @@ def _candidates_table(result: Any) -> Table:
             f"{words(row.binding)} @ {row.max_rate:,.2f}" if row.binding else "-",
         )
     return table
+
+
+def _replicas(plan: Any, row: Any) -> str:
+    """The replicas and what they are for: the peak's need, the availability's spare (N+1, min_replicas and zones:
+    plan/evaluate.py replica_count), and those the confirming cluster run added while it missed."""
+    from ttftsim.plan.evaluate import replica_count
+
+    asked = replica_count(plan, row.needed)
+    parts = [str(row.needed)]
+    if asked > row.needed:
+        parts.append(f"{asked - row.needed} for availability")
+    if row.replicas > asked:
+        parts.append(f"{row.replicas - asked} the cluster run added")
+    return str(row.replicas) if len(parts) == 1 else f"{row.replicas} ({' + '.join(parts)})"
 
 
 def _render_overview(console: Console, result: Any) -> None:
