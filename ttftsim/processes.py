@@ -22,6 +22,10 @@ def usable_workers(asked: int, tasks: int | None = None) -> int:
 
 
 def _end_with_parent() -> None:
+    """A worker ends on SIGTERM (its parent's death, PR_SET_PDEATHSIG, or a kill), whatever handler the parent
+    installed before forking it (the CLI turns SIGTERM into a KeyboardInterrupt, which a busy worker would report as
+    its task's exception and live on)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError):  # another C library (musl): the workers still end when the pool closes
             ctypes.CDLL("libc.so.6").prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

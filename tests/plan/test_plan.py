@@ -377,3 +377,58 @@ def test_n_plus_1_counts_the_streams_its_lost_pod_served_apart_from_the_slo() ->
     assert figures == slo_figures(requests.drop(index=lost), spare.slo, (run.itl_values, run.itl_weights))
     assert evaluate._judged(plan, result) == (slo_figures(requests, plan.slo, (run.itl_values, run.itl_weights)), 0)
     assert figures.ttft_p99_s != evaluate._judged(plan, result)[0].ttft_p99_s  # the five count without N+1
+
+
+def _children(pid: int) -> list[int]:
+    """The process's child processes (Linux /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        found += [int(p) for p in text.split()]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _plan_with_workers(out: Path) -> tuple[subprocess.Popen[str], list[int]]:
+    """A plan of two workers, once both run tasks."""
+    command = [sys.executable, "-m", "ttftsim", "plan", str(QUICKSTART), "--out", str(out), "--workers", "2"]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline, workers = time.monotonic() + 120, []
+    while time.monotonic() < deadline and child.poll() is None and len(workers) < 2:
+        time.sleep(0.2)
+        workers = [p for p in _children(child.pid) if _alive(p)]
+    assert child.poll() is None and len(workers) == 2, "the plan's two workers never ran"
+    time.sleep(1.0)  # tasks running
+    return child, workers
+
+
+def _gone(workers: list[int]) -> bool:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.1)
+    return not any(_alive(p) for p in workers)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_or_a_kill_ends_a_plan_and_its_workers(tmp_path: Path) -> None:
+    """SIGTERM to the plan alone (a pod deleted, a CI job cancelled: the workers get nothing) ends it in order (one
+    line, exit 143) and its workers with it; a plan killed outright leaves no worker either. The workers must not
+    keep the parent's SIGTERM handler: its KeyboardInterrupt, raised in a busy worker by the parent's death signal,
+    was caught as the task's exception and the worker lived on (a cold review)."""
+    child, workers = _plan_with_workers(tmp_path / "term")
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=20)
+    assert child.returncode == 143, stderr
+    assert stderr.strip().startswith("interrupted:") and len(stderr.strip().splitlines()) == 1, stderr
+    assert _gone(workers)
+    child, workers = _plan_with_workers(tmp_path / "kill")
+    child.kill()
+    child.communicate(timeout=20)
+    assert _gone(workers)

@@ -167,9 +167,12 @@ def run_plan(
         rows = search(runner, demand)
         winner = next((r for r in rows if r.status == "confirmed"), None)
         day_results = _day(runner, winner)
-    finally:
-        runner.close()
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): the tasks running are not waited for (--resume redoes them)
+        runner.close(wait=False)
         store.close()
+        raise
+    runner.close()
+    store.close()
     warnings += runner.warnings()  # the tasks' own, each once with its candidates
     result = PlanResult(
         plan, rows, pareto(rows), winner, runner.computed, store.reused, demand, tuple(warnings), day_results

@@ -187,9 +187,16 @@ class Runner:
                     ray.cancel(ref)
             raise _ray_failed(where, "failed", exc) from exc
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)  # after Ctrl-C, queued tasks are not run
+    def close(self, wait: bool = True) -> None:
+        """Queued tasks are not run; with wait=False (interrupted) the running ones are not waited for either: the
+        workers are ended (what they computed is not in the checkpoint, and --resume computes it again)."""
+        pool = self._pool
+        if pool is None:
+            return
+        workers = list(getattr(pool, "_processes", {}).values()) if not wait else []
+        pool.shutdown(wait=wait, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
 
 
 def _messages(stored: Any) -> list[str]:
