@@ -831,7 +831,7 @@ def test_llm_inference_service_data_and_expert_parallelism_run_the_data_parallel
     """spec.parallelism data 16, dataLocal 8, expert, with workers (KServe's DeepSeek DP/EP sample): the
     data-parallel template's flags (config-llm-worker-data-parallel.yaml) and a group of 16 / 8 = 2 pods of 8 GPUs
     each; VLLM_API_SERVER_COUNT is the template's variable, not vLLM's (a cold trial was told to remove it, and to
-    set TP 8 over the GPUs it saw idle)."""
+    set TP 8 over the GPUs it saw idle). Without a worker KServe runs the single-node template (a cold review)."""
     document = yaml.safe_load((DATA / "kserve-llmisvc-single-gpu.yaml").read_text())
     document["spec"]["parallelism"] = {"data": 16, "dataLocal": 8, "expert": True, "tensor": 1}
     document["spec"]["worker"] = {"containers": [{"name": "main"}]}
@@ -854,3 +854,12 @@ def test_llm_inference_service_data_and_expert_parallelism_run_the_data_parallel
         "--tool-call-parser=qwen3_coder",
     ]
     assert "VLLM_API_SERVER_COUNT" not in [e["name"] for e in container["env"]]
+    del document["spec"]["worker"]  # the single-node template: no data-parallel flags, whatever parallelism says
+    ((_, made),) = render_workloads([("isvc.yaml#0", document)]).documents
+    (container,) = _pod(made)["containers"]
+    assert made["kind"] == "Deployment" and container["command"][5:9] == [
+        "--tensor-parallel-size",
+        "1",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser=qwen3_coder",
+    ]

@@ -251,7 +251,7 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
     words = ["vllm", "serve", model_id, "--port", "8000"]
     words += ["--tensor-parallel-size", str(tensor)] if parallelism.has("tensor") else []
     words += ["--pipeline-parallel-size", str(parallelism.count("pipeline", 1))] if parallelism.has("pipeline") else []
-    words += _data_parallel_words(parallelism, env)
+    words += _data_parallel_words(spec, parallelism, env)
     container = _merged_template(dict(main.data) | {k: main.items(k) for k in ("ports", "volumeMounts")})
     container |= {"name": "main", "command": words + extra_words + main.words("args"), "args": []}
     container["image"] = main.text("image", "ghcr.io/llm-d/llm-d-cuda:v0.9.0")  # the template's image
@@ -271,12 +271,13 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
     return RenderedWorkload(source, made, tuple(notes))
 
 
-def _data_parallel_words(parallelism: Fields, env: list[dict[str, Any]]) -> list[str]:
-    """The flags KServe's data-parallel template (config/llmisvcconfig/config-llm-worker-data-parallel.yaml) adds
-    when spec.parallelism sets data, dataLocal or expert: --api-server-count $VLLM_API_SERVER_COUNT (default 8),
-    --enable-expert-parallel with expert, --data-parallel-size data (default 1) and --data-parallel-size-local
-    dataLocal (default 1); none without them (the single-node template)."""
-    if not any(parallelism.has(key) for key in ("data", "dataLocal", "expert")):
+def _data_parallel_words(spec: Fields, parallelism: Fields, env: list[dict[str, Any]]) -> list[str]:
+    """The flags KServe's data-parallel template (config/llmisvcconfig/config-llm-worker-data-parallel.yaml) adds,
+    which its controller picks with a `worker` spec and data parallelism (pkg/controller/v1alpha2/llmisvc
+    config_merge.go): --api-server-count $VLLM_API_SERVER_COUNT (default 8), --enable-expert-parallel with expert,
+    --data-parallel-size data (default 1) and --data-parallel-size-local dataLocal (default 1). Without a worker
+    the single-node template runs, which passes neither (nor expert)."""
+    if not spec.has("worker") or not (parallelism.count("data", 0) or parallelism.count("dataLocal", 0)):
         return []
     servers = next((str(e.get("value") or "") for e in env if e.get("name") == "VLLM_API_SERVER_COUNT"), "") or "8"
     words = ["--api-server-count", servers]
