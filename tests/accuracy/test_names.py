@@ -89,8 +89,9 @@ def test_unknown_forms_are_problems_not_errors(model_id: str, precision: str | N
 def test_fp4_of_a_checkpoint_published_in_mxfp4_is_mxfp4() -> None:
     # AIConfigurator writes precision fp4 for gpt-oss, whose experts ship in MXFP4 (its quantization_config), even
     # on H100: that format (config/dtypes.py); fp4 of any other model has no weight dtype here
-    assert resolve_model("openai/gpt-oss-120b", "fp4") == ResolvedModel("gpt-oss-120b", "mxfp4")
-    assert resolve_model("openai/gpt-oss-20b", "MXFP4") == ResolvedModel("gpt-oss-20b", "mxfp4")
+    assert resolve_model("openai/gpt-oss-120b", "fp4") == ResolvedModel("gpt-oss-120b", None)  # its own: mxfp4
+    assert resolve_model("openai/gpt-oss-20b", "MXFP4") == ResolvedModel("gpt-oss-20b", None)
+    assert resolve_model("Llama-3.1-8B", "mxfp4").problem is not None  # a dense MXFP4 checkpoint: no dtype here
     assert resolve_model("openai/gpt-oss-120b", "fp8") == ResolvedModel("gpt-oss-120b", "fp8")  # requantized
     assert resolve_model("openai/gpt-oss-120b", "nvfp4").problem is not None  # another 4-bit format
     assert resolve_model("meta-llama/Llama-3.1-70B", "fp4").problem is not None

@@ -119,6 +119,10 @@ def test_a_quantized_checkpoint_keeps_its_format_and_mxfp4_is_never_made_at_load
     assert weight_dtype(EngineArgs(dtype="fp16"), "bf16") == "fp16"
     assert weight_dtype(EngineArgs(dtype="bf16"), "mxfp4") == "mxfp4"
     assert weight_dtype(EngineArgs(dtype="bf16"), "fp8") == "fp8"
+    assert weight_dtype(EngineArgs(dtype="fp16"), "int4") == "int4"  # --dtype half with an AWQ checkpoint
     assert weight_dtype(EngineArgs(quantization="fp8"), "bf16") == "fp8"
-    with pytest.raises(ValueError, match="quantization mxfp4 needs a checkpoint published in MXFP4"):
+    assert weight_dtype(EngineArgs(quantization="mxfp4"), "mxfp4") == "mxfp4"
+    with pytest.raises(ValueError, match="quantization mxfp4 does not match the checkpoint's bf16"):
         weight_dtype(EngineArgs(quantization="mxfp4"), "bf16")
+    with pytest.raises(ValueError, match="quantization fp8 does not match the checkpoint's mxfp4"):
+        weight_dtype(EngineArgs(quantization="fp8"), "mxfp4")

@@ -38,7 +38,6 @@ PRECISIONS: dict[str, WeightDtype] = {
     "w4a16": "int4",
     "awq": "int4",
     "gptq": "int4",
-    "mxfp4": "mxfp4",  # the routed experts alone (config/dtypes.py)
 }
 
 
@@ -109,12 +108,12 @@ def _model_problem(
 _FP4 = {"fp4", "mxfp4"}
 
 
-def _own_fp4(preset: str | None, precision: str | None) -> str | None:
-    """The precision to read for a column naming the 4-bit float format the preset's checkpoint is published in
-    (mxfp4); None otherwise."""
+def _own_fp4(preset: str | None, precision: str | None) -> bool:
+    """Whether the column names the 4-bit float format the preset's checkpoint is published in (MXFP4): the
+    checkpoint's own format, then."""
     if preset is None or _precision_key(precision) not in _FP4:
-        return None
-    return "mxfp4" if load_model(preset).native_dtype == "mxfp4" else None
+        return False
+    return load_model(preset).native_dtype == "mxfp4"
 
 
 def resolve_model(model_id: str, precision: str | None = None) -> ResolvedModel:
@@ -122,8 +121,8 @@ def resolve_model(model_id: str, precision: str | None = None) -> ResolvedModel:
     optional precision column."""
     parsed = parse_model_id(model_id)
     preset = find_preset(parsed.base)
-    if parsed.suffix is None and (closest := _own_fp4(preset, precision)) is not None:
-        precision = closest
+    if parsed.suffix is None and _own_fp4(preset, precision):
+        precision = None  # the checkpoint's own format (dtype None)
     problem = _model_problem(model_id, parsed.suffix, parsed.dtype, precision)
     if problem is None and preset is None:
         near = ", ".join(closest_presets(parsed.base)) or "none near; `ttftsim models` lists them"

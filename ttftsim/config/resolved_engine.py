@@ -151,18 +151,21 @@ def mla_block_size(block_size: int, hardware: HardwareProfile, qk_nope_head_dim:
 
 
 def weight_dtype(args: EngineArgs, native_dtype: WeightDtype) -> WeightDtype:
-    """The weights' format: --quantization, else the checkpoint's. A quantized checkpoint (fp8, MXFP4) keeps its
-    format whatever --dtype says (the activations' dtype); a 16-bit one takes --dtype. MXFP4 is read from a
-    checkpoint published in it (gpt-oss), never made when the weights load: vLLM's Mxfp4Config loads packed
-    weights and has no online quantization."""
-    if args.quantization == "mxfp4" and native_dtype != "mxfp4":
+    """The weights' format: --quantization, else the checkpoint's. A quantized checkpoint (fp8, int8, int4, MXFP4)
+    keeps its format whatever --dtype says (the activations' dtype); a 16-bit one takes --dtype. MXFP4 is read from a
+    checkpoint published in it (gpt-oss), never made when the weights load (vLLM's Mxfp4Config loads packed weights
+    and has no online quantization), and such a checkpoint takes no other quantization (vLLM ModelConfig
+    _verify_quantization: the model config's method must match the argument's)."""
+    asked = args.quantization
+    if (asked == "mxfp4") != (native_dtype == "mxfp4") and asked is not None:
         raise ArgumentError(
             "quantization",
-            f"quantization mxfp4 needs a checkpoint published in MXFP4 (gpt-oss); this one is {native_dtype}",
+            f"quantization {asked} does not match the checkpoint's {native_dtype}: vLLM refuses to start (an MXFP4 "
+            "checkpoint, gpt-oss, is served in MXFP4 only, and MXFP4 is not made when the weights load)",
         )
-    if args.quantization is not None:
-        return args.quantization
-    return native_dtype if args.dtype == "auto" or native_dtype in ("fp8", "mxfp4") else args.dtype
+    if asked is not None:
+        return asked
+    return native_dtype if args.dtype == "auto" or native_dtype not in ("bf16", "fp16") else args.dtype
 
 
 def resolve_engine(

@@ -5,8 +5,10 @@ checkpoint's weight format.
   architecture of the model it republishes.
 - A quantization suffix at the end (after "-", "_" or "."; case aside) gives the weight dtype: -FP8,
   -FP8-dynamic, -W8A8-FP8 (fp8); -W8A8, -quantized.w8a8, -Int8 (int8, weights and activations); -AWQ,
-  -GPTQ-Int4, -quantized.w4a16, -Int4 (int4); -MXFP4 (mxfp4). Formats no WeightDtype expresses (weight-only int8
-  such as GPTQ-Int8, FP4/NVFP4, W4A8, bitsandbytes, GGUF, EXL2) are recognised, with dtype None.
+  -GPTQ-Int4, -quantized.w4a16, -Int4 (int4). Formats no WeightDtype expresses (weight-only int8 such as
+  GPTQ-Int8, FP4/NVFP4/MXFP4, W4A8, bitsandbytes, GGUF, EXL2) are recognised, with dtype None: an -MXFP4 suffix
+  (AMD Quark's dense checkpoints quantize every linear) is not our mxfp4, which quantizes a MoE's experts alone
+  and is read from a gpt-oss config.json's quantization_config.
 - What is left compares by `name_key`: lower case, without the post-training tags (-Instruct, -Chat,
   -hf, -Base, -it, -pt) and without Meta- before Llama, since an instruct or chat variant has its base
   model's architecture (Meta-Llama-3.1-8B-Instruct and Llama-3.1-8B compare equal).
@@ -28,10 +30,9 @@ _SUFFIXES: tuple[tuple[str, WeightDtype | None], ...] = (
     (r"(?:awq|gptq)(?:[-_](?:int4|4bit))?", "int4"),
     (r"int8", "int8"),
     (r"int4", "int4"),
-    (r"mxfp4", "mxfp4"),
     # recognised as quantization, but no WeightDtype fits: weight-only int8 (GPTQ-Int8 runs as W8A16; our
     # int8 is W8A8), 4-bit floats, int4 weights with fp8 activations, bitsandbytes, GGUF, ...
-    (r"(?:quantized\.)?w8a16|gptq[-_](?:int8|8bit)|(?:nv)?fp4|w4a8|w4afp8|bnb[-_]4bit|gguf|exl2", None),
+    (r"(?:quantized\.)?w8a16|gptq[-_](?:int8|8bit)|(?:nv|mx)?fp4|w4a8|w4afp8|bnb[-_]4bit|gguf|exl2", None),
 )
 _SUFFIX = re.compile(r"[-_.](" + "|".join(f"(?:{p})" for p, _ in _SUFFIXES) + r")$", re.IGNORECASE)
 _NAME_NOISE = re.compile(r"[-_](instruct|chat|hf|base|it|pt)(?=[-_]|$)", re.IGNORECASE)
