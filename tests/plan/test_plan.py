@@ -361,6 +361,7 @@ def test_n_plus_1_counts_the_streams_its_lost_pod_served_apart_from_the_slo() ->
     import numpy as np
 
     from ttftsim.metrics.slo import slo_figures
+    from ttftsim.plan.explain import refused
     from ttftsim.simulate import load_scenario, simulate
 
     run = simulate(load_scenario(ROOT / "examples" / "llama31-8b-h100.yaml"), ROOT / "examples")
@@ -377,6 +378,10 @@ def test_n_plus_1_counts_the_streams_its_lost_pod_served_apart_from_the_slo() ->
     assert figures == slo_figures(requests.drop(index=lost), spare.slo, (run.itl_values, run.itl_weights))
     assert evaluate._judged(plan, result) == (slo_figures(requests, plan.slo, (run.itl_values, run.itl_weights)), 0)
     assert figures.ttft_p99_s != evaluate._judged(plan, result)[0].ttft_p99_s  # the five count without N+1
+    # a missed N+1 confirmation's reason counts the requests judged, not the lost pod's streams
+    judged = requests[~evaluate._lost_to_pod(requests)]
+    said = f"1 of {len(requests) - 5:,} requests failed, never served: e.g. no serving replica (attempt 2)"
+    assert refused(judged) == said
 
 
 def _children(pid: int) -> list[int]:

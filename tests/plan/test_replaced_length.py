@@ -59,3 +59,10 @@ def test_a_plan_may_leave_the_workloads_length_out() -> None:
     del data["workload"]["num_requests"]
     plan = Plan.model_validate(data | {"probe_requests": 700})
     assert plan.workload.num_requests == 700 and replaced_length(plan) == []
+
+
+def test_a_probe_requests_written_as_a_float_is_the_length_left_out() -> None:
+    data = yaml.safe_load(QUICKSTART.read_text())
+    del data["workload"]["num_requests"]
+    plan = Plan.model_validate(data | {"probe_requests": 700.0})
+    assert plan.workload.num_requests == 700 and replaced_length(plan) == []

@@ -307,8 +307,10 @@ class CalibratedCosts(RooflineCosts):
 
 def moe_curve(shape: MoeShape) -> str:
     """The fitted curve of a MoE layer's kernel: 4-bit experts (int4, MXFP4: fewer than 8 bits a weight) run a
-    weight-only kernel that multiplies in bf16 (Marlin's w4a16 in vLLM on Hopper and earlier), timed by the int4
-    curve with their own bytes; the others by their compute dtype's (bf16, fp8)."""
+    weight-only kernel that multiplies in bf16, timed by the int4 curve with their own bytes (it is fitted to
+    AIConfigurator's H100 table of SGLang's Marlin MoE kernel, the w4a16 kernel vLLM runs int4 experts with and
+    MXFP4 ones on Ampere and Ada; on Hopper vLLM's MXFP4 default is Triton's matmul_ogs, another weight-only
+    kernel); the others by their compute dtype's (bf16, fp8)."""
     return "moe/int4" if shape.weight_bytes < 1.0 else f"moe/{shape.dtype}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
@@ -138,7 +139,10 @@ class Plan(StrictModel):
         "its num_requests and duration_s may be left out, each run setting its own (probe_requests, confirm_s)"
     )
     peak_rate: float | None = Field(
-        default=None, gt=0, description="Requests per second to plan for (default: the workload's rate; a trace's own)"
+        default=None,
+        gt=0,
+        description="Requests per second to plan for, conversations per second for a conversation workload (default: "
+        "the workload's rate; a trace's own)",
     )
     slo: Slo = Field(description="Targets at the peak rate (statistics, goodput; at least one)")
     search: SearchSpace = Field(description="Deployments to consider")
@@ -172,7 +176,7 @@ class Plan(StrictModel):
             return data
         if workload.get("duration_s") is None and workload.get("num_requests") is None:
             probe = data.get("probe_requests", cls.model_fields["probe_requests"].default)
-            length = probe if isinstance(probe, int) and not isinstance(probe, bool) and probe >= 1 else 1
+            length = _whole(probe) or 1  # a probe_requests the field refuses is said there
             data = {**data, "workload": {**workload, "num_requests": length}}
         return data
 
@@ -235,3 +239,10 @@ class Plan(StrictModel):
         arrivals = self.workload.arrivals  # type: ignore[union-attr]
         assert isinstance(arrivals, RATE_ARRIVALS)
         return float(arrivals.rate)
+
+
+def _whole(value: object) -> int | None:
+    """A count as pydantic's lax int reads it (600 or 600.0), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return int(value) if value == int(value) and value >= 1 else None

@@ -379,7 +379,8 @@ def confirm(plan: Plan, base: str, cand: Candidate, replicas: int) -> dict[str, 
             break
         tried = replicas + extra * step
         result = simulate(cluster_scenario(plan, cand, tried, base), Path(base))
-    return {"met": False, "replicas": tried, **lost, "refused": refused(result.requests), **figures.as_dict()}
+    judged = result.requests[~_lost_to_pod(result.requests)] if failed else result.requests  # said apart
+    return {"met": False, "replicas": tried, **lost, "refused": refused(judged), **figures.as_dict()}
 
 
 def _judged(plan: Plan, result: Any) -> tuple[SloFigures, int]:
@@ -390,10 +391,16 @@ def _judged(plan: Plan, result: Any) -> tuple[SloFigures, int]:
     if plan.availability.redundancy != "n_plus_1":
         return _figures(plan, result), 0
     requests = result.requests
-    reason = loss_reason("pod")
-    lost = requests["status"].eq("failed") & requests["reason"].astype(str).str.contains(reason, regex=False)
+    lost = _lost_to_pod(requests)
     figures = slo_figures(requests[~lost], plan.slo, (result.itl_values, result.itl_weights))
     return figures, int(lost.sum())
+
+
+def _lost_to_pod(requests: pd.DataFrame) -> pd.Series:
+    """The requests an injected pod failure failed (cluster/faults.py loss_reason)."""
+    reason = loss_reason("pod")
+    lost: pd.Series = requests["status"].eq("failed") & requests["reason"].astype(str).str.contains(reason, regex=False)
+    return lost
 
 
 def _pods_lost(result: Any) -> int:
