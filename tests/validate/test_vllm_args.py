@@ -447,3 +447,18 @@ def test_an_image_that_does_not_say_its_vllm_is_predicted_as_the_default_and_say
     )
     path.write_text(named)
     assert not [f for f in validate(path, []).findings if f.check == "vllm-version"]
+
+
+def test_the_vllm_console_scripts_module_serve_is_vllm_serve(tmp_path: Path) -> None:
+    """`python3 -m vllm.entrypoints.cli.main serve MODEL ...` is what the `vllm` script runs: read as `vllm serve`
+    (a cold review found it reported as another entrypoint that validate does not read)."""
+    path = _deploy(tmp_path, '--max-model-len, "4096"')
+    k8s = tmp_path / "k8s.yaml"
+    text = k8s.read_text()
+    old = "command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct]"
+    assert old in text
+    module = "command: [python3, -m, vllm.entrypoints.cli.main, serve, meta-llama/Llama-3.1-8B]"
+    k8s.write_text(text.replace(old, module))
+    report = validate(path, [])
+    assert report.deployment["engine"]["max_model_len"] == 4096
+    assert not [f for f in report.findings if f.check == "unsupported-kind"]

@@ -13,7 +13,7 @@ from ttftsim.errors import InputError
 from ttftsim.inputs.files import excerpt
 from ttftsim.validate.container_command import container_words, container_words_are_shell
 from ttftsim.validate.container_env import ConfigData
-from ttftsim.validate.vllm_args import API_SERVER_MODULE, vllm_arguments
+from ttftsim.validate.vllm_args import API_SERVER_MODULE, CLI_MODULE, vllm_arguments
 from ttftsim.validate.vllm_checks import upstream_vllm_image
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")  # the device plugins' extended resource names
@@ -134,8 +134,10 @@ def runs_vllm_server(container: Any) -> bool:
 
 
 def _explicit_vllm(words: list[str]) -> bool:
+    """`vllm serve`, `python -m vllm.entrypoints.cli.main serve` (the `vllm` script's module) or the API server."""
+    commands = ("vllm", CLI_MODULE)
     return (
-        any(word == "serve" and i > 0 and words[i - 1].rsplit("/", 1)[-1] == "vllm" for i, word in enumerate(words))
+        any(word == "serve" and i > 0 and words[i - 1].rsplit("/", 1)[-1] in commands for i, word in enumerate(words))
         or API_SERVER_MODULE in words
     )
 

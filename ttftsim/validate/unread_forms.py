@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ttftsim.validate.container_command import container_words
-from ttftsim.validate.vllm_args import API_SERVER_MODULE
+from ttftsim.validate.vllm_args import API_SERVER_MODULE, CLI_MODULE
 
 ENTRYPOINTS = "vllm.entrypoints."
 WORKLOADS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
@@ -59,7 +59,7 @@ def _entrypoint_module(container: dict[str, Any]) -> str | None:
         return None
     for index, word in enumerate(words[1:], start=1):
         if words[index - 1] == "-m" and word.startswith(ENTRYPOINTS) and word != API_SERVER_MODULE:
-            return word
+            return None if word == CLI_MODULE and words[index + 1 : index + 2] == ["serve"] else word
     return None
 
 

@@ -29,6 +29,7 @@ from ttftsim.inputs.files import excerpt
 from ttftsim.validate.vllm_arg_list import ChosenList, VllmFlag
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+CLI_MODULE = "vllm.entrypoints.cli.main"  # the `vllm` console script's module: `python -m ... serve` is `vllm serve`
 SHELL_SEPARATORS = ("&&", "||", ";", "|", "&")
 # vllm/engine/arg_utils.py get_kwargs: the int flags that take 1k / 2M style values
 # (max_num_queued_tokens's lists, written by its type function's name, record it as a string)
@@ -92,6 +93,8 @@ def vllm_arguments(words: list[str]) -> tuple[list[str], bool] | None:
             return _until_shell_separator(words[index + 1 :]), True
         if word == API_SERVER_MODULE:
             return _until_shell_separator(words[index + 1 :]), False
+        if word == CLI_MODULE and words[index + 1 : index + 2] == ["serve"]:
+            return _until_shell_separator(words[index + 2 :]), True
     if words and not words[0].startswith("-") and words[0].rsplit("/", 1)[-1] in ("python", "python3", "vllm"):
         return None
     return words, True
