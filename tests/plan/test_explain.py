@@ -167,7 +167,7 @@ def test_a_candidate_whose_requests_are_refused_says_how_many_and_why() -> None:
     result = evaluate.capacity(plan, str(ROOT), cand, saturated=20.0)
     assert (result["feasible"], result["reason"]) == (
         False,
-        "misses the SLO even at low load (1.00 req/s): P99 TTFT inf of 500 ms; 39 of 100 requests rejected, never "
+        "misses the SLO even at low load (1.00 req/s): P99 TTFT inf of 500 ms; 39 rejected of 100 requests, never "
         "served: e.g. prompt 1250 + output 205 tokens exceed max_model_len 1024",
     )
 
@@ -185,8 +185,8 @@ def test_refusals_are_counted_with_the_most_frequent_kinds_first_reason() -> Non
             ],
         }
     )
-    assert refused(requests) == (
-        "4 of 5 requests rejected, never served: e.g. prompt 9 + output 1 tokens exceed max_model_len 8"
+    assert refused(requests) == (  # each kind counted apart (they were all said to be rejected)
+        "3 rejected and 1 failed of 5 requests, never served: e.g. prompt 9 + output 1 tokens exceed max_model_len 8"
     )
     assert refused(requests.iloc[:1]) == ""
 

@@ -380,7 +380,7 @@ def test_n_plus_1_counts_the_streams_its_lost_pod_served_apart_from_the_slo() ->
     assert figures.ttft_p99_s != evaluate._judged(plan, result)[0].ttft_p99_s  # the five count without N+1
     # a missed N+1 confirmation's reason counts the requests judged, not the lost pod's streams
     judged = requests[~evaluate._lost_to_pod(requests)]
-    said = f"1 of {len(requests) - 5:,} requests failed, never served: e.g. no serving replica (attempt 2)"
+    said = f"1 failed of {len(requests) - 5:,} requests, never served: e.g. no serving replica (attempt 2)"
     assert refused(judged) == said
 
 

@@ -81,17 +81,18 @@ def missed(slo: Slo, figures: SloFigures) -> str:
 
 
 def refused(requests: pd.DataFrame) -> str:
-    """Why a run's percentiles can be infinite: its requests refused, never served, counted, with the most frequent
-    kind's first reason as the engine gave it ('115 of 600 requests rejected, never served: e.g. prompt 1012 +
-    output 172 tokens exceed max_model_len 1024'); '' when none was."""
+    """Why a run's percentiles can be infinite: its requests refused, never served, counted by how they ended
+    (rejected, failed), with the most frequent kind's first reason as the engine gave it ('115 of 600 requests
+    rejected, never served: e.g. prompt 1012 + output 172 tokens exceed max_model_len 1024'); '' when none was."""
     refusals = requests[requests["status"].isin(("rejected", "failed"))]
     if not len(refusals):
         return ""
     kinds = reason_kinds(refusals["reason"])
     first = refusals.iloc[int(kinds.map(kinds.value_counts()).to_numpy().argmax())]  # the most frequent, first
-    ended = "rejected" if first["status"] == "rejected" else "failed"
+    counts = refusals["status"].value_counts()
+    ended = " and ".join(f"{counts[s]:,} {s}" for s in ("rejected", "failed") if s in counts)
     reason = first["reason"] if isinstance(first["reason"], str) and first["reason"] else "no reason recorded"
-    return f"{len(refusals):,} of {len(requests):,} requests {ended}, never served: e.g. {reason}"
+    return f"{ended} of {len(requests):,} requests, never served: e.g. {reason}"
 
 
 def figure_text(check: SloCheck) -> str:
