@@ -264,16 +264,7 @@ def test_kserve_runtime_wrapping_huggingfaceserver_in_bash_is_read_at_its_line(t
     ((_, made),) = rendered.documents
     (container,) = _pod(made)["containers"]
     assert container["command"] == ["vllm", "serve"]
-    assert container["args"] == [
-        "/mnt/models",
-        "--gpu-memory-utilization=0.95",
-        "--max-model-len=1024",
-        "--tensor-parallel-size=1",
-        "--enforce-eager",
-        "--disable-log-stats",
-        "--port",
-        "8080",
-    ]
+    assert container["args"] == FLUID_VLLM_ARGS
     assert [f.message.split(": ", 1)[1] for f in rendered.findings][-1] == (
         "huggingfaceserver's own flags taken out, the rest read as vLLM's (backend vllm) (the line of the "
         "runtime's shell script that runs it)"
@@ -397,6 +388,19 @@ def test_a_public_example_of_a_model_without_a_preset_is_an_input_error(
     )
 
 
+# the fluid sample's runtime args and the model's, huggingfaceserver's own flags out, as `vllm serve` reads them
+FLUID_VLLM_ARGS = [
+    "/mnt/models",
+    "--gpu-memory-utilization=0.95",
+    "--max-model-len=1024",
+    "--tensor-parallel-size=1",
+    "--enforce-eager",
+    "--disable-log-stats",
+    "--port",
+    "8080",
+]
+
+
 def _made(file: str, *more: str) -> list[dict[str, Any]]:
     """The workloads the readers make from vendored files (their documents, read as validate reads them)."""
     documents = [d for f in (file, *more) for d in read_documents(DATA / f)]
@@ -418,16 +422,7 @@ def test_kserve_merges_the_runtime_and_the_model_as_its_controller_does() -> Non
     # runtime args (--model_name={{.Name}}) then the model's; huggingfaceserver's own flags out; no hf:// model;
     # the port its HTTP server listens on (--http_port, 8080)
     assert container["command"] == ["vllm", "serve"]
-    assert container["args"] == [
-        "/mnt/models",
-        "--gpu-memory-utilization=0.95",
-        "--max-model-len=1024",
-        "--tensor-parallel-size=1",
-        "--enforce-eager",
-        "--disable-log-stats",
-        "--port",
-        "8080",
-    ]
+    assert container["args"] == FLUID_VLLM_ARGS
     # KServe's default readiness probe (setDefaultPodSpec): TCP on the first port
     assert container["readinessProbe"] == {"tcpSocket": {"port": 8080}, "periodSeconds": 10, "failureThreshold": 3}
     # the model's resources over the runtime's (cpu "1" -> "24"), the runtime's env and /dev/shm kept

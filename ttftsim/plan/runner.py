@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import os
 import warnings
 from collections.abc import Callable
@@ -193,10 +194,10 @@ class Runner:
         pool = self._pool
         if pool is None:
             return
-        workers = list(getattr(pool, "_processes", {}).values()) if not wait else []
         pool.shutdown(wait=wait, cancel_futures=True)
-        for worker in workers:
-            worker.terminate()
+        if not wait:
+            for worker in multiprocessing.active_children():  # the pool's workers: a plan starts no other process
+                worker.terminate()
 
 
 def _messages(stored: Any) -> list[str]:
