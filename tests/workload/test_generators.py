@@ -287,3 +287,31 @@ def test_inference_perf_poisson_at_rates_far_below_and_above_one() -> None:
     )
     counts = np.bincount(np.floor(dense).astype(int))[:-1]  # whole seconds
     assert 49_000 <= len(dense) <= 50_000 and counts.var() / counts.mean() == pytest.approx(1.0, abs=0.5)
+
+
+def test_a_trace_is_parsed_once_while_its_text_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan simulates its trace for every candidate: the parsed table is kept, keyed by the file's whole text,
+    so a file rewritten in place (same name, same size, within the file system's timestamp resolution) is read
+    anew, and the requests are the same either way."""
+    import ttftsim.workload.traces as traces
+
+    monkeypatch.setattr(traces, "_TABLES", {})
+    parsed: list[str] = []
+    parse = traces._parse_table
+    monkeypatch.setattr(traces, "_parse_table", lambda text, *rest: parsed.append(text) or parse(text, *rest))
+    spec = TraceWorkload(type="trace", format="csv", path="t.csv")
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0.0,50,5\n0.5,100,10\n")
+    first = load_trace(spec, tmp_path, rng(), ContentIds())
+    again = load_trace(spec, tmp_path, rng(), ContentIds())
+    assert len(parsed) == 1
+    assert [(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in again] == [
+        (r.arrival_s, r.prompt_tokens, r.output_tokens) for r in first
+    ]
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0.0,70,5\n0.5,100,10\n")  # same size
+    changed = load_trace(spec, tmp_path, rng(), ContentIds())
+    assert len(parsed) == 2 and changed[0].prompt_tokens == 70
+    for i in range(traces._TABLES_KEPT + 2):  # only the last few tables are kept
+        (tmp_path / f"{i}.csv").write_text("arrival_s,input_tokens,output_tokens\n0.0,50,5\n")
+        load_trace(TraceWorkload(type="trace", format="csv", path=f"{i}.csv"), tmp_path, rng(), ContentIds())
+    assert len(traces._TABLES) == traces._TABLES_KEPT
