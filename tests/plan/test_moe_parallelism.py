@@ -19,6 +19,7 @@ from ttftsim.plan.search import candidates
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "plans" / "moe-parallelism.yaml"
+PLANS = ROOT / "tests" / "data" / "plans"  # example plans as they were written before later fields
 
 
 def test_the_search_is_the_product_of_tp_dp_and_ep() -> None:
@@ -42,9 +43,10 @@ def test_the_search_is_the_product_of_tp_dp_and_ep() -> None:
 
 def test_a_plan_and_candidate_without_dp_or_ep_keep_their_checkpoint_identity() -> None:
     """Plans checkpointed before the parallelism fields existed resume: the plan's digest (these values were
-    computed by the code before the fields, 8fa8f75) and its candidates' keys are unchanged."""
-    assert evaluate.plan_digest(load_plan(ROOT / "examples" / "plans" / "quickstart.yaml")) == "3276b337b678775b"
-    assert evaluate.plan_digest(load_plan(ROOT / "examples" / "plans" / "chat-70b-tpot.yaml")) == "5dad97bb56975ca9"
+    computed by the code before the fields, 8fa8f75, for the example plans as they were then: tests/data/plans)
+    and its candidates' keys are unchanged."""
+    assert evaluate.plan_digest(load_plan(PLANS / "quickstart-8fa8f75.yaml")) == "3276b337b678775b"
+    assert evaluate.plan_digest(load_plan(PLANS / "chat-70b-tpot-8fa8f75.yaml")) == "5dad97bb56975ca9"
     assert evaluate.plan_digest(load_plan(EXAMPLE)) != evaluate.plan_digest(
         load_plan(EXAMPLE).model_copy(
             update={"search": load_plan(EXAMPLE).search.model_copy(update={"data_parallel_size": [1]})}

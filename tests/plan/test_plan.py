@@ -59,7 +59,7 @@ def test_quickstart_recommendation_meets_the_slo_when_simulated_on_its_own(
     assert "nvidia.com/gpu" in manifests and "HorizontalPodAutoscaler" in manifests
     assert (out / "vllm-args.txt").read_text().startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct")
     # the manifests it writes pass `ttftsim validate` under the plan's traffic, without warnings on them
-    traffic = QUICKSTART.read_text().split("workload:\n", 1)[1].split("slo:", 1)[0]
+    traffic = QUICKSTART.read_text().split("workload:\n", 1)[1].split("slo:", 1)[0] + "  num_requests: 1000\n"
     deploy = out / "deploy.yaml"
     deploy.write_text(f"name: quickstart\nmanifests: [manifests.yaml]\ntraffic:\n{traffic}slo: {{ttft_p99_s: 0.5}}\n")
     checked = run("validate", str(deploy), "--json")

@@ -15,7 +15,7 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "plans" / "quick
 
 def _plan_file(tmp_path: Path, **workload: object) -> Path:
     data = yaml.safe_load(QUICKSTART.read_text())
-    del data["workload"]["num_requests"]
+    data["workload"].pop("num_requests", None)
     data["workload"].update(workload)
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -56,13 +56,13 @@ def test_a_plan_may_leave_the_workloads_length_out() -> None:
     """Every run of a plan sets its own length: without num_requests or duration_s the workload is probe_requests
     long (as a probe runs it) and nothing is said; a trace's length still chooses its window."""
     data = yaml.safe_load(QUICKSTART.read_text())
-    del data["workload"]["num_requests"]
+    data["workload"].pop("num_requests", None)
     plan = Plan.model_validate(data | {"probe_requests": 700})
     assert plan.workload.num_requests == 700 and replaced_length(plan) == []
 
 
 def test_a_probe_requests_written_as_a_float_is_the_length_left_out() -> None:
     data = yaml.safe_load(QUICKSTART.read_text())
-    del data["workload"]["num_requests"]
+    data["workload"].pop("num_requests", None)
     plan = Plan.model_validate(data | {"probe_requests": 700.0})
     assert plan.workload.num_requests == 700 and replaced_length(plan) == []
