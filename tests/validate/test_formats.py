@@ -616,6 +616,69 @@ def test_llm_d_multinode_values_are_a_leader_worker_set(tmp_path: Path) -> None:
     assert container["args"][3:5] == ["--tensor-parallel-size", "8"]
 
 
+LLM_D_DATA_PARALLEL = (
+    "multinode: true\nmodelArtifacts: {name: Qwen/Qwen3-30B-A3B, uri: 'hf://Qwen/Qwen3-30B-A3B'}\n"
+    "decode:\n  parallelism: {tensor: 2, data: 4, dataLocal: 2}\n"
+    "  acceleratorTypes: {labelKey: nvidia.com/gpu.product, labelValues: [NVIDIA-H100-80GB-HBM3]}\n"
+    "  containers: [{name: vllm, image: vllm/vllm-openai:v0.15.1, modelCommand: vllmServe,\n"
+    "    args: [--enable-expert-parallel], resources: {limits: {cpu: '16', memory: 256Gi}}}]\n"
+)
+
+
+def test_llm_d_multinode_data_parallelism_is_written_as_the_chart_writes_it(tmp_path: Path) -> None:
+    """parallelism data 4, dataLocal 2 over a multinode LeaderWorkerSet: vllmServeModelCommand writes
+    --data-parallel-size 4 as well as --data-parallel-size-local 2, and numWorkers (no `workers`) is data / dataLocal
+    = 2 pods of dataLocal x tensor = 4 GPUs; validate predicts DP 4 of TP 2, matching the group's 8 GPUs."""
+    (tmp_path / "values.yaml").write_text(LLM_D_DATA_PARALLEL)
+    (made,) = [d for _, d in render_workloads(read_documents(tmp_path / "values.yaml")).documents]
+    assert made["kind"] == "LeaderWorkerSet" and made["spec"]["leaderWorkerTemplate"]["size"] == 2
+    (container,) = _pod(made)["containers"]
+    assert container["command"] == ["vllm", "serve"]
+    assert container["args"] == [
+        "Qwen/Qwen3-30B-A3B",
+        "--port",
+        "8000",
+        "--tensor-parallel-size",
+        "2",
+        "--data-parallel-size",
+        "4",
+        "--data-parallel-size-local",
+        "2",
+        "--served-model-name",
+        "Qwen/Qwen3-30B-A3B",
+        "--enable-expert-parallel",
+    ]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 4
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(DEPLOY.format(hardware="H100-SXM5-80GB"))
+    report = validate(deploy, [tmp_path / "values.yaml"]).as_json()
+    engine = report["deployment"]["engine"]
+    assert (engine["tensor_parallel_size"], engine["data_parallel_size"]) == (2, 4)
+    assert [f["message"] for f in report["findings"] if f["check"] in ("tp-vs-gpus", "gpu-request")] == []
+
+
+def test_llm_d_workers_not_dividing_data_local_fails_only_where_the_chart_counts_workers(tmp_path: Path) -> None:
+    """numWorkers (data / dataLocal without `workers`) is included by the LeaderWorkerSet template alone: a
+    multinode chart fails on data 6, dataLocal 4; a Deployment renders (DP 6, 4 of them local)."""
+    values = LLM_D_DATA_PARALLEL.replace("{tensor: 2, data: 4, dataLocal: 2}", "{data: 6, dataLocal: 4}")
+    (tmp_path / "values.yaml").write_text(values)
+    with pytest.raises(InputError) as caught:
+        render_workloads(read_documents(tmp_path / "values.yaml"))
+    assert caught.value.one_line() == (
+        f"{tmp_path / 'values.yaml'}#0: decode.parallelism.data: 6 is not a multiple of dataLocal (4): "
+        "helm template fails"
+    )
+    (tmp_path / "values.yaml").write_text(values.replace("multinode: true", "multinode: false"))
+    (made,) = [d for _, d in render_workloads(read_documents(tmp_path / "values.yaml")).documents]
+    (container,) = _pod(made)["containers"]
+    assert made["kind"] == "Deployment" and container["args"][3:7] == [
+        "--data-parallel-size",
+        "6",
+        "--data-parallel-size-local",
+        "4",
+    ]
+
+
 LLM_D_CUSTOM = (
     "modelArtifacts: {name: Qwen/Qwen3-32B, uri: 'hf://Qwen/Qwen3-32B'}\n"
     "decode:\n  parallelism: PARALLELISM\n"

@@ -831,7 +831,7 @@ def test_an_llm_inference_service_config_alone_is_named_as_a_template(tmp_path: 
         (
             f"{tmp_path / 'config.yaml'}#0: LLMInferenceServiceConfig/prefix-caching: a template an "
             "LLMInferenceService merges in (spec.baseRefs), with no pods of its own",
-            "validate the LLMInferenceService that names it (its own fields are read, not this template's)",
+            "validate it with the LLMInferenceService that names it in spec.baseRefs (read merged into it)",
         )
     ]
 

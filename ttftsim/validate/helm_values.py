@@ -9,12 +9,12 @@
   in-memory /dev/shm when tensorParallelSize is set; the chart's probes. A user's modelSpec list replaces
   the chart's example entry (Helm merges maps, not lists), so only the template's own defaults apply.
 - llm-d ModelService, chart llm-d-modelservice v0.4.12 (llm-d-incubation/llm-d-modelservice, commit 3051935,
-  templates/_helpers.tpl): the decode pool, a Deployment (a LeaderWorkerSet of `parallelism.workers` pods
-  when `multinode`), running `vllm serve` of `modelArtifacts.uri` with --tensor-parallel-size and the data
-  parallel sizes from `decode.parallelism`, then the container's args; dataLocal x tensor devices of the
-  accelerator type's resource unless the container's resources name it; the chart's DP_SIZE, TP_SIZE and
-  DP_SIZE_LOCAL in every container's env (validate/modelservice_parallelism.py). A prefill pool is named as not
-  modelled.
+  templates/_helpers.tpl): the decode pool, a Deployment (a LeaderWorkerSet of `numWorkers` pods when
+  `multinode`), running `vllm serve` of `modelArtifacts.uri` with --tensor-parallel-size, --data-parallel-size
+  and --data-parallel-size-local from `decode.parallelism` (each above 1), then the container's args;
+  dataLocal x tensor devices of the accelerator type's resource unless the container's resources name it; the
+  chart's DP_SIZE, TP_SIZE and DP_SIZE_LOCAL in every container's env (validate/modelservice_parallelism.py). A
+  prefill pool is named as not modelled.
 
 The release is taken as `vllm` (the charts' tutorials: `helm install vllm ...`)."""
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from ttftsim.errors import InputError
 from ttftsim.validate.k8s_schema import SchemaFinding
-from ttftsim.validate.modelservice_parallelism import ChartParallelism, chart_parallelism
+from ttftsim.validate.modelservice_parallelism import ChartParallelism, chart_parallelism, chart_workers
 from ttftsim.validate.rendered import Documents, RenderedWorkload, gpu_resources, merge_resources, note, workload
 from ttftsim.validate.stack_values_keys import MODEL_SPEC_KEYS, TOP_LEVEL_KEYS, unread_keys
 from ttftsim.validate.yaml_fields import Fields
@@ -220,7 +220,6 @@ def _modelservice(values: Fields) -> list[RenderedWorkload]:
         raise InputError(source, "decode.create", "false: no decode pool, nothing serves requests")
     parallelism = decode.mapping("parallelism")
     sizes = chart_parallelism(parallelism)
-    workers = parallelism.count("workers", 1) or 1
     accelerator = values.mapping("accelerator").text("type", "nvidia") or "nvidia"
     resource = ACCELERATORS.get(accelerator)
     containers = []
@@ -238,7 +237,8 @@ def _modelservice(values: Fields) -> list[RenderedWorkload]:
         }
     multinode = values.flag("multinode", False)
     kind = "LeaderWorkerSet" if multinode else "Deployment"
-    made = workload(kind, f"{RELEASE}-decode", decode.count("replicas", 1), pod, workers if multinode else 1)
+    pods = chart_workers(parallelism) if multinode else 1
+    made = workload(kind, f"{RELEASE}-decode", decode.count("replicas", 1), pod, pods)
     notes = [note(source, f"llm-d ModelService values read as the decode {kind} {RELEASE}-decode the chart renders")]
     if resource not in ("nvidia.com/gpu", "amd.com/gpu"):
         message = (
@@ -272,9 +272,7 @@ def _modelservice_container(
     container: Fields, model: str, served: str, sizes: ChartParallelism, resource: str | None
 ) -> dict[str, Any]:
     command = container.text("modelCommand", "custom")
-    flags = ["--tensor-parallel-size", str(sizes.tensor)] if sizes.tensor > 1 else []
-    flags += ["--data-parallel-size-local", str(sizes.data_local)] if sizes.data_local > 1 else []
-    flags += ["--served-model-name", served] if served else []
+    flags = sizes.vllm_flags() + (["--served-model-name", served] if served else [])
     out = dict(container.data)
     out["env"] = container.items("env") + sizes.env()  # parallelismEnv, after the user's env (a later name wins)
     if command == "vllmServe":

@@ -11,18 +11,22 @@
   are taken out, --model_id (or an hf:// storageUri) is the model (huggingfaceserver.py; a runtime wrapping it
   in a shell script is read at the script's `-m huggingfaceserver` line). The Deployment is `NAME-predictor` with
   `minReplicas` (default 1) replicas. `spec.predictor.containers` (a custom container) is read as written.
-- LLMInferenceService (v1alpha1/v1alpha2): the `main` container of `spec.template` running KServe's template
+- LLMInferenceService (v1alpha1/v1alpha2), its spec merged over the LLMInferenceServiceConfigs its baseRefs name
+  (kserve_base_refs.py): the `main` container of `spec.template` running KServe's template
   command (config/llmisvcconfig/config-llm-template.yaml): `vllm serve` of the model, --tensor-parallel-size
   from spec.parallelism.tensor (with data, dataLocal or expert, the data-parallel template's flags too:
   config-llm-worker-data-parallel.yaml), then $VLLM_ADDITIONAL_ARGS and the container's args, with the template's
-  probes on /health:8000 and its in-memory /dev/shm where the user's template sets none. The Deployment is
-  `NAME-kserve` with spec.replicas. A prefill pool or multi-node workers are named as not modelled.
+  probes on /health:8000 and its in-memory /dev/shm where the user's template sets none. A `main` that sets its
+  own command replaces the template's (a strategic merge replaces a list): it runs as written, with the model
+  where it names KServe's /mnt/models. The Deployment is `NAME-kserve` with spec.replicas. A prefill pool or
+  multi-node workers are named as not modelled.
 
 Not read: Knative autoscaling (the serverless mode's concurrency target), transformers and explainers,
 storage initializers, inference graphs."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -30,6 +34,7 @@ from ttftsim.errors import InputError
 from ttftsim.validate.container_command import container_words_are_shell
 from ttftsim.validate.huggingfaceserver import KSERVE_PORT, MODEL_DIR, backend, huggingface_args, server_arguments
 from ttftsim.validate.k8s_schema import SchemaFinding
+from ttftsim.validate.kserve_base_refs import with_base_refs
 from ttftsim.validate.manifest_shapes import Container, PodSpec, check_part
 from ttftsim.validate.rendered import Documents, RenderedWorkload, merge_resources, note, with_tcp_readiness, workload
 from ttftsim.validate.yaml_fields import Fields
@@ -80,8 +85,8 @@ def kserve_workloads(documents: Documents) -> list[RenderedWorkload]:
             made = _inference_service(source, document, runtimes)
             if made is not None:
                 out.append(made)
-        elif document.get("kind") == "LLMInferenceService":
-            out.append(_llm_inference_service(source, document))
+        elif document.get("kind") == "LLMInferenceService":  # its baseRefs' configs merged in (kserve_base_refs.py)
+            out.append(_llm_inference_service(source, with_base_refs(source, document, documents)))
     return out
 
 
@@ -257,6 +262,9 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
     container["image"] = main.text("image", "ghcr.io/llm-d/llm-d-cuda:v0.9.0")  # the template's image
     # the template's shell expands these into the command line (read above): not vLLM's variables
     container["env"] = [e for e in env if e.get("name") not in TEMPLATE_VARIABLES]
+    if main.has("command"):  # the user's (or a baseRef's) command replaces the template's: it runs as written
+        command, args = (_at_model(main.words(part), model_id, env) for part in ("command", "args"))
+        container |= {"command": command, "args": args}
     pod = {k: v for k, v in template.data.items() if k in ("nodeSelector", "affinity")}
     check_part(PodSpec, pod, source, "spec.template")
     pod["volumes"] = _added(LLMISVC_VOLUMES, template.items("volumes"), "name")
@@ -269,6 +277,20 @@ def _llm_inference_service(source: str, document: dict[str, Any]) -> RenderedWor
         if spec.has(part) and not (part == "worker" and pods > 1):  # the data-parallel template's pods are read
             notes.append(note(source, f"LLMInferenceService/{name}: {what} not modelled", "warning"))
     return RenderedWorkload(source, made, tuple(notes))
+
+
+def _at_model(words: list[str], model_id: str, env: list[dict[str, Any]]) -> list[str]:
+    """A command of the user's read as the template's is: KServe's model directory (MODEL_DIR, where its storage
+    initializer puts the weights) as the model it holds, and $VLLM_ADDITIONAL_ARGS (or ${...}, and
+    $VLLM_API_SERVER_COUNT) as the env's value, empty where it sets none (the shell's unset variable)."""
+    values = {str(e.get("name")): str(e.get("value") or "") for e in env if e.get("name") in TEMPLATE_VARIABLES}
+    names = "|".join(TEMPLATE_VARIABLES)
+    variable = re.compile(rf"\$(?:\{{({names})\}}|({names})(?![A-Za-z0-9_]))")
+
+    def value(match: re.Match[str]) -> str:
+        return values.get(match.group(1) or match.group(2), "")
+
+    return [variable.sub(value, re.sub(re.escape(MODEL_DIR) + r"(?=[\s\"';]|$)", model_id, word)) for word in words]
 
 
 def _data_parallel_words(spec: Fields, parallelism: Fields, env: list[dict[str, Any]]) -> list[str]:

@@ -1,6 +1,6 @@
 """The vLLM workload's pod spec beyond GPU scheduling: the GPU count against the engine's parallelism and the GPU type
-label (unknown, missing, time-sliced), anti-affinity, memory and CPU requests, /dev/shm for a multi-GPU replica
-(shared_memory.py),
+label (unknown, missing, time-sliced), anti-affinity, memory and CPU requests, the CPU limit against vLLM's
+processes (cpu_limit.py), /dev/shm for a multi-GPU replica (shared_memory.py),
 probes against the predicted cold start (weights not yet on the node, read from where the manifest mounts them:
 weights_source.py) and vLLM's port, and the HPA that scales the workload; with a warning for each vLLM flag the
 prediction parses but leaves out. Another workload's HPA, and what a probe's path returns, are not checked."""
@@ -14,6 +14,7 @@ from ttftsim.cluster.coldstart import NodeCaches, cold_start_phases
 from ttftsim.config.cluster_nodes import PodSpec
 from ttftsim.config.resolved_engine import ResolvedEngine
 from ttftsim.hardware.catalog import node_label_keys
+from ttftsim.validate.cpu_limit import check_cpu_limit
 from ttftsim.validate.gpu_scheduling import SHARED_SUFFIX, check_gpu_count, gpu_label, label_hardware, unknown_gpu_keys
 from ttftsim.validate.hpa_metrics import check_metric_names, check_metric_targets
 from ttftsim.validate.manifests import ServingWorkload
@@ -48,6 +49,7 @@ def check_manifests(report: Report, serving: ServingWorkload, target: Target) ->
             "add podAntiAffinity (preferred, topologyKey kubernetes.io/hostname) or a topologySpreadConstraint",
         )
     _check_requests(report, serving, where)
+    check_cpu_limit(report, serving, target.engine, where)
     check_shared_memory(report, serving, tp, where)
 
 

@@ -20,7 +20,7 @@ ENTRYPOINTS = "vllm.entrypoints."
 WORKLOADS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 KNOWN_MODULES = {"vllm.entrypoints.grpc_server": "vLLM's gRPC server"}
 ENTRYPOINT_FIX = "validate a copy whose container runs `vllm serve` with the same flags (it parses the same ones)"
-CONFIG_FIX = "validate the LLMInferenceService that names it (its own fields are read, not this template's)"
+CONFIG_FIX = "validate it with the LLMInferenceService that names it in spec.baseRefs (read merged into it)"
 
 
 def other_entrypoint(document: dict[str, Any]) -> str | None:
