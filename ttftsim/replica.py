@@ -97,7 +97,8 @@ def _deployment(
     base: Path,
 ) -> Deployment:
     """The model on the hardware as the engine runs it: parallelism, dtypes, CUDA graphs, the host's time per
-    iteration (with the deployment factors), speculation's draft, LoRA's rank and the experts' layout."""
+    iteration (with the deployment factors), speculation's draft, LoRA's rank, the experts' layout and the vLLM
+    release that loads the weights."""
     eager_s, graph_s = engine.iteration_overhead_s, engine.decode_graph_iteration_s
     host_used = scenario.measured_step_cost is None  # a measured step cost holds its own host time
     return Deployment(
@@ -115,11 +116,12 @@ def _deployment(
         engine.max_num_seqs,
         engine.async_scheduling,
         engine.pp,
-        *speculation(engine, hardware, source, base),
+        *speculation(engine, hardware, source, base, scenario.engine.vllm_version),
         engine.max_lora_rank if engine.lora_slots else 0,
         scenario.engine.enable_expert_parallel,
         engine.dp,
         scenario.engine.expert_load_imbalance,
+        scenario.engine.vllm_version,
     )
 
 
@@ -249,17 +251,20 @@ def offload_sizes(engine: ResolvedEngine, memory: MemoryPlan, hardware: Hardware
 
 
 def speculation(
-    engine: ResolvedEngine, hardware: HardwareProfile, source: str, base: Path
+    engine: ResolvedEngine, hardware: HardwareProfile, source: str, base: Path, vllm_version: str
 ) -> tuple[str, int, Deployment | None]:
     """(proposer, draft tokens, draft model's deployment) of the engine's speculative config: a draft model
-    runs on the same TP group in its own checkpoint dtype (vLLM's default draft_tensor_parallel_size)."""
+    runs on the same TP group in its own checkpoint dtype (vLLM's default draft_tensor_parallel_size), loaded by
+    the same vLLM release."""
     spec = engine.speculative
     if spec is None:
         return "", 0, None
     draft = None
     if spec.model is not None:
         draft_model = load_model(resolve_ref(spec.model, base), f"{source} engine.speculative_config.model")
-        draft = Deployment(draft_model, hardware, engine.tp, draft_model.native_dtype, engine.kv_dtype)
+        draft = Deployment(
+            draft_model, hardware, engine.tp, draft_model.native_dtype, engine.kv_dtype, vllm_version=vllm_version
+        )
     return spec.method, spec.num_speculative_tokens, draft
 
 

@@ -13,7 +13,7 @@ from ttftsim.config.base import StrictModel
 from ttftsim.config.dtypes import KvDtype, WeightDtype
 from ttftsim.config.graphs import CudagraphMode, PerformanceMode
 from ttftsim.config.kv_transfer import KvTransferConfig, LMCacheConfig
-from ttftsim.config.versions import ApiServerCosts, at_least, version_defaults, version_text
+from ttftsim.config.versions import DEFAULT_VERSION, ApiServerCosts, at_least, version_defaults, version_text
 
 KvMode = Literal["paged", "static", "none"]
 
@@ -63,7 +63,7 @@ class SpeculativeConfig(StrictModel):
 class EngineArgs(StrictModel):
     """vLLM engine arguments (same names as `vllm serve --...`); None means the version's default."""
 
-    vllm_version: str = Field(default="0.15.1", description="Modelled vLLM version (defaults follow it)")
+    vllm_version: str = Field(default=DEFAULT_VERSION, description="Modelled vLLM version (defaults follow it)")
     tensor_parallel_size: int = Field(default=1, ge=1, le=64, description="GPUs per pipeline stage (TP)")
     pipeline_parallel_size: int = Field(
         default=1,

@@ -13,6 +13,8 @@ from pydantic import Field
 from ttftsim.config.base import StrictModel
 from ttftsim.config.loading import parse_mapping
 
+DEFAULT_VERSION = "0.15.1"  # the version modelled when a scenario names none
+
 
 class ApiServerCosts(StrictModel):
     """CPU time of the API-server process's event loop per item of work (ttftsim/engine/api_server.py) and the

@@ -8,14 +8,23 @@ layer, sliding-window ones too (vLLM's hybrid allocator keeps only the window th
 rest as a request runs, ttftsim/kvcache/windowed.py). Parameter counts follow the Llama layer plus what
 spec.architecture adds per family (biases, Gemma's four norms, Qwen3's q/k norms), MLA's projections, shared
 experts and leading dense layers; gpt-oss's attention sinks (one scalar per head) and DeepSeek-V3's router
-score-correction bias (one per expert) are left out.
+score-correction bias (one per expert) are left out. Weight bytes are the checkpoint's, or with an ExpertPadding
+the routed experts as vLLM allocates them on the GPUs (config/dtypes.py mxfp4_expert_padding).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttftsim.config.dtypes import EXPERTS_ONLY, KvDtype, WeightDtype, kv_bytes_per_element, weight_bytes_per_param
+from ttftsim.config.dtypes import (
+    EXPERTS_ONLY,
+    NO_PADDING,
+    ExpertPadding,
+    KvDtype,
+    WeightDtype,
+    kv_bytes_per_element,
+    weight_bytes_per_param,
+)
 from ttftsim.model.spec import ModelSpec
 
 
@@ -79,6 +88,29 @@ def layer_params(spec: ModelSpec) -> LayerParams:
     )
 
 
+def padded_expert_params(spec: ModelSpec, padding: ExpertPadding, slices: int = 1) -> int:
+    """One routed expert's parameters as vLLM allocates it over `slices` GPUs, all slices together: the hidden
+    size and each GPU's slice of the intermediate size (intermediate // slices, FusedMoE's
+    intermediate_size_per_partition) rounded up to the padding's multiples, in its gate, up and down projections
+    and their biases (the down projection's once, as layer_params counts it). No padding: layer_params' expert."""
+    if padding == NO_PADDING:
+        return layer_params(spec).expert
+    hidden = padding.padded_hidden(spec.hidden_size)
+    inter = slices * padding.padded_intermediate(spec.intermediate_size // slices)
+    params = 3 * hidden * inter
+    if spec.architecture.expert_bias:
+        params += 2 * inter + hidden
+    return params
+
+
+def _padding_params(spec: ModelSpec, padding: ExpertPadding, slices: int) -> int:
+    """What padding adds to all routed experts of all MoE layers, over `slices` GPUs together."""
+    if not spec.is_moe:
+        return 0
+    extra = padded_expert_params(spec, padding, slices) - layer_params(spec).expert
+    return spec.num_moe_layers * spec.num_local_experts * extra
+
+
 def _block_linear_params(spec: ModelSpec, experts: int) -> int:
     """Quantizable linears of all blocks, with `experts` routed experts per MoE layer (all of them for the
     size, top-k for what one token touches). A dense model's MLP is its one expert on every layer."""
@@ -113,31 +145,38 @@ def active_param_count(spec: ModelSpec) -> int:
     return _block_linear_params(spec, spec.num_experts_per_tok) + _block_small_params(spec) + embedding_params(spec)
 
 
-def weight_bytes(spec: ModelSpec, dtype: WeightDtype) -> float:
+def weight_bytes(spec: ModelSpec, dtype: WeightDtype, padding: ExpertPadding = NO_PADDING, slices: int = 1) -> float:
     """Checkpoint size: quantized block linears (with MXFP4 the routed experts alone, the other linears in 16 bits),
-    embeddings/norms/router in 16 bits."""
+    embeddings/norms/router in 16 bits; with `padding`, the routed experts as vLLM allocates them over `slices`
+    GPUs (every GPU's bytes together)."""
     linear = _block_linear_params(spec, spec.num_local_experts)
+    padded = _padding_params(spec, padding, slices)
     if dtype in EXPERTS_ONLY:
         routed = spec.num_moe_layers * spec.num_local_experts * layer_params(spec).expert if spec.is_moe else 0
         kept = linear - routed + _block_small_params(spec) + embedding_params(spec)
-        return routed * weight_bytes_per_param(dtype) + kept * 2
-    return linear * weight_bytes_per_param(dtype) + _block_small_params(spec) * 2 + embedding_params(spec) * 2
+        return (routed + padded) * weight_bytes_per_param(dtype) + kept * 2
+    linear_bytes = (linear + padded) * weight_bytes_per_param(dtype)
+    return linear_bytes + _block_small_params(spec) * 2 + embedding_params(spec) * 2
 
 
-def layer_weight_bytes(spec: ModelSpec, dtype: WeightDtype) -> tuple[float, float]:
-    """Bytes of one leading dense layer and of one MoE layer (for a dense model both are its one layer)."""
+def layer_weight_bytes(
+    spec: ModelSpec, dtype: WeightDtype, padding: ExpertPadding = NO_PADDING, slices: int = 1
+) -> tuple[float, float]:
+    """Bytes of one leading dense layer and of one MoE layer (for a dense model both are its one layer); with
+    `padding`, the MoE layer's routed experts as vLLM allocates them over `slices` GPUs."""
     layer = layer_params(spec)
     per_param = weight_bytes_per_param(dtype)
+    expert = padded_expert_params(spec, padding, slices)
     if dtype in EXPERTS_ONLY:  # the routed experts quantized, every other linear in 16 bits
         dense = (layer.attention + (layer.dense_mlp if spec.is_moe else layer.expert) + layer.norms) * 2.0
         if not spec.is_moe:
             return dense, dense
         kept = layer.attention + layer.shared_expert + layer.norms + layer.router + layer.shared_gate
-        return dense, spec.num_local_experts * layer.expert * per_param + kept * 2.0
+        return dense, spec.num_local_experts * expert * per_param + kept * 2.0
     dense = (layer.attention + (layer.dense_mlp if spec.is_moe else layer.expert)) * per_param + layer.norms * 2
     if not spec.is_moe:
         return dense, dense
-    moe_linear = layer.attention + spec.num_local_experts * layer.expert + layer.shared_expert
+    moe_linear = layer.attention + spec.num_local_experts * expert + layer.shared_expert
     return dense, moe_linear * per_param + (layer.norms + layer.router + layer.shared_gate) * 2
 
 

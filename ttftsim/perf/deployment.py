@@ -1,15 +1,17 @@
 """One replica's deployment: the model on its GPUs (tensor and pipeline parallel sizes, weight and KV formats,
-CUDA-graph and scheduling options, speculative decoding, LoRA, expert parallelism), and vLLM's split of the layers
-over pipeline stages. The iteration-time model (perf/iteration.py) and the memory plan (perf/memory.py) read it.
+CUDA-graph and scheduling options, speculative decoding, LoRA, expert parallelism, the vLLM release that loads it),
+and vLLM's split of the layers over pipeline stages. The iteration-time model (perf/iteration.py) and the memory
+plan (perf/memory.py) read it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ttftsim.config.dtypes import KvDtype, WeightDtype
+from ttftsim.config.dtypes import EXPERTS_ONLY, NO_PADDING, ExpertPadding, KvDtype, WeightDtype, mxfp4_expert_padding
 from ttftsim.config.graphs import CudagraphMode, capture_sizes
 from ttftsim.config.hardware import HardwareProfile, Link
+from ttftsim.config.versions import DEFAULT_VERSION
 from ttftsim.errors import ArgumentError
 from ttftsim.model.spec import ModelSpec
 
@@ -39,6 +41,7 @@ class Deployment:
     expert_parallel: bool = False  # vLLM --enable-expert-parallel: whole experts per GPU over the TP x DP ranks
     dp: int = 1  # data-parallel ranks, each with its own batch, sharing the experts (engine/data_parallel.py)
     expert_load_imbalance: float | None = None  # the busiest EP GPU's routed load over the mean (None: random)
+    vllm_version: str = DEFAULT_VERSION  # the release that loads the weights (how it pads MXFP4 experts)
 
     def __post_init__(self) -> None:
         if self.model.num_attention_heads % self.tp:
@@ -70,6 +73,22 @@ class Deployment:
     def ep_size(self) -> int:
         """GPUs the routed experts are split over: TP x DP with expert parallelism, else 1 (TP slices)."""
         return self.tp * self.dp if self.expert_parallel else 1
+
+    @property
+    def expert_slices(self) -> int:
+        """GPUs one routed expert's intermediate dimension is split over: none with expert parallelism (whole
+        experts), TP x DP when DP engines slice every expert, else TP."""
+        if self.ep_size > 1:
+            return 1
+        return self.tp * self.dp if self.experts_sliced_over_dp else self.tp
+
+    @property
+    def expert_padding(self) -> ExpertPadding:
+        """How vLLM pads the routed experts when it allocates them on these GPUs: MXFP4 ones to its MoE backend's
+        tiles (config/dtypes.py mxfp4_expert_padding); other formats keep the checkpoint's shape."""
+        if self.weight_dtype not in EXPERTS_ONLY or not self.model.is_moe:
+            return NO_PADDING
+        return mxfp4_expert_padding(self.hardware.cuda_compute_capability, self.vllm_version)
 
     def lora_targets(self) -> tuple[tuple[int, int, int], ...]:
         """(in, out, slices) of the linears vLLM attaches LoRA to, per layer and TP rank: the fused QKV (three

@@ -24,6 +24,10 @@ expert loads skew); no published skew was found to cite as a default, so none is
 "allgather_reducescatter" (config/parallel.py; distributed/device_communicators/all2all.py AgRsAll2AllManager:
 dispatch = all-gather of the hidden states and router logits over the DP group, combine = reduce-scatter of
 the outputs), each DP rank assumed to carry a batch like this one; the engine itself runs one DP rank.
+
+MXFP4 experts run at the shape vLLM pads them to (config/dtypes.py mxfp4_expert_padding): its MoE kernels take
+the padded hidden size and slice of the intermediate size as their problem shape (the hidden states padded with
+zeros to match: fused_moe/layer.py forward), so the padded weights are read and multiplied like the rest.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from ttftsim.config.dtypes import ComputeDtype
+from ttftsim.config.dtypes import NO_PADDING, ComputeDtype, ExpertPadding
 from ttftsim.config.hardware import HardwareProfile, Link
 from ttftsim.model.spec import ModelSpec
 from ttftsim.perf.kernels import KernelCosts, MoeShape
@@ -88,57 +92,51 @@ class FfnCosts:
         dtype: ComputeDtype,
         weight_bytes: float,
         expert_weight_bytes: float | None = None,
+        expert_padding: ExpertPadding = NO_PADDING,
     ) -> None:
         """weight_bytes: a dense linear's bytes per weight; expert_weight_bytes the routed experts' (None: the
-        same; MXFP4 quantizes the experts alone)."""
+        same; MXFP4 quantizes the experts alone); expert_padding the multiples vLLM pads their shape to."""
         self.spec = spec
         self.tp = tp
         self.costs = costs
         self.dtype = dtype
         self.weight_bytes = weight_bytes
         self.expert_weight_bytes = weight_bytes if expert_weight_bytes is None else expert_weight_bytes
+        self.expert_padding = expert_padding
         self.inter = spec.intermediate_size // tp
         self.dense_inter = (spec.dense_intermediate_size or 0) // tp
         self.shared_inter = spec.shared_expert_intermediate_size // tp
-        self.experts = MoeShape(
-            spec.num_local_experts,
-            spec.num_experts_per_tok,
-            spec.hidden_size,
-            self.inter,
-            self.expert_weight_bytes,
-            dtype,
-        )
+        self.experts = self._moe_shape(spec.num_local_experts, tp)
         self.ep: ExpertParallel | None = None
+
+    def _moe_shape(self, num_experts: int, slices: int) -> MoeShape:
+        """The fused-MoE kernel's shape on one GPU holding `num_experts` experts, each sliced `slices` ways along
+        its intermediate dimension, as vLLM pads it (FusedMoE's intermediate_size_per_partition, intermediate
+        // slices, and the hidden size rounded up to the padding's multiples)."""
+        spec, padding = self.spec, self.expert_padding
+        return MoeShape(
+            num_experts,
+            spec.num_experts_per_tok,
+            padding.padded_hidden(spec.hidden_size),
+            padding.padded_intermediate(spec.intermediate_size // slices),
+            self.expert_weight_bytes,
+            self.dtype,
+        )
 
     def expert_parallel(self, ep_size: int, dp: int, hardware: HardwareProfile, imbalance: float | None = None) -> None:
         """Split the routed experts whole over ep_size GPUs (full expert width, the busiest GPU's experts); the
         DP group talks over NVLink within a node, the network beyond."""
-        spec = self.spec
         link = hardware.intra_node_link if ep_size <= hardware.gpus_per_node else hardware.inter_node_link
         self.ep = ExpertParallel(ep_size, dp, link, hardware.roofline.link_efficiency, imbalance)
-        self.experts = MoeShape(
-            local_experts(spec.num_local_experts, ep_size),
-            spec.num_experts_per_tok,
-            spec.hidden_size,
-            spec.intermediate_size,
-            self.expert_weight_bytes,
-            self.dtype,
-        )
+        self.experts = self._moe_shape(local_experts(self.spec.num_local_experts, ep_size), 1)
 
     def sliced_over_dp(self, dp: int, hardware: HardwareProfile) -> None:
         """An MoE model's DP engines without expert parallelism: every routed expert sliced over TP x DP GPUs,
         every rank's tokens gathered through them (the dispatch and combine as with EP)."""
-        spec, group = self.spec, self.tp * dp
+        group = self.tp * dp
         link = hardware.intra_node_link if group <= hardware.gpus_per_node else hardware.inter_node_link
         self.ep = ExpertParallel(1, dp, link, hardware.roofline.link_efficiency)
-        self.experts = MoeShape(
-            spec.num_local_experts,
-            spec.num_experts_per_tok,
-            spec.hidden_size,
-            spec.intermediate_size // group,
-            self.expert_weight_bytes,
-            self.dtype,
-        )
+        self.experts = self._moe_shape(self.spec.num_local_experts, group)
 
     def _gemm(self, m: int, n: int, k: int) -> float:
         return self.costs.gemm_s(m, n, k, self.dtype, n * k * self.weight_bytes)

@@ -81,7 +81,7 @@ class IterationModel:
         self._init_attention(deployment)
         self._inter = m.intermediate_size // tp
         expert_bytes = weight_bytes_per_param(deployment.weight_dtype)
-        self._ffn = FfnCosts(m, tp, self.costs, self._dtype, self._wbytes, expert_bytes)
+        self._ffn = FfnCosts(m, tp, self.costs, self._dtype, self._wbytes, expert_bytes, deployment.expert_padding)
         if deployment.ep_size > 1:
             self._ffn.expert_parallel(
                 deployment.ep_size, deployment.dp, deployment.hardware, deployment.expert_load_imbalance

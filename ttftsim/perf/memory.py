@@ -14,7 +14,9 @@ kv_lora_rank + qk_rope_head_dim per layer: vLLM's MLA backends cache one latent 
 keeps in full (vLLM 0.15.1 vllm/attention/layer.py MLAAttention.get_kv_cache_spec:
 MLAAttentionSpec(num_kv_heads=1, head_size=kv_lora_rank + qk_rope_head_dim); page bytes in
 vllm/v1/kv_cache_interface.py MLAAttentionSpec.real_page_size_bytes, no factor 2 for K and V).
-The activation peak and the fixed reserves are estimates (documented below), not vLLM's profiler.
+The activation peak and the fixed reserves are estimates (documented below), not vLLM's profiler. Weights are
+what vLLM allocates: MXFP4 routed experts padded to its MoE kernel's tiles (config/dtypes.py mxfp4_expert_padding;
+gpt-oss-120b on one A100 +5.5 GB), the rest at the checkpoint's size.
 
 Sliding-window models (perf/kv_groups.py): vLLM's hybrid allocator groups the layers, each group holding its
 own blocks, and pads the last group of each kind; a block here is one block in every group (block_size tokens
@@ -38,7 +40,13 @@ from dataclasses import dataclass
 
 from ttftsim.config.dtypes import weight_bytes_per_param
 from ttftsim.config.hardware import HardwareProfile
-from ttftsim.model.size import embedding_params, kv_bytes_per_token, layer_params, layer_weight_bytes, weight_bytes
+from ttftsim.model.size import (
+    embedding_params,
+    kv_bytes_per_token,
+    layer_weight_bytes,
+    padded_expert_params,
+    weight_bytes,
+)
 from ttftsim.perf.ffn import local_experts
 from ttftsim.perf.iteration import Deployment
 from ttftsim.perf.kv_groups import KvCacheGroups
@@ -126,7 +134,8 @@ def proposer_bytes(deployment: Deployment) -> tuple[int, int]:
         return 0, 0
     if deployment.draft is not None:
         draft = deployment.draft
-        return math.ceil(weight_bytes(draft.model, draft.weight_dtype) / draft.tp), kv_bytes_per_token_per_gpu(draft)
+        drafted = weight_bytes(draft.model, draft.weight_dtype, draft.expert_padding, draft.expert_slices)
+        return math.ceil(drafted / draft.tp), kv_bytes_per_token_per_gpu(draft)
     spec = deployment.model
     embeddings = (1 if spec.tie_word_embeddings else 2) * 2.0 * spec.vocab_size * spec.hidden_size
     layer = (weight_bytes(spec, deployment.weight_dtype) - embeddings - 2.0 * spec.hidden_size) / spec.num_hidden_layers
@@ -134,12 +143,13 @@ def proposer_bytes(deployment: Deployment) -> tuple[int, int]:
 
 
 def stage_weight_bytes(deployment: Deployment) -> list[int]:
-    """Checkpoint bytes on one GPU of each pipeline stage: its layers' share, plus the input embedding on the
+    """Weight bytes on one GPU of each pipeline stage: its layers' share, plus the input embedding on the
     first stage and the final norm and LM head on the last (the LM head is a second copy when tied). With
     expert parallelism a GPU holds whole routed experts, as many as the busiest GPU of the group; an MoE model's
-    DP engines without it a TP x DP slice of every routed expert."""
+    DP engines without it a TP x DP slice of every routed expert. Routed experts as vLLM allocates them: MXFP4
+    ones padded to its MoE kernel's tiles (Deployment.expert_padding)."""
     spec, pp, tp = deployment.model, deployment.pp, deployment.tp
-    total = weight_bytes(spec, deployment.weight_dtype)
+    total = weight_bytes(spec, deployment.weight_dtype, deployment.expert_padding, deployment.expert_slices)
     if pp == 1 and deployment.ep_size == 1 and not deployment.experts_sliced_over_dp:
         return [math.ceil(total / tp)]
     table = 2.0 * spec.vocab_size * spec.hidden_size  # one 16-bit vocab x hidden table
@@ -171,14 +181,13 @@ def lora_bytes(deployment: Deployment, slots: int) -> list[int]:
 def _stage_layer_bytes(deployment: Deployment) -> list[float]:
     """Each stage's layer bytes, its dense layers (leading ones fall on the first stages, interleaved ones
     spread) at the dense layer's bytes; x tp."""
-    spec = deployment.model
-    dense, moe = layer_weight_bytes(spec, deployment.weight_dtype)
+    spec, padding, slices = deployment.model, deployment.expert_padding, deployment.expert_slices
+    dense, moe = layer_weight_bytes(spec, deployment.weight_dtype, padding, slices)
+    expert = padded_expert_params(spec, padding, slices) * weight_bytes_per_param(deployment.weight_dtype)
     if deployment.ep_size > 1:  # counted x tp here, as the caller divides by tp: whole experts per GPU
-        expert = layer_params(spec).expert * weight_bytes_per_param(deployment.weight_dtype)
         local = local_experts(spec.num_local_experts, deployment.ep_size)
         moe += (local * deployment.tp - spec.num_local_experts) * expert
     elif deployment.experts_sliced_over_dp:  # every expert's slice over TP x DP GPUs, not TP
-        expert = layer_params(spec).expert * weight_bytes_per_param(deployment.weight_dtype)
         moe -= spec.num_local_experts * expert * (1.0 - 1.0 / deployment.dp)
     stages, start = [], 0
     for layers in deployment.stage_layers:
