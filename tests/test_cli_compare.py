@@ -7,9 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.test_cli import _assert_one_line_error, run
-from ttftsim.compare import changes, differences
+from ttftsim.compare import changes, compare, differences
+from ttftsim.plan.run import run_plan
 from ttftsim.render.compare import _num
 from ttftsim.simulate import load_scenario
 
@@ -35,10 +37,11 @@ def test_the_header_names_both_files_what_b_changes_and_that_b_traffic_is_not_us
     compared = json.loads(run("compare", str(EXAMPLE), str(other), "--json").stdout)
     changed = ["hardware: H100-SXM5-80GB -> H200-SXM-141GB", "engine.max_num_seqs: default -> 12"]
     assert compared["differences"] == changed
-    assert compared["notes"] == [
+    assert compared["notes"][0] == (
         "b.yaml's own workload, seed or horizon is not used: both run llama31-8b-h100.yaml's traffic (compare "
         "deploys two configurations under one traffic; simulate each file for its own)"
-    ]
+    )
+    assert compared["notes"][1].startswith("cost ($/M output tokens) is at the traffic's demand")  # B misses its SLO
     shown = run("compare", str(EXAMPLE), str(other)).stdout
     assert f"A llama31-8b-h100-chat ({EXAMPLE})  vs  B llama31-8b-h100-chat ({other})" in shown
     assert "B differs from A in: " + "; ".join(changed) in shown
@@ -135,3 +138,36 @@ def test_a_calibrated_range_left_is_said_once(tmp_path: Path) -> None:
     shown = run("simulate", str(long))
     said = (shown.stdout + shown.stderr).count("outside the calibrated range")
     assert said == 1, shown.stdout + shown.stderr
+
+
+def test_cost_per_million_tokens_is_the_plan_s_and_an_overloaded_side_is_priced_at_the_demand(tmp_path: Path) -> None:
+    """compare prices $/M output tokens as plan does (metrics/token_price.py): the example's deployment planned
+    alone (one candidate, one replica) gets the very same figure. B, 4 sequences at a time, cannot keep up (its
+    last request finishes minutes after the traffic ends); priced over its own run (what compare did) it cost
+    1.43 $/M against A's 0.53, a figure no plan gives: at the demand it costs what A costs, and a note says B
+    misses its SLO there."""
+    scenario = yaml.safe_load(EXAMPLE.read_text())
+    plan = tmp_path / "plan.yaml"
+    search = {"hardware": [scenario["hardware"]], "tensor_parallel_size": [1]}
+    fields = {"model": scenario["model"], "engine": scenario["engine"], "workload": scenario["workload"]}
+    plan.write_text(yaml.safe_dump(fields | {"slo": scenario["slo"], "search": search, "probe_requests": 100}))
+    planned = run_plan(plan, tmp_path / "plan").winner
+    assert planned is not None and (planned.replicas, planned.gpus) == (1, 1)
+    slow = tmp_path / "b.yaml"
+    slow.write_text(EXAMPLE.read_text().replace('vllm_version: "0.15.1"', 'vllm_version: "0.15.1"\n  max_num_seqs: 4'))
+    compared = compare(EXAMPLE, slow)
+    rows = _rows(compared)
+    assert rows["cost ($/hour)"]["a"] == planned.cost_per_hour
+    assert rows["cost ($/M output tokens)"]["a"] == planned.cost_per_million_tokens  # exactly: one definition
+    assert rows["cost ($/M output tokens)"]["b"] == planned.cost_per_million_tokens
+    assert rows["output tokens/s"]["b"] < 0.4 * rows["output tokens/s"]["a"]  # overloaded: it served far less
+    demand = planned.output_tokens_per_s
+    generated = rows["output tokens/s"]["b"]
+    assert compared["notes"] == [
+        f"cost ($/M output tokens) is at the traffic's demand ({demand:,.0f} output tokens/s), as `ttftsim plan` "
+        f"prices a deployment, not at what a run generated: B misses its SLO (generating {generated:,.0f} output "
+        "tokens/s over its run), so its figure is what that traffic's tokens cost on a deployment that does not "
+        "serve them in time"
+    ]
+    shown = run("compare", str(EXAMPLE), str(slow)).stdout
+    assert f"note: {compared['notes'][0]}" in shown

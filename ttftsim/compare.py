@@ -1,5 +1,9 @@
 """`ttftsim compare A B`: the same traffic (A's workload and seed) through two scenarios; the differences
-in TTFT percentiles, TPOT, throughput, cost and the TTFT breakdown."""
+in TTFT percentiles, TPOT, throughput, cost and the TTFT breakdown.
+
+$ per million output tokens is priced as `ttftsim plan` prices a deployment (metrics/token_price.py): the cost per
+hour over the output tokens the traffic asks for, not over those a run generated; a note names a side that misses
+its SLO, as the plan's table says `missed` beside its figure."""
 
 from __future__ import annotations
 
@@ -8,10 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ttftsim.config.plan import RATE_ARRIVALS
 from ttftsim.config.scenario import Scenario
 from ttftsim.config.slo import Slo
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.run_summary import RunSummary
+from ttftsim.metrics.token_price import cost_per_million_output_tokens, demand_output_tokens_per_s
 from ttftsim.replica import resolve_ref
 from ttftsim.simulate import load_scenario, simulate
 from ttftsim.simulation_result import SimulationResult
@@ -19,9 +25,11 @@ from ttftsim.simulation_result import SimulationResult
 
 @dataclass(frozen=True)
 class Cost:
-    """$/hour of what ran (the cluster's nodes, or the replica's GPUs) and $ per million output tokens."""
+    """$/hour of what ran (the cluster's nodes, or the replica's GPUs), and $ per million output tokens at the
+    traffic's demand (demand_output_tokens_per_s; None when it asks for none)."""
 
     per_hour_usd: float
+    demand_output_tokens_per_s: float
     per_million_output_tokens_usd: float | None
 
 
@@ -63,16 +71,57 @@ def _alerts(summary: RunSummary, key: str) -> float | None:
     return None if alerts is None else alerts[key]
 
 
-def cost(result: SimulationResult, base: Path) -> Cost:
-    """What the run cost (Cost)."""
+def cost(result: SimulationResult, base: Path, traffic_base: Path) -> Cost:
+    """What the run cost (Cost); `traffic_base` is the folder of the traffic's file (A's: its length files)."""
     summary_span = max(result.sim_end_s, 1e-9)
     if result.cluster is not None:
         per_hour = result.cluster.cost["cost_usd"] / (summary_span / 3600)
     else:
         hardware = load_hardware(resolve_ref(result.scenario.hardware, base))
         per_hour = result.replica.engine.gpus * hardware.price_per_gpu_hour_usd
-    tokens_per_hour = float(result.requests["generated_tokens"].sum()) / summary_span * 3600
-    return Cost(per_hour, per_hour / tokens_per_hour * 1e6 if tokens_per_hour else None)
+    demand = demand_of(result, traffic_base)
+    per_million = cost_per_million_output_tokens(per_hour, demand)
+    return Cost(per_hour, demand, per_million if per_million == per_million else None)
+
+
+def demand_of(result: SimulationResult, traffic_base: Path) -> float:
+    """Output tokens/s the run's traffic asks for. At a rate (poisson, constant, gamma, weibull arrivals) as a plan
+    computes it: the rate times the output tokens asked for on average, from the workload's specification, the same
+    for both sides whatever each served. Other traffic has no one rate (a trace, stages, a rate curve, closed-loop
+    clients): the output tokens its requests asked for (served or not) over the span of their arrivals."""
+    workload = result.scenario.workload
+    arrivals = getattr(workload, "arrivals", None)
+    if isinstance(arrivals, RATE_ARRIVALS):
+        return demand_output_tokens_per_s(workload, arrivals.rate, traffic_base)
+    arrival_s = result.requests["arrival_s"]
+    span_s = float(arrival_s.max() - arrival_s.min()) if len(arrival_s) else 0.0
+    return float(result.requests["output_tokens"].sum()) / span_s if span_s > 0 else 0.0
+
+
+def priced_note(results: list[tuple[RunSummary, Cost]]) -> str | None:
+    """What the $/M row means when a side misses its SLO, as the plan's table says `missed` beside a row priced at
+    the demand: 'cost ($/M output tokens) is at the traffic's demand (1,594 output tokens/s), ...: B misses its SLO
+    (generating 585 output tokens/s over its run), ...'; None when no side misses (or sets no SLO)."""
+    missing = [
+        (side, summary)
+        for side, (summary, spent) in zip("AB", results, strict=True)
+        if summary.slo is not None and not summary.slo.met and spent.per_million_output_tokens_usd is not None
+    ]
+    if not missing:
+        return None
+    demands = [spent.demand_output_tokens_per_s for _, spent in results]
+    demand = (
+        f"{demands[0]:,.0f}" if demands[0] == demands[1] else f"A {demands[0]:,.0f}, B {demands[1]:,.0f}"
+    ) + " output tokens/s"
+    who = " and ".join(side for side, _ in missing)
+    generated = " and ".join(f"{summary.throughput.output_tokens_per_s:,.0f}" for _, summary in missing)
+    one = len(missing) == 1
+    return (
+        f"cost ($/M output tokens) is at the traffic's demand ({demand}), as `ttftsim plan` prices a deployment, not "
+        f"at what a run generated: {who} {'misses its' if one else 'miss their'} SLO (generating {generated} output "
+        f"tokens/s over {'its run' if one else 'their runs'}), so {'its figure is' if one else 'their figures are'} "
+        f"what that traffic's tokens cost on a deployment that does not serve them in time"
+    )
 
 
 TRAFFIC = ("workload", "seed", "horizon_s")  # A's, in both runs
@@ -127,7 +176,10 @@ def compare(first: Path, second: Path, seed: int | None = None) -> dict[str, Any
     results = []
     for scenario, path in ((a, first), (b, second)):
         result = simulate(scenario, path.parent, seed, source=str(path))
-        results.append((result.summary(), cost(result, path.parent)))
+        results.append((result.summary(), cost(result, path.parent, first.parent)))
+    priced = priced_note(results)
+    if priced is not None:
+        notes.append(priced)
     rows = []
     for label, figure, scale in ROWS:
         values = [figure(summary, spent) for summary, spent in results]

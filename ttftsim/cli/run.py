@@ -152,8 +152,8 @@ def compare(
     ] = False,
     max_requests: MaxRequests = None,
 ) -> None:
-    """The same traffic through two scenarios: TTFT percentiles, TPOT, throughput, cost, TTFT breakdown. Exit 1
-    when A or B misses its SLO."""
+    """The same traffic through two scenarios: TTFT percentiles, TPOT, throughput, cost ($/M output tokens at the
+    traffic's demand, as plan prices it), TTFT breakdown. Exit 1 when A or B misses its SLO."""
     from ttftsim.compare import SLO_MET_ROW
     from ttftsim.compare import compare as run
 

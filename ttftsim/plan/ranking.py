@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ttftsim.config.plan import Plan
 from ttftsim.metrics.slo import SloFigures, judge
+from ttftsim.metrics.token_price import cost_per_million_output_tokens
 from ttftsim.plan.evaluate import Candidate
 from ttftsim.plan.explain import check_key, rate_unit, sentence
 
@@ -64,14 +65,9 @@ class Row:
 
     def price(self, output_tokens_per_s: float) -> None:
         """The cost per million output tokens at the traffic's demand (`output_tokens_per_s` at the peak rate: what
-        the deployment serves when it meets it), from the cost per hour."""
+        the deployment serves when it meets it), from the cost per hour: metrics/token_price.py, as compare prices."""
         self.output_tokens_per_s = output_tokens_per_s
-        self.cost_per_million_tokens = _per_million(self.cost_per_hour, output_tokens_per_s)
-
-
-def _per_million(cost_per_hour: float, output_tokens_per_s: float) -> float:
-    tokens_per_hour = output_tokens_per_s * 3600
-    return cost_per_hour / tokens_per_hour * 1e6 if tokens_per_hour > 0 else math.nan
+        self.cost_per_million_tokens = cost_per_million_output_tokens(self.cost_per_hour, output_tokens_per_s)
 
 
 STATUS_ORDER = {"confirmed": 0, "estimate": 1, "missed": 2, "pruned": 3, "infeasible": 4, "pending": 5}

@@ -20,9 +20,10 @@ from ttftsim.config.versions import version_warnings
 from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
+from ttftsim.metrics.token_price import demand_output_tokens_per_s
 from ttftsim.model.catalog import load_model, preset_repository
 from ttftsim.model.not_modelled import model_warnings
-from ttftsim.plan import day, evaluate
+from ttftsim.plan import allreduce, day, evaluate
 from ttftsim.plan.explain import rate_unit
 from ttftsim.plan.manifests import write_deployment
 from ttftsim.plan.ranking import Row, best_per_gpu, pareto, tie_order
@@ -33,7 +34,6 @@ from ttftsim.replica import calibration_file, engine_field, resolve_ref, window_
 from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
 from ttftsim.workload.budget import check_plan as check_plan_work
-from ttftsim.workload.expected import output_tokens_per_unit
 from ttftsim.workload.file_refs import check_files
 
 HF_IDS = {  # presets -> the repository `vllm serve` loads
@@ -161,10 +161,11 @@ def run_plan(
         plan = plan.model_copy(update={"peak_rate": rate})
     store = Store(out / "checkpoint.sqlite", evaluate.plan_digest(plan), resume)
     runner = Runner(plan, str(path.resolve().parent), store, backend, workers, progress)
-    # $/M tokens at what the traffic asks for (workload/expected.py), not at each run's own sample of lengths
-    demand = plan.target_rate * output_tokens_per_unit(plan.workload, path.resolve().parent)
+    # $/M tokens at what the traffic asks for (metrics/token_price.py, as compare prices), not at each run's own sample
+    demand = demand_output_tokens_per_s(plan.workload, plan.target_rate, path.resolve().parent)
     try:
         rows = search(runner, demand)
+        lost_sizes = allreduce.explain_lost_sizes(plan, runner.base, rows)  # TPs the all-reduce rules out, in words
         winner = next((r for r in rows if r.status == "confirmed"), None)
         day_results = _day(runner, winner)
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): the tasks running are not waited for (--resume redoes them)
@@ -174,6 +175,7 @@ def run_plan(
     runner.close()
     store.close()
     warnings += runner.warnings()  # the tasks' own, each once with its candidates
+    warnings += lost_sizes
     result = PlanResult(
         plan, rows, pareto(rows), winner, runner.computed, store.reused, demand, tuple(warnings), day_results
     )
