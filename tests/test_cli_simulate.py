@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -108,13 +109,25 @@ def test_refusals_are_grouped_by_kind_most_frequent_first() -> None:
     )
     assert refusal_warnings(rows) == [
         "2 of 8 requests rejected, never served: e.g. prompt 4088 + output 37 tokens exceed max_model_len 4096" + TAIL,
-        "1 of 8 requests failed at the gateway, never served: e.g. no ready replica (attempt 3)" + TAIL,
-        "1 of 8 requests failed at the gateway, never served: e.g. prompt 9 + output 9 tokens exceed max_model_len 16"
-        + TAIL,
+        "1 of 8 requests failed, never served: e.g. no ready replica (attempt 3)" + TAIL,
+        "1 of 8 requests failed, never served: e.g. prompt 9 + output 9 tokens exceed max_model_len 16" + TAIL,
         "1 of 8 requests rejected, never served: e.g. no reason recorded" + TAIL,
         "1 of 8 requests rejected, never served: e.g. HTTP 503: 12 unfinished requests, max_num_queued_reqs 12" + TAIL,
     ]
     assert refusal_warnings(rows[rows["status"] == "finished"]) == []
+    # streams cut when their replica was lost had their first token: not "never served" (cold trial E9)
+    lost = pd.DataFrame(
+        {
+            "status": ["failed", "failed", "failed"],
+            "reason": ["replica 0 lost in a node failure (attempt 1)"] * 2 + ["no ready replica (attempt 3)"],
+            "first_token_s": [12.5, 14.0, np.nan],
+        }
+    )
+    assert refusal_warnings(lost) == [
+        "2 of 3 requests failed mid-stream, after their first token: e.g. replica 0 lost in a node failure (attempt "
+        "1)" + TAIL,
+        "1 of 3 requests failed, never served: e.g. no ready replica (attempt 3)" + TAIL,
+    ]
 
 
 TAIL = " (every request's reason: the reason column of requests.csv, written with --out)"

@@ -262,22 +262,31 @@ def _gpu_kind(hardware: str) -> str | None:
 
 
 def refusal_warnings(requests: pd.DataFrame) -> list[str]:
-    """A line for each kind of refusal (the engine's or its API server's rejections, the gateway's failures): how
-    many requests, and the first one's reason as the engine gave it. Kinds are reasons alike but for their numbers
-    ('prompt 4088 + output 37 tokens exceed max_model_len 4096'); the most frequent first."""
+    """A line for each kind of refusal (the engine's or its API server's rejections, the gateway's failures, streams
+    cut when their replica was lost): how many requests, and the first one's reason as the engine gave it. Kinds are
+    reasons alike but for their numbers ('prompt 4088 + output 37 tokens exceed max_model_len 4096'), and whether
+    the failed requests had had their first token; the most frequent first."""
     refused = requests[requests["status"].isin(("rejected", "failed"))]
     if not len(refused):
         return []
-    kinds = refused["status"].astype(str) + ": " + reason_kinds(refused["reason"])  # by status too
+    streamed = (
+        refused["first_token_s"].fillna(-1.0).to_numpy() >= 0
+        if "first_token_s" in refused.columns
+        else np.zeros(len(refused), dtype=bool)
+    )
+    kinds = refused["status"].astype(str) + np.where(streamed, " streamed", "") + ": " + reason_kinds(refused["reason"])
     groups = refused.groupby(kinds.to_numpy(), sort=False)
     order = sorted(groups.indices.items(), key=lambda item: (-len(item[1]), item[0]))
     lines = []
     for _, rows in order:
         first = refused.iloc[int(rows[0])]
-        ended = "rejected" if first["status"] == "rejected" else "failed at the gateway"
+        if first["status"] == "rejected":
+            ended = "rejected, never served"
+        else:
+            ended = "failed mid-stream, after their first token" if streamed[rows[0]] else "failed, never served"
         reason = first["reason"] if isinstance(first["reason"], str) and first["reason"] else "no reason recorded"
         lines.append(
-            f"{len(rows):,} of {counted(len(requests), 'request')} {ended}, never served: e.g. {reason} "
+            f"{len(rows):,} of {counted(len(requests), 'request')} {ended}: e.g. {reason} "
             "(every request's reason: the reason column of requests.csv, written with --out)"
         )
     return lines

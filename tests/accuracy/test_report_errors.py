@@ -82,6 +82,8 @@ def test_truncated_json_says_where(tmp_path: Path) -> None:
         # vLLM refuses an empty prompt; a failed request's output is 0 tokens, never fewer
         (VLLM, lambda d: d["input_lens"].__setitem__(3, 0), "input_lens[3]", "whole number of tokens >= 1, got 0"),
         (VLLM, lambda d: d["output_lens"].__setitem__(3, -4), "output_lens[3]", "tokens >= 0, got -4"),
+        # refused in the report, not in the trace made from it, whose temporary file the user never saw (trial E7)
+        (VLLM, lambda d: d["input_lens"].__setitem__(0, 10**12), "input_lens[0]", "1,000,000,000,000 tokens, beyond"),
         # send times are perf_counter readings within the run's duration (15.46 s) of the first send
         (VLLM, lambda d: d["start_times"].__setitem__(5, -100), "start_times[5]", "cannot be negative, got -100"),
         (VLLM, lambda d: d["start_times"].__setitem__(5, 100), "start_times[5]", "13383.7 s before the median send"),
@@ -102,6 +104,12 @@ def test_truncated_json_says_where(tmp_path: Path) -> None:
             "expected a number",
         ),
         (GUIDELLM, lambda d: d.update(benchmarks=[]), "benchmarks", "no benchmarks"),
+        (  # served with a 0-token prompt before, TPOT NaN (cold trial E4)
+            GUIDELLM,
+            lambda d: d["benchmarks"][1]["requests"]["successful"][3].pop("prompt_tokens"),
+            "benchmarks[1].requests.successful[3].prompt_tokens",
+            "missing",
+        ),
         (AIPERF, lambda d: d["time_to_first_token"].update(unit="weeks"), "time_to_first_token.unit", "weeks"),
         (AIPERF, lambda d: d["input_config"].pop("phases"), "input_config", "no load"),
         (AIPERF, lambda d: d["input_config"]["phases"][1].update(type="fixed_schedule"), "phases[1].type", "not read"),
@@ -176,6 +184,27 @@ def test_an_inf_bucket_below_the_last_finite_one_is_refused_in_a_snapshot(tmp_pa
     assert "+Inf bucket's count 29 is below the count 30 at le=2560" in error.message
 
 
+@pytest.mark.parametrize("cut", ['le="+Inf"', "_count", "_sum"])
+def test_a_histogram_cut_off_after_its_buckets_is_refused(tmp_path: Path, cut: str) -> None:
+    """A snapshot cut mid-histogram (or a query without a series) read its missing _sum or _count as 0: a TTFT mean
+    of 0 ms, exit 0 (cold trial E1). Each of +Inf, _count and _sum is required once a histogram has buckets."""
+    name = "vllm:time_to_first_token_seconds"
+    rows = METRICS.read_text().splitlines()
+    kept = [row for row in rows if not (row.startswith(name) and cut in row.split(" ")[0])]
+    assert len(kept) < len(rows)
+    bad = tmp_path / "metrics.txt"
+    bad.write_text("\n".join(kept) + "\n")
+    error = error_of(bad)
+    expected = {'le="+Inf"': '_bucket{le="+Inf"}', "_count": "_count", "_sum": "_sum"}[cut]
+    assert (error.source, error.field) == (str(bad), name + expected)
+    assert error.message.startswith("missing, though")
+    data = json.loads(RANGE.read_text())
+    data["data"]["result"] = [s for s in data["data"]["result"] if s["metric"]["__name__"] != f"{name}_sum"]
+    query = tmp_path / "query_range.json"
+    query.write_text(json.dumps(data))
+    assert error_of(query).field == f"{name}_sum"
+
+
 def test_levelled_token_histograms_are_noted_in_a_range_query(tmp_path: Path) -> None:
     """The prompt and output token histograms give the runs' mean lengths: a fall levelled there is said too."""
     data = json.loads(RANGE.read_text())
@@ -184,6 +213,11 @@ def test_levelled_token_histograms_are_noted_in_a_range_query(tmp_path: Path) ->
     start, end = ttft["values"][0][0], ttft["values"][-1][0]
     for le, grown in (("50", "20"), ("100", "12"), ("+Inf", "30")):
         metric = ttft["metric"] | {"__name__": "vllm:request_prompt_tokens_bucket", "le": le}
+        data["data"]["result"].append({"metric": metric, "values": [[start, "0"], [end, grown]]})
+    for part, grown in (("_count", "30"), ("_sum", "2400")):
+        metric = {k: v for k, v in ttft["metric"].items() if k != "le"} | {
+            "__name__": f"vllm:request_prompt_tokens{part}"
+        }
         data["data"]["result"].append({"metric": metric, "values": [[start, "0"], [end, grown]]})
     levelled = tmp_path / "query_range.json"
     levelled.write_text(json.dumps(data))
@@ -450,3 +484,18 @@ def test_edited_inference_perf_reports_never_raise_anything_else(tmp_path: Path)
             except InputError:
                 pass
         (folder / name).write_text(text)
+
+
+def test_a_measured_run_file_without_runs_is_an_input_error(tmp_path: Path) -> None:
+    """`[]` (or a CSV header alone) scored nothing and exited 1 as if every stage were overloaded (cold trial E8)."""
+    from ttftsim.accuracy.ground_truth import read_ground_truth
+
+    empty = tmp_path / "runs.json"
+    empty.write_text("[]\n")
+    with pytest.raises(InputError, match="expected a JSON list of runs, got an empty one"):
+        read_ground_truth(empty)
+    header = tmp_path / "points.csv"
+    header.write_text("model,isl,osl,concurrency,tp_size,silicon_ttft_ms,silicon_tpot_ms\n")
+    with pytest.raises(InputError, match="no closed-loop points"):
+        read_ground_truth(header)
+    _assert_one_line_error(run("accuracy", str(empty), "--deployment", str(DEPLOYMENT)), str(empty))

@@ -102,6 +102,9 @@ def test_every_request_is_accounted_for_under_faults(case: dict[str, Any]) -> No
         for pod in cluster.pods:
             if pod.engine is not None and pod.state == "ready":
                 assert pod.engine.kv.pool.num_free == NUM_BLOCKS
+    for pod in cluster.pods:  # a lost pod's requests were retried or failed: none left on its books (the time
+        if pod.state == "failed":  # series' outstanding counted them until the run ended: cold trial E11)
+            assert pod.outstanding == 0
     for node in cluster.nodes:  # GPUs held = live pods bound there
         assert node.used_gpus == sum(
             1 for p in cluster.pods if p.node is node and p.state in ("starting", "ready", "crashloop", "draining")
@@ -248,6 +251,7 @@ def test_node_failure_retries_unstarted_requests_and_fails_started_ones() -> Non
     assert rows.loc[2, "ttft_s"] == pytest.approx(0.01 + 0.05876 + 0.0168)
     assert 1 not in cluster.attempts and rows.loc[1, "status"] == "finished"
     assert cluster.pods[0].state == "failed" and cluster.pods[2].role == "serving"  # the replacement
+    assert cluster.pods[0].outstanding == 0  # requests 0 and 2 are off the lost pod's books (cold trial E11)
 
 
 @pytest.mark.parametrize(

@@ -257,13 +257,15 @@ def read_ground_truth(path: Path) -> list[Case]:
     text = read_text(path, what="ground truth")
     if path.suffix == ".json":
         runs = parse_json(text, source)
-        if not isinstance(runs, list):
-            raise InputError(source, "", "expected a JSON list of runs")
+        if not isinstance(runs, list) or not runs:
+            raise InputError(source, "", "expected a JSON list of runs" + (", got an empty one" if runs == [] else ""))
         return [_case(partial(_open_loop_case, run, source), source, f"run {i}") for i, run in enumerate(runs)]
     try:
         frame = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         raise InputError(source, "", f"cannot parse ground truth ({str(exc).strip()[:160]})") from None
+    if frame.empty:
+        raise InputError(source, "", "no closed-loop points: a header without rows")
     return [
         _case(partial(_closed_loop_case, row), source, f"line {i + 2}") for i, (_, row) in enumerate(frame.iterrows())
     ]

@@ -172,7 +172,8 @@ class Gateway:
         client saw no token (or the policy retries started requests too); else fail, reason given."""
         policy = self.spec.retry
         for state in lost:
-            self._owner.pop(state.rid, None)
+            if self._owner.pop(state.rid, None) is pod:  # off the lost pod's books (the time series' outstanding)
+                pod.outstanding -= 1
             attempts = self.attempts.get(state.rid, 1)
             started = state.first_token_s >= 0 and pod.role != "prefill"  # the client saw tokens
             waiter = state.waiter if isinstance(state.waiter, simpy.Event) else None

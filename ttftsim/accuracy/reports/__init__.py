@@ -32,7 +32,9 @@ def measured_cases(
     report = read_report(path, before)
     if report.format == "legacy":
         if deployment is not None:
-            raise InputError("--deployment", "", "is for benchmark reports: a measured-run file names its own")
+            raise InputError(
+                "--deployment", "", f"is for benchmark reports: a measured-run file ({path}) names its own deployment"
+            )
         yield read_ground_truth(path), Path()
         return
     if deployment is None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ttftsim.errors import InputError
 from ttftsim.inputs.files import excerpt
+from ttftsim.inputs.limits import current_limits
 
 _MISSING = object()
 
@@ -99,9 +100,15 @@ class Fields:
 
     def _whole(self, key: str, length: int | None, least: int) -> list[float]:
         values = self.numbers(key, length)
+        limits = current_limits()
         for i, value in enumerate(values):
             if value < least or value != math.floor(value):
                 raise self.error(f"{key}[{i}]", f"expected a whole number of tokens >= {least}, got {value:g}")
+            if value > limits.tokens:  # here, not later in the trace made from the report (a file the user never saw)
+                raise self.error(
+                    f"{key}[{i}]", f"{value:,.0f} tokens, beyond the limit of {limits.tokens:,} "
+                    f"({limits.how_to_raise('tokens')})",
+                )  # fmt: skip
         return values
 
 

@@ -99,6 +99,8 @@ def _benchmark(bench: Fields, name: str, model: str) -> MeasuredRun:
     ttft = [r.time("time_to_first_token_ms") / 1e3 for r in ok]
     e2e = [r.time("request_latency") for r in ok]
     outputs = [r.count("output_tokens") for r in ok]
+    for r in ok:  # a served request has its prompt's length (only an errored one may lack it: left out of `sent`)
+        r.count("prompt_tokens")
     for r, t, e, n in zip(ok, ttft, e2e, outputs, strict=True):
         check_request(r, ("time_to_first_token_ms", "request_latency", "output_tokens"), t, e, n)
     sent = _sent(lists, open_loop=load is None or load.rate_per_s is not None)

@@ -70,6 +70,7 @@ def histogram(values: Mapping[SeriesKey, float], name: str, source: str, repair:
     buckets: dict[float, float] = {}
     count = total = 0.0
     found = False
+    seen: set[str] = set()
     for (series, labels), value in values.items():
         if series == f"{name}_bucket":
             bound = _bound(dict(labels).get("le", ""))
@@ -78,10 +79,13 @@ def histogram(values: Mapping[SeriesKey, float], name: str, source: str, repair:
                 found = True
         elif series == f"{name}_count":
             count += value
+            seen.add("_count")
         elif series == f"{name}_sum":
             total += value
+            seen.add("_sum")
     if not found:
         return None
+    _check_complete(name, source, seen | ({'_bucket{le="+Inf"}'} if math.inf in buckets else set()))
     finite = sorted(b for b in buckets if math.isfinite(b))
     cumulative, repaired = _levelled([buckets[b] for b in finite], finite, name, source, repair)
     last = cumulative[-1] if cumulative else 0.0
@@ -92,6 +96,21 @@ def histogram(values: Mapping[SeriesKey, float], name: str, source: str, repair:
         )  # fmt: skip
     count = max(count, buckets.get(math.inf, 0.0), last)
     return Histogram(tuple(finite), tuple(cumulative), count, total, repaired)
+
+
+COMPLETE = ('_bucket{le="+Inf"}', "_count", "_sum")  # a histogram's series after its finite buckets, in order
+
+
+def _check_complete(name: str, source: str, seen: set[str]) -> None:
+    """A histogram with buckets has all of COMPLETE (prometheus_client writes each histogram's finite buckets, then
+    these): one missing is a snapshot cut off or a query that left it out, and its mean or count would be read as 0
+    (an error naming the first missing series)."""
+    missing = [part for part in COMPLETE if part not in seen]
+    if missing:
+        raise InputError(
+            source, f"{name}{missing[0]}", f"missing, though {name}'s buckets are there: a snapshot cut off or edited "
+            "(a server writes every bucket, then +Inf, _count and _sum), or a query that left the series out",
+        )  # fmt: skip
 
 
 def _levelled(
