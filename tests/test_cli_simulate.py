@@ -394,3 +394,24 @@ def test_a_calibrated_range_left_is_in_the_summarys_warnings_in_every_run_of_the
     for _ in range(2):
         extrapolated = [w for w in simulate(scenario).summary().warnings if "outside the calibrated range" in w]
         assert extrapolated and extrapolated[0].startswith("prefill_attention/bf16: isl=")
+
+
+def test_a_cluster_run_writes_its_pods_and_hpa_syncs(tmp_path: Path) -> None:
+    """docs/cluster.md lists pods (timeline, cold-start phases) and HPA decisions among a cluster run's outputs;
+    `--out` wrote only their counts (cold trial D4). Two minutes of the spike example: the HPA syncs every 15 s."""
+    scenario = tmp_path / "spike.yaml"
+    text = (ROOT / "examples" / "cluster-spike.yaml").read_text()
+    scenario.write_text(text.replace("- {rate: 15, duration_s: 600}", "- {rate: 15, duration_s: 120}", 1))
+    scenario.write_text(
+        scenario.read_text()
+        .replace("      - {rate: 60, duration_s: 300}\n", "")
+        .replace("      - {rate: 15, duration_s: 900}\n", "")
+    )
+    result = run("simulate", str(scenario), "--json", "--out", str(tmp_path / "out"))
+    assert result.returncode in (0, 1), result.stderr
+    summary = json.loads(result.stdout)
+    pods = pd.read_csv(tmp_path / "out" / "pods.csv")
+    assert len(pods) == summary["cluster"]["pods_created"]
+    assert {"role", "node", "state", "created_s", "ready_s", "end_reason"} <= set(pods.columns)  # + phases if cold
+    hpa = pd.read_csv(tmp_path / "out" / "hpa.csv")
+    assert list(hpa["time_s"][:2]) == [15.0, 30.0] and {"current", "ready", "desired"} <= set(hpa.columns)

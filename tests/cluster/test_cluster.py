@@ -226,6 +226,27 @@ def test_warm_pool_pod_takes_traffic_at_once_and_is_replaced() -> None:
     assert len(warm) == 1 and warm[0].created_s == 5.0  # a new warm pod refilled the pool
 
 
+def test_a_lost_serving_pod_is_replaced_by_a_ready_warm_pod_at_once() -> None:
+    """A warm pool that sat idle while every request waited at the gateway for a cold replacement (cold trial E10):
+    the ReplicaSet's replacement of a failed serving pod is a scale-up back to the desired count, which promotes."""
+    spec = {
+        "node_pools": [{"name": "gpu", "hardware": "H100-SXM5-80GB", "gpus_per_node": 1, "initial_nodes": 3}],
+        "pod": FAST_POD,
+        "replicas": 2,
+        "warm_pool": 1,
+        "router": {"type": "round_robin"},
+        "faults": [{"at_s": 5.0, "kind": "pod", "index": 0}],
+    }
+    env = simpy.Environment()
+    cluster = ClusterSim(env, Cluster.model_validate(spec), builds, Recorder(0.0), np.random.default_rng(0), 10.0, 1)
+    assert [p.role for p in cluster.pods] == ["serving", "serving", "warm"]
+    env.run(until=5.0 + 1e-9)
+    assert cluster.pods[0].state == "failed"
+    assert (cluster.pods[2].role, cluster.pods[2].state) == ("serving", "ready")  # promoted at the fault
+    assert [p.index for p in cluster.gateway.routable] == [1, 2]
+    assert (cluster.pods[3].role, cluster.pods[3].created_s) == ("warm", 5.0)  # the pool refills, cold
+
+
 def test_node_failure_retries_unstarted_requests_and_fails_started_ones() -> None:
     gpu = {"hardware": "H100-SXM5-80GB", "gpus_per_node": 1, "initial_nodes": 1, "max_nodes": 1}
     spec = {

@@ -62,7 +62,11 @@ def simulate(
         result = run(spec, scenario.parent, seed, progress=report, source=str(scenario))
     summary = result.summary()
     if out is not None:
-        write_results(out, result.requests, result.steps, result.time_series(), summary.to_json(), result.prometheus())
+        cluster = result.cluster  # its pods and HPA syncs (docs/cluster.md outputs)
+        tables = {} if cluster is None else {"pods.csv": cluster.pods, "hpa.csv": cluster.hpa}
+        write_results(
+            out, result.requests, result.steps, result.time_series(), summary.to_json(), result.prometheus(), tables
+        )
         write_run_info(out, result.run_info())
     if as_json:
         sys.stdout.write(json.dumps(summary.to_json(), indent=2, sort_keys=True) + "\n")

@@ -1,6 +1,8 @@
 """Injected failures (config.cluster.Fault): at its time a node fails with all its pods, or one pod fails.
 A failed pod's requests go back to the gateway (retried or failed by the retry policy) and the ReplicaSet
-replaces it with a new pod of the same role, which starts cold (or waits for a node). Not modelled:
+replaces it with a new pod of the same role, which starts cold (or waits for a node); a lost serving pod is
+replaced as a scale-up adds one (lifecycle.scale_to): by a ready warm pod at once where the pool has one (the pool
+refilled cold), since the serving count fell below the desired one. Not modelled:
 detection delays (node-monitor-grace-period), NoExecute tolerations, restarts in place.
 """
 
@@ -46,7 +48,9 @@ class Faults:
         for pod in victims:
             role, replaced = pod.role, pod.state != "draining"  # a pod being scaled down is not replaced
             self.lifecycle.terminate(pod, loss_reason(kind), state="failed")
-            if replaced:
+            if replaced and role == "serving":  # back to the desired count: a ready warm pod first
+                self.lifecycle.scale_to(self.lifecycle.desired)
+            elif replaced:
                 self.lifecycle.new_pod(role)  # the ReplicaSet replaces it
 
 

@@ -1,6 +1,8 @@
 """Write a run's results to a folder: requests (Parquet and CSV), iterations (Parquet), time series (CSV),
-summary (JSON), and a Prometheus exposition (metrics.prom). Written crash-safe: staged beside the folder, marked
-complete last, then moved into place (ttftsim/result_folder.py)."""
+summary (JSON), a Prometheus exposition (metrics.prom), and a cluster run's pods and HPA syncs (pods.csv: each pod's
+role, node, lifecycle times and cold-start phases; hpa.csv: each sync's current, ready and desired replicas and
+metric values). Written crash-safe: staged beside the folder, marked complete last, then moved into place
+(ttftsim/result_folder.py)."""
 
 from __future__ import annotations
 
@@ -20,9 +22,15 @@ def write_results(
     series: pd.DataFrame,
     summary: dict[str, Any],
     prometheus_text: str,
+    tables: dict[str, pd.DataFrame] | None = None,
 ) -> list[Path]:
+    """`tables`: more CSV files by name (a cluster run's pods.csv and hpa.csv)."""
     names = ["requests.parquet", "requests.csv", "steps.parquet", "timeseries.csv", "summary.json", "metrics.prom"]
+    tables = tables or {}
+    names += list(tables)
     with staged(out, "simulation") as folder:
+        for name, table in tables.items():
+            table.to_csv(folder / name, index=False)
         written = [folder / name for name in names]
         requests.to_parquet(written[0], index=False)
         requests.to_csv(written[1], index=False)
