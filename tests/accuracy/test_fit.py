@@ -548,6 +548,11 @@ def test_a_scale_stopped_at_its_bound_is_said() -> None:
     assert replace(floor, factors=Factors(step_overhead_s=-0.0138)).at_bounds() == []  # 0.2 ms above it
     assert replace(floor, factors=Factors(step_overhead_s=0.2)).at_bounds() == [("step_overhead_s", 0.2)]
     assert result(step_overhead_s=0.0).at_bounds() == []  # no floor known (not from fit()): no lower end checked
+    # a fold's fit at the floor, the fit on every run not: said too (a cold trial saw -6.28 ms in the range, no word)
+    folds = replace(floor, factors=Factors(step_overhead_s=-0.002))
+    folds = replace(folds, fold_factors=[Factors(step_overhead_s=-0.014), Factors(step_overhead_s=0.001)])
+    assert folds.at_bounds() == [] and folds.folds_at_bounds() == [("step_overhead_s", -0.014, 1)]
+    assert floor.folds_at_bounds() == []
 
 
 def test_a_fit_worse_than_none_on_held_out_runs_is_said() -> None:

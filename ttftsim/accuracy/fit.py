@@ -271,9 +271,23 @@ class FitResult:
         """The factors whose fit on every run stopped at a bound, with that bound: a scale at one of SCALE_BOUNDS,
         the overhead at minus the deployment's smallest host time per step (when known) or at MAX_OVERHEAD_S.
         The hardware profile is then far from the runs, or not of their shape."""
+        return self._bounds_hit(self.factors)
+
+    def folds_at_bounds(self) -> list[tuple[FactorName, float, int]]:
+        """The factors that stopped at a bound in some cross-validation folds though not in the fit on every run:
+        (name, bound, how many folds), in the order found."""
+        counts: dict[tuple[FactorName, float], int] = {}
+        whole = set(self.at_bounds())
+        for factors in self.fold_factors:
+            for hit in self._bounds_hit(factors):
+                if hit not in whole:
+                    counts[hit] = counts.get(hit, 0) + 1
+        return [(name, bound, count) for (name, bound), count in counts.items()]
+
+    def _bounds_hit(self, factors: Factors) -> list[tuple[FactorName, float]]:
         found: list[tuple[FactorName, float]] = []
         for name in self.names:
-            value = getattr(self.factors, name)
+            value = getattr(factors, name)
             if name == "step_overhead_s":
                 low, high = factor_range(name, 0.0 if self.min_overhead_s is None else self.min_overhead_s)
                 ends = (high,) if self.min_overhead_s is None else (low, high)

@@ -152,6 +152,15 @@ def _print_factors(result: FitResult, applied: bool) -> None:
             + "): the hardware profile is far from these runs, or not of their shape; a profile measured on this "
             "hardware predicts better than a fit can (docs/fit.md, What fit refuses and says)"
         )
+    folds = len(result.fold_factors)
+    for name, bound, count in result.folds_at_bounds():
+        overhead = name == "step_overhead_s"
+        _line(
+            f"warning: {name} stopped at its bound ({_value(name, bound) if overhead else f'{bound:g}'}"
+            + (", no host time left in the cheapest step" if overhead and bound < 0 else "")
+            + f") in {count} of {folds} cross-validation folds: the runs those folds kept pull it past what the "
+            "model allows, so the range above is cut there"
+        )
 
 
 def _print_selection(result: FitResult) -> None:
