@@ -334,6 +334,7 @@ def summarize(results: list[StageResult]) -> dict[str, Any]:
         "stages": len(results),
         "interval_overlap": interval_overlap(normal),
         "overloaded_stages": len(overloaded),
+        "overloaded_rule": f"a request failed, or the median TTFT is over {OVERLOAD_TTFT_S:g} s",  # measured
         "overloaded_predicted_overloaded": sum(r.predicted_overloaded for r in overloaded),
         "false_overload": sum(r.predicted_overloaded for r in normal),
         "client_bound_stages": sum(r.measured_client_bound for r in results),

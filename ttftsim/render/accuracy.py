@@ -90,6 +90,11 @@ def render_accuracy(console: Console, results: list[StageResult], summary: dict[
     console.print(
         f"overloaded stages predicted overloaded: {summary['overloaded_predicted_overloaded']}"
         f"/{summary['overloaded_stages']}; false overloads: {summary['false_overload']}"
+        + (
+            f" (measured overloaded: {summary['overloaded_rule']}; such a stage is shown, not scored)"
+            if summary["overloaded_stages"]
+            else ""
+        )
     )
     if summary.get("client_bound_stages"):
         console.print(
