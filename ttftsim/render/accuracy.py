@@ -47,18 +47,21 @@ def _render_interval_table(console: Console, results: list[StageResult]) -> None
     ]
     if not keys:
         return
+    rows = [(r.case, r.stage, *(_interval_cell(r, k) for k in keys)) for r in results]
+    short = [cell for row in rows for cell in row[2:] if "%)" in cell]
     table = Table(
         "case",
         "stage",
         *(k.replace("ttft_", "TTFT ").replace("tpot_", "TPOT ").replace(" p", " P") for k in keys),
         title="95% intervals, measured / predicted (ms), overlap",
-        caption="measured percentiles: the order-statistic interval read outward from the reported percentiles "
-        "(conservative); measured means have no interval (a point); predicted: order statistics of the simulated "
-        "requests, means +/- 1.96 standard errors; (26%): the interval's coverage where the requests are too few "
-        "for 95% (a P99 of 30 requests: at most 26%)",
-    )
-    for r in results:
-        table.add_row(r.case, r.stage, *(_interval_cell(r, k) for k in keys))
+        caption="measured percentiles: the order-statistic interval, exact where the report has every request, else "
+        "read outward from its reported percentiles (conservative); measured means have no interval (a point); "
+        "predicted: order statistics of the simulated requests, means +/- 1.96 standard errors"
+        + ("; (26%): the interval's coverage where the requests are too few for 95% (a P99 of 30 requests: at most "
+           "26%)" if short else ""),
+    )  # fmt: skip
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
 
 
