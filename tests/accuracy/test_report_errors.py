@@ -499,3 +499,14 @@ def test_a_measured_run_file_without_runs_is_an_input_error(tmp_path: Path) -> N
     with pytest.raises(InputError, match="no closed-loop points"):
         read_ground_truth(header)
     _assert_one_line_error(run("accuracy", str(empty), "--deployment", str(DEPLOYMENT)), str(empty))
+
+
+def test_a_summary_at_rate_inf_without_max_concurrency_says_how_it_is_read(tmp_path: Path) -> None:
+    """vllm bench writes max_concurrency (null without the flag): a report without the key is read as every
+    request sent at once, as vllm bench sends them then, and says so (cold trial E3 saw it read so silently)."""
+    renamed = edited(tmp_path, VLLM_SUMMARY, lambda d: d.update(concurrency=d.pop("max_concurrency")))
+    (run_,) = read_report(renamed).runs
+    assert run_.load.concurrency == 24
+    assert run_.notes[0].startswith("no max_concurrency field (an older or edited report): every request sent at once")
+    (unedited,) = read_report(VLLM_SUMMARY).runs
+    assert unedited.load.concurrency == 4 and not any("at once" in note for note in unedited.notes)

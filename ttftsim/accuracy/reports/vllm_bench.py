@@ -81,6 +81,9 @@ def _load(fields: Fields) -> tuple[Load, tuple[str, ...]]:
         clients = concurrency if concurrency is not None else fields.count("num_prompts")
         if clients < 1:
             raise fields.error("max_concurrency", "expected at least one client")
+        if concurrency is None:  # vllm bench writes the key (null without --max-concurrency) since 0.7
+            said = "" if "max_concurrency" in fields.data else "no max_concurrency field (an older or edited report): "
+            return Load(concurrency=clients), (f"{said}every request sent at once ({clients}, request_rate inf)",)
         return Load(concurrency=clients), ()
     rate_per_s = fields.number("request_rate")
     if rate_per_s <= 0:
