@@ -42,6 +42,17 @@ def test_server_mean_is_the_histograms_sum_over_its_count_and_the_share_is_the_g
     assert view.client_bucketed["ttft_p50"] == pytest.approx(0.04)
     assert row.predicted is not None and 0.0 <= row.predicted <= 1.0
     assert any(line.startswith("mean") and "(10%)" in line for line in table_lines(view))
+    assert view.num_client_requests == 30 and not view.counts_differ()  # the same run: no warning
+    assert not [line for line in table_lines(view) if line.startswith("warning")]
+
+
+def test_server_metrics_of_another_run_are_said() -> None:
+    """The 4-client report (24 requests) beside the snapshots of the 2 req/s run (30): compared without a word
+    before (cold trial E5)."""
+    with measured_cases(REPORTS / "vllm-bench-0.32.0" / "concurrency-4-summary.json", DEPLOYMENT) as (cases, base):
+        view = server_view(cases[0], base, server_histogram(AFTER, BEFORE))
+    assert (view.num_server_requests, view.num_client_requests) == (30, 24) and view.counts_differ()
+    assert table_lines(view)[1].startswith("warning: the server's histogram counts 30 requests, the report 24: ")
 
 
 def test_server_before_alone_is_one_line() -> None:

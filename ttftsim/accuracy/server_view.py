@@ -60,6 +60,13 @@ class ServerView:
     buckets: list[BucketRow]
     num_server_requests: int
     client_bucketed: dict[str, float]  # the client's percentiles read from its values in the server's buckets
+    num_client_requests: int = 0  # the report's requests (succeeded and failed; 0: not known)
+
+    def counts_differ(self) -> bool:
+        """The server's histogram holds other requests than the report's: more than a warm-up's few (vllm bench's
+        test prompt) or a tenth apart, as snapshots of another run, or of a server with other traffic, are."""
+        gap = abs(self.num_server_requests - self.num_client_requests)
+        return self.num_client_requests > 0 and gap > max(2, 0.1 * self.num_client_requests)
 
     def frontend_share(self) -> dict[str, float]:
         """(client - server) / client per statistic both sides have: the share of TTFT outside the server.
@@ -131,10 +138,10 @@ def server_view(case: Case, base: Path, server: Histogram) -> ServerView:
         counts = tuple(float(np.searchsorted(client, bound, side="right")) for bound in server.bounds)
         own = Histogram(server.bounds, counts, float(len(client)), float(sum(client)))
         bucketed = {f"ttft_{name}": own.quantile(q) for name, q in QUANTILES}
-    view = ServerView(
-        case.name, client_values(case), statistics_of(server), predicted, rows, round(server.count), bucketed
+    sent = sum(stage.num_succeeded + stage.num_failed for stage in case.stages)
+    return ServerView(
+        case.name, client_values(case), statistics_of(server), predicted, rows, round(server.count), bucketed, sent
     )
-    return view
 
 
 def same_buckets(server: Histogram) -> bool:
@@ -147,6 +154,15 @@ def table_lines(view: ServerView) -> list[str]:
     share = view.frontend_share()
     lines = [
         f"server side of {view.run} ({view.num_server_requests} requests in vLLM's TTFT histogram), ms:",
+        *(
+            [
+                f"warning: the server's histogram counts {view.num_server_requests} requests, the report "
+                f"{view.num_client_requests}: snapshots of another run, or other traffic between them (the rows below "
+                "compare different requests)"
+            ]
+            if view.counts_differ()
+            else []
+        ),
         f"{'TTFT':<6}{'client':>10}{'in buckets':>12}{'server':>10}{'frontend+network':>18}{'predicted':>11}",
     ]
     for key, label in (("ttft_mean", "mean"), ("ttft_p50", "P50"), ("ttft_p90", "P90"), ("ttft_p99", "P99")):
