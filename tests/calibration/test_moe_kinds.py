@@ -66,3 +66,25 @@ def test_gpt_oss_experts_in_mxfp4_run_at_their_bytes_on_h100() -> None:
         for dtype in ("mxfp4", "bf16")
     }
     assert 0.2 < moe["mxfp4"] / moe["bf16"] < 0.45
+
+
+def test_h200_times_its_experts_with_h100s_curves_at_its_own_bandwidth() -> None:
+    """H200 is H100's die with faster memory and no MoE table of its own: its profile lends H100's MoE curves
+    (curves_from), evaluated with H200's peaks and bandwidth, while its own classes (GEMM, attention) stay its own.
+    A decode-sized MoE layer (memory-bound) takes H100's time scaled by the bandwidth ratio at most; a prefill-sized
+    one (compute-bound, the same peak) about H100's time."""
+    h100 = CalibratedCosts.load(load_hardware("H100-SXM5-80GB"))
+    h200_profile = load_hardware("H200-SXM-141GB")
+    h200 = CalibratedCosts.load(h200_profile)
+    assert h100 is not None and h200 is not None
+    assert h200_profile.curves_from is not None and h200_profile.curves_from.classes == ["moe"]
+    assert {key for key in h200.fits if key.startswith("moe/")} == {"moe/bf16", "moe/fp8", "moe/int4"}
+    assert h200.fits["moe/int4"]["params"] == h100.fits["moe/int4"]["params"]
+    assert h200.fits["moe/int4"]["lent_from"] == "h100-sxm5-80gb.json"
+    assert h200.fits["gemm/bf16"]["params"] != h100.fits["gemm/bf16"]["params"]  # its own table's
+    shape = MoeShape(128, 4, 2880, 2880, 0.5 + 1 / 32, "bf16")  # gpt-oss-120b's experts in MXFP4
+    decode, prefill = (
+        h200.moe_s(t, min(128.0, 4.0 * t), shape) / h100.moe_s(t, min(128.0, 4.0 * t), shape) for t in (16, 8192)
+    )
+    bandwidth = h200_profile.mem_bw_bytes_per_s / load_hardware("H100-SXM5-80GB").mem_bw_bytes_per_s
+    assert 1 / bandwidth <= decode < 0.9 and 0.95 < prefill <= 1.0

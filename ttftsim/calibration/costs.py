@@ -64,6 +64,21 @@ def _read(path: str, mtime_ns: int) -> Calibration:
     return calibration
 
 
+@lru_cache(maxsize=16)
+def _with_lent(own: tuple[str, int], lender: tuple[str, int], classes: tuple[str, ...]) -> Calibration:
+    """A calibration with the lender's curves of `classes` where its own has none of that class (HardwareProfile.
+    curves_from: one compute die), read once per process (per version of the two files). The lent curves keep
+    their fitted efficiencies and corrections, so the simulator evaluates them with the borrower's peaks."""
+    fits = dict(_read(*own).fits)
+    lent = {key: fit for key, fit in _read(*lender).fits.items() if key.split("/")[0] in classes}
+    for key, fit in lent.items():
+        if not any(own_key.split("/")[0] == key.split("/")[0] for own_key in _read(*own).fits):
+            fits[key] = fit | {"lent_from": Path(lender[0]).name}
+    calibration = Calibration.of(fits)
+    _SHARED.append(calibration)
+    return calibration
+
+
 def forget_warnings() -> None:
     """Give the range warnings again, as if no replica had been built from the shared calibrations yet (a plan
     task's warnings are its own: a process runs many tasks)."""
@@ -121,6 +136,12 @@ class CalibratedCosts(RooflineCosts):
         if not path.exists():
             return None
         calibration = _read(str(path), path.stat().st_mtime_ns)
+        lent = hardware.curves_from
+        lender = fit_path(lent.profile) if lent is not None else None
+        if lent is not None and lender is not None and lender.exists():
+            calibration = _with_lent(
+                (str(path), path.stat().st_mtime_ns), (str(lender), lender.stat().st_mtime_ns), tuple(lent.classes)
+            )
         return cls(hardware, calibration.fits, str(path), calibration)
 
     def _once(self, name: str, compute: Callable[..., float], *shape: Any) -> float:
@@ -158,9 +179,10 @@ class CalibratedCosts(RooflineCosts):
             if key not in self._extrapolated:  # the run's summary says it (extrapolated), naming the file as its
                 # header does: the same bytes wherever the checkout lies
                 meaning = curves.SHAPE_WORDS.get(name, name)
+                source = fit.get("lent_from") or Path(self.source).name  # a lent curve's range is its lender's
                 self._extrapolated[key] = (
                     f"{key}: {name}={value:g} ({meaning}) outside the calibrated range [{low:g}, {high:g}] "
-                    f"({Path(self.source).name}): the time there extrapolates the fitted curve"
+                    f"({source}): the time there extrapolates the fitted curve"
                 )
             if key not in self.calibration.warned:  # stderr says it once per process
                 self.calibration.warned.add(key)

@@ -72,6 +72,19 @@ class Overhead(StrictModel):
     )
 
 
+class BorrowedCurves(StrictModel):
+    """Kernel curves this GPU takes from another profile's calibration where its own has none of a class: for GPUs
+    of one compute die (H200 is H100's GH100 with faster, larger memory). A curve is efficiencies of the peaks
+    (calibration/curves.py), so it is evaluated with this profile's peaks and bandwidth."""
+
+    profile: str = Field(
+        min_length=1, description="The profile whose calibration lends its curves, e.g. H100-SXM5-80GB"
+    )
+    classes: list[Literal["moe"]] = Field(
+        min_length=1, description="Operator classes lent (moe: the fused-MoE kernels)"
+    )
+
+
 class HardwareProfile(StrictModel):
     """One accelerator type. Invariant: every numeric figure has an entry in `sources`."""
 
@@ -114,6 +127,11 @@ class HardwareProfile(StrictModel):
         description="AIConfigurator's name for this system (h100_sxm, ...): ground truth and kernel tables "
         "that name it resolve to this profile",
     )
+    curves_from: BorrowedCurves | None = Field(
+        default=None,
+        description="Kernel curves taken from another profile's calibration where this GPU's has none of a class "
+        "(the same compute die), evaluated with this profile's peaks and bandwidth",
+    )
     price_per_gpu_hour_usd: float = Field(ge=0, description="Default price per GPU-hour; users override it")
     roofline: RooflineDefaults = Field(description="Default efficiencies before calibration")
     overhead: Overhead = Field(description="Fixed per-iteration host overhead")
@@ -136,6 +154,8 @@ class HardwareProfile(StrictModel):
         }
         if self.cuda_compute_capability is not None:
             required.add("cuda_compute_capability")
+        if self.curves_from is not None:
+            required.add("curves_from")
         missing = sorted(required - set(self.sources))
         if missing:
             raise ValueError(f"sources has no entry for {', '.join(missing)}")
