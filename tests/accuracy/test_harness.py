@@ -302,3 +302,18 @@ def test_an_interval_below_95_percent_shows_its_coverage() -> None:
     assert _interval(p99) == "27.0-29.0 (26%)"
     assert "%" not in _interval(sample_quantile_interval(np.arange(3000.0) / 1e3, 0.5))  # 95% reached
     assert _interval(Interval(0.0606, 0.0606, None, "reported mean")) == "60.6 (point)"
+
+
+def test_accuracy_json_writes_undefined_figures_as_null() -> None:
+    """`accuracy --json` wrote NaN for a figure a run does not define (a cold trial's TPOT of one-token prompts):
+    JSON parsers other than Python's refuse it. Non-finite numbers become null, at any depth."""
+    import math
+
+    from ttftsim.cli.measure import _finite
+
+    payload = {"stages": [{"predicted": {"tpot_p50": math.nan, "ttft_p99": math.inf, "ttft_p50": 0.02}}], "n": 3}
+    assert _finite(payload) == {
+        "stages": [{"predicted": {"tpot_p50": None, "ttft_p99": None, "ttft_p50": 0.02}}],
+        "n": 3,
+    }
+    assert json.loads(json.dumps(_finite(payload), allow_nan=False))["stages"][0]["predicted"]["tpot_p50"] is None

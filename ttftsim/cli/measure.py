@@ -4,10 +4,11 @@ cost curves to measured tables, or time the kernels on this machine's GPU)."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -79,7 +80,7 @@ def accuracy(
         payload = to_json(results, summary, skipped) | {"notes": notes}
         if views:
             payload["server_view"] = [asdict(view) | {"frontend_share": view.frontend_share()} for view in views]
-        sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps(_finite(payload), indent=2, sort_keys=True, allow_nan=False) + "\n")
     else:
         render_accuracy(console, results, summary)
         for name, reason in skipped:
@@ -152,3 +153,15 @@ def _device_sweep() -> Path:
 
     result: Path = sweep()
     return result
+
+
+def _finite(value: Any) -> Any:
+    """The payload with every NaN or infinite number as null: strict JSON (a figure the run does not define, such
+    as TPOT of one-token outputs, was written NaN, which JSON parsers other than Python's refuse)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
