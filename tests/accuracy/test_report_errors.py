@@ -287,7 +287,14 @@ def test_unknown_documents(tmp_path: Path) -> None:
 
 
 def test_before_is_only_for_a_snapshot() -> None:
-    assert error_of(VLLM, METRICS).source == "--before"
+    error = error_of(VLLM, METRICS)
+    assert error.source == "--before" and str(VLLM) in error.message  # which report (cold trial E12)
+
+
+def test_a_folder_that_is_not_an_inference_perf_report_says_what_a_folder_must_hold(tmp_path: Path) -> None:
+    """It said 'report file is a directory, not a regular file' (cold trial E12)."""
+    error = error_of(tmp_path)
+    assert error.source == str(tmp_path) and "without config.yaml or summary_lifecycle_metrics.json" in error.message
 
 
 def test_a_report_needs_a_deployment_and_a_metrics_file_a_workload() -> None:

@@ -45,12 +45,18 @@ def read_report(path: Path, before: Path | None = None) -> Report:
     source = str(path)
     if inference_perf.is_folder(path):
         if before is not None:
-            raise InputError("--before", "", "is for a /metrics snapshot: the report is not one")
+            raise InputError("--before", "", f"is for a /metrics snapshot: the report ({source}) is not one")
         return Report("inference-perf", inference_perf.read_folder(path))
+    if path.is_dir():  # a folder that is not an inference-perf report's
+        raise InputError(
+            source, "", f"a folder without {inference_perf.CONFIG} or {inference_perf.SUMMARY}: ttftsim reads a folder "
+            "as an inference-perf report (its config and stage_N_lifecycle_metrics.json files); give a report file "
+            "otherwise",
+        )  # fmt: skip
     text = read_text(path, what="report file")
     name = path.stem
     if before is not None and not _is_exposition(text):
-        raise InputError("--before", "", "is for a /metrics snapshot: the report is not one")
+        raise InputError("--before", "", f"is for a /metrics snapshot: the report ({source}) is not one")
     if text.lstrip().startswith(("{", "[")):
         return _json_report(text, path, name)
     if _is_exposition(text):
