@@ -33,7 +33,8 @@ _HYBRID_LAYERS = {"linear_attention", "mamba", "conv", "recurrent"}
 # Families whose window alternates with full attention by rule rather than by a layer_types list
 _WINDOW_PATTERN = {"gemma2": 2}
 # model_types whose transformers config ties the LM head to the embedding when tie_word_embeddings is left out
-_TIED_BY_DEFAULT = {"cohere", "cohere2"}  # CohereConfig, Cohere2Config: tie_word_embeddings=True
+# (transformers' CohereConfig, Cohere2Config, GemmaConfig, Gemma2Config, Gemma3TextConfig: tie_word_embeddings=True)
+_TIED_BY_DEFAULT = {"cohere", "cohere2", "gemma", "gemma2", "gemma3_text", "gemma3"}
 
 
 def _unsupported(config: dict[str, Any]) -> tuple[str, str] | None:
@@ -81,9 +82,30 @@ def _sliding_window_layers(data: dict[str, Any]) -> int | None:
 def _context_length(data: dict[str, Any]) -> Any:
     """The context vLLM serves: model_max_length where the config gives one (Command R/R+: 8192 positions,
     131072 served; vLLM's _get_and_verify_max_len takes it over max_position_embeddings), else
-    max_position_embeddings (4096 when left out)."""
+    max_position_embeddings (2048 when left out, as vLLM assumes with a warning), scaled by rope_scaling as
+    _get_and_verify_max_len scales it (vllm/config/model.py): a rope type other than su, longrope and llama3 multiplies
+    by its factor (1 when it gives none), yarn from original_max_position_embeddings (Qwen2.5's yarn factor 4 on
+    32,768 positions: 131,072)."""
     given = data.get("model_max_length")
-    return given if isinstance(given, int) else data.get("max_position_embeddings", 4096)
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given
+    length = data.get("max_position_embeddings", 2048)
+    rope = data.get("rope_scaling")
+    if "gemma3" in str(data.get("model_type")):  # its max_position_embeddings is already the scaled one (vLLM skips it)
+        rope = None
+    if not isinstance(rope, dict) or not isinstance(length, int) or isinstance(length, bool):
+        return length
+    kind = rope.get("rope_type", rope.get("type"))
+    factor = rope.get("factor", 1.0)
+    if kind in ("su", "longrope", "llama3") or not _is_number(factor):
+        return length
+    if kind == "yarn" and _is_number(rope.get("original_max_position_embeddings")):
+        length = rope["original_max_position_embeddings"]
+    return int(length * factor)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 def _with_hf_defaults(config: dict[str, Any], name: str) -> dict[str, Any]:
@@ -164,6 +186,9 @@ def _mla_widths(data: dict[str, Any]) -> None:
 
 
 SHAPE_FIELDS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "head_dim")
+# integers the spec would otherwise coerce ("128256" read as a number, true as 1)
+COUNT_FIELDS = ("vocab_size", "intermediate_size", "max_position_embeddings", "model_max_length", "num_experts_per_tok")
+TORCH_DTYPES = ("bfloat16", "float16", "float32")  # float32 served in 16 bits, as vLLM's auto dtype does
 
 
 def spec_from_hf_config(config: dict[str, Any], name: str, source: str) -> ModelSpec:
@@ -175,10 +200,17 @@ def spec_from_hf_config(config: dict[str, Any], name: str, source: str) -> Model
             source, field, f"{why}: {name} cannot be sized (ttftsim/model/presets/PRESETS.md lists what can)"
         )
     text = _text_config(config)
-    for field in SHAPE_FIELDS:  # the derived fields (head_dim, ...) would be reported missing instead
+    for field in SHAPE_FIELDS + COUNT_FIELDS:  # the derived fields (head_dim, ...) would be reported missing instead
         value = text.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise InputError(source, field, f"must be an integer, got {value!r}")
+    tied = text.get("tie_word_embeddings")
+    if tied is not None and not isinstance(tied, bool):
+        raise InputError(source, "tie_word_embeddings", f"must be true or false, got {tied!r}")
+    dtype = text.get("torch_dtype") or text.get("dtype")
+    if dtype is not None and str(dtype) not in TORCH_DTYPES:  # vLLM's dtype check refuses it too
+        field = "torch_dtype" if text.get("torch_dtype") else "dtype"
+        raise InputError(source, field, f"{dtype!r} is not a torch dtype of a checkpoint ({', '.join(TORCH_DTYPES)})")
     try:
         return ModelSpec.model_validate(_with_hf_defaults(config, name))
     except ValidationError as exc:
