@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ttftsim.config.plan import Plan
 from ttftsim.model.catalog import preset_names, preset_repository
 from ttftsim.plan.run import model_id
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_preset_names_its_repository() -> None:
@@ -26,7 +31,11 @@ def test_every_preset_names_its_repository() -> None:
     ],
 )
 def test_the_plan_serves_a_loadable_repository(model: str, served: str) -> None:
-    plan = Plan.model_validate(
+    assert model_id(plan_of(model)) == served
+
+
+def plan_of(model: str) -> Plan:
+    return Plan.model_validate(
         {
             "model": model,
             "slo": {"ttft_p99_s": 1.0},
@@ -40,4 +49,23 @@ def test_the_plan_serves_a_loadable_repository(model: str, served: str) -> None:
             },
         }
     )
-    assert model_id(plan) == served
+
+
+def test_a_plan_on_a_config_json_serves_its_hub_id_or_says_the_files_need_one(tmp_path: Path) -> None:
+    """A plan on models/qwen.json wrote `vllm serve models` without a word (cold trial F1): the config's
+    _name_or_path (what transformers writes into a saved config) is served when it is a Hugging Face id; else the
+    folder stands in and the plan says so."""
+    from ttftsim.plan.run import check_plan
+    from ttftsim.plan.served_model import served_model
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    config = json.loads((ROOT / "ttftsim" / "model" / "presets" / "Qwen2.5-7B.json").read_text())
+    (folder / "qwen.json").write_text(json.dumps(config | {"_name_or_path": "Qwen/Qwen2.5-7B-Instruct"}))
+    (folder / "local.json").write_text(json.dumps(config | {"_name_or_path": "/data/ckpt"}))
+    named, local = (plan_of("models/qwen.json"), plan_of("models/local.json"))
+    assert served_model(named, tmp_path) == ("Qwen/Qwen2.5-7B-Instruct", None)
+    served, said = served_model(local, tmp_path)
+    assert served == "models" and said is not None and said.startswith("the deployment files (vllm-args.txt")
+    path = tmp_path / "plan.yaml"
+    assert said in check_plan(local, path) and not [w for w in check_plan(named, path) if "deployment files" in w]

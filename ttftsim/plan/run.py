@@ -21,7 +21,7 @@ from ttftsim.config.workload import TraceWorkload
 from ttftsim.errors import InputError
 from ttftsim.hardware.catalog import load_hardware
 from ttftsim.metrics.token_price import demand_output_tokens_per_s
-from ttftsim.model.catalog import load_model, preset_repository
+from ttftsim.model.catalog import load_model
 from ttftsim.model.not_modelled import model_warnings
 from ttftsim.plan import allreduce, day, evaluate
 from ttftsim.plan.explain import rate_unit
@@ -29,24 +29,13 @@ from ttftsim.plan.manifests import write_deployment
 from ttftsim.plan.ranking import Row, best_per_gpu, pareto, tie_order
 from ttftsim.plan.runner import Progress, Runner
 from ttftsim.plan.search import search
+from ttftsim.plan.served_model import served_model
 from ttftsim.plan.store import Store
 from ttftsim.replica import calibration_file, engine_field, resolve_ref, window_kept
 from ttftsim.result_folder import staged
 from ttftsim.run_info import write_run_info
 from ttftsim.workload.budget import check_plan as check_plan_work
 from ttftsim.workload.file_refs import check_files
-
-HF_IDS = {  # presets -> the repository `vllm serve` loads
-    "Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct",
-    "Llama-3.1-70B": "meta-llama/Llama-3.1-70B-Instruct",
-    "Llama-2-7b-hf": "meta-llama/Llama-2-7b-chat-hf",
-    "Llama-2-70b-hf": "meta-llama/Llama-2-70b-chat-hf",
-    "Mistral-7B-v0.1": "mistralai/Mistral-7B-Instruct-v0.1",
-    "Mixtral-8x7B-v0.1": "mistralai/Mixtral-8x7B-Instruct-v0.1",
-    "Qwen2.5-7B": "Qwen/Qwen2.5-7B-Instruct",
-    "Qwen2.5-72B": "Qwen/Qwen2.5-72B-Instruct",
-    "CodeLlama-34b-Instruct-hf": "codellama/CodeLlama-34b-Instruct-hf",
-}
 
 
 @dataclass(frozen=True)
@@ -236,7 +225,8 @@ def check_plan(plan: Plan, path: Path) -> list[str]:
         except ValueError as exc:
             raise InputError(source, engine_field(exc), str(exc)) from None
         warnings += model_warnings(model, engine.max_model_len, engine.weight_dtype, window_kept(model, engine))
-    return list(dict.fromkeys(warnings + replaced_length(plan)))
+    stand_in = served_model(plan, base)[1]
+    return list(dict.fromkeys(warnings + replaced_length(plan) + ([stand_in] if stand_in else [])))
 
 
 def replaced_length(plan: Plan) -> list[str]:
@@ -257,12 +247,9 @@ def replaced_length(plan: Plan) -> list[str]:
     ]
 
 
-def model_id(plan: Plan) -> str:
-    if plan.model in HF_IDS:
-        return HF_IDS[plan.model]
-    if plan.model.endswith(".json"):  # a config.json in a model folder: the folder is the model
-        return Path(plan.model).parent.name or plan.model
-    return preset_repository(plan.model) or plan.model  # a preset's repository, or a Hugging Face id as given
+def model_id(plan: Plan, base: Path = Path()) -> str:
+    """The id the written deployment files serve (served_model.py)."""
+    return served_model(plan, base)[0]
 
 
 def write_outputs(result: PlanResult, out: Path, base: str) -> None:
@@ -282,4 +269,4 @@ def _write_files(result: PlanResult, out: Path, base: str) -> None:
         return
     plan = result.plan
     weights = evaluate.bound_weight_bytes(plan, base, winner.candidate)
-    write_deployment(out, plan, winner.candidate, winner.replicas, weights, model_id(plan), Path(base))
+    write_deployment(out, plan, winner.candidate, winner.replicas, weights, model_id(plan, Path(base)), Path(base))
