@@ -36,3 +36,23 @@ def test_a_price_for_no_profile_is_an_error_naming_the_key(tmp_path: Path) -> No
     with pytest.raises(InputError) as caught:
         profile_names(load_plan(path), path)
     assert caught.value.field == "gpu_prices.Z900" and "unknown hardware 'Z900'" in str(caught.value)
+
+
+def test_a_profile_file_is_found_from_the_plans_folder_and_priced_by_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan in plans/ naming ../hw/mine.yaml, run from elsewhere: the file was looked for from the working directory
+    (file not found, naming no field), and a price keyed by the profile's name was refused (cold trial F5)."""
+    profile = (Path(__file__).resolve().parents[2] / "hwprofiles" / "h100-sxm5-80gb.yaml").read_text()
+    (tmp_path / "hw").mkdir()
+    (tmp_path / "hw" / "mine.yaml").write_text(profile.replace("name: H100-SXM5-80GB", "name: H100-MINE"))
+    (tmp_path / "plans").mkdir()
+    path = _plan(tmp_path / "plans", "../hw/mine.yaml", "H100-MINE: 2.0")
+    monkeypatch.chdir(tmp_path / "hw")  # anywhere but the plan's folder
+    plan = profile_names(load_plan(path), path)
+    found = str((tmp_path / "hw" / "mine.yaml").resolve())
+    assert plan.search.hardware == [found] and plan.gpu_prices == {found: 2.0}
+    missing = _plan(tmp_path / "plans", "../hw/missing.yaml", "")
+    with pytest.raises(InputError) as caught:
+        profile_names(load_plan(missing), missing)
+    assert (caught.value.source, caught.value.field) == (str(missing), "search.hardware.0")

@@ -188,10 +188,18 @@ def profile_names(plan: Plan, path: Path) -> Plan:
     """The plan with each hardware name (a prefix such as h100, any case) and each gpu_prices key as its profile's
     full name, so tables, plan.json and the prices agree; a price for no known profile is an error."""
     source, base = str(path), path.resolve().parent
+    files: dict[str, str] = {}  # a profile file's profile name -> its path (a price may name either)
 
     def name(ref: str, field: str) -> str:
-        if Path(ref).suffix in (".yaml", ".yml"):
-            return ref  # a profile file: found by path, its name is read where it is used
+        if Path(ref).suffix in (".yaml", ".yml"):  # a profile file: by its path from the plan's folder, whatever the
+            found = str(Path(resolve_ref(ref, base)).resolve())  # working directory (every run loads it by path)
+            try:
+                files[load_hardware(found, source).name] = found
+            except InputError as exc:
+                raise InputError(source, field, exc.message) from None
+            return found
+        if ref in files:
+            return files[ref]
         try:
             return load_hardware(resolve_ref(ref, base), source).name
         except InputError as exc:
