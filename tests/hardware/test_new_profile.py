@@ -148,3 +148,31 @@ def test_an_unknown_hardware_name_says_which_profile_it_likely_meant(ref: str, m
     with pytest.raises(InputError) as caught:
         load_hardware(ref)
     assert caught.value.message.startswith(f"unknown hardware {ref!r} {meant}")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("memory_bytes", 94),  # GB written as a number of bytes
+        ("memory_bytes", 94e15),
+        ("intra_node_link.bw_bytes_per_s", 300),  # GB/s written as bytes/s: a 3-billion-ms all-reduce before
+        ("host_to_device_bw_bytes_per_s", 55),
+        ("overhead.iteration_s", 3),  # ms written as s
+        ("peak_flops.bf16", 835e15),
+    ],
+)
+def test_an_implausible_figure_in_a_profile_is_refused_naming_it(tmp_path: Path, field: str, value: float) -> None:
+    """A unit slip in a user's own profile ran to an absurd prediction, exit 0 (cold trial F4): each figure has
+    bounds no accelerator leaves (1 GB to 10 TB of memory, 0.1 GB/s to 1 PB/s links, at most 0.5 s of host time a
+    step, at most 10x the fastest dense format listed), and a slip is one line naming the file and the field."""
+    data = yaml.safe_load((profiles_dir() / "h100-sxm5-80gb.yaml").read_text())
+    node = data
+    *parents, leaf = field.split(".")
+    for key in parents:
+        node = node[key]
+    node[leaf] = value
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(InputError) as caught:
+        load_hardware(str(path))
+    assert caught.value.source == str(path) and caught.value.field == field

@@ -18,8 +18,11 @@ from ttftsim.config.base import StrictModel
 
 # Plausible hardware, with room on both sides (a CPU core to many times a GB200): figures far outside give steps
 # of days or of nothing, and a simulation that says nothing true
-MIN_FLOPS, MAX_FLOPS = 1e9, 1e18
+MIN_FLOPS, MAX_FLOPS = 1e9, 5e16  # 10x the fastest dense format listed (B300 fp8, 5e15): 835e15 is a typo
 MIN_BYTES_PER_S, MAX_BYTES_PER_S = 1e8, 1e15
+# a device's memory in bytes: 1 GB to 10 TB (94 or 94e15 is GB or a typo, not an accelerator)
+MIN_MEMORY_BYTES, MAX_MEMORY_BYTES = 1_000_000_000, 10_000_000_000_000
+MAX_STEP_OVERHEAD_S = 0.5  # host time a step: vLLM's is milliseconds (3 would be ms written as s)
 
 
 class PeakFlops(StrictModel):
@@ -40,7 +43,9 @@ class Link(StrictModel):
     kind: Literal["nvlink", "infinity_fabric", "pcie", "network", "shared_memory"] = Field(
         description="Kind of link (infinity_fabric: AMD Instinct GPU-to-GPU links)"
     )
-    bw_bytes_per_s: float = Field(gt=0, description="Unidirectional bandwidth per GPU, bytes/s")
+    bw_bytes_per_s: float = Field(
+        ge=MIN_BYTES_PER_S, le=MAX_BYTES_PER_S, description="Unidirectional bandwidth per GPU, bytes/s"
+    )
     latency_s: float = Field(ge=0, description="Per-message latency floor (software + wire), seconds")
 
 
@@ -65,10 +70,14 @@ class Overhead(StrictModel):
     scheduling the host time overlaps the device time."""
 
     iteration_s: float = Field(
-        ge=0, description="Per-iteration host time of a step run without CUDA graphs (above the capture limit, eager)"
+        ge=0,
+        le=MAX_STEP_OVERHEAD_S,
+        description="Per-iteration host time of a step run without CUDA graphs (above the capture limit, eager)",
     )
     decode_graph_iteration_s: float = Field(
-        ge=0, description="Per-iteration host time of a decode-only step replayed from a FULL CUDA graph"
+        ge=0,
+        le=MAX_STEP_OVERHEAD_S,
+        description="Per-iteration host time of a decode-only step replayed from a FULL CUDA graph",
     )
 
 
@@ -90,7 +99,9 @@ class HardwareProfile(StrictModel):
 
     name: str = Field(description="Profile name, e.g. H100-SXM5-80GB")
     kind: Literal["gpu", "cpu"] = Field(description="gpu, or cpu for a CPU-only host")
-    memory_bytes: int = Field(gt=0, description="Device memory as the driver reports it, bytes")
+    memory_bytes: int = Field(
+        ge=MIN_MEMORY_BYTES, le=MAX_MEMORY_BYTES, description="Device memory as the driver reports it, bytes"
+    )
     mem_bw_bytes_per_s: float = Field(
         ge=MIN_BYTES_PER_S, le=MAX_BYTES_PER_S, description="Peak device-memory bandwidth, bytes/s"
     )
@@ -98,7 +109,9 @@ class HardwareProfile(StrictModel):
     peak_flops: PeakFlops = Field(description="Dense peak compute per number format")
     intra_node_link: Link = Field(description="GPU-to-GPU link inside a node")
     inter_node_link: Link = Field(description="Network between nodes, per GPU")
-    host_to_device_bw_bytes_per_s: float = Field(gt=0, description="Host-to-device copy bandwidth, bytes/s")
+    host_to_device_bw_bytes_per_s: float = Field(
+        ge=MIN_BYTES_PER_S, le=MAX_BYTES_PER_S, description="Host-to-device copy bandwidth, bytes/s"
+    )
     gpus_per_node: int = Field(ge=1, le=64, description="Accelerators per node")
     device_name: str = Field(
         min_length=1,
