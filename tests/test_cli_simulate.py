@@ -415,3 +415,13 @@ def test_a_cluster_run_writes_its_pods_and_hpa_syncs(tmp_path: Path) -> None:
     assert {"role", "node", "state", "created_s", "ready_s", "end_reason"} <= set(pods.columns)  # + phases if cold
     hpa = pd.read_csv(tmp_path / "out" / "hpa.csv")
     assert list(hpa["time_s"][:2]) == [15.0, 30.0] and {"current", "ready", "desired"} <= set(hpa.columns)
+
+
+def test_a_missing_profile_file_names_the_scenario_the_field_and_where_it_was_looked_for(tmp_path: Path) -> None:
+    """A relative path that exists nowhere was read from the working directory: 'error: /hw/x.yaml: file not
+    found', naming neither the scenario nor the field (cold trial F6)."""
+    (tmp_path / "scen").mkdir()
+    scenario = tmp_path / "scen" / "s.yaml"
+    scenario.write_text(EXAMPLE.read_text().replace("hardware: H100-SXM5-80GB", "hardware: ../hw/typo.yaml"))
+    looked = (tmp_path / "hw" / "typo.yaml").resolve()
+    _assert_one_line_error(run("simulate", str(scenario)), f"{scenario}: hardware: no profile file {looked}")

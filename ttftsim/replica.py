@@ -45,7 +45,11 @@ def resolve_ref(ref: str, base: Path) -> str:
     folder named after a GPU)."""
     candidate = base / ref
     path = "/" in ref or ref.endswith((".json", ".yaml", ".yml")) or is_file(candidate / "config.json")
-    return str(candidate) if path and exists(candidate) else ref
+    if not path or exists(candidate):
+        return str(candidate) if path else ref
+    # a path found nowhere beside the file: as given where it exists from the working directory, else beside the
+    # file, so that the error names where it was looked for (not the bare ref read from the working directory)
+    return ref if exists(Path(ref)) else str(candidate)
 
 
 def engine_field(exc: ValueError) -> str:

@@ -51,6 +51,8 @@ def load_hardware(ref: str, source: str = "hardware") -> HardwareProfile:
         raise InputError(source, "hardware", "no hardware named (empty)")
     path = Path(ref)
     if path.suffix in (".yaml", ".yml"):
+        if not path.exists():  # the file that names it, and where the profile was looked for
+            raise InputError(source, "hardware", f"no profile file {path.resolve()}")
         return _load_path(path.resolve())
     paths = profile_paths()
     key = ref.lower()
