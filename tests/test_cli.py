@@ -126,6 +126,15 @@ def test_memory_of_a_sliding_window_model_gives_vllms_block_count() -> None:
     assert "keeps only its last 1,024 tokens in the sliding-window groups" in text
 
 
+def test_memory_refuses_a_max_model_len_beyond_the_models_context_as_simulate_does() -> None:
+    """`memory --max-model-len 16384` on gemma-2-9b (8,192 positions) printed a plan; simulate refuses it, as vLLM
+    does (cold trial F9). The plan says the max_model_len it used."""
+    result = run("memory", "--model", "gemma-2-9b", "--hardware", "H100-SXM5-80GB", "--max-model-len", "16384")
+    _assert_one_line_error(result, "--max-model-len: 16,384 exceeds gemma-2-9b's context (8,192)")
+    result = run("memory", "--model", "gemma-2-9b", "--hardware", "H100-SXM5-80GB")
+    assert "(max_model_len 8,192)" in " ".join(result.stdout.split())
+
+
 def test_usage_error_exits_2() -> None:
     result = run("step", "--model")
     assert result.returncode == 2

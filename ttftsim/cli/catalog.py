@@ -123,6 +123,12 @@ def memory(
     from ttftsim.config.resolved_engine import mla_block_size
 
     deployment = deployment_from_options(model, gpu, tp, weight_dtype, kv_dtype, pp)
+    context = deployment.model.max_position_embeddings
+    if max_model_len is not None and max_model_len > context:  # vLLM refuses it (as simulate does)
+        raise InputError(
+            "--max-model-len", "", f"{max_model_len:,} exceeds {deployment.model.name}'s context ({context:,}): vLLM "
+            "refuses it (VLLM_ALLOW_LONG_MAX_MODEL_LEN in a scenario's engine: allow_long_max_model_len)",
+        )  # fmt: skip
     tokens, seqs = default_limits(deployment.hardware, EngineArgs().vllm_version)  # the modelled default version
     settings = MemorySettings(
         gpu_memory_utilization,
@@ -143,7 +149,10 @@ def memory(
     ):
         table.add_row(label, f"{value / 1e9:.2f}")
     console.print(table)
-    console.print(f"{plan.num_blocks:,} blocks of {plan.block_size} tokens = {plan.kv_capacity_tokens:,} tokens")
+    console.print(
+        f"{plan.num_blocks:,} blocks of {plan.block_size} tokens = {plan.kv_capacity_tokens:,} tokens "
+        f"(max_model_len {settings.max_model_len:,})"
+    )
     groups = KvCacheGroups.of(deployment.model)
     if groups.windowed_groups:  # vLLM's log: num_gpu_blocks over the groups, the same "GPU KV cache size"
         console.print(
