@@ -131,3 +131,14 @@ def test_only_replaces_its_claims_rows_and_sections_in_an_existing_report() -> N
     assert merge_report(existing, quick, {2}) == quick
     other = fresh.replace("| 2 |", "| 3 |").replace("## 2.", "## 3.")
     assert merge_report(existing, other, {3}) == other
+
+
+def test_explain_kv_keeps_a_windowed_layers_last_tokens_only() -> None:
+    """gemma-2-9b at 32,768 tokens: 21 full layers hold every token, 21 windowed ones their last 4,096 (as memory and
+    vLLM's groups count them), 8,192 bytes a layer and token; explain counted all 42 in full (cold trial F10)."""
+    kv = kv_bytes("gemma-2-9b", "bf16", 32768)
+    per_layer = 2 * 8 * 256 * 2
+    assert kv["total_bytes"] == 21 * per_layer * 32768 + 21 * per_layer * 4096
+    assert kv["window"] == "21 of 42 layers keep only their last 4,096 tokens"
+    short = kv_bytes("gemma-2-9b", "bf16", 4096)
+    assert short["total_bytes"] == 42 * per_layer * 4096 and short["window"] is None

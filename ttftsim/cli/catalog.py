@@ -181,6 +181,7 @@ def explain_kv(
     console.print(
         f"{r['model']}: {r['formula']} = {r['bytes_per_token']:,} bytes/token "
         f"({r['bytes_per_token'] / 1024:,.0f} KiB); {tokens:,} tokens = {r['total_bytes'] / 1e9:,.2f} GB"
+        + (f" ({r['window']})" if r["window"] else "")
     )
 
 
