@@ -47,9 +47,11 @@ def resolve_ref(ref: str, base: Path) -> str:
     path = "/" in ref or ref.endswith((".json", ".yaml", ".yml")) or is_file(candidate / "config.json")
     if not path or exists(candidate):
         return str(candidate) if path else ref
-    # a path found nowhere beside the file: as given where it exists from the working directory, else beside the
-    # file, so that the error names where it was looked for (not the bare ref read from the working directory)
-    return ref if exists(Path(ref)) else str(candidate)
+    # a file found nowhere beside the file naming it: as given where it exists from the working directory, else
+    # beside that file, so that the error names where it was looked for; an org/name is a Hugging Face id
+    if not ref.endswith((".json", ".yaml", ".yml")) or exists(Path(ref)):
+        return ref
+    return str(candidate)
 
 
 def engine_field(exc: ValueError) -> str:
