@@ -23,18 +23,16 @@ DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 def kv_bytes(model: str, dtype: KvDtype, tokens: int) -> dict[str, Any]:
     spec = load_model(model, "--model")
     per_token = kv_bytes_per_token(spec, dtype)
-    total = per_token * tokens
-    window, windowed = spec.sliding_window, spec.num_sliding_window_layers
+    total, note = per_token * tokens, None
+    window = spec.sliding_window
     if window is not None and window < tokens and not spec.is_mla:  # windowed layers keep their last `window` tokens
-        layers = spec.num_hidden_layers if windowed is None else windowed
+        layers = spec.num_sliding_window_layers
+        layers = spec.num_hidden_layers if layers is None else layers
         total -= per_token * layers // spec.num_hidden_layers * (tokens - window)
+        note = f"{layers} of {spec.num_hidden_layers} layers keep only their last {window:,} tokens" if layers else None
     return {
         "model": spec.name,
-        "window": (
-            None
-            if total == per_token * tokens
-            else f"{layers} of {spec.num_hidden_layers} layers keep only their last {window:,} tokens"
-        ),
+        "window": note,
         "formula": (
             f"{spec.num_hidden_layers} layers x ({spec.kv_lora_rank} kv_lora_rank + {spec.qk_rope_head_dim} "
             f"qk_rope_head_dim) x {DTYPE_BYTES[dtype]} bytes (one MLA latent, whole on every TP rank)"

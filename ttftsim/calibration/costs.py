@@ -70,10 +70,9 @@ def _with_lent(own: tuple[str, int], lender: tuple[str, int], classes: tuple[str
     curves_from: one compute die), read once per process (per version of the two files). The lent curves keep
     their fitted efficiencies and corrections, so the simulator evaluates them with the borrower's peaks."""
     fits = dict(_read(*own).fits)
-    lent = {key: fit for key, fit in _read(*lender).fits.items() if key.split("/")[0] in classes}
-    for key, fit in lent.items():
-        if not any(own_key.split("/")[0] == key.split("/")[0] for own_key in _read(*own).fits):
-            fits[key] = fit | {"lent_from": Path(lender[0]).name}
+    missing = set(classes) - {key.split("/")[0] for key in fits}  # classes this GPU has no curve of
+    name = Path(lender[0]).name
+    fits |= {key: fit | {"lent_from": name} for key, fit in _read(*lender).fits.items() if key.split("/")[0] in missing}
     calibration = Calibration.of(fits)
     _SHARED.append(calibration)
     return calibration

@@ -145,22 +145,23 @@ def _print_factors(result: FitResult, applied: bool) -> None:
         value = getattr(result.factors, name)
         _line(f"{name:<28}{_value(name, value):>9}     {_value(name, low)} .. {_value(name, high)}")
     for name, bound in result.at_bounds():
-        overhead = name == "step_overhead_s"
         _line(
-            f"warning: {name} stopped at its bound ({_value(name, bound) if overhead else f'{bound:g}'}"
-            + (", no host time left in the cheapest step" if overhead and bound < 0 else "")
-            + "): the hardware profile is far from these runs, or not of their shape; a profile measured on this "
-            "hardware predicts better than a fit can (docs/fit.md, What fit refuses and says)"
+            f"{_stopped(name, bound)}: the hardware profile is far from these runs, or not of their shape; a profile "
+            "measured on this hardware predicts better than a fit can (docs/fit.md, What fit refuses and says)"
         )
     folds = len(result.fold_factors)
     for name, bound, count in result.folds_at_bounds():
-        overhead = name == "step_overhead_s"
         _line(
-            f"warning: {name} stopped at its bound ({_value(name, bound) if overhead else f'{bound:g}'}"
-            + (", no host time left in the cheapest step" if overhead and bound < 0 else "")
-            + f") in {count} of {folds} cross-validation folds: the runs those folds kept pull it past what the "
-            "model allows, so the range above is cut there"
+            f"{_stopped(name, bound)} in {count} of {folds} cross-validation folds: the runs those folds kept pull it "
+            "past what the model allows, so the range above is cut there"
         )
+
+
+def _stopped(name: str, bound: float) -> str:
+    """'warning: NAME stopped at its bound (BOUND[, why])'."""
+    overhead = name == "step_overhead_s"
+    why = ", no host time left in the cheapest step" if overhead and bound < 0 else ""
+    return f"warning: {name} stopped at its bound ({_value(name, bound) if overhead else f'{bound:g}'}{why})"
 
 
 def _print_selection(result: FitResult) -> None:
